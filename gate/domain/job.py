@@ -1,0 +1,47 @@
+"""What the parent hands the GPU child for one job (kernel x revision pair), as JSON."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from gate.domain.manifest import KernelSpec
+
+
+@dataclass
+class Checkout:
+    sha: str
+    path: str                      # an isolated workspace holding the tree at `sha`
+
+
+@dataclass
+class RunOptions:
+    gpu_stages: bool = True        # False: correctness/bench/profile are NOT_RUN ("disabled")
+    profile: bool = True
+    bench_budget_s: float = 20.0   # per shape: interleaved rounds stop here at the latest
+    target_rel_se_pct: float = 0.5 # ... or as soon as the median's relative standard error is this
+    max_reruns: int = 2            # extra bench attempts when the interval straddles the threshold
+    correctness_seeds: int = 3
+    nvcc_path: str = "nvcc"
+    ncu_path: str = "ncu"
+    ncu_clock_control: str = "base"   # identical for both sides; "none" where clocks must stay untouched
+    build_cache_dir: str = ""      # content-addressed object cache shared by jobs
+    stage_timeout_s: float = 300.0
+
+
+@dataclass
+class JobRequest:
+    kernel: KernelSpec
+    candidate: Checkout
+    artifacts_dir: str
+    baseline: Checkout | None = None
+    options: RunOptions = field(default_factory=RunOptions)
+
+
+@dataclass
+class ProgressEvent:
+    """One line the child prints while it works (also the live progress of a running job)."""
+
+    stage: str
+    side: str = "candidate"        # candidate | baseline | joint
+    state: str = "started"         # started | passed | failed | not_run | error
+    detail: str = ""

@@ -1,0 +1,73 @@
+"""The manifest's types (`gate.toml`). Validation lives in `gate.pipeline.manifest`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Shape:
+    """One problem size of a workload, e.g. attention {b, h, s, d, causal} or gemm {m, n, k}."""
+
+    params: dict[str, int | bool]
+
+    @property
+    def label(self) -> str:
+        """Stable, readable key: `b1_h8_s512_d64` (+ `_causal`); gemm `m2048_n2048_k1024`."""
+        parts = [f"{k}{v}" for k, v in self.params.items() if not isinstance(v, bool)]
+        flags = [k for k, v in self.params.items() if v is True]
+        return "_".join(parts + flags)
+
+    def __hash__(self) -> int:
+        return hash(tuple(sorted(self.params.items())))
+
+
+@dataclass
+class Gates:
+    """Accept/reject thresholds. `None` switches a rule off."""
+
+    max_latency_regression_pct: float | None = None   # candidate/baseline median, significant only
+    min_tensor_pipe_pct: float | None = None           # sm__pipe_tensor_*cycles_active, % of peak
+    max_bank_conflict_pct: float | None = None         # shared ld/st conflicts / wavefronts, %
+    min_warps_active_pct: float | None = None          # sm__warps_active, % of peak
+    min_dram_pct: float | None = None                  # gpu__dram_throughput, % of peak
+    max_registers: int | None = None                   # ptxas, per thread
+    max_spill_bytes: int | None = None                 # ptxas spill stores + loads
+    max_smem_bytes: int | None = None                  # ptxas static shared memory per block
+    require_sass: list[str] = field(default_factory=list)   # opcodes that must appear, e.g. HMMA
+    max_tensor_pipe_drop_pct: float | None = None      # relative: points below the baseline's
+    max_bank_conflict_increase_pct: float | None = None  # relative: points above the baseline's
+    absolute_shapes: list[str] = field(default_factory=list)  # shape labels for min_* rules; [] = all
+    max_error_ratio: float = 4.0                       # error <= k x PyTorch's own low-precision error
+
+
+@dataclass
+class KernelSpec:
+    """One `[[kernel]]` table of the manifest. Paths are relative to the repository root."""
+
+    name: str
+    sources: list[str]
+    function: str = "forward"
+    workload: str = "attention"      # "attention", "gemm", or "module:callable" inside the repo
+    arch: list[str] = field(default_factory=lambda: ["sm_80", "sm_90"])
+    shapes: list[Shape] = field(default_factory=list)
+    dtypes: list[str] = field(default_factory=lambda: ["float16"])
+    gates: Gates = field(default_factory=Gates)
+    profile: bool = True             # run the Nsight Compute stage
+    timeout_s: float = 600.0         # the whole job's child process
+
+    @property
+    def cuda_sources(self) -> list[str]:
+        return [s for s in self.sources if s.endswith(".cu")]
+
+
+@dataclass
+class Manifest:
+    kernels: list[KernelSpec]
+    path: str = "gate.toml"
+
+    def kernel(self, name: str) -> KernelSpec:
+        for k in self.kernels:
+            if k.name == name:
+                return k
+        raise KeyError(name)

@@ -1,0 +1,200 @@
+"""Typed results of every pipeline stage. They cross the GPU child's process boundary as JSON.
+
+Convention: a kernel fault is `StageStatus.FAILED` with evidence in `reason`/`log`; a stage that could
+not run here is `NOT_RUN` (its `reason` says why, e.g. "not run: no CUDA device"); an infrastructure
+fault met while running is `ERROR`. Only `PASSED` stages can carry a verdict to `accept`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+
+class StageName(StrEnum):
+    SOURCE = "source"
+    STATIC = "static"
+    BUILD = "build"
+    CORRECTNESS = "correctness"
+    BENCH = "bench"
+    PROFILE = "profile"
+
+
+class StageStatus(StrEnum):
+    PASSED = "passed"      # ran, kernel behaved
+    FAILED = "failed"      # ran, kernel at fault (compile error, wrong answer, crash, hang)
+    NOT_RUN = "not_run"    # could not run here (no GPU, no baseline, disabled)
+    ERROR = "error"        # the gate's own machinery failed (tool missing, counters not permitted)
+
+
+@dataclass
+class FunctionResources:
+    """ptxas and SASS figures of one kernel function for one target arch."""
+
+    function: str                 # mangled entry name as ptxas prints it
+    arch: str                     # sm_80, sm_90a, ...
+    registers: int                # per thread
+    smem_bytes: int               # static shared memory per block
+    stack_bytes: int              # stack frame
+    spill_store_bytes: int
+    spill_load_bytes: int
+    sass_opcodes: dict[str, int] = field(default_factory=dict)  # base opcode (HMMA, LDSM, ...) -> count
+
+    @property
+    def spill_bytes(self) -> int:
+        return self.spill_store_bytes + self.spill_load_bytes
+
+
+@dataclass
+class StaticResult:
+    status: StageStatus
+    reason: str = ""
+    duration_s: float = 0.0
+    functions: list[FunctionResources] = field(default_factory=list)
+    sass_available: bool = False  # False when no disassembler was found: SASS rules cannot pass
+    log: str = ""                 # compiler output (ptxas -v), kept as evidence
+
+
+@dataclass
+class BuildResult:
+    status: StageStatus
+    reason: str = ""
+    duration_s: float = 0.0
+    cache_hits: int = 0           # compiled objects reused from the content-addressed cache
+    cache_misses: int = 0
+    module_path: str = ""         # the built extension (.so)
+    log: str = ""
+
+
+@dataclass
+class CorrectnessCase:
+    shape: str                    # Shape.label
+    dtype: str
+    seed: int
+    passed: bool
+    max_abs_err: float | None = None
+    mean_abs_err: float | None = None
+    torch_max_abs_err: float | None = None   # PyTorch's own low-precision result vs the same reference
+    tolerance: float | None = None
+    reason: str = ""              # "NaN in output (unwritten elements?)", "inputs modified", ...
+
+
+@dataclass
+class CorrectnessResult:
+    status: StageStatus
+    reason: str = ""
+    duration_s: float = 0.0
+    cases: list[CorrectnessCase] = field(default_factory=list)
+
+
+@dataclass
+class TimingSamples:
+    samples_us: list[float]
+    median_us: float
+    p10_us: float
+    p90_us: float
+    tflops: float | None = None
+
+
+@dataclass
+class ShapeTiming:
+    shape: str
+    dtype: str
+    candidate: TimingSamples
+    baseline: TimingSamples | None = None
+    peers: dict[str, TimingSamples] = field(default_factory=dict)  # "sdpa_flash", "cublas", ...
+    ratio: float | None = None            # candidate / baseline median (>1 is slower)
+    ratio_ci_low: float | None = None     # 95 % bootstrap interval of the median ratio
+    ratio_ci_high: float | None = None
+    p_value: float | None = None          # two-sided Mann-Whitney U
+    rounds: int = 0                       # interleaved rounds taken
+    rel_se_pct: float | None = None       # relative standard error of the candidate median
+    method: str = "events"                # "events" or "graph" (launch-bound kernels)
+
+
+@dataclass
+class BenchResult:
+    status: StageStatus
+    reason: str = ""
+    duration_s: float = 0.0
+    shapes: list[ShapeTiming] = field(default_factory=list)
+    attempts: int = 1                     # > 1 when an inconclusive comparison was rerun
+
+
+@dataclass
+class KernelMetrics:
+    """Gate metrics of one profiled kernel launch (Nsight Compute). `None` = not collected (n/a)."""
+
+    kernel: str                           # function name
+    shape: str = ""
+    duration_ns: float | None = None
+    tensor_pipe_pct: float | None = None      # tensor pipe cycles active, % of peak sustained active
+    hmma_inst_pct: float | None = None
+    gmma_inst_pct: float | None = None        # sm_90 only: warpgroup MMA instructions
+    ld_bank_conflict_pct: float | None = None  # conflicts / wavefronts, shared loads (LDS + LDSM)
+    st_bank_conflict_pct: float | None = None
+    ld_bank_conflicts: float | None = None
+    ld_wavefronts: float | None = None
+    warps_active_pct: float | None = None
+    achieved_occupancy_pct: float | None = None
+    dram_pct: float | None = None
+    sm_throughput_pct: float | None = None
+    registers: int | None = None
+    smem_per_block_bytes: int | None = None
+    local_ld_inst: float | None = None        # spill traffic (LDL warp instructions)
+    local_st_inst: float | None = None
+    grid: str = ""
+    block: str = ""
+    compute_capability: str = ""
+
+
+@dataclass
+class ProfileResult:
+    status: StageStatus
+    reason: str = ""
+    duration_s: float = 0.0
+    kernels: list[KernelMetrics] = field(default_factory=list)
+    report_path: str = ""                 # the .ncu-rep artifact
+    ncu_version: str = ""
+    log: str = ""
+
+
+@dataclass
+class Fingerprint:
+    gpu_name: str = ""
+    compute_capability: str = ""
+    sm_count: int | None = None
+    driver: str = ""
+    cuda: str = ""
+    torch: str = ""
+    ncu_version: str = ""
+    sm_clock_mhz: int | None = None
+    mem_clock_mhz: int | None = None
+    host: str = ""
+
+    @property
+    def gpu_kind(self) -> str:
+        return self.gpu_name or "cpu"
+
+
+@dataclass
+class SideResults:
+    """What was measured of one revision (candidate or baseline) on its own."""
+
+    sha: str
+    static: StaticResult | None = None
+    build: BuildResult | None = None
+    correctness: CorrectnessResult | None = None
+    profile: ProfileResult | None = None
+
+
+@dataclass
+class JobResult:
+    """Everything one job (kernel x GPU kind) measured. Input of `decide()`."""
+
+    kernel: str
+    candidate: SideResults
+    baseline: SideResults | None = None
+    bench: BenchResult | None = None      # joint: candidate vs baseline vs peers, interleaved
+    fingerprint: Fingerprint | None = None
+    notes: list[str] = field(default_factory=list)

@@ -1,0 +1,20 @@
+"""The gate's stages, one module each, typed in and out. Only `run.py` knows their order.
+
+Parent side (no GPU needed):
+    manifest.load_manifest(repo_dir) -> Manifest                       raises ManifestError
+    source.Mirror(mirrors_root).checkout(repo, rev, workspace) -> Checkout   raises SourceError
+    decide.decide(result: JobResult, gates: Gates) -> VerdictReport    pure
+    run.gate_revision(...)                                             source -> child -> decide
+
+Child side (`python -m gate.runner`, imports only gate.domain, gate.pipeline, torch, ncu_report):
+    static.run_static(kernel, src_dir, out_dir, nvcc) -> StaticResult  ptxas -v + SASS histogram
+    build.build_extension(kernel, src_dir, cache_dir, out_dir) -> BuildResult
+    workloads.get_workload(kernel, src_dir) -> Workload                attention | gemm | module:callable
+    correctness.check(...) -> CorrectnessResult
+    bench.time_revisions(...) -> BenchResult                           interleaved, L2 flushed
+    stats                                                              pure: bootstrap, Mann-Whitney
+    profile.profile(...) -> ProfileResult                              ncu in its own child
+    ncu_report.read_report(path) -> list[KernelMetrics]                also `gate profile import`
+    fingerprint.collect() -> Fingerprint
+    run.measure(request: JobRequest, emit) -> JobResult                the order of the stages
+"""

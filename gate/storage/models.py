@@ -1,0 +1,185 @@
+"""SQLAlchemy 2.0 models: the gate's history. SQLite (embedded) and PostgreSQL (production).
+
+Jobs are durable rows first: a submitted revision and its jobs are committed before any reply, and a
+worker only ever claims a row (state change + attempts) inside a transaction.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Any
+
+from sqlalchemy import JSON, Float, ForeignKey, Index, Integer, String, Text, UniqueConstraint
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC).replace(tzinfo=None)
+
+
+class Base(DeclarativeBase):
+    type_annotation_map = {dict[str, Any]: JSON, list[Any]: JSON}
+
+
+class JobState(StrEnum):
+    QUEUED = "queued"
+    RUNNING = "running"
+    DONE = "done"            # a verdict was stored (any verdict, error included)
+
+
+class RevisionStatus(StrEnum):
+    QUEUED = "queued"
+    RUNNING = "running"
+    DONE = "done"
+
+
+class Repository(Base):
+    __tablename__ = "repositories"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    name: Mapped[str] = mapped_column(String(300), unique=True)      # "owner/name" or a path's name
+    url: Mapped[str] = mapped_column(Text)                            # local path or git URL
+    default_branch: Mapped[str] = mapped_column(String(200), default="main")
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    revisions: Mapped[list[Revision]] = relationship(back_populates="repository")
+
+
+class Revision(Base):
+    __tablename__ = "revisions"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    repository_id: Mapped[int] = mapped_column(ForeignKey("repositories.id"), index=True)
+    sha: Mapped[str] = mapped_column(String(64), index=True)
+    branch: Mapped[str | None] = mapped_column(String(200))
+    base_sha: Mapped[str | None] = mapped_column(String(64))          # baseline measured against
+    parent_sha: Mapped[str | None] = mapped_column(String(64))
+    author: Mapped[str | None] = mapped_column(String(300))
+    message: Mapped[str | None] = mapped_column(Text)
+    committed_at: Mapped[datetime | None] = mapped_column()
+    submitted_at: Mapped[datetime] = mapped_column(default=utcnow, index=True)
+    status: Mapped[str] = mapped_column(String(20), default=RevisionStatus.QUEUED)
+    source: Mapped[str] = mapped_column(String(20), default="api")    # api | webhook | cli | demo
+    kernels: Mapped[list[Any] | None] = mapped_column(JSON)           # requested subset, None = all
+    pull_request: Mapped[int | None] = mapped_column(Integer)
+    repository: Mapped[Repository] = relationship(back_populates="revisions")
+    jobs: Mapped[list[Job]] = relationship(back_populates="revision", order_by="Job.id")
+
+
+class Job(Base):
+    __tablename__ = "jobs"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    revision_id: Mapped[int] = mapped_column(ForeignKey("revisions.id"), index=True)
+    kernel: Mapped[str] = mapped_column(String(200))
+    gpu_kind: Mapped[str] = mapped_column(String(100), default="any")  # routing key; "any" = first free
+    state: Mapped[str] = mapped_column(String(20), default=JobState.QUEUED, index=True)
+    attempts: Mapped[int] = mapped_column(default=0)
+    worker: Mapped[str | None] = mapped_column(String(200))
+    progress: Mapped[str | None] = mapped_column(Text)                 # last progress line of the child
+    error: Mapped[str | None] = mapped_column(Text)
+    queued_at: Mapped[datetime] = mapped_column(default=utcnow)
+    started_at: Mapped[datetime | None] = mapped_column()
+    finished_at: Mapped[datetime | None] = mapped_column()
+    heartbeat_at: Mapped[datetime | None] = mapped_column()
+    revision: Mapped[Revision] = relationship(back_populates="jobs")
+    events: Mapped[list[JobEvent]] = relationship(order_by="JobEvent.id")
+    stages: Mapped[list[StageRecord]] = relationship(order_by="StageRecord.id")
+    verdict: Mapped[VerdictRecord | None] = relationship(back_populates="job")
+    artifacts: Mapped[list[Artifact]] = relationship(order_by="Artifact.id")
+
+
+class JobEvent(Base):
+    """Every state transition of a job, with its time (queued, claimed, stage started, done...)."""
+
+    __tablename__ = "job_events"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    job_id: Mapped[int] = mapped_column(ForeignKey("jobs.id"), index=True)
+    state: Mapped[str] = mapped_column(String(40))
+    detail: Mapped[str | None] = mapped_column(Text)
+    at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class StageRecord(Base):
+    __tablename__ = "stage_results"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    job_id: Mapped[int] = mapped_column(ForeignKey("jobs.id"), index=True)
+    side: Mapped[str] = mapped_column(String(20))          # candidate | baseline | joint
+    stage: Mapped[str] = mapped_column(String(20))         # StageName
+    status: Mapped[str] = mapped_column(String(20))        # StageStatus
+    reason: Mapped[str | None] = mapped_column(Text)
+    duration_s: Mapped[float | None] = mapped_column(Float)
+    payload: Mapped[dict[str, Any] | None] = mapped_column(JSON)   # to_json(<Stage>Result)
+
+
+class Metric(Base):
+    """One figure: revision x kernel x GPU kind x shape x metric (x series: candidate, baseline, peer)."""
+
+    __tablename__ = "metrics"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    revision_id: Mapped[int] = mapped_column(ForeignKey("revisions.id"))
+    job_id: Mapped[int] = mapped_column(ForeignKey("jobs.id"))
+    kernel: Mapped[str] = mapped_column(String(200))
+    gpu_kind: Mapped[str] = mapped_column(String(100))
+    shape: Mapped[str] = mapped_column(String(200), default="")
+    name: Mapped[str] = mapped_column(String(100))          # latency_median_us, tensor_pipe_pct, ...
+    series: Mapped[str] = mapped_column(String(50), default="candidate")  # or baseline, sdpa_flash ...
+    value: Mapped[float] = mapped_column(Float)
+    unit: Mapped[str] = mapped_column(String(30), default="")
+    direction: Mapped[str] = mapped_column(String(10), default="lower")   # lower | higher is better
+    __table_args__ = (
+        Index("ix_metrics_history", "kernel", "name", "gpu_kind", "shape", "revision_id"),
+    )
+
+
+class VerdictRecord(Base):
+    __tablename__ = "verdicts"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    job_id: Mapped[int] = mapped_column(ForeignKey("jobs.id"), unique=True)
+    revision_id: Mapped[int] = mapped_column(ForeignKey("revisions.id"), index=True)
+    kernel: Mapped[str] = mapped_column(String(200))
+    gpu_kind: Mapped[str] = mapped_column(String(100))
+    verdict: Mapped[str] = mapped_column(String(20))        # Verdict
+    reason: Mapped[str] = mapped_column(Text)
+    rules: Mapped[list[Any]] = mapped_column(JSON)          # to_json(list[RuleRow])
+    fingerprint: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    job: Mapped[Job] = relationship(back_populates="verdict")
+
+
+class Artifact(Base):
+    """A file kept under the data dir: build log, ptxas log, .ncu-rep, the job's result JSON."""
+
+    __tablename__ = "artifacts"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    job_id: Mapped[int] = mapped_column(ForeignKey("jobs.id"), index=True)
+    kind: Mapped[str] = mapped_column(String(40))
+    path: Mapped[str] = mapped_column(Text)                  # relative to GATE_DATA_DIR
+    size_bytes: Mapped[int] = mapped_column(default=0)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class Notification(Base):
+    """An outbound message (commit status, check run, webhook). Stored before sending; retried later."""
+
+    __tablename__ = "notifications"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    job_id: Mapped[int | None] = mapped_column(ForeignKey("jobs.id"), index=True)
+    target: Mapped[str] = mapped_column(String(30))          # github_status | check_run | webhook
+    url: Mapped[str] = mapped_column(Text)
+    payload: Mapped[dict[str, Any]] = mapped_column(JSON)
+    state: Mapped[str] = mapped_column(String(20), default="pending")   # pending | sent | failed
+    attempts: Mapped[int] = mapped_column(default=0)
+    last_error: Mapped[str | None] = mapped_column(Text)
+    next_attempt_at: Mapped[datetime] = mapped_column(default=utcnow, index=True)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    sent_at: Mapped[datetime | None] = mapped_column()
+
+
+class WebhookDelivery(Base):
+    """`X-GitHub-Delivery` ids already seen: a redelivery creates no second job."""
+
+    __tablename__ = "webhook_deliveries"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    delivery_id: Mapped[str] = mapped_column(String(100), unique=True)
+    event: Mapped[str] = mapped_column(String(50))
+    revision_id: Mapped[int | None] = mapped_column(ForeignKey("revisions.id"))
+    received_at: Mapped[datetime] = mapped_column(default=utcnow)
+    __table_args__ = (UniqueConstraint("delivery_id", name="uq_delivery"),)
