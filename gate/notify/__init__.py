@@ -1,7 +1,47 @@
 """Outbound notifications: GitHub commit statuses / Check Runs and signed outbound webhooks.
 
-The executor calls two hooks, both inside the caller's database session and both only *store*
-`Notification` rows (never network I/O in the job's path); a sender delivers them with retries:
-    on_jobs_queued(session, jobs)   -> `pending` statuses
-    on_verdict(session, job)        -> final status / completed check run / outbound webhooks
+The executor calls two hooks inside its own database session. Listeners only *store*
+`Notification` rows there (no network I/O in a job's path); a sender delivers them later with
+retries, so a verdict is never lost to a flaky network:
+    on_jobs_queued(session, jobs)   -> e.g. `pending` commit statuses
+    on_verdict(session, job)        -> e.g. the final status, a completed Check Run, webhooks
+
+Listeners are registered once at start-up (`register`), from the settings.
 """
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from sqlalchemy.orm import Session
+
+    from gate.storage.models import Job
+
+
+class Listener(Protocol):
+    def jobs_queued(self, session: Session, jobs: Sequence[Job]) -> None: ...
+    def verdict(self, session: Session, job: Job) -> None: ...
+
+
+_listeners: list[Listener] = []
+
+
+def register(listener: Listener) -> None:
+    _listeners.append(listener)
+
+
+def clear() -> None:
+    """Forget every listener (tests, and re-configuration at start-up)."""
+    _listeners.clear()
+
+
+def on_jobs_queued(session: Session, jobs: Sequence[Job]) -> None:
+    for listener in _listeners:
+        listener.jobs_queued(session, jobs)
+
+
+def on_verdict(session: Session, job: Job) -> None:
+    for listener in _listeners:
+        listener.verdict(session, job)

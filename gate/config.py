@@ -1,0 +1,59 @@
+"""Settings: environment variables with the prefix `GATE_`, read once through `get_settings()`.
+
+Tests override with `get_settings.cache_clear()` after setting the environment, or pass a
+`Settings(...)` to `create_app`.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+from typing import Annotated
+
+
+def _split(value: object) -> object:
+    if isinstance(value, str):
+        return [v.strip() for v in value.split(",") if v.strip()]
+    return value
+
+
+CommaList = Annotated[list[str], NoDecode]
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="GATE_", extra="ignore")
+
+    database_url: str = "sqlite:///.gate/gate.db"
+    data_dir: Path = Path(".gate")
+    api_token: str | None = None                  # when set, every write needs `Bearer <token>`
+    executor: str = Field("local", pattern="^(local|celery)$")
+    broker_url: str = "redis://127.0.0.1:6379/0"
+    public_url: str = "http://127.0.0.1:8000"     # base of target_url links in statuses
+
+    github_api_url: str = "https://api.github.com"
+    github_token: str | None = None               # commit statuses
+    github_app_id: str | None = None              # Check Runs (with the private key)
+    github_app_private_key: str | None = None     # PEM text, or a path to a PEM file
+    github_webhook_secret: str | None = None
+    github_branches: CommaList = Field(default_factory=list)   # push branches gated besides the default
+
+    outbound_webhooks: CommaList = Field(default_factory=list)  # URLs that receive verdict JSON
+    outbound_webhook_secret: str | None = None
+
+    nvcc_path: str = "nvcc"
+    ncu_path: str = "ncu"
+    ncu_clock_control: str = Field("base", pattern="^(base|none)$")
+    bench_budget_s: float = 20.0                  # per shape
+    job_timeout_s: float = 1800.0                 # the GPU child of one job
+
+    def model_post_init(self, __context: object) -> None:
+        for name in ("github_branches", "outbound_webhooks"):
+            setattr(self, name, _split(getattr(self, name)))
+
+
+@lru_cache
+def get_settings() -> Settings:
+    return Settings()
