@@ -9,18 +9,20 @@ from __future__ import annotations
 from functools import lru_cache
 from pathlib import Path
 
-from pydantic import Field
-from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 from typing import Annotated
+
+from pydantic import BeforeValidator, Field
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 
 def _split(value: object) -> object:
+    """`GATE_OUTBOUND_WEBHOOKS=http://a,http://b` -> ["http://a", "http://b"]."""
     if isinstance(value, str):
         return [v.strip() for v in value.split(",") if v.strip()]
     return value
 
 
-CommaList = Annotated[list[str], NoDecode]
+CommaList = Annotated[list[str], NoDecode, BeforeValidator(_split)]
 
 
 class Settings(BaseSettings):
@@ -48,10 +50,6 @@ class Settings(BaseSettings):
     ncu_clock_control: str = Field("base", pattern="^(base|none)$")
     bench_budget_s: float = 20.0                  # per shape
     job_timeout_s: float = 1800.0                 # the GPU child of one job
-
-    def model_post_init(self, __context: object) -> None:
-        for name in ("github_branches", "outbound_webhooks"):
-            setattr(self, name, _split(getattr(self, name)))
 
 
 @lru_cache
