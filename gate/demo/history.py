@@ -1,0 +1,147 @@
+"""Build the demo repository: FlashCore's history as real commits, each a step a kernel engineer took.
+
+    1. scalar baseline                        -> accept (new kernel)
+    2. the WMMA kernel                        -> accept
+    3. "save shared memory": padding dropped  -> reject by max_bank_conflict_pct (ldmatrix rows conflict)
+    4. padding restored                       -> accept
+    5. "clearer" code that does extra work    -> reject by max_latency_regression_pct
+
+The kernels come from this repository's `kernels/` and `extension/`; steps 3 and 5 are edits of the
+real `wmma.cu` at the lines the kernel marks for it (`kSmemPad`, `FLASHCORE_DEMO_EXTRA_WORK`).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from gate.errors import GateError
+
+PAD_LINE = re.compile(r"constexpr int kSmemPad = \d+;")
+EXTRA_WORK = "// FLASHCORE_DEMO_EXTRA_WORK"
+EXTRA_WORK_FLAG = "#define FLASHCORE_DEMO_EXTRA_WORK 1  // recompute the row statistics twice\n"
+
+DEMO_MANIFEST = """\
+# FlashCore, as gated by `gate demo`: the mission shape and one long sequence.
+[[kernel]]
+name = "flashcore_scalar"
+sources = ["kernels/flashcore/scalar.cu", "extension/flashcore_binding.cpp"]
+function = "forward"
+workload = "attention"
+arch = ["sm_80", "sm_90"]
+shapes = [{{b = 1, h = 8, s = 512, d = 64, causal = false}}]
+dtypes = ["float16"]
+
+[kernel.gates]
+max_latency_regression_pct = 3
+max_spill_bytes = 0
+{wmma}"""
+
+WMMA_MANIFEST = """
+[[kernel]]
+name = "flashcore_wmma"
+sources = ["kernels/flashcore/wmma.cu", "extension/flashcore_binding.cpp"]
+function = "forward"
+workload = "attention"
+arch = ["sm_80", "sm_90"]
+shapes = [{b = 1, h = 8, s = 512, d = 64, causal = false}, {b = 4, h = 16, s = 4096, d = 64, causal = false}]
+dtypes = ["float16"]
+
+[kernel.gates]
+max_latency_regression_pct = 3
+max_bank_conflict_pct = 10
+max_spill_bytes = 0
+require_sass = ["HMMA"]
+"""
+
+
+@dataclass(frozen=True)
+class Step:
+    message: str
+    apply: Callable[[Path, Path], None]     # (source tree of this project, demo repo)
+    expect: str                             # what the gate should say, for the summary
+
+
+def project_root() -> Path:
+    """The checkout `gate` runs from (the kernels are not part of the Python package)."""
+    root = Path(__file__).resolve().parents[2]
+    if not (root / "kernels" / "flashcore").is_dir():
+        raise GateError(f"gate demo needs the FlashCore sources: {root / 'kernels/flashcore'} not found "
+                        "(run it from a checkout of this repository, installed with `pip install -e .`)")
+    return root
+
+
+def _copy(src_root: Path, repo: Path, rel: str) -> None:
+    (repo / rel).parent.mkdir(parents=True, exist_ok=True)
+    shutil.copy2(src_root / rel, repo / rel)
+
+
+def _scalar(src: Path, repo: Path) -> None:
+    for rel in ("kernels/flashcore/params.h", "kernels/flashcore/scalar.cu", "extension/flashcore_binding.cpp"):
+        _copy(src, repo, rel)
+    (repo / "gate.toml").write_text(DEMO_MANIFEST.format(wmma=""))
+
+
+def _wmma(src: Path, repo: Path) -> None:
+    _copy(src, repo, "kernels/flashcore/wmma.cu")
+    (repo / "gate.toml").write_text(DEMO_MANIFEST.format(wmma=WMMA_MANIFEST))
+
+
+def _set_pad(halves: int) -> Callable[[Path, Path], None]:
+    def apply(_src: Path, repo: Path) -> None:
+        path = repo / "kernels/flashcore/wmma.cu"
+        text, n = PAD_LINE.subn(f"constexpr int kSmemPad = {halves};", path.read_text())
+        if n != 1:
+            raise GateError(f"{path}: expected one `constexpr int kSmemPad = N;` line, found {n}")
+        path.write_text(text)
+    return apply
+
+
+def _extra_work(_src: Path, repo: Path) -> None:
+    path = repo / "kernels/flashcore/wmma.cu"
+    text = path.read_text()
+    if EXTRA_WORK not in text:
+        raise GateError(f"{path}: no `{EXTRA_WORK}` marker for the demo's slower commit")
+    path.write_text(EXTRA_WORK_FLAG + text)
+
+
+STEPS: tuple[Step, ...] = (
+    Step("FlashCore scalar baseline: one online-softmax pass, FP32 accumulators", _scalar,
+         "accept (new kernel, no baseline to regress against)"),
+    Step("Add the tensor-core kernel: mma.sync for Q·Kᵀ and P·V, cp.async double buffering", _wmma,
+         "accept"),
+    Step("Save shared memory: drop the row padding of the K/V tiles", _set_pad(0),
+         "reject: shared-memory bank conflicts"),
+    Step("Restore the K/V row padding: ldmatrix rows conflicted without it", _set_pad(8),
+         "accept"),
+    Step("Recompute the softmax row statistics for clarity", _extra_work,
+         "reject: latency regression"),
+)
+
+
+def _git(repo: Path, *args: str) -> str:
+    env = {**os.environ, "GIT_AUTHOR_NAME": "FlashCore", "GIT_AUTHOR_EMAIL": "flashcore@example.com",
+           "GIT_COMMITTER_NAME": "FlashCore", "GIT_COMMITTER_EMAIL": "flashcore@example.com"}
+    out = subprocess.run(["git", *args], cwd=repo, env=env, check=True, capture_output=True, text=True)
+    return out.stdout.strip()
+
+
+def build_history(repo: Path, steps: tuple[Step, ...] = STEPS) -> list[tuple[str, Step]]:
+    """Create `repo` anew with one commit per step; returns (sha, step) in commit order."""
+    src = project_root()
+    if repo.exists():
+        shutil.rmtree(repo)
+    repo.mkdir(parents=True)
+    _git(repo, "init", "-q", "-b", "main")
+    shas = []
+    for step in steps:
+        step.apply(src, repo)
+        _git(repo, "add", "-A")
+        _git(repo, "commit", "-q", "-m", step.message)
+        shas.append((_git(repo, "rev-parse", "HEAD"), step))
+    return shas
