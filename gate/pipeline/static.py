@@ -114,7 +114,7 @@ def run_static(kernel: KernelSpec, src_dir: Path, out_dir: Path, nvcc: str = "nv
                 break
             logs.append(proc.stdout + proc.stderr)
             if proc.returncode != 0:
-                failure = f"compile error in {source_name} ({arch}): {_first_error(proc.stderr, src_dir)}"
+                failure = f"compile error ({arch}): {_first_error(proc.stderr, src_dir)}"
                 break
             found = parse_ptxas(proc.stdout + proc.stderr)
             if sass_ok:
@@ -137,7 +137,9 @@ def run_static(kernel: KernelSpec, src_dir: Path, out_dir: Path, nvcc: str = "nv
                             sass_available=sass_ok, log=log)
     if not sass_ok:
         functions = [_without_sass(fn) for fn in functions]
-    reason = f"{len(functions)} function(s) x arch" + ("" if sass_ok else "; no SASS disassembler found")
+    names = len({fn.function for fn in functions})
+    reason = (f"{names} function(s) x {len(kernel.arch)} arch(s)"
+              + (f", SASS via {disassembler.name}" if sass_ok else "; no SASS disassembler found"))
     return StaticResult(StageStatus.PASSED, reason=reason, duration_s=elapsed, functions=functions,
                         sass_available=sass_ok, log=log)
 
