@@ -194,6 +194,8 @@ def _shape(check: _Checker, item: Any, key: str, workload: str) -> Shape:
                 raise check.fail(f"{key}.{dim}", f"missing ({workload} shapes need {', '.join(dims)})")
     params: dict[str, int | bool] = {}
     for name, v in item.items():
+        if name in flags and not isinstance(v, bool):
+            raise check.fail(f"{key}.{name}", f"expected true/false, got {v!r}")
         if isinstance(v, bool):
             if dims is not None and name not in flags:
                 raise check.fail(f"{key}.{name}", f"expected a positive integer, got {v!r}")

@@ -116,6 +116,8 @@ def run_child(request: JobRequest, timeout_s: float,
             _kill_group(proc)
         for reader in readers:
             reader.join(timeout=5)
+        for stream in (proc.stdout, proc.stderr):
+            stream.close()
     return _outcome(request, proc.returncode, timed_out, timeout_s, running, error, list(tail), result_path)
 
 
