@@ -1,6 +1,5 @@
 """The parent side of the GPU child, with stand-in children that crash, hang or fail on purpose."""
 
-import os
 import sys
 import textwrap
 import time
