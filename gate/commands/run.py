@@ -1,8 +1,21 @@
-"""`gate run`: the whole pipeline on this machine, no server. Table for people, JSON with --json."""
+"""`gate run`: the whole pipeline on this machine, no server. Table for people, JSON with --json.
+
+Reads only the environment (`GATE_DATA_DIR`, `GATE_NVCC_PATH`, `GATE_NCU_PATH`,
+`GATE_NCU_CLOCK_CONTROL`, `GATE_BENCH_BUDGET_S`) rather than the settings class, so that it runs on a
+lean GPU box without pydantic. Progress goes to stderr, the report to stdout; the exit code is the
+worst verdict's (error 2 > reject 1 > incomplete/inconclusive 3 > accept 0).
+"""
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+_SEVERITY = {"accept": 0, "inconclusive": 1, "incomplete": 1, "reject": 2, "error": 3}
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -15,5 +28,73 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=main)
 
 
+def worst_verdict(verdicts: list[str]) -> str:
+    return max(verdicts, key=lambda v: _SEVERITY[v], default="error")
+
+
+class Progress:
+    """One stderr line per stage transition, with the time since the command started."""
+
+    def __init__(self, stream=sys.stderr):
+        self.stream = stream
+        self.started = time.monotonic()
+
+    def for_kernel(self, kernel: str):
+        def show(event) -> None:
+            elapsed = time.monotonic() - self.started
+            detail = f"  {event.detail}" if event.detail else ""
+            line = f"[{elapsed:7.1f}s] {kernel:<16} {event.stage:<12} {event.side:<10} {event.state:<8}{detail}"
+            print(line.rstrip(), file=self.stream, flush=True)
+        return show
+
+
+def _options(data_dir: Path):
+    from gate.domain.job import RunOptions
+
+    return RunOptions(
+        nvcc_path=os.environ.get("GATE_NVCC_PATH") or "nvcc",
+        ncu_path=os.environ.get("GATE_NCU_PATH") or "ncu",
+        ncu_clock_control=os.environ.get("GATE_NCU_CLOCK_CONTROL") or "base",
+        bench_budget_s=float(os.environ.get("GATE_BENCH_BUDGET_S") or 20.0),
+        build_cache_dir=str((data_dir / "build-cache").resolve()),
+    )
+
+
 def main(args: argparse.Namespace) -> int:
-    raise NotImplementedError("gate run: owned by the pipeline work")
+    from gate.domain.codec import to_json
+    from gate.errors import ManifestError
+    from gate.pipeline.run import gate_job, manifest_at
+    from gate.pipeline.source import Mirror
+
+    data_dir = Path(os.environ.get("GATE_DATA_DIR") or ".gate")
+    mirror = Mirror(data_dir / "mirrors")
+    sha = mirror.resolve(args.repo, args.sha)
+    if args.base:
+        base_sha = mirror.resolve(args.repo, args.base)
+    else:
+        base_sha = mirror.commit_info(args.repo, sha)["parent_sha"]
+    manifest = manifest_at(mirror, args.repo, sha, data_dir / "workspaces")
+    declared = [k.name for k in manifest.kernels]
+    for name in args.kernels or []:
+        if name not in declared:
+            raise ManifestError(f"no kernel named {name!r} (declared: {', '.join(declared)})",
+                                file=manifest.path, key="kernel")
+    progress = Progress()
+    outcomes = []
+    for name in args.kernels or declared:
+        outcomes.append(gate_job(repo=args.repo, sha=sha, base_sha=base_sha, kernel=name, data_dir=data_dir,
+                                 options=_options(data_dir), mirror=mirror, on_event=progress.for_kernel(name)))
+    verdict = worst_verdict([o.report.verdict.value for o in outcomes])
+    if args.json:
+        doc = {"repo": args.repo, "sha": sha, "base_sha": base_sha, "verdict": verdict, "kernels": [
+            {"kernel": o.result.kernel, "verdict": o.report.verdict.value, "reason": o.report.reason,
+             "rules": to_json(o.report.rules), "result": to_json(o.result),
+             "artifacts": [{"kind": kind, "path": path} for kind, path in o.artifacts]}
+            for o in outcomes]}
+        json.dump(doc, sys.stdout, indent=1)
+        sys.stdout.write("\n")
+    else:
+        from gate.commands.run_report import render
+
+        sys.stdout.write(render(outcomes, sha=sha, base_sha=base_sha))
+    return {"accept": 0, "reject": 1, "error": 2}.get(verdict, 3)

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from gate.domain.manifest import KernelSpec
+from gate.domain.results import JobResult
+from gate.domain.verdict import VerdictReport
 
 
 @dataclass
@@ -45,3 +47,12 @@ class ProgressEvent:
     side: str = "candidate"        # candidate | baseline | joint
     state: str = "started"         # started | passed | failed | not_run | error
     detail: str = ""
+
+
+@dataclass
+class GateOutcome:
+    """What gating one kernel at one revision produced, on the parent side (`pipeline.run.gate_job`)."""
+
+    result: JobResult
+    report: VerdictReport
+    artifacts: list[tuple[str, str]] = field(default_factory=list)  # (kind, path): ptxas_log, ncu_report, ...

@@ -24,6 +24,7 @@ class RuleOutcome(StrEnum):
     FAIL = "fail"
     NOT_RUN = "not_run"             # the stage that feeds the rule did not run
     INCONCLUSIVE = "inconclusive"
+    ERROR = "error"                 # the stage that feeds the rule hit an infrastructure fault
 
 
 @dataclass

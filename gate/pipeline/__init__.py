@@ -3,11 +3,11 @@
 Parent side (no GPU needed):
     manifest.load_manifest(repo_dir) -> Manifest                       raises ManifestError
     source.Mirror(mirrors_root).checkout(repo, rev, workspace) -> Checkout   raises SourceError
-    decide.decide(result: JobResult, gates: Gates) -> VerdictReport    pure
-    run.gate_revision(...)                                             source -> child -> decide
+    decide.decide(result: JobResult, gates: Gates) -> VerdictReport    pure (rows: decide_rules)
+    run.gate_job(...) -> GateOutcome                                   source -> child -> decide
 
 Child side (`python -m gate.runner`, imports only gate.domain, gate.pipeline, torch, ncu_report):
-    static.run_static(kernel, src_dir, out_dir, nvcc) -> StaticResult  ptxas -v + SASS histogram
+    static.run_static(kernel, src_dir, out_dir, nvcc) -> StaticResult  ptxas -v + SASS histogram (sass.py)
     build.build_extension(kernel, src_dir, cache_dir, out_dir) -> BuildResult
     workloads.get_workload(kernel, src_dir) -> Workload                attention | gemm | module:callable
     correctness.check(...) -> CorrectnessResult

@@ -1,0 +1,168 @@
+"""The verdict: a pure function of one job's results and the manifest's gates.
+
+Every rule yields rows of the rule table (`RuleRow`); the verdict follows from the rows by
+precedence: any ERROR -> error; any FAIL -> reject; any NOT_RUN -> incomplete; any INCONCLUSIVE ->
+inconclusive; else accept. A rule that cannot be evaluated is NOT_RUN, so a missing figure can never
+turn into `accept`.
+
+Latency follows asv's rule: a change counts only if it is larger than the threshold *and*
+significant — here the 95 % bootstrap interval of the candidate/baseline median ratio lies wholly
+above 1 + threshold and the Mann-Whitney U test gives p < 0.05. An interval that straddles the
+threshold is inconclusive (the bench reruns with more samples before this is reported).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+
+from gate.domain.manifest import Gates
+from gate.domain.results import JobResult, StageStatus, StaticResult
+from gate.domain.verdict import RuleOutcome, RuleRow, Verdict, VerdictReport
+from gate.pipeline.decide_rules import correctness_rows, latency_rows, profile_rows
+
+O = RuleOutcome
+SIGNIFICANCE = 0.05          # Mann-Whitney p-value below which a difference is significant
+REASON_CHARS = 140           # GitHub commit-status descriptions are cut at 140 characters
+_STATUS_OUTCOME = {StageStatus.PASSED: O.PASS, StageStatus.FAILED: O.FAIL,
+                   StageStatus.NOT_RUN: O.NOT_RUN, StageStatus.ERROR: O.ERROR}
+_NCU_GATES = ("min_tensor_pipe_pct", "max_bank_conflict_pct", "min_warps_active_pct", "min_dram_pct",
+              "max_tensor_pipe_drop_pct", "max_bank_conflict_increase_pct")
+
+
+def decide(result: JobResult, gates: Gates) -> VerdictReport:
+    """The verdict of one job with its rule table; reads nothing but its arguments."""
+    cand = result.candidate
+    rows: list[RuleRow] = []
+    rows += _stage_row("static", cand.static, required=True)
+    rows += static_rows(cand.static, gates)
+    rows += _stage_row("build", cand.build, required=True)
+    rows += correctness_rows(cand.correctness)
+    bench_needed = gates.max_latency_regression_pct is not None
+    if result.bench is not None and result.bench.status is StageStatus.PASSED and bench_needed:
+        rows += latency_rows(result.bench, gates.max_latency_regression_pct, SIGNIFICANCE)
+    else:
+        rows += _stage_row("bench", result.bench, required=bench_needed)
+    profile_needed = any(getattr(gates, name) is not None for name in _NCU_GATES)
+    if cand.profile is not None and cand.profile.status is StageStatus.PASSED and profile_needed:
+        base_profile = result.baseline.profile if result.baseline else None
+        rows += profile_rows(cand.profile, base_profile, gates)
+    else:
+        rows += _stage_row("profile", cand.profile, required=profile_needed)
+    return VerdictReport(*_verdict(rows), rules=rows)
+
+
+def _stage_row(stage: str, res: object | None, *, required: bool) -> list[RuleRow]:
+    """One row for a stage that did not pass (or for static/build, which pass or fail as a whole)."""
+    if res is None:
+        return [RuleRow(stage, O.NOT_RUN, "the stage did not report")] if required else []
+    status: StageStatus = res.status                        # every *Result has status and reason
+    if status is StageStatus.NOT_RUN and not required:
+        return []
+    if status is StageStatus.PASSED and stage not in ("static", "build"):
+        return []
+    reason = res.reason or status.value
+    value = round(res.duration_s, 2) if status is StageStatus.PASSED else None
+    return [RuleRow(stage, _STATUS_OUTCOME[status], reason, value=value, unit="s" if value is not None else "")]
+
+
+def static_rows(static: StaticResult | None, gates: Gates) -> list[RuleRow]:
+    """max_registers, max_spill_bytes, max_smem_bytes (worst function per arch) and require_sass."""
+    limits: list[tuple[str, int | None, Callable, str]] = [
+        ("max_registers", gates.max_registers, lambda f: f.registers, "registers"),
+        ("max_spill_bytes", gates.max_spill_bytes, lambda f: f.spill_bytes, "bytes"),
+        ("max_smem_bytes", gates.max_smem_bytes, lambda f: f.smem_bytes, "bytes"),
+    ]
+    wanted = [name for name, limit, _, _ in limits if limit is not None] + (
+        ["require_sass"] if gates.require_sass else [])
+    if not wanted:
+        return []
+    if static is None or static.status is not StageStatus.PASSED or not static.functions:
+        why = "no kernel functions compiled" if static and static.status is StageStatus.PASSED \
+            else "static stage did not pass"
+        return [RuleRow(name, O.NOT_RUN, why) for name in wanted]
+    rows: list[RuleRow] = []
+    archs = list(dict.fromkeys(f.arch for f in static.functions))
+    for name, limit, figure, unit in limits:
+        if limit is None:
+            continue
+        for arch in archs:
+            worst = max((f for f in static.functions if f.arch == arch), key=figure)
+            value = figure(worst)
+            ok = value <= limit
+            rows.append(RuleRow(name, O.PASS if ok else O.FAIL, shape="",
+                                reason=f"{arch} {short_name(worst.function)}: {value} {unit} "
+                                       f"{'<=' if ok else '>'} {limit}",
+                                value=value, threshold=limit, unit=unit))
+    if gates.require_sass:
+        rows += _sass_rows(static, archs, gates.require_sass)
+    return rows
+
+
+def _sass_rows(static: StaticResult, archs: list[str], required: list[str]) -> list[RuleRow]:
+    if not static.sass_available:
+        return [RuleRow("require_sass", O.NOT_RUN, "no SASS: cuobjdump/nvdisasm not found",
+                        threshold=",".join(required))]
+    rows = []
+    for arch in archs:
+        counts = {op: sum(f.sass_opcodes.get(op, 0) for f in static.functions if f.arch == arch)
+                  for op in required}
+        missing = [op for op, n in counts.items() if n == 0]
+        shown = ", ".join(f"{op} x{n}" for op, n in counts.items())
+        reason = f"{arch}: missing {', '.join(missing)}" if missing else f"{arch}: {shown}"
+        rows.append(RuleRow("require_sass", O.FAIL if missing else O.PASS, reason,
+                            value=shown, threshold=",".join(required)))
+    return rows
+
+
+def short_name(function: str) -> str:
+    """A readable kernel name for reasons: `_ZN16wmma_gemm_sample16wmma_gemm_kernelE10GemmParams` ->
+    `wmma_gemm_kernel` (the last name of an Itanium nested name, or the first plain name)."""
+    if not function.startswith("_Z"):
+        return function
+    names, i = [], 3 if function.startswith("_ZN") else 2
+    while i < len(function) and function[i].isdigit():
+        j = i
+        while j < len(function) and function[j].isdigit():
+            j += 1
+        length = int(function[i:j])
+        names.append(function[j:j + length])
+        i = j + length
+        if not function.startswith("_ZN"):
+            break
+    return names[-1] if names else function
+
+
+def _severity(row: RuleRow) -> float:
+    """How far past its threshold a row is, to pick the worst of several failing rows of one rule."""
+    if not isinstance(row.value, (int, float)) or not isinstance(row.threshold, (int, float)):
+        return float("inf") if row.value is None else 0.0
+    return abs(row.value - row.threshold) / (abs(row.threshold) or 1.0)
+
+
+def _verdict(rows: list[RuleRow]) -> tuple[Verdict, str]:
+    for outcome, verdict in ((O.ERROR, Verdict.ERROR), (O.FAIL, Verdict.REJECT),
+                             (O.NOT_RUN, Verdict.INCOMPLETE), (O.INCONCLUSIVE, Verdict.INCONCLUSIVE)):
+        hits = [r for r in rows if r.outcome is outcome]
+        if hits:
+            same_rule = [r for r in hits if r.rule == hits[0].rule]
+            decisive = max(same_rule, key=_severity) if outcome is O.FAIL else hits[0]
+            more = f" (+{len(hits) - 1} more)" if len(hits) > 1 else ""
+            return verdict, _one_line(f"{verdict.value}: {_where(decisive)}: {decisive.reason}", more)
+    return Verdict.ACCEPT, _one_line(f"accept: all {len(rows)} rules pass{_latency_note(rows)}", "")
+
+
+def _where(row: RuleRow) -> str:
+    return f"{row.rule} {row.shape}" if row.shape else row.rule
+
+
+def _latency_note(rows: Iterable[RuleRow]) -> str:
+    deltas = [(r.value / r.baseline - 1) * 100 for r in rows if r.rule == "max_latency_regression_pct"
+              and isinstance(r.value, float) and isinstance(r.baseline, float) and r.baseline > 0]
+    return f"; latency {max(deltas):+.1f} % at worst" if deltas else ""
+
+
+def _one_line(text: str, suffix: str) -> str:
+    text = " ".join(text.split())
+    room = REASON_CHARS - len(suffix)
+    return (text if len(text) <= room else text[: room - 1] + "…") + suffix
+

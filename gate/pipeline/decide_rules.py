@@ -1,0 +1,165 @@
+"""Rule rows of the GPU stages (correctness, latency, Nsight Compute), for `decide`. Pure functions."""
+
+from __future__ import annotations
+
+import math
+
+from gate.domain.manifest import Gates
+from gate.domain.results import (
+    BenchResult,
+    CorrectnessCase,
+    CorrectnessResult,
+    KernelMetrics,
+    ProfileResult,
+    ShapeTiming,
+    StageStatus,
+)
+from gate.domain.verdict import RuleOutcome, RuleRow
+
+O = RuleOutcome
+
+
+def correctness_rows(res: CorrectnessResult | None) -> list[RuleRow]:
+    """One row per shape (worst case of its seeds and dtypes); a stage row when there are no cases."""
+    if res is None:
+        return [RuleRow("correctness", O.NOT_RUN, "the stage did not report")]
+    stage_level = res.status in (StageStatus.NOT_RUN, StageStatus.ERROR) or not res.cases or (
+        res.status is StageStatus.FAILED and all(c.passed for c in res.cases))   # e.g. a crash mid-run
+    if stage_level:
+        outcome = {StageStatus.PASSED: O.PASS, StageStatus.FAILED: O.FAIL,
+                   StageStatus.NOT_RUN: O.NOT_RUN, StageStatus.ERROR: O.ERROR}[res.status]
+        if outcome is O.PASS:
+            outcome, why = O.NOT_RUN, "passed without a single case"
+        else:
+            why = res.reason or res.status.value
+        return [RuleRow("correctness", outcome, why)]
+    rows = []
+    for shape in dict.fromkeys(c.shape for c in res.cases):
+        cases = [c for c in res.cases if c.shape == shape]
+        failed = [c for c in cases if not c.passed]
+        worst = max(failed or cases, key=_case_badness)
+        rows.append(RuleRow("correctness", O.FAIL if failed else O.PASS, _case_reason(worst, len(cases)),
+                            shape=shape, value=_finite(worst.max_abs_err), threshold=worst.tolerance,
+                            baseline=worst.torch_max_abs_err, unit="abs err"))
+    return rows
+
+
+def _finite(x: float | None) -> float | None:
+    return x if x is not None and math.isfinite(x) else None
+
+
+def _case_badness(case: CorrectnessCase) -> float:
+    err = case.max_abs_err
+    if err is None or not math.isfinite(err):
+        return math.inf
+    return err / case.tolerance if case.tolerance else err
+
+
+def _case_reason(case: CorrectnessCase, n: int) -> str:
+    where = f"{case.dtype} seed {case.seed}"
+    if not case.passed and case.reason:
+        return f"{where}: {case.reason}"
+    err = "n/a" if case.max_abs_err is None else f"{case.max_abs_err:.3g}"
+    tol = "n/a" if case.tolerance is None else f"{case.tolerance:.3g}"
+    if case.passed:
+        return f"{n} case(s) pass; worst max |err| {err} <= tol {tol} ({where})"
+    return f"{where}: max |err| {err} > tol {tol}"
+
+
+def latency_rows(bench: BenchResult, max_regression_pct: float, alpha: float) -> list[RuleRow]:
+    """Per shape: fail only when the whole 95 % interval is above the threshold and p < alpha."""
+    rows = [_latency_row(st, max_regression_pct, alpha) for st in bench.shapes]
+    return rows or [RuleRow("max_latency_regression_pct", O.NOT_RUN, "bench timed no shape")]
+
+
+def _latency_row(st: ShapeTiming, pct: float, alpha: float) -> RuleRow:
+    rule, limit = "max_latency_regression_pct", 1.0 + pct / 100.0
+    cand = st.candidate.median_us
+    if st.baseline is None or st.ratio is None:
+        return RuleRow(rule, O.NOT_RUN, "no baseline timing to compare with", shape=st.shape,
+                       value=cand, threshold=pct, unit="us")
+    base = st.baseline.median_us
+    common = dict(shape=st.shape, value=cand, baseline=base, delta=cand - base,
+                  threshold=round(base * limit, 3), unit="us")
+    change = f"{(st.ratio - 1) * 100:+.1f} %"
+    lo, hi, p = st.ratio_ci_low, st.ratio_ci_high, st.p_value
+    if lo is None or hi is None or p is None:
+        return RuleRow(rule, O.NOT_RUN, f"{change} but no interval or p-value to test it", **common)
+    interval = f"CI {(lo - 1) * 100:+.1f}..{(hi - 1) * 100:+.1f} %, p={p:.2g}"
+    if lo > limit and p < alpha:
+        return RuleRow(rule, O.FAIL, f"{change} slower ({interval}) > {pct:g} %", **common)
+    if hi <= limit:
+        return RuleRow(rule, O.PASS, f"{change} ({interval}) within {pct:g} %", **common)
+    why = "not significant" if lo > limit else "interval straddles the threshold"
+    return RuleRow(rule, O.INCONCLUSIVE, f"{change} ({interval}): {why} at {pct:g} %", **common)
+
+
+def by_shape(kernels: list[KernelMetrics]) -> dict[str, list[KernelMetrics]]:
+    grouped: dict[str, list[KernelMetrics]] = {}
+    for k in kernels:
+        grouped.setdefault(k.shape, []).append(k)
+    return grouped
+
+
+def weighted(kernels: list[KernelMetrics], metric: str) -> float | None:
+    """Duration-weighted mean of a %-of-peak metric over a shape's launches (plain mean without durations)."""
+    pairs = [(getattr(k, metric), k.duration_ns) for k in kernels if getattr(k, metric) is not None]
+    if not pairs:
+        return None
+    if all(d for _, d in pairs):
+        return sum(v * d for v, d in pairs) / sum(d for _, d in pairs)
+    return sum(v for v, _ in pairs) / len(pairs)
+
+
+def conflict_pct(kernels: list[KernelMetrics]) -> float | None:
+    """The worst shared-memory bank-conflict rate of a shape's launches, loads or stores."""
+    rates = [r for k in kernels for r in (k.ld_bank_conflict_pct, k.st_bank_conflict_pct) if r is not None]
+    return max(rates) if rates else None
+
+
+_ABSOLUTE_MIN = (("min_tensor_pipe_pct", "tensor_pipe_pct"), ("min_warps_active_pct", "warps_active_pct"),
+                 ("min_dram_pct", "dram_pct"))
+
+
+def profile_rows(cand: ProfileResult, base: ProfileResult | None, gates: Gates) -> list[RuleRow]:
+    """Absolute ncu rules per shape (min_* on `absolute_shapes`), then relative rules vs the baseline."""
+    shapes = by_shape(cand.kernels)
+    base_shapes = by_shape(base.kernels) if base and base.status is StageStatus.PASSED else {}
+    rows: list[RuleRow] = []
+    for rule, metric in _ABSOLUTE_MIN:
+        limit = getattr(gates, rule)
+        if limit is None:
+            continue
+        for shape in gates.absolute_shapes or list(shapes):
+            rows.append(_compare(rule, shape, weighted(shapes.get(shape, []), metric), limit, minimum=True))
+    if gates.max_bank_conflict_pct is not None:
+        for shape, kernels in shapes.items():
+            rows.append(_compare("max_bank_conflict_pct", shape, conflict_pct(kernels),
+                                 gates.max_bank_conflict_pct, minimum=False))
+    relative = ((gates.max_tensor_pipe_drop_pct, "max_tensor_pipe_drop_pct", True),
+                (gates.max_bank_conflict_increase_pct, "max_bank_conflict_increase_pct", False))
+    for allowed, rule, is_drop in relative:
+        if allowed is None:
+            continue
+        for shape, kernels in shapes.items():
+            figure = (lambda ks: weighted(ks, "tensor_pipe_pct")) if is_drop else conflict_pct
+            value, before = figure(kernels), figure(base_shapes.get(shape, []))
+            if before is None:
+                rows.append(RuleRow(rule, O.NOT_RUN, "no baseline profile for this shape", shape=shape,
+                                    value=value, unit="%"))
+                continue
+            limit = before - allowed if is_drop else before + allowed
+            row = _compare(rule, shape, value, limit, minimum=is_drop)
+            row.baseline, row.delta = before, None if value is None else value - before
+            rows.append(row)
+    return rows
+
+
+def _compare(rule: str, shape: str, value: float | None, limit: float, *, minimum: bool) -> RuleRow:
+    if value is None:
+        return RuleRow(rule, O.NOT_RUN, "metric not collected for this shape", shape=shape,
+                       threshold=limit, unit="%")
+    ok = value >= limit if minimum else value <= limit
+    sign = (">=" if ok else "<") if minimum else ("<=" if ok else ">")
+    return RuleRow(rule, O.PASS if ok else O.FAIL, f"{value:.1f} % {sign} {limit:g} %", shape=shape,
+                   value=round(value, 3), threshold=limit, unit="%")

@@ -1,0 +1,75 @@
+"""The GPU child: `python -m gate.runner REQUEST.json RESULT.json`.
+
+Reads a `JobRequest`, runs `gate.pipeline.run.measure`, prints progress events on the event channel,
+and writes the `JobResult` (also after every stage, so the parent keeps what was measured before a
+crash). Imports only `gate.domain`, `gate.errors`, `gate.pipeline` and the runner's protocol.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import traceback
+from pathlib import Path
+from typing import TextIO
+
+from gate.domain.job import ProgressEvent
+from gate.domain.results import JobResult
+from gate.errors import GateError
+from gate.runner.protocol import (
+    ExitCode,
+    error_line,
+    event_line,
+    read_request,
+    write_result,
+)
+
+
+def _event_channel() -> TextIO:
+    """Keep the original stdout for events and point fd 1 at stderr.
+
+    Compilers and torch's ninja build write to file descriptor 1 directly (NCU-FACTS.md §5), which
+    would interleave with the event lines; after this, only events reach the parent's stdout pipe.
+    """
+    channel = os.fdopen(os.dup(1), "w", buffering=1, encoding="utf-8")
+    sys.stdout.flush()
+    os.dup2(2, 1)
+    return channel
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 2:
+        print("usage: python -m gate.runner REQUEST.json RESULT.json", file=sys.stderr)
+        return ExitCode.USAGE
+    channel = _event_channel()
+    request_path, result_path = Path(argv[0]), Path(argv[1])
+    try:
+        request = read_request(request_path)
+    except (OSError, ValueError, TypeError) as exc:
+        print(f"gate.runner: bad request {request_path}: {exc}", file=sys.stderr)
+        return ExitCode.BAD_REQUEST
+
+    from gate.pipeline.run import measure   # after the channel is set up: stages may print on import
+
+    def emit(event: ProgressEvent) -> None:
+        channel.write(event_line(event) + "\n")
+        channel.flush()
+
+    def checkpoint(result: JobResult) -> None:
+        write_result(result_path, result)
+
+    try:
+        result = measure(request, emit, checkpoint=checkpoint)
+    except GateError as exc:
+        channel.write(error_line(type(exc).__name__, str(exc)) + "\n")
+        channel.flush()
+        return ExitCode.GATE_ERROR
+    except Exception:   # a bug in the gate: the traceback on stderr is the parent's evidence
+        traceback.print_exc()
+        return ExitCode.INTERNAL
+    write_result(result_path, result)
+    return ExitCode.OK
+
+
+if __name__ == "__main__":
+    sys.exit(int(main(sys.argv[1:])))

@@ -1,0 +1,208 @@
+"""Parent side of the GPU child: start it in its own process group, stream its events, enforce the
+timeout, and turn a child that died into evidence.
+
+A child that dies inside a stage (signal, CUDA fault, hang past the timeout) did so because of the
+kernel under test: the stage that was running (the last `started` event without an end) becomes
+FAILED with the signal, exit code, stderr tail or "timed out after N s", and the job ends in
+`reject`. A child that dies before any stage, or outside one, is the gate's problem: `RunnerError`.
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from pathlib import Path
+
+import gate
+import gate.errors
+from gate.domain.job import JobRequest, ProgressEvent
+from gate.domain.results import (
+    BenchResult,
+    BuildResult,
+    CorrectnessResult,
+    JobResult,
+    ProfileResult,
+    SideResults,
+    StageStatus,
+    StaticResult,
+)
+from gate.errors import GateError, RunnerError
+from gate.runner.protocol import (
+    REQUEST_NAME,
+    RESULT_NAME,
+    ExitCode,
+    ProtocolError,
+    parse_line,
+    read_result,
+    write_request,
+)
+
+STDERR_TAIL_LINES = 60
+_STAGE_TYPES = {"static": StaticResult, "build": BuildResult, "correctness": CorrectnessResult,
+                "profile": ProfileResult, "bench": BenchResult}
+_EOF = object()
+
+
+def child_command(request_path: Path, result_path: Path) -> list[str]:
+    return [sys.executable, "-m", "gate.runner", str(request_path), str(result_path)]
+
+
+def _child_env() -> dict[str, str]:
+    """The child imports the same `gate` package as this process, wherever it is installed."""
+    root = str(Path(gate.__file__).resolve().parent.parent)
+    paths = [root, *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(dict.fromkeys(paths)), "PYTHONUNBUFFERED": "1"}
+
+
+def run_child(request: JobRequest, timeout_s: float,
+              on_event: Callable[[ProgressEvent], None] | None = None,
+              *, command: list[str] | None = None) -> JobResult:
+    """Run one job's stages in a child process and return its `JobResult` (see the module doc).
+
+    `command` replaces the child's command line (tests use it to stand in a crashing child).
+    """
+    artifacts = Path(request.artifacts_dir)
+    artifacts.mkdir(parents=True, exist_ok=True)
+    request_path, result_path = artifacts / REQUEST_NAME, artifacts / RESULT_NAME
+    result_path.unlink(missing_ok=True)
+    write_request(request_path, request)
+    proc = subprocess.Popen(command or child_command(request_path, result_path), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True, errors="replace",
+                            start_new_session=True, env=_child_env())
+    lines: queue.Queue = queue.Queue()
+    tail: deque[str] = deque(maxlen=STDERR_TAIL_LINES)
+    readers = [threading.Thread(target=_pump, args=(proc.stdout, lines.put, lines.put), daemon=True),
+               threading.Thread(target=_pump, args=(proc.stderr, tail.append, None), daemon=True)]
+    for reader in readers:
+        reader.start()
+    running: dict[tuple[str, str], ProgressEvent] = {}
+    error: tuple[str, str] | None = None
+    timed_out = False
+    deadline = time.monotonic() + timeout_s
+    try:
+        while True:
+            try:
+                line = lines.get(timeout=max(0.0, deadline - time.monotonic()))
+            except queue.Empty:
+                timed_out = True
+                break
+            if line is _EOF:
+                break
+            try:
+                kind, payload = parse_line(line)
+            except ProtocolError:
+                tail.append(line)          # stray output on the event channel: keep it as evidence
+                continue
+            if kind == "error":
+                error = payload
+                continue
+            _track(running, payload)
+            if on_event is not None:
+                on_event(payload)
+        if not timed_out:
+            try:
+                proc.wait(timeout=max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                timed_out = True
+    finally:
+        if proc.poll() is None:
+            _kill_group(proc)
+        for reader in readers:
+            reader.join(timeout=5)
+        for stream in (proc.stdout, proc.stderr):
+            stream.close()
+    return _outcome(request, proc.returncode, timed_out, timeout_s, running, error, list(tail), result_path)
+
+
+def _pump(stream, sink: Callable, on_end: Callable | None) -> None:
+    for line in stream:
+        sink(line.rstrip("\n"))
+    if on_end is not None:
+        on_end(_EOF)
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    """SIGKILL the child's whole process group (nvcc, ncu and their children included)."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    proc.wait()
+
+
+def _track(running: dict[tuple[str, str], ProgressEvent], event: ProgressEvent) -> None:
+    key = (event.stage, event.side)
+    running.pop(key, None)
+    if event.state == "started":
+        running[key] = event
+
+
+def _outcome(request: JobRequest, returncode: int, timed_out: bool, timeout_s: float,
+             running: dict[tuple[str, str], ProgressEvent], error: tuple[str, str] | None,
+             tail: list[str], result_path: Path) -> JobResult:
+    evidence = "\n".join(tail)
+    if not timed_out and returncode == ExitCode.OK:
+        try:
+            return read_result(result_path)
+        except (OSError, ValueError, TypeError) as exc:
+            raise RunnerError(f"the child exited cleanly but its result is unreadable: {exc}") from exc
+    if not timed_out and returncode == ExitCode.GATE_ERROR and error is not None:
+        cls = getattr(gate.errors, error[0], None)
+        cls = cls if isinstance(cls, type) and issubclass(cls, GateError) else RunnerError
+        raise cls(error[1])
+    if timed_out:
+        how = f"timed out after {timeout_s:g} s"
+    elif returncode < 0:
+        how = f"killed by {_signal_name(-returncode)}"
+    else:
+        how = f"exited with code {returncode}"
+    if not timed_out and returncode in (ExitCode.USAGE, ExitCode.BAD_REQUEST, ExitCode.INTERNAL):
+        raise RunnerError(f"the gate's child process failed ({how}): {_last_line(tail)}")
+    if not running:
+        raise RunnerError(f"the child process {how} outside any stage: {_last_line(tail)}")
+    stage, side = list(running)[-1]
+    return _synthesise(request, result_path, stage, side, f"child {how} during {stage} ({side})",
+                       evidence)
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
+
+
+def _last_line(tail: list[str]) -> str:
+    lines = [line for line in tail if line.strip()]
+    return lines[-1].strip()[:200] if lines else "no output on stderr"
+
+
+def _synthesise(request: JobRequest, result_path: Path, stage: str, side: str, reason: str,
+                evidence: str) -> JobResult:
+    """The child's last checkpoint (or an empty result) with the running stage marked FAILED."""
+    try:
+        result = read_result(result_path)
+    except (OSError, ValueError, TypeError):
+        result = JobResult(kernel=request.kernel.name, candidate=SideResults(sha=request.candidate.sha),
+                           baseline=SideResults(sha=request.baseline.sha) if request.baseline else None)
+    stage_type = _STAGE_TYPES.get(stage)
+    if stage_type is None:
+        raise RunnerError(f"{reason}, but {stage!r} is no stage the gate knows")
+    detail = f"{reason}: {_last_line(evidence.splitlines())}"
+    failed = stage_type(status=StageStatus.FAILED, reason=detail[:500])
+    if hasattr(failed, "log"):
+        failed.log = evidence
+    if stage == "bench":
+        result.bench = failed
+    else:
+        target = result.baseline if side == "baseline" and result.baseline else result.candidate
+        setattr(target, stage, failed)
+    result.notes.append(f"{reason}; stderr tail:\n{evidence}")
+    return result

@@ -1,0 +1,92 @@
+"""`gate run` end to end on this machine: real git, real nvcc, the real child process."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import gate
+from tests.samples.build import commit_files, make_repo
+
+needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not on PATH")
+
+
+def gate_run(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "GATE_DATA_DIR": str(tmp_path / "data"),
+           "PYTHONPATH": str(Path(gate.__file__).resolve().parent.parent)}
+    return subprocess.run([sys.executable, "-m", "gate.cli", "run", *args], capture_output=True, text=True,
+                          env=env, timeout=600)
+
+
+@pytest.mark.nvcc
+@needs_nvcc
+def test_gate_run_json_on_a_cpu_machine_is_incomplete_with_static_figures(tmp_path):
+    repo, shas = make_repo(tmp_path, variants=["slower"])
+    proc = gate_run(tmp_path, "--repo", str(repo), "--sha", shas["slower"], "--json")
+    assert proc.returncode == 3, proc.stderr
+    doc = json.loads(proc.stdout)
+    assert (doc["sha"], doc["base_sha"], doc["verdict"]) == (shas["slower"], shas["base"], "incomplete")
+    (kernel,) = doc["kernels"]
+    assert kernel["verdict"] == "incomplete"
+    result = kernel["result"]
+    functions = result["candidate"]["static"]["functions"]
+    assert {f["arch"] for f in functions} == {"sm_80", "sm_90"}
+    for f in functions:
+        assert f["function"] == "_ZN16wmma_gemm_sample16wmma_gemm_kernelE10GemmParams"
+        assert 0 < f["registers"] <= 255
+        assert f["smem_bytes"] == 2 * 64 * 40 * 2          # two padded 64 x (32 + 8) half tiles
+        assert f["spill_store_bytes"] == 0 and f["spill_load_bytes"] == 0
+        assert f["sass_opcodes"]["HMMA"] > 0
+    for stage in ("build", "correctness", "profile"):
+        assert result["candidate"][stage] == {**result["candidate"][stage], "status": "not_run",
+                                              "reason": "not run: no CUDA device"}
+    assert result["bench"]["status"] == "not_run"
+    outcomes = {(r["rule"], r["outcome"]) for r in kernel["rules"]}
+    assert ("require_sass", "pass") in outcomes and ("build", "not_run") in outcomes
+    assert {a["kind"] for a in kernel["artifacts"]} >= {"ptxas_log", "result_json"}
+    assert "static" in proc.stderr and "not run: no CUDA device" in proc.stderr   # live progress
+
+
+@pytest.mark.nvcc
+@needs_nvcc
+def test_gate_run_rejects_a_compile_error_with_the_compiler_line(tmp_path):
+    repo, shas = make_repo(tmp_path, variants=["compile_error"])
+    proc = gate_run(tmp_path, "--repo", str(repo), "--sha", "variant/compile_error")
+    assert proc.returncode == 1, proc.stderr
+    assert "wmma_gemm: REJECT" in proc.stdout
+    assert 'identifier "zero_value" is undefined' in proc.stdout
+
+
+@pytest.mark.parametrize(("change", "named"), [
+    (lambda t: t.replace("max_spill_bytes = 0", "max_spill_bytes = 0\nmax_bankconflict_pct = 5"),
+     "gate.toml: kernel[0].gates.max_bankconflict_pct: unknown key"),
+    (lambda t: t.replace('"kernels/wmma_gemm.cu"', '"../x.cu"'),
+     "gate.toml: kernel[0].sources[0]: '../x.cu' leaves the repository"),
+    (lambda t: t.replace('"kernels/wmma_gemm.cu"', '"kernels/gone.cu"'),
+     "gate.toml: kernel[0].sources[0]: 'kernels/gone.cu' does not exist"),
+])
+def test_gate_run_refuses_a_bad_manifest_naming_the_key_or_path(tmp_path, change, named):
+    repo, _ = make_repo(tmp_path)
+    commit_files(repo, {"gate.toml": change((repo / "gate.toml").read_text())}, "break the manifest")
+    proc = gate_run(tmp_path, "--repo", str(repo), "--json")
+    assert proc.returncode == 2
+    assert named in proc.stderr
+    assert proc.stdout == ""
+
+
+def test_gate_run_refuses_a_sha_that_does_not_exist(tmp_path):
+    repo, _ = make_repo(tmp_path)
+    proc = gate_run(tmp_path, "--repo", str(repo), "--sha", "0123456789abcdef0123456789abcdef01234567")
+    assert proc.returncode == 2
+    assert "0123456789abcdef0123456789abcdef01234567" in proc.stderr and "does not exist" in proc.stderr
+
+
+def test_gate_run_refuses_an_unknown_kernel(tmp_path):
+    repo, _ = make_repo(tmp_path)
+    proc = gate_run(tmp_path, "--repo", str(repo), "--kernel", "nope")
+    assert proc.returncode == 2
+    assert "no kernel named 'nope'" in proc.stderr

@@ -1,0 +1,116 @@
+"""The parent side of the GPU child, with stand-in children that crash, hang or fail on purpose."""
+
+import sys
+import textwrap
+import time
+
+import pytest
+
+from gate.domain import KernelSpec, StageStatus
+from gate.domain.job import Checkout, JobRequest
+from gate.errors import RunnerError, ToolMissingError
+from gate.runner.protocol import RESULT_NAME, ExitCode
+from gate.runner.spawn import run_child
+
+PRELUDE = textwrap.dedent("""
+    import json, os, signal, subprocess, sys, time
+    def event(stage, state, side="candidate"):
+        print(json.dumps({"type": "progress", "stage": stage, "side": side, "state": state}), flush=True)
+""")
+
+
+def make_request(tmp_path) -> JobRequest:
+    return JobRequest(kernel=KernelSpec(name="k", sources=["k.cu"]), candidate=Checkout("c" * 40, str(tmp_path)),
+                      baseline=Checkout("b" * 40, str(tmp_path)), artifacts_dir=str(tmp_path / "art"))
+
+
+def child(script: str) -> list[str]:
+    return [sys.executable, "-c", PRELUDE + textwrap.dedent(script)]
+
+
+def test_a_segfault_inside_a_stage_fails_that_stage_with_the_signal(tmp_path):
+    events = []
+    result = run_child(make_request(tmp_path), 30, events.append, command=child("""
+        event("static", "started"); event("static", "passed")
+        event("correctness", "started")
+        print("CUDA error: an illegal memory access was encountered", file=sys.stderr, flush=True)
+        os.kill(os.getpid(), signal.SIGSEGV)
+    """))
+    assert [(e.stage, e.state) for e in events] == [("static", "started"), ("static", "passed"),
+                                                    ("correctness", "started")]
+    failed = result.candidate.correctness
+    assert failed.status is StageStatus.FAILED
+    assert "killed by SIGSEGV during correctness (candidate)" in failed.reason
+    assert "illegal memory access" in failed.reason
+    assert "illegal memory access" in result.notes[-1]
+
+
+def test_a_hang_is_killed_with_its_process_group_and_keeps_the_checkpoint(tmp_path):
+    request = make_request(tmp_path)
+    result_path = tmp_path / "art" / RESULT_NAME
+    pid_file = tmp_path / "grandchild.pid"
+    checkpoint = ('{"kernel": "k", "candidate": {"sha": "%s", "static": {"status": "passed", "reason": "ok"}}}'
+                  % ("c" * 40))
+    started = time.monotonic()
+    result = run_child(request, 2, None, command=child(f"""
+        open({str(result_path)!r}, "w").write({checkpoint!r})
+        grandchild = subprocess.Popen(["sleep", "60"])
+        open({str(pid_file)!r}, "w").write(str(grandchild.pid))
+        event("bench", "started", side="joint")
+        time.sleep(60)
+    """))
+    assert time.monotonic() - started < 20
+    assert result.candidate.static.status is StageStatus.PASSED        # kept from the checkpoint
+    assert result.bench.status is StageStatus.FAILED
+    assert "timed out after 2 s during bench" in result.bench.reason
+    assert not running(int(pid_file.read_text()))
+
+
+def running(pid: int) -> bool:
+    """Alive and not a zombie (an orphan may wait for a reaper that never comes in a container)."""
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        try:
+            with open(f"/proc/{pid}/stat") as stat:
+                if stat.read().rsplit(")", 1)[1].split()[0] in ("Z", "X"):
+                    return False
+        except FileNotFoundError:
+            return False
+        time.sleep(0.1)
+    return True
+
+
+def test_a_child_that_dies_before_any_stage_is_a_runner_error(tmp_path):
+    with pytest.raises(RunnerError, match="outside any stage: boom"):
+        run_child(make_request(tmp_path), 30, None, command=child("""
+            print("boom", file=sys.stderr); sys.exit(1)
+        """))
+
+
+def test_a_gate_error_in_the_child_is_raised_as_the_same_class(tmp_path):
+    with pytest.raises(ToolMissingError, match="ncu not found"):
+        run_child(make_request(tmp_path), 30, None, command=child(f"""
+            print(json.dumps({{"type": "error", "error": "ToolMissingError", "message": "ncu not found"}}))
+            sys.exit({int(ExitCode.GATE_ERROR)})
+        """))
+
+
+def test_an_internal_error_is_a_runner_error_not_a_kernel_fault(tmp_path):
+    with pytest.raises(RunnerError, match="ZeroDivisionError"):
+        run_child(make_request(tmp_path), 30, None, command=child(f"""
+            event("bench", "started", side="joint")
+            print("ZeroDivisionError: division by zero", file=sys.stderr)
+            sys.exit({int(ExitCode.INTERNAL)})
+        """))
+
+
+def test_stray_stdout_lines_do_not_break_the_event_stream(tmp_path):
+    result_path = tmp_path / "art" / RESULT_NAME
+    events = []
+    result = run_child(make_request(tmp_path), 30, events.append, command=child(f"""
+        print("[1/3] c++ -c binding.cpp", flush=True)
+        event("static", "started"); event("static", "passed")
+        open({str(result_path)!r}, "w").write('{{"kernel": "k", "candidate": {{"sha": "x"}}}}')
+    """))
+    assert result.kernel == "k"
+    assert len(events) == 2

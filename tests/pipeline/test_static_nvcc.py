@@ -1,0 +1,64 @@
+"""The static stage with the real nvcc on the sample kernel (one arch each, to keep it quick)."""
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from gate.domain import KernelSpec, StageStatus
+from gate.errors import ToolMissingError
+from gate.pipeline import sass
+from gate.pipeline.static import LOG_NAME, run_static
+from tests.samples.build import KERNEL_FILE, SAMPLES_DIR, apply_variant
+
+pytestmark = [pytest.mark.nvcc,
+              pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not on PATH")]
+
+
+def sample(tmp_path: Path, variant: str | None = None) -> Path:
+    repo = tmp_path / "repo"
+    shutil.copytree(SAMPLES_DIR / "wmma_gemm", repo)
+    if variant:
+        source = repo / KERNEL_FILE
+        source.write_text(apply_variant(source.read_text(), variant))
+    return repo
+
+
+def spec(arch: str = "sm_90a") -> KernelSpec:
+    return KernelSpec(name="wmma_gemm", sources=[KERNEL_FILE, "extension/gemm_binding.cpp"], arch=[arch])
+
+
+def test_static_stage_reads_registers_smem_and_hmma_for_sm_90a(tmp_path):
+    res = run_static(spec(), sample(tmp_path), tmp_path / "out")
+    assert res.status is StageStatus.PASSED
+    (fn,) = res.functions
+    assert (fn.arch, fn.smem_bytes, fn.spill_bytes) == ("sm_90a", 10240, 0)
+    assert fn.registers > 0
+    if res.sass_available:
+        assert fn.sass_opcodes["HMMA"] > 0 and fn.sass_opcodes["LDSM"] > 0
+    assert "Used" in (tmp_path / "out" / LOG_NAME).read_text()
+
+
+def test_bank_conflict_variant_adds_the_unpadded_c_tile_to_static_smem(tmp_path):
+    res = run_static(spec("sm_80"), sample(tmp_path, "bank_conflicts"), tmp_path / "out")
+    assert res.functions[0].smem_bytes == 10240 + 64 * 64 * 4
+
+
+def test_a_compile_error_is_a_failed_stage_with_the_log(tmp_path):
+    res = run_static(spec("sm_80"), sample(tmp_path, "compile_error"), tmp_path / "out")
+    assert res.status is StageStatus.FAILED
+    assert 'identifier "zero_value" is undefined' in res.reason
+    assert "kernels/wmma_gemm.cu" in res.reason and str(tmp_path) not in res.reason
+    assert "zero_value" in res.log
+
+
+def test_without_a_disassembler_sass_is_unavailable_not_empty(tmp_path, monkeypatch):
+    monkeypatch.setattr(sass, "find_disassembler", lambda nvcc=None: None)
+    res = run_static(spec("sm_80"), sample(tmp_path), tmp_path / "out")
+    assert res.status is StageStatus.PASSED and res.sass_available is False
+    assert res.functions[0].sass_opcodes == {}
+
+
+def test_a_missing_nvcc_is_an_infrastructure_error(tmp_path):
+    with pytest.raises(ToolMissingError, match="nvcc not found"):
+        run_static(spec(), sample(tmp_path), tmp_path / "out", nvcc="no-such-nvcc")

@@ -1,0 +1,248 @@
+import pytest
+
+from gate.domain import (
+    BenchResult,
+    BuildResult,
+    CorrectnessCase,
+    CorrectnessResult,
+    FunctionResources,
+    Gates,
+    JobResult,
+    KernelMetrics,
+    ProfileResult,
+    RuleOutcome,
+    ShapeTiming,
+    SideResults,
+    StageStatus,
+    StaticResult,
+    TimingSamples,
+    Verdict,
+)
+from gate.pipeline.decide import decide, short_name
+
+P, F, N = StageStatus.PASSED, StageStatus.FAILED, StageStatus.NOT_RUN
+FN = "_ZN16wmma_gemm_sample16wmma_gemm_kernelE10GemmParams"
+
+
+def static(**kw) -> StaticResult:
+    fns = [FunctionResources(FN, "sm_80", 72, 10240, 0, 0, 0, {"HMMA": 16}),
+           FunctionResources(FN, "sm_90", 64, 10240, 0, 0, 0, {"HMMA": 16})]
+    return StaticResult(status=kw.pop("status", P), functions=kw.pop("functions", fns),
+                        sass_available=kw.pop("sass_available", True), **kw)
+
+
+def timing(shape="m1024", ratio=1.0, lo=0.99, hi=1.01, p=0.5, base_us=100.0) -> ShapeTiming:
+    cand_us = base_us * ratio
+    return ShapeTiming(shape=shape, dtype="float16",
+                       candidate=TimingSamples([cand_us], cand_us, cand_us, cand_us),
+                       baseline=TimingSamples([base_us], base_us, base_us, base_us),
+                       ratio=ratio, ratio_ci_low=lo, ratio_ci_high=hi, p_value=p)
+
+
+def full(*, timings=None, cand_kernels=None, base_kernels=None, cases=None) -> JobResult:
+    """A job in which every stage passed (a GPU machine), to be spoiled by each test."""
+    cases = cases or [CorrectnessCase("m1024", "float16", s, True, 0.01, 0.001, 0.01, 0.05) for s in range(3)]
+    cand_kernels = cand_kernels or [KernelMetrics("k", shape="m1024", duration_ns=1000, tensor_pipe_pct=50,
+                                                  ld_bank_conflict_pct=1, st_bank_conflict_pct=0,
+                                                  warps_active_pct=40, dram_pct=70)]
+    base_kernels = base_kernels or [KernelMetrics("k", shape="m1024", duration_ns=1000, tensor_pipe_pct=52,
+                                                  ld_bank_conflict_pct=1, st_bank_conflict_pct=0)]
+    return JobResult(
+        kernel="wmma_gemm",
+        candidate=SideResults("c" * 40, static=static(), build=BuildResult(P),
+                              correctness=CorrectnessResult(P, cases=cases),
+                              profile=ProfileResult(P, kernels=cand_kernels)),
+        baseline=SideResults("b" * 40, build=BuildResult(P), profile=ProfileResult(P, kernels=base_kernels)),
+        bench=BenchResult(P, shapes=timings or [timing()]),
+    )
+
+
+GATES = Gates(max_latency_regression_pct=3, max_bank_conflict_pct=10, max_spill_bytes=0,
+              require_sass=["HMMA"], max_registers=128)
+
+
+def rows(report, rule):
+    return [r for r in report.rules if r.rule == rule]
+
+
+def test_every_stage_passing_is_accept_with_the_rule_table():
+    report = decide(full(), GATES)
+    assert report.verdict is Verdict.ACCEPT
+    assert report.reason.startswith("accept: all ")
+    assert {r.rule for r in report.rules} >= {"static", "build", "max_registers", "max_spill_bytes",
+                                              "require_sass", "correctness", "max_latency_regression_pct",
+                                              "max_bank_conflict_pct"}
+    assert all(r.outcome is RuleOutcome.PASS for r in report.rules)
+
+
+def test_cpu_machine_is_incomplete_never_accept():
+    result = full()
+    reason = "not run: no CUDA device"
+    result.candidate.build = BuildResult(N, reason=reason)
+    result.candidate.correctness = CorrectnessResult(N, reason=reason)
+    result.bench = BenchResult(N, reason=reason)
+    result.candidate.profile = ProfileResult(N, reason=reason)
+    result.baseline = None
+    report = decide(result, GATES)
+    assert report.verdict is Verdict.INCOMPLETE
+    assert report.reason == "incomplete: build: not run: no CUDA device (+3 more)"
+    assert {r.rule for r in report.rules if r.outcome is RuleOutcome.NOT_RUN} == {
+        "build", "correctness", "bench", "profile"}
+
+
+def test_compile_failure_rejects_with_the_log_line():
+    result = full()
+    result.candidate.static = static(status=F, reason="compile error (sm_80): x.cu(3): error: bad")
+    report = decide(result, GATES)
+    assert report.verdict is Verdict.REJECT
+    assert "x.cu(3): error: bad" in report.reason
+
+
+def test_registers_over_the_limit_reject_naming_the_arch_and_kernel():
+    report = decide(full(), Gates(max_registers=64))
+    assert report.verdict is Verdict.REJECT
+    (sm80, sm90) = rows(report, "max_registers")
+    assert (sm80.outcome, sm80.value, sm80.threshold) == (RuleOutcome.FAIL, 72, 64)
+    assert sm90.outcome is RuleOutcome.PASS
+    assert "sm_80 wmma_gemm_kernel: 72 registers > 64" in report.reason
+
+
+def test_spills_and_smem_limits_use_the_worst_function_per_arch():
+    result = full()
+    result.candidate.static.functions[1].spill_store_bytes = 8
+    report = decide(result, Gates(max_spill_bytes=0, max_smem_bytes=8192))
+    assert [r.outcome for r in rows(report, "max_spill_bytes")] == [RuleOutcome.PASS, RuleOutcome.FAIL]
+    assert all(r.outcome is RuleOutcome.FAIL and r.value == 10240 for r in rows(report, "max_smem_bytes"))
+
+
+def test_require_sass_fails_per_arch_when_the_opcode_is_missing():
+    result = full()
+    result.candidate.static.functions[1].sass_opcodes = {"FFMA": 100}
+    report = decide(result, Gates(require_sass=["HMMA"]))
+    assert [r.outcome for r in rows(report, "require_sass")] == [RuleOutcome.PASS, RuleOutcome.FAIL]
+    assert report.reason == "reject: require_sass: sm_90: missing HMMA"
+
+
+def test_require_sass_without_a_disassembler_is_not_run():
+    result = full()
+    result.candidate.static = static(sass_available=False)
+    report = decide(result, Gates(require_sass=["HMMA"]))
+    assert report.verdict is Verdict.INCOMPLETE
+    assert "cuobjdump" in rows(report, "require_sass")[0].reason
+
+
+def test_correctness_failure_rejects_with_the_worst_case():
+    cases = [CorrectnessCase("m1024", "float16", 0, False, 0.2, 0.01, 0.01, 0.05),
+             CorrectnessCase("m1024", "float16", 1, False, None, None, 0.01, 0.05, reason="NaN in output"),
+             CorrectnessCase("m2048", "float16", 0, True, 0.01, 0.001, 0.01, 0.05)]
+    result = full(cases=cases)
+    result.candidate.correctness.status = F
+    report = decide(result, GATES)
+    assert report.verdict is Verdict.REJECT
+    assert report.reason == "reject: correctness m1024: float16 seed 1: NaN in output"
+    assert [r.outcome for r in rows(report, "correctness")] == [RuleOutcome.FAIL, RuleOutcome.PASS]
+
+
+def test_a_crash_during_correctness_rejects_even_without_failed_cases():
+    result = full()
+    result.candidate.correctness = CorrectnessResult(F, reason="child killed by SIGSEGV during correctness")
+    report = decide(result, GATES)
+    assert report.verdict is Verdict.REJECT
+    assert "SIGSEGV" in report.reason
+
+
+@pytest.mark.parametrize(("ratio", "lo", "hi", "p", "outcome"), [
+    (1.10, 1.08, 1.12, 0.001, RuleOutcome.FAIL),          # large and significant
+    (1.10, 1.08, 1.12, 0.20, RuleOutcome.INCONCLUSIVE),   # large but not significant
+    (1.03, 1.01, 1.05, 0.001, RuleOutcome.INCONCLUSIVE),  # interval straddles 3 %
+    (1.01, 1.00, 1.02, 0.001, RuleOutcome.PASS),          # significant but within the threshold
+    (0.90, 0.88, 0.92, 0.001, RuleOutcome.PASS),          # faster
+])
+def test_latency_regresses_only_when_large_and_significant(ratio, lo, hi, p, outcome):
+    report = decide(full(timings=[timing(ratio=ratio, lo=lo, hi=hi, p=p)]), GATES)
+    (row,) = rows(report, "max_latency_regression_pct")
+    assert row.outcome is outcome
+    assert row.baseline == 100.0 and row.threshold == 103.0 and row.unit == "us"
+
+
+def test_inconclusive_latency_makes_the_verdict_inconclusive():
+    report = decide(full(timings=[timing(ratio=1.03, lo=1.01, hi=1.05, p=0.001)]), GATES)
+    assert report.verdict is Verdict.INCONCLUSIVE
+    assert "straddles" in report.reason
+
+
+def test_latency_without_a_baseline_is_not_run():
+    t = timing()
+    t.baseline, t.ratio = None, None
+    report = decide(full(timings=[t]), GATES)
+    assert rows(report, "max_latency_regression_pct")[0].outcome is RuleOutcome.NOT_RUN
+    assert report.verdict is Verdict.INCOMPLETE
+
+
+def test_bank_conflicts_over_the_limit_reject_with_the_measured_rate():
+    kernels = [KernelMetrics("k", shape="m1024", ld_bank_conflict_pct=48.4, st_bank_conflict_pct=3)]
+    report = decide(full(cand_kernels=kernels), GATES)
+    assert report.verdict is Verdict.REJECT
+    assert report.reason == "reject: max_bank_conflict_pct m1024: 48.4 % > 10 %"
+
+
+def test_absolute_ncu_rules_apply_only_to_the_named_shapes():
+    kernels = [KernelMetrics("k", shape="small", tensor_pipe_pct=5),
+               KernelMetrics("k", shape="large", tensor_pipe_pct=45)]
+    gates = Gates(min_tensor_pipe_pct=40, absolute_shapes=["large"])
+    report = decide(full(cand_kernels=kernels), gates)
+    assert [(r.shape, r.outcome) for r in rows(report, "min_tensor_pipe_pct")] == [("large", RuleOutcome.PASS)]
+
+
+def test_tensor_pipe_is_weighted_by_duration_over_a_shapes_launches():
+    kernels = [KernelMetrics("main", shape="s", duration_ns=900, tensor_pipe_pct=50),
+               KernelMetrics("reduce", shape="s", duration_ns=100, tensor_pipe_pct=0)]
+    (row,) = rows(decide(full(cand_kernels=kernels), Gates(min_tensor_pipe_pct=40)), "min_tensor_pipe_pct")
+    assert row.value == 45.0 and row.outcome is RuleOutcome.PASS
+
+
+def test_metric_not_collected_is_not_run_rather_than_pass():
+    kernels = [KernelMetrics("k", shape="m1024")]
+    report = decide(full(cand_kernels=kernels), Gates(max_bank_conflict_pct=10))
+    assert rows(report, "max_bank_conflict_pct")[0].outcome is RuleOutcome.NOT_RUN
+    assert report.verdict is Verdict.INCOMPLETE
+
+
+def test_relative_rules_compare_with_the_baseline_profile():
+    cand = [KernelMetrics("k", shape="m1024", tensor_pipe_pct=40, ld_bank_conflict_pct=9)]
+    base = [KernelMetrics("k", shape="m1024", tensor_pipe_pct=50, ld_bank_conflict_pct=1)]
+    gates = Gates(max_tensor_pipe_drop_pct=5, max_bank_conflict_increase_pct=10)
+    report = decide(full(cand_kernels=cand, base_kernels=base), gates)
+    (drop,) = rows(report, "max_tensor_pipe_drop_pct")
+    (increase,) = rows(report, "max_bank_conflict_increase_pct")
+    assert (drop.outcome, drop.baseline, drop.delta, drop.threshold) == (RuleOutcome.FAIL, 50, -10, 45)
+    assert (increase.outcome, increase.delta) == (RuleOutcome.PASS, 8)
+
+
+def test_an_error_stage_wins_over_a_failure():
+    result = full()
+    result.candidate.static = static(status=F, reason="compile error")
+    result.candidate.profile = ProfileResult(StageStatus.ERROR, reason="ProfilerError: ERR_NVGPUCTRPERM")
+    report = decide(result, GATES)
+    assert report.verdict is Verdict.ERROR
+    assert "ERR_NVGPUCTRPERM" in report.reason
+
+
+def test_profile_not_run_is_fine_when_no_ncu_gate_is_set():
+    result = full()
+    result.candidate.profile = ProfileResult(N, reason="not run: profiling disabled")
+    gates = Gates(max_latency_regression_pct=3, max_spill_bytes=0)
+    assert decide(result, gates).verdict is Verdict.ACCEPT
+    assert decide(result, GATES).verdict is Verdict.INCOMPLETE
+
+
+def test_the_reason_fits_a_github_status_description():
+    result = full()
+    result.candidate.static = static(status=F, reason="compile error: " + "x" * 300)
+    assert len(decide(result, GATES).reason) <= 140
+
+
+def test_short_name_reads_itanium_names():
+    assert short_name(FN) == "wmma_gemm_kernel"
+    assert short_name("_Z11bank_kernelPfii") == "bank_kernel"
+    assert short_name("plain") == "plain"

@@ -1,0 +1,128 @@
+"""`measure` orders the stages; the stage modules are replaced by fakes (no GPU, no nvcc here)."""
+
+import sys
+import types
+
+import pytest
+
+import gate.pipeline
+from gate.domain import (
+    BenchResult,
+    BuildResult,
+    CorrectnessResult,
+    Fingerprint,
+    KernelSpec,
+    ProfileResult,
+    Shape,
+    StageStatus,
+    StaticResult,
+)
+from gate.domain.job import Checkout, JobRequest
+from gate.errors import ToolMissingError
+from gate.pipeline import run
+
+P = StageStatus.PASSED
+
+
+def request(tmp_path, baseline=True) -> JobRequest:
+    kernel = KernelSpec(name="k", sources=["k.cu"], workload="gemm", shapes=[Shape({"m": 16, "n": 16, "k": 16})])
+    return JobRequest(kernel=kernel, candidate=Checkout("c" * 40, str(tmp_path / "cand")),
+                      baseline=Checkout("b" * 40, str(tmp_path / "base")) if baseline else None,
+                      artifacts_dir=str(tmp_path / "art"))
+
+
+@pytest.fixture
+def static_passes(monkeypatch):
+    monkeypatch.setattr(run.static, "run_static", lambda *a, **kw: StaticResult(P, reason="ok"))
+
+
+def test_without_a_gpu_the_gpu_stages_are_not_run_with_the_reason(tmp_path, monkeypatch, static_passes):
+    monkeypatch.setattr(run, "cuda_available", lambda: False)
+    events, checkpoints = [], []
+    result = run.measure(request(tmp_path), events.append, checkpoint=checkpoints.append)
+    for stage in (result.candidate.build, result.candidate.correctness, result.bench, result.candidate.profile):
+        assert (stage.status, stage.reason) == (StageStatus.NOT_RUN, "not run: no CUDA device")
+    assert [(e.stage, e.state) for e in events] == [
+        ("static", "started"), ("static", "passed"), ("build", "not_run"), ("correctness", "not_run"),
+        ("bench", "not_run"), ("profile", "not_run")]
+    assert checkpoints and checkpoints[-1] is result
+
+
+def test_a_compile_failure_skips_the_gpu_stages(tmp_path, monkeypatch):
+    monkeypatch.setattr(run.static, "run_static", lambda *a, **kw: StaticResult(StageStatus.FAILED, reason="err"))
+    monkeypatch.setattr(run, "cuda_available", lambda: pytest.fail("no GPU probe after a compile failure"))
+    result = run.measure(request(tmp_path), lambda e: None)
+    assert result.candidate.build.reason == "not run: static compile failed"
+
+
+def test_a_missing_tool_is_a_stage_error_not_a_crash(tmp_path, monkeypatch):
+    def missing(*a, **kw):
+        raise ToolMissingError("nvcc not found")
+    monkeypatch.setattr(run.static, "run_static", missing)
+    monkeypatch.setattr(run, "cuda_available", lambda: False)
+    result = run.measure(request(tmp_path), lambda e: None)
+    assert result.candidate.static.status is StageStatus.ERROR
+    assert "nvcc not found" in result.candidate.static.reason
+
+
+@pytest.fixture
+def fake_gpu(monkeypatch, static_passes):
+    """Fake GPU stage modules recording the order in which they are called."""
+    calls = []
+    fakes = {
+        "build": types.SimpleNamespace(
+            build_extension=lambda kernel, src, cache, out: calls.append(("build", src.name)) or BuildResult(
+                P, module_path=f"{src.name}.so"),
+            load_module=lambda path: f"module:{path}"),
+        "workloads": types.SimpleNamespace(get_workload=lambda kernel, src: "gemm-workload"),
+        "correctness": types.SimpleNamespace(
+            check=lambda kernel, module, workload, seeds: calls.append(("correctness", module)) or CorrectnessResult(P)),
+        "bench": types.SimpleNamespace(
+            time_revisions=lambda kernel, workload, cand, base, options: calls.append(("bench", cand, base))
+            or BenchResult(P)),
+        "profile": types.SimpleNamespace(
+            profile=lambda kernel, path, src, out, options: calls.append(("profile", path)) or ProfileResult(P)),
+        "fingerprint": types.SimpleNamespace(collect=lambda ncu: Fingerprint(gpu_name="Fake GPU")),
+    }
+    for name, fake in fakes.items():
+        monkeypatch.setitem(sys.modules, f"gate.pipeline.{name}", fake)
+        monkeypatch.setattr(gate.pipeline, name, fake, raising=False)
+    monkeypatch.setattr(run, "cuda_available", lambda: True)
+    return calls, fakes
+
+
+def test_with_a_gpu_the_stages_run_in_order_for_both_sides(tmp_path, fake_gpu):
+    calls, _ = fake_gpu
+    result = run.measure(request(tmp_path), lambda e: None)
+    assert calls == [("build", "cand"), ("build", "base"), ("correctness", "module:cand.so"),
+                     ("bench", "module:cand.so", "module:base.so"), ("profile", "cand.so"), ("profile", "base.so")]
+    assert result.fingerprint.gpu_name == "Fake GPU"
+    assert result.baseline.profile.status is P
+
+
+def test_a_failed_candidate_build_skips_correctness_bench_and_profile(tmp_path, fake_gpu):
+    calls, fakes = fake_gpu
+    fakes["build"].build_extension = lambda kernel, src, cache, out: BuildResult(StageStatus.FAILED, reason="log")
+    result = run.measure(request(tmp_path, baseline=False), lambda e: None)
+    assert result.candidate.correctness.reason == "not run: build failed"
+    assert result.bench.status is StageStatus.NOT_RUN
+    assert calls == []
+
+
+def test_a_module_that_does_not_import_fails_the_build(tmp_path, fake_gpu):
+    _, fakes = fake_gpu
+
+    def broken(path):
+        raise ImportError("undefined symbol: wmma_gemm_launch")
+    fakes["build"].load_module = broken
+    result = run.measure(request(tmp_path, baseline=False), lambda e: None)
+    assert result.candidate.build.status is StageStatus.FAILED
+    assert "undefined symbol" in result.candidate.build.reason
+
+
+def test_wrong_results_skip_bench_and_profile(tmp_path, fake_gpu):
+    calls, fakes = fake_gpu
+    fakes["correctness"].check = lambda *a: CorrectnessResult(StageStatus.FAILED, reason="NaN")
+    result = run.measure(request(tmp_path), lambda e: None)
+    assert result.bench.reason == "not run: correctness failed"
+    assert not [c for c in calls if c[0] in ("bench", "profile")]
