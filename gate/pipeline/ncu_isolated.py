@@ -1,0 +1,70 @@
+"""Read an .ncu-rep in a fresh Python process that has not imported torch.
+
+Why: on an H200 (torch 2.11, ncu 2025.3.1's own `extras/python/ncu_report`), `load_report`
+crashed with a segmentation fault inside a process that had imported torch and run CUDA work
+(the cause, e.g. clashing bundled libraries, is not established). A crash in a reader must not
+take the GPU child down, and a fresh interpreter without torch avoids whatever clashes, so the
+profile stage reads its report here; a crash becomes a ProfilerError.
+
+    python -m gate.pipeline.ncu_isolated REPORT [--ncu NCU]   ->  JSON list of launches on stdout
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import subprocess
+import sys
+from enum import IntEnum
+from pathlib import Path
+
+import gate
+from gate.errors import ProfilerError, ToolMissingError
+from gate.pipeline.ncu_report import Launch, read_launches
+
+
+class ReaderExit(IntEnum):
+    OK = 0
+    PROFILER_ERROR = 2      # the report is missing, unreadable or empty
+    TOOL_MISSING = 3        # no ncu_report module
+
+
+def read_launches_isolated(path: Path, ncu_path: str = "ncu", timeout_s: float = 300.0) -> list[Launch]:
+    """`read_launches` in a child interpreter; its faults come back as the same exceptions."""
+    env = dict(os.environ)
+    package_root = str(Path(gate.__file__).resolve().parent.parent)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p)
+    cmd = [sys.executable, "-m", "gate.pipeline.ncu_isolated", str(path), "--ncu", ncu_path]
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        raise ProfilerError(f"{path}: reading the report took longer than {timeout_s:.0f} s") from None
+    message = proc.stderr.strip().splitlines()[-1:] or [f"exit status {proc.returncode}"]
+    if proc.returncode == ReaderExit.TOOL_MISSING:
+        raise ToolMissingError(message[0])
+    if proc.returncode != ReaderExit.OK:
+        raise ProfilerError(f"{path}: the report reader failed: {message[0]}")
+    return [Launch(**{**d, "nvtx_ranges": tuple(d["nvtx_ranges"])}) for d in json.loads(proc.stdout)]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m gate.pipeline.ncu_isolated")
+    parser.add_argument("report")
+    parser.add_argument("--ncu", default="ncu")
+    args = parser.parse_args(argv)
+    try:
+        launches = read_launches(Path(args.report), args.ncu)
+    except ToolMissingError as exc:
+        print(exc, file=sys.stderr)
+        return ReaderExit.TOOL_MISSING
+    except ProfilerError as exc:
+        print(exc, file=sys.stderr)
+        return ReaderExit.PROFILER_ERROR
+    json.dump([dataclasses.asdict(launch) for launch in launches], sys.stdout)
+    return ReaderExit.OK
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,19 @@
+"""Reading a report in a child interpreter gives what reading it in-process gives, faults included."""
+
+import pytest
+
+from gate.errors import ProfilerError
+from gate.pipeline.ncu_isolated import read_launches_isolated
+from gate.pipeline.ncu_report import read_launches
+
+
+def test_child_reader_returns_the_same_launches_as_in_process(ncu_fixture):
+    path = ncu_fixture("h200-wmma-transpose-full.ncu-rep")
+    assert read_launches_isolated(path) == read_launches(path)
+
+
+def test_child_reader_turns_a_garbage_file_into_profiler_error_naming_it(tmp_path):
+    junk = tmp_path / "junk.ncu-rep"
+    junk.write_text("not a report")
+    with pytest.raises(ProfilerError, match="junk.ncu-rep"):
+        read_launches_isolated(junk)
