@@ -202,3 +202,4 @@ class JobResult:
     bench: BenchResult | None = None      # joint: candidate vs baseline vs peers, interleaved
     fingerprint: Fingerprint | None = None
     notes: list[str] = field(default_factory=list)
+    new_kernel: bool = False              # the baseline revision does not declare this kernel

@@ -39,13 +39,13 @@ def decide(result: JobResult, gates: Gates) -> VerdictReport:
     rows += correctness_rows(cand.correctness)
     bench_needed = gates.max_latency_regression_pct is not None
     if result.bench is not None and result.bench.status is StageStatus.PASSED and bench_needed:
-        rows += latency_rows(result.bench, gates.max_latency_regression_pct, SIGNIFICANCE)
+        rows += latency_rows(result.bench, gates.max_latency_regression_pct, SIGNIFICANCE, result.new_kernel)
     else:
         rows += _stage_row("bench", result.bench, required=bench_needed)
     profile_needed = any(getattr(gates, name) is not None for name in _NCU_GATES)
     if cand.profile is not None and cand.profile.status is StageStatus.PASSED and profile_needed:
         base_profile = result.baseline.profile if result.baseline else None
-        rows += profile_rows(cand.profile, base_profile, gates)
+        rows += profile_rows(cand.profile, base_profile, gates, result.new_kernel)
     else:
         rows += _stage_row("profile", cand.profile, required=profile_needed)
     return VerdictReport(*_verdict(rows), rules=rows)

@@ -66,15 +66,21 @@ def _case_reason(case: CorrectnessCase, n: int) -> str:
     return f"{where}: max |err| {err} > tol {tol}"
 
 
-def latency_rows(bench: BenchResult, max_regression_pct: float, alpha: float) -> list[RuleRow]:
+NEW_KERNEL = "new kernel: the baseline revision does not declare it, nothing to regress against"
+
+
+def latency_rows(bench: BenchResult, max_regression_pct: float, alpha: float,
+                 new_kernel: bool = False) -> list[RuleRow]:
     """Per shape: fail only when the whole 95 % interval is above the threshold and p < alpha."""
-    rows = [_latency_row(st, max_regression_pct, alpha) for st in bench.shapes]
+    rows = [_latency_row(st, max_regression_pct, alpha, new_kernel) for st in bench.shapes]
     return rows or [RuleRow("max_latency_regression_pct", O.NOT_RUN, "bench timed no shape")]
 
 
-def _latency_row(st: ShapeTiming, pct: float, alpha: float) -> RuleRow:
+def _latency_row(st: ShapeTiming, pct: float, alpha: float, new_kernel: bool) -> RuleRow:
     rule, limit = "max_latency_regression_pct", 1.0 + pct / 100.0
     cand = st.candidate.median_us
+    if st.baseline is None and new_kernel:
+        return RuleRow(rule, O.PASS, NEW_KERNEL, shape=st.shape, value=cand, threshold=pct, unit="us")
     if st.baseline is None or st.ratio is None:
         return RuleRow(rule, O.NOT_RUN, "no baseline timing to compare with", shape=st.shape,
                        value=cand, threshold=pct, unit="us")
@@ -121,7 +127,8 @@ _ABSOLUTE_MIN = (("min_tensor_pipe_pct", "tensor_pipe_pct"), ("min_warps_active_
                  ("min_dram_pct", "dram_pct"))
 
 
-def profile_rows(cand: ProfileResult, base: ProfileResult | None, gates: Gates) -> list[RuleRow]:
+def profile_rows(cand: ProfileResult, base: ProfileResult | None, gates: Gates,
+                 new_kernel: bool = False) -> list[RuleRow]:
     """Absolute ncu rules per shape (min_* on `absolute_shapes`), then relative rules vs the baseline."""
     shapes = by_shape(cand.kernels)
     base_shapes = by_shape(base.kernels) if base and base.status is StageStatus.PASSED else {}
@@ -145,8 +152,8 @@ def profile_rows(cand: ProfileResult, base: ProfileResult | None, gates: Gates) 
             figure = (lambda ks: weighted(ks, "tensor_pipe_pct")) if is_drop else conflict_pct
             value, before = figure(kernels), figure(base_shapes.get(shape, []))
             if before is None:
-                rows.append(RuleRow(rule, O.NOT_RUN, "no baseline profile for this shape", shape=shape,
-                                    value=value, unit="%"))
+                outcome, why = (O.PASS, NEW_KERNEL) if new_kernel else (O.NOT_RUN, "no baseline profile for this shape")
+                rows.append(RuleRow(rule, outcome, why, shape=shape, value=value, unit="%"))
                 continue
             limit = before - allowed if is_drop else before + allowed
             row = _compare(rule, shape, value, limit, minimum=is_drop)

@@ -212,15 +212,29 @@ def gate_job(*, repo: str, sha: str, base_sha: str | None, kernel: str, data_dir
         candidate = mirror.checkout(repo, sha, workspace / "candidate")
         spec = _kernel_spec(load_manifest(Path(candidate.path)), kernel)
         baseline = mirror.checkout(repo, base_sha, workspace / "baseline") if base_sha else None
-        emit(ProgressEvent(stage="source", side="joint", state="passed",
-                           detail=f"{sha[:12]}" + (f" vs {base_sha[:12]}" if base_sha else ", no baseline")))
+        new_kernel = baseline is not None and not declares(Path(baseline.path), kernel)
+        if new_kernel:
+            baseline = None
+        emit(ProgressEvent(stage="source", side="joint", state="passed", detail=f"{sha[:12]}" + (
+            f" vs {base_sha[:12]}" if baseline else ", new kernel" if new_kernel else ", no baseline")))
         request = JobRequest(kernel=spec, candidate=candidate, baseline=baseline,
                              artifacts_dir=str(artifacts), options=options)
         result = run_child(request, timeout_s=spec.timeout_s, on_event=emit)
+        result.new_kernel = new_kernel
     finally:
         shutil.rmtree(workspace, ignore_errors=True)
     report = decide(result, spec.gates)
     return GateOutcome(result=result, report=report, artifacts=collect_artifacts(artifacts))
+
+
+def declares(repo_dir: Path, kernel: str) -> bool:
+    """Whether the manifest at `repo_dir` declares `kernel`. A baseline whose manifest is unreadable
+    declares nothing we could compare with, but that is not a *new* kernel: the caller keeps it and
+    its build fails visibly."""
+    try:
+        return any(k.name == kernel for k in load_manifest(repo_dir).kernels)
+    except ManifestError:
+        return True
 
 
 def _kernel_spec(manifest: Manifest, name: str) -> KernelSpec:

@@ -179,6 +179,20 @@ def test_latency_without_a_baseline_is_not_run():
     assert report.verdict is Verdict.INCOMPLETE
 
 
+def test_a_new_kernel_passes_the_baseline_rules_saying_why():
+    t = timing()
+    t.baseline, t.ratio = None, None
+    job = full(timings=[t])
+    job.baseline, job.new_kernel = None, True
+    gates = Gates(max_latency_regression_pct=3, max_tensor_pipe_drop_pct=5)
+    report = decide(job, gates)
+    (latency,) = rows(report, "max_latency_regression_pct")
+    (drop,) = rows(report, "max_tensor_pipe_drop_pct")
+    assert latency.outcome is drop.outcome is RuleOutcome.PASS
+    assert "new kernel" in latency.reason and "new kernel" in drop.reason
+    assert report.verdict is Verdict.ACCEPT
+
+
 def test_bank_conflicts_over_the_limit_reject_with_the_measured_rate():
     kernels = [KernelMetrics("k", shape="m1024", ld_bank_conflict_pct=48.4, st_bank_conflict_pct=3)]
     report = decide(full(cand_kernels=kernels), GATES)

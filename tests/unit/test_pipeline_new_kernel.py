@@ -1,0 +1,29 @@
+from pathlib import Path
+
+from gate.pipeline.run import declares
+
+MANIFEST = """
+[[kernel]]
+name = "{name}"
+sources = ["k.cu"]
+workload = "gemm"
+shapes = [{{m = 16, n = 16, k = 16}}]
+"""
+
+
+def _repo(tmp_path: Path, manifest: str) -> Path:
+    (tmp_path / "k.cu").write_text("__global__ void k() {}\n")
+    (tmp_path / "gate.toml").write_text(manifest)
+    return tmp_path
+
+
+def test_a_baseline_that_declares_the_kernel_is_kept(tmp_path):
+    assert declares(_repo(tmp_path, MANIFEST.format(name="gemm")), "gemm")
+
+
+def test_a_baseline_without_the_kernel_makes_it_a_new_kernel(tmp_path):
+    assert not declares(_repo(tmp_path, MANIFEST.format(name="other")), "gemm")
+
+
+def test_an_unreadable_baseline_manifest_is_not_taken_for_a_new_kernel(tmp_path):
+    assert declares(_repo(tmp_path, "[[kernel]]\nnonsense = 1\n"), "gemm")
