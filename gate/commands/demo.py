@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -14,4 +15,26 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    raise NotImplementedError("gate demo: integration work")
+    from gate.config import get_settings
+    from gate.demo.replay import replay, summary
+    from gate.executors.local import local_gpus
+
+    settings = get_settings()
+    gpus = local_gpus()
+    if gpus:
+        print(f"GPU: {', '.join(gpus)}. Every stage runs: build, correctness, timing, profile.")
+    else:
+        print("No CUDA device on this machine: the demo runs the static stage (nvcc, ptxas, SASS) for "
+              "every commit;\ncorrectness, timing and profiling are reported as not run, so verdicts are "
+              "`incomplete`, never `accept`.")
+    rows = replay(settings, sys.stdout)
+    print("\n" + summary(rows))
+    if args.no_serve:
+        return 0
+    import uvicorn
+
+    from gate.api.app import create_app
+
+    print(f"\nDashboard: http://{args.host}:{args.port}/  (Ctrl-C to stop)", flush=True)
+    uvicorn.run(create_app(settings), host=args.host, port=args.port, log_level="warning")
+    return 0

@@ -7,7 +7,7 @@
     5. "clearer" code that does extra work    -> reject by max_latency_regression_pct
 
 The kernels come from this repository's `kernels/` and `extension/`; steps 3 and 5 are edits of the
-real `wmma.cu` at the lines the kernel marks for it (`kSmemPad`, `FLASHCORE_DEMO_EXTRA_WORK`).
+real `wmma.cu` at the lines the kernel marks for it (`kSmemPad`, the EXTRA-WORK SPOT).
 """
 
 from __future__ import annotations
@@ -23,8 +23,22 @@ from pathlib import Path
 from gate.errors import GateError
 
 PAD_LINE = re.compile(r"constexpr int kSmemPad = \d+;")
-EXTRA_WORK = "// FLASHCORE_DEMO_EXTRA_WORK"
-EXTRA_WORK_FLAG = "#define FLASHCORE_DEMO_EXTRA_WORK 1  // recompute the row statistics twice\n"
+EXTRA_WORK_END = "// ==== END EXTRA-WORK SPOT"
+# The "clearer" code of the slower commit: the probabilities renormalised again by a factor that is 1
+# at run time (the compiler cannot fold `0 * x`), so the results stay exact and the kernel slows down.
+EXTRA_WORK = """\
+      {  // Renormalise the probabilities once more, for clarity.
+        const float one = exp2f(0.0f * scale_log2);
+#pragma unroll
+        for (int rep = 0; rep < 4; ++rep)
+#pragma unroll
+          for (int mi = 0; mi < kMAtoms; ++mi)
+#pragma unroll
+            for (int j = 0; j < kNTiles; ++j)
+#pragma unroll
+              for (int e = 0; e < 4; ++e) s[mi][j][e] = __fmul_rn(s[mi][j][e], one);
+      }
+"""
 
 DEMO_MANIFEST = """\
 # FlashCore, as gated by `gate demo`: the mission shape and one long sequence.
@@ -105,9 +119,11 @@ def _set_pad(halves: int) -> Callable[[Path, Path], None]:
 def _extra_work(_src: Path, repo: Path) -> None:
     path = repo / "kernels/flashcore/wmma.cu"
     text = path.read_text()
-    if EXTRA_WORK not in text:
-        raise GateError(f"{path}: no `{EXTRA_WORK}` marker for the demo's slower commit")
-    path.write_text(EXTRA_WORK_FLAG + text)
+    at = text.find(EXTRA_WORK_END)
+    if at < 0:
+        raise GateError(f"{path}: no `{EXTRA_WORK_END}` marker for the demo's slower commit")
+    line_start = text.rfind("\n", 0, at) + 1
+    path.write_text(text[:line_start] + EXTRA_WORK + text[line_start:])
 
 
 STEPS: tuple[Step, ...] = (

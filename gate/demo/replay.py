@@ -1,0 +1,100 @@
+"""Gate the demo history in commit order through the real pipeline, printing as it goes.
+
+Each commit is submitted and planned like any other revision (so its baseline is the last accepted
+revision of `main`), then the embedded executor runs its jobs before the next commit is submitted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TextIO
+
+from sqlalchemy import select
+
+from gate.config import Settings
+from gate.demo.history import Step, build_history
+from gate.domain.job import ProgressEvent
+from gate.executors.base import GateJob, JobEnvironment, load_gate_job, run_options
+from gate.executors.local import LocalExecutor
+from gate.services.sources import MirrorSources
+from gate.services.submissions import plan_revision, submit_revision
+from gate.storage.db import make_engine, make_session_factory
+from gate.storage.models import Job, Revision, VerdictRecord
+from gate.storage.schema import upgrade
+
+
+@dataclass
+class DemoRow:
+    revision_id: int
+    sha: str
+    message: str
+    expect: str
+    verdicts: list[tuple[str, str, str]]   # (kernel, verdict, reason)
+
+
+def _printing(gate_job: GateJob, out: TextIO) -> GateJob:
+    """The real pipeline, echoing each stage transition to the terminal as well as to the database."""
+    def run(**kwargs: Any) -> Any:
+        store: Callable[[ProgressEvent], None] = kwargs.pop("on_event")
+
+        def on_event(event: ProgressEvent) -> None:
+            store(event)
+            if event.state != "started":
+                detail = f": {event.detail}" if event.detail else ""
+                print(f"      {kwargs['kernel']:<18} {event.side:<9} {event.stage:<11} {event.state}{detail}"[:160],
+                      file=out, flush=True)
+        return gate_job(**kwargs, on_event=on_event)
+    return run
+
+
+def replay(settings: Settings, out: TextIO, steps: tuple[Step, ...] | None = None) -> list[DemoRow]:
+    data_dir = Path(settings.data_dir).resolve()
+    repo = data_dir / "demo" / "flashcore"
+    history = build_history(repo) if steps is None else build_history(repo, steps)
+    print(f"Demo repository: {repo} ({len(history)} commits)", file=out)
+    engine = make_engine(settings.database_url)
+    upgrade(engine)
+    session_factory = make_session_factory(engine)
+    sources = MirrorSources(data_dir)
+    env = JobEnvironment(session_factory=session_factory, gate_job=_printing(load_gate_job(), out),
+                         data_dir=data_dir, options=run_options(settings), mirror=sources.mirror)
+    executor = LocalExecutor(env, role="demo")
+    rows = []
+    try:
+        for i, (sha, step) in enumerate(history, 1):
+            print(f"\n[{i}/{len(history)}] {sha[:10]}  {step.message}", file=out, flush=True)
+            with session_factory() as session:
+                revision = submit_revision(session, repo=str(repo), sha=sha, branch="main", source="demo")
+                plan = plan_revision(session, revision, sources=sources)
+                revision_id = revision.id
+            if plan.error:
+                print(f"      not planned: {plan.error}", file=out)
+            executor.drain()
+            rows.append(DemoRow(revision_id, sha, step.message, step.expect, _verdicts(session_factory, revision_id)))
+            for kernel, verdict, reason in rows[-1].verdicts:
+                print(f"   => {kernel:<18} {verdict.upper():<12} {reason}", file=out, flush=True)
+    finally:
+        engine.dispose()
+    return rows
+
+
+def _verdicts(session_factory: Any, revision_id: int) -> list[tuple[str, str, str]]:
+    with session_factory() as session:
+        found = session.execute(
+            select(Job.kernel, VerdictRecord.verdict, VerdictRecord.reason)
+            .join(VerdictRecord, VerdictRecord.job_id == Job.id, isouter=True)
+            .where(Job.revision_id == revision_id).order_by(Job.id)).all()
+        if not found:
+            error = session.get(Revision, revision_id).error or "no jobs"
+            return [("-", "error", error)]
+    return [(k, v or "none", r or "") for k, v, r in found]
+
+
+def summary(rows: list[DemoRow]) -> str:
+    lines = [f"{'commit':<10}  {'kernel':<18} {'verdict':<12} {'expected':<42} reason"]
+    for row in rows:
+        for kernel, verdict, reason in row.verdicts:
+            lines.append(f"{row.sha[:10]}  {kernel:<18} {verdict:<12} {row.expect[:42]:<42} {reason}")
+    return "\n".join(lines)
