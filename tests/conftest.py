@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from pathlib import Path
+
 import pytest
 
 
@@ -13,3 +16,20 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if "gpu" in item.keywords:
             item.add_marker(skip)
+
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture
+def ncu_fixture() -> Callable[[str], Path]:
+    """Path of a recorded .ncu-rep: the shared fixtures beside the repo (`../shared/fixtures`),
+    else the committed copy in tests/fixtures/ncu; skips, saying where it looked, if neither has it."""
+
+    def find(name: str) -> Path:
+        for folder in (REPO_ROOT.parent / "shared" / "fixtures", REPO_ROOT / "tests" / "fixtures" / "ncu"):
+            if (folder / name).is_file():
+                return folder / name
+        pytest.skip(f"{name} is neither in ../shared/fixtures nor in tests/fixtures/ncu")
+
+    return find

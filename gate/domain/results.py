@@ -127,6 +127,7 @@ class KernelMetrics:
 
     kernel: str                           # function name
     shape: str = ""
+    dtype: str = ""
     duration_ns: float | None = None
     tensor_pipe_pct: float | None = None      # tensor pipe cycles active, % of peak sustained active
     hmma_inst_pct: float | None = None
@@ -135,6 +136,7 @@ class KernelMetrics:
     st_bank_conflict_pct: float | None = None
     ld_bank_conflicts: float | None = None
     ld_wavefronts: float | None = None
+    ld_requests: float | None = None          # shared-load warp instructions: LDS + LDSM
     warps_active_pct: float | None = None
     achieved_occupancy_pct: float | None = None
     dram_pct: float | None = None
@@ -146,6 +148,8 @@ class KernelMetrics:
     grid: str = ""
     block: str = ""
     compute_capability: str = ""
+    replay_passes: int | None = None          # ncu replay passes this launch needed
+    missing_metrics: list[str] = field(default_factory=list)  # requested but n/a in the report
 
 
 @dataclass

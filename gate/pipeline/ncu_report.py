@@ -1,0 +1,177 @@
+"""Read an Nsight Compute report (.ncu-rep) into the gate metrics of every profiled kernel launch.
+
+Used by the profile stage and by `gate profile import`. Works without a GPU: the `ncu-report`
+package (or the `extras/python` folder of an ncu install) reads reports anywhere.
+
+`read_report(path)` raises ProfilerError for a missing, unreadable or empty report, and
+ToolMissingError when no `ncu_report` module can be imported. Everything after loading is pure:
+`kernel_metrics(launch)` turns one launch's raw values into a `KernelMetrics`.
+"""
+
+from __future__ import annotations
+
+import glob
+import importlib
+import os
+import shutil
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+
+from gate.domain import KernelMetrics
+from gate.errors import ProfilerError, ToolMissingError
+from gate.pipeline.ncu_catalog import arch_of, reading_catalog
+
+RANGE_PREFIX = "gate:"   # NVTX push/pop range per profiled call: "gate:<shape label>:<dtype>"
+_LAUNCH_ATTRIBUTES = (
+    "device__attribute_compute_capability_major", "device__attribute_compute_capability_minor",
+    "launch__grid_dim_x", "launch__grid_dim_y", "launch__grid_dim_z",
+    "launch__block_dim_x", "launch__block_dim_y", "launch__block_dim_z",
+    "profiler__replayer_passes",
+)
+
+
+@dataclass
+class Launch:
+    """One profiled kernel launch as it is stored in a report, before interpretation."""
+
+    kernel: str                                   # function name, e.g. "transpose_smem"
+    demangled: str = ""                           # full signature, e.g. "void at::native::..."
+    values: dict[str, float | int | str | None] = field(default_factory=dict)  # metric -> value
+    nvtx_ranges: tuple[str, ...] = ()             # push/pop range stack at launch (with --nvtx)
+
+
+def range_name(shape_label: str, dtype: str) -> str:
+    return f"{RANGE_PREFIX}{shape_label}:{dtype}"
+
+
+def parse_range(ranges: tuple[str, ...]) -> tuple[str, str]:
+    """(shape label, dtype) from the innermost gate range of a launch's NVTX stack, or ("", "")."""
+    for name in reversed(ranges):
+        if name.startswith(RANGE_PREFIX):
+            label, _, dtype = name.removeprefix(RANGE_PREFIX).rpartition(":")
+            return label, dtype
+    return "", ""
+
+
+def _number(value: float | int | str | None) -> float | None:
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, (int, float)):
+        return float(value)
+    try:
+        return float(value.replace(",", ""))
+    except ValueError:
+        return None
+
+
+def conflict_pct(conflicts: float | None, wavefronts: float | None) -> float | None:
+    """Bank conflicts as % of shared-memory wavefronts; no wavefronts and no conflicts -> 0.0."""
+    if conflicts is None or wavefronts is None:
+        return None
+    if wavefronts == 0:
+        return 0.0 if conflicts == 0 else None
+    return 100.0 * conflicts / wavefronts
+
+
+def kernel_metrics(launch: Launch) -> KernelMetrics:
+    """The gate metrics of one launch; quantities whose metric is n/a stay None and are listed."""
+    v = launch.values
+    major, minor = _number(v.get(_LAUNCH_ATTRIBUTES[0])), _number(v.get(_LAUNCH_ATTRIBUTES[1]))
+    arch = arch_of(int(major), int(minor)) if major is not None and minor is not None else "unknown"
+    q: dict[str, float | None] = {}
+    missing: list[str] = []
+    for metric in reading_catalog(arch):
+        found = next((_number(v.get(n)) for n in metric.names if _number(v.get(n)) is not None), None)
+        q[metric.quantity] = found
+        if found is None:
+            missing.append(metric.names[0])
+    ld_requests = None
+    if q["lds_inst"] is not None and q["ldsm_inst"] is not None:
+        ld_requests = q["lds_inst"] + q["ldsm_inst"]
+    shape, dtype = parse_range(launch.nvtx_ranges)
+
+    def dims(kind: str) -> str:
+        xyz = [_number(v.get(f"launch__{kind}_dim_{a}")) for a in "xyz"]
+        return "" if None in xyz else "({}, {}, {})".format(*(int(d) for d in xyz if d is not None))
+
+    def whole(x: float | None) -> int | None:
+        return None if x is None else int(x)
+
+    return KernelMetrics(
+        kernel=launch.kernel, shape=shape, dtype=dtype,
+        duration_ns=q["duration_ns"],
+        tensor_pipe_pct=q["tensor_pipe_pct"], hmma_inst_pct=q["hmma_inst_pct"],
+        gmma_inst_pct=q.get("gmma_inst_pct"),  # absent from the catalog (None) below sm_90
+        ld_bank_conflict_pct=conflict_pct(q["ld_bank_conflicts"], q["ld_wavefronts"]),
+        st_bank_conflict_pct=conflict_pct(q["st_bank_conflicts"], q["st_wavefronts"]),
+        ld_bank_conflicts=q["ld_bank_conflicts"], ld_wavefronts=q["ld_wavefronts"],
+        ld_requests=ld_requests,
+        warps_active_pct=q["warps_active_pct"], achieved_occupancy_pct=q["warps_active_pct"],
+        dram_pct=q["dram_pct"], sm_throughput_pct=q["sm_throughput_pct"],
+        registers=whole(q["registers"]), smem_per_block_bytes=whole(q["smem_per_block_bytes"]),
+        local_ld_inst=q["local_ld_inst"], local_st_inst=q["local_st_inst"],
+        grid=dims("grid"), block=dims("block"),
+        compute_capability="" if arch == "unknown" else f"{int(major or 0)}.{int(minor or 0)}",
+        replay_passes=whole(_number(v.get("profiler__replayer_passes"))),
+        missing_metrics=missing,
+    )
+
+
+def import_ncu_report(ncu_path: str = "ncu") -> ModuleType:
+    """The `ncu_report` module: the installed package, else the one shipped beside `ncu`."""
+    try:
+        return importlib.import_module("ncu_report")
+    except ImportError:
+        pass
+    candidates = []
+    exe = shutil.which(ncu_path)
+    if exe:
+        candidates.append(Path(os.path.realpath(exe)).parent / "extras" / "python")
+    # NVIDIA's standard install prefix; /usr/local/cuda/bin/ncu is often a wrapper script.
+    candidates += [Path(p) for p in sorted(glob.glob("/opt/nvidia/nsight-compute/*/extras/python"))]
+    for folder in candidates:
+        if (folder / "ncu_report.py").is_file():
+            sys.path.insert(0, str(folder))
+            return importlib.import_module("ncu_report")
+    raise ToolMissingError("no ncu_report module: install the `ncu-report` package or Nsight Compute")
+
+
+def read_launches(path: Path, ncu_path: str = "ncu") -> list[Launch]:
+    """Every kernel launch stored in the report, with the values of the catalog's metrics."""
+    if not path.is_file():
+        raise ProfilerError(f"{path}: no such Nsight Compute report")
+    report = import_ncu_report(ncu_path)
+    try:
+        ctx = report.load_report(str(path))
+        ranges = [ctx.range_by_idx(r) for r in range(ctx.num_ranges())]
+        actions = [rng.action_by_idx(i) for rng in ranges for i in range(rng.num_actions())]
+    except Exception as exc:  # the loader raises assorted RuntimeErrors for damaged files
+        raise ProfilerError(f"{path}: not a readable Nsight Compute report: {exc}") from exc
+    if not actions:
+        raise ProfilerError(f"{path}: not a readable Nsight Compute report (no profiled kernels in it)")
+    wanted = {n for m in reading_catalog("unknown") for n in m.names} | set(_LAUNCH_ATTRIBUTES)
+    return [_launch(report, a, wanted) for a in actions]
+
+
+def _launch(report: ModuleType, action: object, wanted: set[str]) -> Launch:
+    values: dict[str, float | int | str | None] = {}
+    for name in wanted:
+        metric = action.metric_by_name(name)  # type: ignore[attr-defined]
+        values[name] = metric.value() if metric is not None and metric.has_value() else None
+    ranges: tuple[str, ...] = ()
+    state = action.nvtx_state()  # type: ignore[attr-defined]
+    if state is not None:
+        for domain_id in state.domains():
+            ranges += tuple(state.domain_by_id(domain_id).push_pop_ranges())
+    return Launch(
+        kernel=action.name(report.IAction.NameBase_FUNCTION),  # type: ignore[attr-defined]
+        demangled=action.name(report.IAction.NameBase_DEMANGLED),  # type: ignore[attr-defined]
+        values=values, nvtx_ranges=ranges,
+    )
+
+
+def read_report(path: Path, ncu_path: str = "ncu") -> list[KernelMetrics]:
+    """The gate metrics of every kernel launch in an .ncu-rep, in launch order."""
+    return [kernel_metrics(launch) for launch in read_launches(path, ncu_path)]
