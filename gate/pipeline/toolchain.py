@@ -21,7 +21,12 @@ from gate.pipeline.build_cache import Toolchain
 
 # Flags common to every compile. -Xptxas -v: ptxas's register/smem/spill report goes into the log.
 # -lineinfo: source lines in the SASS, for Nsight Compute's source view; it does not change the code.
-_NVCC_FLAGS = ["-O3", "-std=c++17", "-Xcompiler", "-fPIC", "-Xptxas", "-v", "-lineinfo", "-I."]
+# -fvisibility=hidden (kernel objects) and -Bsymbolic (link): two revisions of one kernel are loaded
+# into one process, with equal symbol names; each extension must call its *own* launch function and
+# kernel stubs, never the ones of the .so loaded first (seen on the device: every variant ran the
+# first-loaded kernel before these flags).
+_NVCC_FLAGS = ["-O3", "-std=c++17", "-Xcompiler", "-fPIC,-fvisibility=hidden", "-Xptxas", "-v", "-lineinfo",
+               "-I."]
 _CXX_FLAGS = ["-O3", "-fPIC", "-I."]
 
 
@@ -90,7 +95,7 @@ class Tools:
         # Objects before libraries: with --as-needed (the default of several distributions) a
         # library named before the objects that use it is dropped.
         libs = [f"-L{p}" for p in self.torch_libs]
-        return [self.cxx, "-shared", *objects, "-o", output, *libs, f"-L{self.cuda_home / 'lib64'}",
+        return [self.cxx, "-shared", "-Wl,-Bsymbolic", *objects, "-o", output, *libs, f"-L{self.cuda_home / 'lib64'}",
                 "-lc10", "-lc10_cuda", "-ltorch", "-ltorch_cpu", "-ltorch_cuda", "-ltorch_python",
                 "-lcudart"]
 
