@@ -1,0 +1,133 @@
+"""Bench stage: candidate vs baseline vs PyTorch's own, interleaved in one process on one GPU.
+
+For every shape x dtype: one set of inputs shared by all sides, warm-up, then batches of interleaved
+rounds (`gpu_timing.InterleavedTimer`: random order per round, L2 flushed before every repetition,
+CUDA graphs for launch-bound kernels) with new input values between batches, until the candidate's
+and the baseline's medians are known to `options.target_rel_se_pct` or `options.bench_budget_s` is
+spent. Every sample is kept. The candidate/baseline comparison (median ratio, 95 % bootstrap interval,
+Mann-Whitney p) comes from `stats`. When the kernel has a latency gate and some shape's interval
+straddles 1 + threshold, those shapes go on sampling with twice the budget and half the target error,
+up to `options.max_reruns` times; `attempts` records how many passes were made.
+"""
+
+from __future__ import annotations
+
+import math
+import secrets
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from gate.domain import BenchResult, KernelSpec, ShapeTiming, StageStatus, TimingSamples
+from gate.domain.job import RunOptions
+from gate.pipeline import stats
+from gate.pipeline.gpu_timing import (GRAPH_BELOW_US, GRAPH_TARGET_US, MAX_GRAPH_LAUNCHES,
+                                      InterleavedTimer, Side)
+
+ROUNDS_PER_BATCH = 16
+MIN_ROUNDS = 32
+
+
+@dataclass
+class _ShapeRun:
+    shape: Any
+    dtype: str
+    inputs: dict[str, Any]
+    sides: list[Side]
+    method: str
+    flops: float
+    rounds: int = 0
+
+
+def time_revisions(kernel: KernelSpec, workload: Any, candidate_module: Any, baseline_module: Any | None,
+                   options: RunOptions) -> BenchResult:
+    import torch
+
+    start = time.perf_counter()
+    if not torch.cuda.is_available():
+        return BenchResult(StageStatus.NOT_RUN, "not run: no CUDA device")
+    timer = InterleavedTimer(seed=secrets.randbits(32))
+    runs: list[_ShapeRun] = []
+    try:
+        for shape in kernel.shapes:
+            for dtype in kernel.dtypes:
+                run = _prepare(kernel, workload, candidate_module, baseline_module, shape, dtype, timer)
+                _sample(run, workload, timer, options.bench_budget_s, options.target_rel_se_pct)
+                runs.append(run)
+    except Exception as exc:  # noqa: BLE001  a kernel that raises while timed is a kernel fault
+        return BenchResult(StageStatus.FAILED, f"raised while timed: {type(exc).__name__}: {exc}"[:2000],
+                           time.perf_counter() - start)
+
+    threshold = kernel.gates.max_latency_regression_pct
+    attempts = 1
+    while threshold is not None and baseline_module is not None and attempts <= options.max_reruns:
+        straddling = [r for r in runs if _call(r, threshold) == stats.RegressionCall.INCONCLUSIVE]
+        if not straddling:
+            break
+        attempts += 1
+        scale = 2 ** (attempts - 1)
+        for run in straddling:
+            _sample(run, workload, timer, options.bench_budget_s * scale, options.target_rel_se_pct / scale)
+
+    shapes = [_timing(r) for r in runs]
+    reason = f"{len(shapes)} shape(s) timed" + (f"; {'; '.join(timer.notes)}" if timer.notes else "")
+    return BenchResult(StageStatus.PASSED, reason, time.perf_counter() - start, shapes, attempts)
+
+
+def _prepare(kernel: KernelSpec, workload: Any, cand: Any, base: Any | None, shape: Any, dtype: str,
+             timer: InterleavedTimer) -> _ShapeRun:
+    inputs = workload.make_inputs(shape, dtype, secrets.randbits(31), "cuda")
+
+    def calling(module: Any) -> Any:
+        return lambda: workload.call(module, kernel.function, inputs)
+
+    sides = [Side("candidate", calling(cand))]
+    if base is not None:
+        sides.append(Side("baseline", calling(base)))
+    sides += [Side(label, fn) for label, fn in workload.peers(shape, inputs).items()]
+    fastest_us = min(timer.estimate_us(s.fn) for s in sides[:2])
+    use_graph = fastest_us < GRAPH_BELOW_US
+    launches = max(2, min(MAX_GRAPH_LAUNCHES, math.ceil(GRAPH_TARGET_US / max(fastest_us, 0.5))))
+    for side in sides[2 if base is not None else 1:]:
+        timer.estimate_us(side.fn, reps=1)    # warm-up of the peers (handles, autotuning)
+    method = timer.prepare(sides, use_graph, launches)
+    return _ShapeRun(shape, dtype, inputs, sides, method, workload.flops(shape))
+
+
+def _sample(run: _ShapeRun, workload: Any, timer: InterleavedTimer, budget_s: float,
+            target_rel_se_pct: float) -> None:
+    deadline = time.perf_counter() + budget_s
+    gated = [s for s in run.sides if s.label in ("candidate", "baseline")]
+    while True:
+        workload.refill(run.inputs, secrets.randbits(31))   # fresh values, same buffers
+        timer.run_rounds(run.sides, ROUNDS_PER_BATCH)
+        run.rounds += ROUNDS_PER_BATCH
+        done = all(stats.enough_samples(s.samples_us, target_rel_se_pct, MIN_ROUNDS) for s in gated)
+        if done or time.perf_counter() >= deadline:
+            return
+
+
+def _call(run: _ShapeRun, threshold_pct: float) -> stats.RegressionCall:
+    return stats.regression_call(stats.compare(run.sides[0].samples_us, run.sides[1].samples_us),
+                                 threshold_pct)
+
+
+def _samples(side: Side, flops: float) -> TimingSamples:
+    s = stats.summarize(side.samples_us)
+    tflops = flops / (s.median_us * 1e-6) / 1e12 if flops and s.median_us > 0 else None
+    return TimingSamples(list(side.samples_us), s.median_us, s.p10_us, s.p90_us, tflops)
+
+
+def _timing(run: _ShapeRun) -> ShapeTiming:
+    by_label = {s.label: s for s in run.sides}
+    cand = by_label["candidate"]
+    timing = ShapeTiming(
+        shape=run.shape.label, dtype=run.dtype, candidate=_samples(cand, run.flops),
+        peers={s.label: _samples(s, run.flops) for s in run.sides if s.label not in ("candidate", "baseline")},
+        rounds=run.rounds, rel_se_pct=stats.median_rel_se_pct(cand.samples_us), method=run.method)
+    if "baseline" in by_label:
+        timing.baseline = _samples(by_label["baseline"], run.flops)
+        c = stats.compare(cand.samples_us, by_label["baseline"].samples_us)
+        timing.ratio, timing.ratio_ci_low, timing.ratio_ci_high, timing.p_value = (
+            c.ratio, c.ci_low, c.ci_high, c.p_value)
+    return timing

@@ -1,0 +1,129 @@
+"""Correctness stage: the kernel against a float32/float64 reference on fresh random inputs.
+
+Per shape x dtype x seed: new values are written into the *same* input buffers; the output block is
+poisoned with NaN right before the call (a NaN tensor of the output's size is allocated and freed, so
+the caching allocator hands that block to the kernel's output: unwritten elements stay NaN); only
+the caller's stream is synchronised (a kernel that works on another stream is read before it ends);
+inputs must be unchanged afterwards. A case passes iff
+
+    max|out - ref| <= dtype tolerance x max(1, max|ref|)                         (absolute sanity)
+    max|out - ref| <= max(k x max|torch_lowp - ref|, floor)                       (FlashAttention's rule)
+
+with k = `gates.max_error_ratio` and floor = the dtype's epsilon x max(1, max|ref|), so that k x a
+tiny PyTorch error does not demand more than the format can hold.
+
+A CUDA fault (illegal address, launch failure) leaves the CUDA context unusable: the stage ends at
+once, FAILED, with `reason` starting with `CUDA_FAULT_PREFIX`; the caller must run no further GPU
+stage in this process.
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from typing import Any
+
+from gate.domain import CorrectnessCase, CorrectnessResult, KernelSpec, Shape, StageStatus
+
+CUDA_FAULT_PREFIX = "CUDA fault"
+_STICKY_ERRORS = ("illegal memory access", "misaligned address", "unspecified launch failure",
+                  "illegal instruction", "device-side assert", "hardware stack error")
+
+# Absolute tolerance per dtype, scaled by max(1, max|ref|). Generous on purpose: the k x PyTorch rule
+# is the sharp one; these catch a kernel that is wrong where PyTorch is itself imprecise.
+DTYPE_TOLERANCE = {"float16": 2e-2, "bfloat16": 6e-2, "float32": 1e-4}
+# Machine epsilon (unit roundoff x 2) of each format: the floor of the k x PyTorch rule.
+DTYPE_EPSILON = {"float16": 2.0**-10, "bfloat16": 2.0**-7, "float32": 2.0**-23}
+
+
+def is_cuda_fault(exc: BaseException) -> bool:
+    """True for the "sticky" CUDA errors after which the context is unusable (CUDA Runtime API,
+    cudaError_t: illegal address, misaligned address, launch failure, illegal instruction, assert)."""
+    text = str(exc).lower()
+    return any(s in text for s in _STICKY_ERRORS)
+
+
+def check(kernel: KernelSpec, module: Any, workload: Any, seeds: int) -> CorrectnessResult:
+    """Every shape x dtype of `kernel` on `seeds` fresh random inputs each."""
+    import torch
+
+    start = time.perf_counter()
+    if not torch.cuda.is_available():
+        return CorrectnessResult(StageStatus.NOT_RUN, "not run: no CUDA device")
+    cases: list[CorrectnessCase] = []
+    for shape in kernel.shapes:
+        for dtype in kernel.dtypes:
+            base_seed = secrets.randbits(31)   # fresh per check; recorded per case to reproduce
+            inputs = None
+            for i in range(seeds):
+                seed = base_seed + i
+                try:
+                    if inputs is None:
+                        inputs = workload.make_inputs(shape, dtype, seed, "cuda")
+                    else:
+                        workload.refill(inputs, seed)
+                    case = _one_case(kernel, module, workload, shape, dtype, seed, inputs)
+                except Exception as exc:  # noqa: BLE001  the kernel's exception is evidence, not a crash
+                    fault = is_cuda_fault(exc)
+                    reason = f"{CUDA_FAULT_PREFIX}: {exc}" if fault else f"raised {type(exc).__name__}: {exc}"
+                    cases.append(CorrectnessCase(shape.label, dtype, seed, False, reason=reason[:2000]))
+                    if fault:
+                        return CorrectnessResult(StageStatus.FAILED, reason[:500],
+                                                 time.perf_counter() - start, cases)
+                    continue
+                cases.append(case)
+    failed = [c for c in cases if not c.passed]
+    duration = time.perf_counter() - start
+    if failed:
+        first = failed[0]
+        return CorrectnessResult(StageStatus.FAILED, f"{len(failed)}/{len(cases)} cases failed; "
+                                 f"first: {first.shape} {first.dtype} seed {first.seed}: {first.reason}",
+                                 duration, cases)
+    return CorrectnessResult(StageStatus.PASSED, f"{len(cases)} cases passed", duration, cases)
+
+
+def _one_case(kernel: KernelSpec, module: Any, workload: Any, shape: Shape, dtype: str, seed: int,
+              inputs: dict[str, Any]) -> CorrectnessCase:
+    import torch
+
+    ref = workload.reference(shape, inputs).float()
+    lowp = workload.lowp_reference(shape, inputs)
+    torch_err = float((lowp.float() - ref).abs().max())
+    snapshot = {n: t.clone() for n, t in inputs.items() if isinstance(t, torch.Tensor)}
+    stream = torch.cuda.current_stream()
+    stream.synchronize()
+
+    poison = torch.full(lowp.shape, float("nan"), dtype=lowp.dtype, device=lowp.device)
+    poison_ptr = poison.data_ptr()
+    del poison                                  # freed: the next same-sized allocation reuses it
+    out = workload.call(module, kernel.function, inputs)
+    stream.synchronize()                        # the caller's stream only, not the device
+
+    def case(passed: bool, reason: str = "", max_err: float | None = None,
+             mean_err: float | None = None, tol: float | None = None) -> CorrectnessCase:
+        return CorrectnessCase(shape.label, dtype, seed, passed, max_err, mean_err, torch_err, tol, reason)
+
+    if not isinstance(out, torch.Tensor):
+        return case(False, f"returned {type(out).__name__}, not a tensor")
+    if tuple(out.shape) != tuple(ref.shape):
+        return case(False, f"output shape {tuple(out.shape)}, expected {tuple(ref.shape)}")
+    changed = [n for n, t in snapshot.items() if not torch.equal(t, inputs[n])]
+    if changed:
+        return case(False, f"inputs modified: {', '.join(changed)}")
+    bad = int((~torch.isfinite(out)).sum())
+    if bad:
+        where = "the poisoned output block" if out.data_ptr() == poison_ptr else "the output"
+        return case(False, f"{bad} NaN/Inf elements in {where} (unwritten elements?)")
+    err = (out.float() - ref).abs()
+    max_err, mean_err = float(err.max()), float(err.mean())
+    scale = max(1.0, float(ref.abs().max()))
+    # A workload may widen the table for its own numerics (e.g. long float32 recurrences).
+    tolerances = {**DTYPE_TOLERANCE, **getattr(workload, "dtype_tolerance", {})}
+    dtype_tol = tolerances.get(dtype, 1e-2) * scale
+    ratio_tol = max(kernel.gates.max_error_ratio * torch_err, DTYPE_EPSILON.get(dtype, 1e-3) * scale)
+    tol = min(dtype_tol, ratio_tol)
+    if max_err > tol:
+        rule = f"{kernel.gates.max_error_ratio:g} x PyTorch's {torch_err:.3g}" if tol == ratio_tol \
+            else f"{dtype} tolerance {dtype_tol:.3g}"
+        return case(False, f"max error {max_err:.3g} > {rule}", max_err, mean_err, tol)
+    return case(True, "", max_err, mean_err, tol)

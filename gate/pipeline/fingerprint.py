@@ -1,0 +1,63 @@
+"""The GPU fingerprint recorded with every run: which card, driver, toolkit, clocks and profiler.
+
+Absolute times and profiler ratios are comparable only between runs with equal fingerprints (same GPU
+model, ncu version); the clocks say whether the card ran at its usual speed. Each probe that fails
+leaves its field empty: a fingerprint is evidence, never a reason to stop the job.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import socket
+import subprocess
+
+from gate.domain import Fingerprint
+
+
+def _run(command: list[str]) -> str:
+    if shutil.which(command[0]) is None:
+        return ""
+    try:
+        out = subprocess.run(command, capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+    return out.stdout.strip() if out.returncode == 0 else ""
+
+
+def parse_ncu_version(text: str) -> str:
+    """`Version 2025.3.1.0 (build ...)` -> `2025.3.1.0`."""
+    match = re.search(r"Version\s+([\d.]+)", text)
+    return match.group(1) if match else ""
+
+
+def parse_smi_clocks(text: str) -> tuple[int | None, int | None]:
+    """First line of `nvidia-smi --query-gpu=clocks.sm,clocks.mem --format=csv,noheader,nounits`."""
+    line = text.splitlines()[0] if text else ""
+    parts = [p.strip() for p in line.split(",")]
+    if len(parts) != 2 or not all(p.isdigit() for p in parts):
+        return None, None
+    return int(parts[0]), int(parts[1])
+
+
+def collect(ncu_path: str = "ncu") -> Fingerprint:
+    """Probe torch, nvidia-smi and ncu for the current CUDA device. The clocks are read now: call it
+    right after the timed work, when the card runs at its working clocks, not at idle."""
+    fp = Fingerprint(host=socket.gethostname(), ncu_version=parse_ncu_version(_run([ncu_path, "--version"])))
+    try:
+        import torch
+    except ImportError:
+        return fp
+    fp.torch = torch.__version__
+    fp.cuda = str(torch.version.cuda or "")
+    if not torch.cuda.is_available():
+        return fp
+    index = torch.cuda.current_device()
+    props = torch.cuda.get_device_properties(index)
+    fp.gpu_name = props.name
+    fp.compute_capability = f"{props.major}.{props.minor}"
+    fp.sm_count = props.multi_processor_count
+    query = ["nvidia-smi", f"--id={index}", "--format=csv,noheader,nounits"]
+    fp.driver = next(iter(_run([*query, "--query-gpu=driver_version"]).splitlines()), "")
+    fp.sm_clock_mhz, fp.mem_clock_mhz = parse_smi_clocks(_run([*query, "--query-gpu=clocks.sm,clocks.mem"]))
+    return fp

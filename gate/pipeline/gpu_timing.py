@@ -1,0 +1,129 @@
+"""Interleaved GPU timing of several callables ("sides"), the measuring core of `bench.py`.
+
+One *round* runs every side once, in an order drawn at random for that round. Each repetition is
+
+    [reset persisting L2 once per batch]  L2 flush  start-event  side()  end-event
+
+The flush writes a buffer of 2 x the L2 size, so every repetition starts from a cold L2, and it keeps
+the GPU busy long enough (tens of µs) for the CPU to enqueue start event, launch and end event before
+the GPU reaches them: the events then bracket the kernel, not the CPU's launch latency. That latency
+is what made naive A-then-B interleaving of one 10 µs SDPA call read B 7.5 % slower (measured on an
+H200 while planning). For launch-bound sides (a few µs) even that is not enough, so such sides are
+timed as CUDA graphs of `graph_launches` back-to-back launches (captured once per side) and a sample
+is the replay time divided by the launch count; the flush stays outside the graph.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import random
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+# Sides faster than this are timed as graphs. The estimate is taken with events, which for a call
+# dispatched through Python (SDPA: ~30 µs of CPU per call) reads the CPU time, not the GPU's: a 10 µs
+# SDPA call estimated at > 20 µs was timed with events on an H200 and showed a 1.5 % A/A bias.
+GRAPH_BELOW_US = 60.0
+# A graph replay should last about this long, so its own launch cost is negligible.
+GRAPH_TARGET_US = 200.0
+MAX_GRAPH_LAUNCHES = 64
+
+
+def reset_persisting_l2() -> str:
+    """`cudaCtxResetPersistingL2Cache` through ctypes; returns a note when it is unavailable."""
+    for name in ("libcudart.so", "libcudart.so.13", "libcudart.so.12"):
+        try:
+            lib = ctypes.CDLL(name)
+        except OSError:
+            continue
+        rc = lib.cudaCtxResetPersistingL2Cache()
+        return "" if rc == 0 else f"cudaCtxResetPersistingL2Cache returned {rc}"
+    return "persisting L2 not reset: libcudart not loadable"
+
+
+@dataclass
+class Side:
+    label: str
+    fn: Callable[[], Any]
+    samples_us: list[float] = field(default_factory=list)
+    launches: int = 1                 # per timed repetition (graph method: launches per replay)
+    graph: Any = None                 # torch.cuda.CUDAGraph when timed as a graph
+
+
+class InterleavedTimer:
+    def __init__(self, seed: int | None = None):
+        import torch
+
+        props = torch.cuda.get_device_properties(torch.cuda.current_device())
+        l2_bytes = int(getattr(props, "L2_cache_size", 0) or 50 * 2**20)
+        self._flush = torch.empty(2 * l2_bytes // 4, dtype=torch.int32, device="cuda")
+        self._rng = random.Random(seed)
+        self.notes: list[str] = []
+
+    def flush_l2(self) -> None:
+        self._flush.zero_()
+
+    def estimate_us(self, fn: Callable[[], Any], reps: int = 5) -> float:
+        """Warm up `fn` and return its median time (events, L2 flushed) over `reps` calls."""
+        import torch
+
+        for _ in range(3):
+            fn()
+        times = []
+        for _ in range(reps):
+            self.flush_l2()
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            fn()
+            end.record()
+            end.synchronize()
+            times.append(start.elapsed_time(end) * 1e3)
+        return sorted(times)[len(times) // 2]
+
+    def prepare(self, sides: list[Side], use_graph: bool, launches: int) -> str:
+        """Capture each side as a graph of `launches` calls; 'graph' or 'events' (on capture failure)."""
+        import torch
+
+        if not use_graph:
+            return "events"
+        try:
+            for side in sides:
+                graph = torch.cuda.CUDAGraph()
+                with torch.cuda.graph(graph):
+                    for _ in range(launches):
+                        side.fn()
+                graph.replay()
+                side.graph, side.launches = graph, launches
+            torch.cuda.current_stream().synchronize()
+        except RuntimeError as exc:   # a side that syncs or allocates on the host cannot be captured
+            for side in sides:
+                side.graph, side.launches = None, 1
+            self.notes.append(f"CUDA graph capture failed, timed with events: {str(exc)[:200]}")
+            return "events"
+        return "graph"
+
+    def run_rounds(self, sides: list[Side], rounds: int) -> None:
+        """`rounds` interleaved rounds, order shuffled per round; appends one sample per side."""
+        import torch
+
+        note = reset_persisting_l2()
+        if note and note not in self.notes:
+            self.notes.append(note)
+        pending: list[tuple[Side, Any, Any]] = []
+        for _ in range(rounds):
+            order = sides[:]
+            self._rng.shuffle(order)
+            for side in order:
+                self.flush_l2()
+                start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                start.record()
+                if side.graph is not None:
+                    side.graph.replay()
+                else:
+                    side.fn()
+                end.record()
+                pending.append((side, start, end))
+        pending[-1][2].synchronize()
+        for side, start, end in pending:
+            side.samples_us.append(start.elapsed_time(end) * 1e3 / side.launches)

@@ -1,0 +1,174 @@
+"""The compilers the build stage drives: where they are, their versions, and their command lines.
+
+CUDA_HOME is the toolkit of the `nvcc` actually used (read from `nvcc --dryrun`, which prints the
+real `bin` directory even through wrapper scripts), never a guess from PATH: mixing one toolkit's
+headers with another's nvcc produces objects that fail at load time.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import sysconfig
+import warnings
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+from gate.errors import ToolMissingError
+from gate.pipeline.build_cache import Toolchain
+
+# Flags common to every compile. -Xptxas -v: ptxas's register/smem/spill report goes into the log.
+# -lineinfo: source lines in the SASS, for Nsight Compute's source view; it does not change the code.
+# -fvisibility=hidden (kernel objects) and -Bsymbolic (link): two revisions of one kernel are loaded
+# into one process, with equal symbol names; each extension must call its *own* launch function and
+# kernel stubs, never the ones of the .so loaded first (seen on the device: every variant ran the
+# first-loaded kernel before these flags).
+_NVCC_FLAGS = ["-O3", "-std=c++17", "-Xcompiler", "-fPIC,-fvisibility=hidden", "-Xptxas", "-v", "-lineinfo",
+               "-I."]
+_CXX_FLAGS = ["-O3", "-fPIC", "-I."]
+
+
+@dataclass(frozen=True)
+class ToolRun:
+    ok: bool
+    output: str
+
+
+def run_tool(command: list[str], cwd: Path, timeout_s: float) -> ToolRun:
+    """Run a compiler (argument list, never a shell string); a timeout is a failed run."""
+    try:
+        proc = subprocess.run(command, cwd=cwd, capture_output=True, text=True, timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        return ToolRun(False, f"{command[0]}: timed out after {timeout_s:.0f} s")
+    return ToolRun(proc.returncode == 0, (proc.stdout + proc.stderr).strip())
+
+
+def target_archs(manifest_archs: list[str]) -> list[str]:
+    """The local GPU's arch (`sm_90`, or `sm_90a` when the manifest asks for it); without a GPU,
+    the manifest's list (so the CPU machine can still compile for the archs declared)."""
+    import torch
+
+    if not torch.cuda.is_available():
+        return list(manifest_archs) or ["sm_90"]
+    major, minor = torch.cuda.get_device_capability()
+    base = f"sm_{major}{minor}"
+    return [f"{base}a"] if f"{base}a" in manifest_archs else [base]
+
+
+def gencode(arch: str) -> str:
+    """`sm_90a` -> `-gencode=arch=compute_90a,code=sm_90a` (the form that assembles wgmma on nvcc 13.0)."""
+    num = arch.removeprefix("sm_")
+    return f"-gencode=arch=compute_{num},code=sm_{num}"
+
+
+@dataclass(frozen=True)
+class Tools:
+    nvcc: str
+    cxx: str
+    cuda_home: Path
+    versions: Toolchain
+    torch_includes: tuple[str, ...]
+    torch_libs: tuple[str, ...]
+    torch_defines: tuple[str, ...]
+    torch_nvcc_flags: tuple[str, ...]
+    torch_std: str                      # -std=c++17 (torch <= 2.11) or -std=c++20 (newer)
+    cuda_includes: tuple[str, ...]
+
+    def _torch_flags(self, name: str) -> list[str]:
+        py_include = sysconfig.get_paths()["include"]
+        return [self.torch_std, *(f"-I{p}" for p in self.torch_includes), f"-I{py_include}",
+                *(f"-I{p}" for p in self.cuda_includes), *self.torch_defines,
+                f"-DTORCH_EXTENSION_NAME={name}"]
+
+    def nvcc_command(self, archs: list[str], name: str, uses_torch: bool) -> list[str]:
+        cmd = [self.nvcc, *_NVCC_FLAGS, *(gencode(a) for a in archs)]
+        if uses_torch:  # torch's own defines (and C++ standard) for .cu files that include its headers
+            cmd += [*self.torch_nvcc_flags, *self._torch_flags(name)]
+        return cmd
+
+    def cxx_command(self, name: str) -> list[str]:
+        return [self.cxx, *_CXX_FLAGS, *self._torch_flags(name)]
+
+    def link_command(self, objects: list[str], output: str) -> list[str]:
+        # Objects before libraries: with --as-needed (the default of several distributions) a
+        # library named before the objects that use it is dropped.
+        libs = [f"-L{p}" for p in self.torch_libs]
+        return [self.cxx, "-shared", "-Wl,-Bsymbolic", *objects, "-o", output, *libs, f"-L{self.cuda_home / 'lib64'}",
+                "-lc10", "-lc10_cuda", "-ltorch", "-ltorch_cpu", "-ltorch_cuda", "-ltorch_python",
+                "-lcudart"]
+
+
+def _version(command: list[str]) -> str:
+    try:
+        out = subprocess.run(command, capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise ToolMissingError(f"{command[0]}: {exc}") from exc
+    if out.returncode != 0:
+        raise ToolMissingError(f"{' '.join(command)} exited {out.returncode}: {out.stderr.strip()}")
+    return out.stdout.strip()
+
+
+def _cuda_home(nvcc: str) -> Path:
+    probe = subprocess.run([nvcc, "--dryrun", "-E", "-x", "cu", "/dev/null"], capture_output=True,
+                           text=True, timeout=60)
+    for line in (probe.stdout + probe.stderr).splitlines():
+        if line.startswith("#$ _HERE_="):
+            return Path(line.split("=", 1)[1].strip()).parent
+    return Path(shutil.which(nvcc) or nvcc).resolve().parent.parent
+
+
+def _torch_std(torch_includes: list[str]) -> str:
+    # torch states its minimum standard in ATen.h ("C++20 or later compatible compiler is required").
+    for root in torch_includes:
+        header = Path(root) / "ATen" / "ATen.h"
+        if header.is_file():
+            return "-std=c++20" if "C++20" in header.read_text(errors="replace") else "-std=c++17"
+    return "-std=c++17"
+
+
+def _cuda_includes(cuda_home: Path, torch_file: str) -> list[str]:
+    # torch's CUDA headers include the library headers (cusparse.h, cublas_v2.h). A minimal toolkit
+    # may lack them; the CUDA library wheels torch itself runs on carry the matching ones.
+    dirs = [str(cuda_home / "include")]
+    if not (cuda_home / "include" / "cusparse.h").is_file():
+        site = Path(torch_file).resolve().parent.parent / "nvidia"
+        dirs += sorted(str(p) for p in site.glob("*/include") if (p / "cusparse.h").is_file())
+    return dirs
+
+
+@cache
+def discover(nvcc: str = "nvcc") -> Tools:
+    """Find nvcc, the host compiler and torch; raise `ToolMissingError` naming what is missing."""
+    nvcc_path = shutil.which(nvcc)
+    if nvcc_path is None:
+        raise ToolMissingError(f"nvcc not found: {nvcc!r} (set GATE_NVCC_PATH)")
+    cxx = shutil.which("c++") or shutil.which("g++")
+    if cxx is None:
+        raise ToolMissingError("no host C++ compiler (c++ / g++) on PATH")
+    try:
+        import torch
+        import torch.utils.cpp_extension as ext
+    except ImportError as exc:
+        raise ToolMissingError(f"torch is not importable: {exc}") from exc
+    with warnings.catch_warnings():  # torch >= 2.9 warns that these flags are internal to pybind11
+        warnings.simplefilter("ignore")
+        pybind_flags = list(getattr(ext, "_get_pybind11_abi_build_flags", list)())
+    defines = ["-DTORCH_API_INCLUDE_EXTENSION_H",
+               f"-D_GLIBCXX_USE_CXX11_ABI={int(torch._C._GLIBCXX_USE_CXX11_ABI)}", *pybind_flags]
+    versions = Toolchain(
+        torch_version=torch.__version__,
+        cuda_version=str(torch.version.cuda),
+        compiler_version=_version([nvcc_path, "--version"]) + "\n" + _version([cxx, "--version"]).splitlines()[0]
+        + f"\npython {sys.version_info.major}.{sys.version_info.minor}",
+    )
+    torch_includes = ext.include_paths(device_type="cpu")
+    cuda_home = _cuda_home(nvcc_path)
+    return Tools(
+        nvcc=nvcc_path, cxx=cxx, cuda_home=cuda_home, versions=versions,
+        torch_includes=tuple(torch_includes), torch_std=_torch_std(torch_includes),
+        cuda_includes=tuple(_cuda_includes(cuda_home, torch.__file__)),
+        torch_libs=tuple(ext.library_paths(device_type="cpu")),
+        torch_defines=tuple(defines), torch_nvcc_flags=tuple(ext.COMMON_NVCC_FLAGS),
+    )
