@@ -20,6 +20,7 @@ Kernel faults (a compile or link error, a compile that runs past the kernel's ti
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import os
 import re
@@ -122,14 +123,18 @@ _LOADED: dict[str, ModuleType] = {}
 def load_module(path: str | Path) -> ModuleType:
     """Import a built extension from its `.so` path (once per path and process).
 
-    Two revisions of one kernel share the module name; each is imported from its own file and kept
-    out of `sys.modules`, so candidate and baseline live side by side in one process.
+    Two revisions of one kernel share the module name, and pybind11 (3.x, multi-phase init) caches
+    module objects by their import name (`__pybind11_module_cache`): loaded under the same name, the
+    baseline would silently get the candidate's module and run its kernel. So each file is imported
+    under a name unique to it, `gate_build_<hash>.<stem>`: CPython takes the init symbol
+    (`PyInit_<stem>`) from the last component, and the module stays out of `sys.modules`.
     """
     path = str(Path(path).resolve())
     if path not in _LOADED:
         import torch  # noqa: F401  (loads libtorch, which the extension links against)
 
-        spec = importlib.util.spec_from_file_location(Path(path).stem, path)
+        unique = hashlib.sha256(path.encode()).hexdigest()[:16]
+        spec = importlib.util.spec_from_file_location(f"gate_build_{unique}.{Path(path).stem}", path)
         if not path.endswith(".so") or spec is None or spec.loader is None:
             raise ImportError(f"cannot load extension {path}")
         module = importlib.util.module_from_spec(spec)
