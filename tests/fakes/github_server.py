@@ -58,8 +58,9 @@ class Fault:
 class FakeGitHub:
     def __init__(self, *, token: str = "test-token", app_id: str | None = None,
                  app_public_key_pem: str | None = None, installation_id: int = 4242,
-                 webhook_secret: str | None = None):
+                 webhook_secret: str | None = None, token_lifetime_s: int = 3600):
         self.token = token
+        self.token_lifetime_s = token_lifetime_s
         self.app_id = app_id
         self.app_public_key_pem = app_public_key_pem
         self.installation_id = installation_id
@@ -71,7 +72,7 @@ class FakeGitHub:
         self.issued_tokens: list[str] = []
         self._lock = threading.Lock()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread = threading.Thread(target=self._server.serve_forever, args=(0.05,), daemon=True)
 
     @property
     def url(self) -> str:
@@ -145,7 +146,7 @@ class FakeGitHub:
                 return self._refuse(401, r, ["access_tokens needs POST, the installation id and a JWT"])
             token = f"ghs_fake{len(self.issued_tokens)}"
             self.issued_tokens.append(token)
-            expires = (datetime.now(UTC) + timedelta(hours=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
+            expires = (datetime.now(UTC) + timedelta(seconds=self.token_lifetime_s)).strftime("%Y-%m-%dT%H:%M:%SZ")
             return 201, {}, {"token": token, "expires_at": expires}
         if not self._token_ok(r):
             return self._refuse(401, r, [f"{r.path}: bad credentials"])
