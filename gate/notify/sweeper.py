@@ -49,6 +49,7 @@ class Sweeper:
         self._stop.set()
         _due.set()
         self._thread.join(timeout_s)
+        self.sender.client.close()
 
     def _run(self) -> None:
         while not self._stop.is_set():

@@ -1,4 +1,5 @@
-"""SQLite-backed rows and a running GitHub stand-in for the notification tests."""
+"""Rows to notify about and a running GitHub stand-in. `session_factory` (SQLite and PostgreSQL,
+migrated) comes from tests/conftest.py."""
 
 from __future__ import annotations
 
@@ -7,25 +8,16 @@ from collections.abc import Iterator
 import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
-from sqlalchemy import create_engine
-from sqlalchemy.orm import Session, sessionmaker
+from sqlalchemy.orm import Session
 
 from gate import notify
 from gate.domain.codec import to_json
 from gate.domain.verdict import VerdictReport
-from gate.storage.models import Base, Job, Repository, Revision, VerdictRecord
+from gate.storage.models import Job, Repository, Revision, VerdictRecord
 from tests.fakes.github_server import FakeGitHub
 
 SHA = "3f786850e387550fdab836ed7e6dc881de23001b"
 PUBLIC_URL = "https://gate.example.com"
-
-
-@pytest.fixture
-def session_factory(tmp_path) -> Iterator[sessionmaker[Session]]:
-    engine = create_engine(f"sqlite:///{tmp_path / 'gate.db'}")
-    Base.metadata.create_all(engine)
-    yield sessionmaker(engine, expire_on_commit=False)
-    engine.dispose()
 
 
 @pytest.fixture(autouse=True)
