@@ -9,7 +9,7 @@ import threading
 from collections.abc import Callable
 
 from sqlalchemy import event
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, SessionTransaction
 
 from gate.notify.sender import Sender
 
@@ -20,14 +20,22 @@ SWEEP_INTERVAL_S = 5.0
 _due = threading.Event()     # set when new rows were committed
 
 
+_WAKE_KEY = "gate.notify.wake"
+
+
 def wake_after_commit(session: Session) -> None:
-    """Wake the sweepers once `session` commits (rows are not visible to them before)."""
-    if not event.contains(session, "after_commit", _wake):
-        event.listen(session, "after_commit", _wake, once=True)
+    """Wake the sweepers once `session`'s outermost transaction ends (rows are not visible before).
+
+    Not `after_commit` on the session: that also fires when a SAVEPOINT is released, and the
+    executor calls the listeners inside one (`begin_nested`), before its real commit.
+    """
+    session.info[_WAKE_KEY] = True
 
 
-def _wake(session: Session) -> None:
-    _due.set()
+@event.listens_for(Session, "after_transaction_end")
+def _wake(session: Session, transaction: SessionTransaction) -> None:
+    if transaction.parent is None and session.info.pop(_WAKE_KEY, False):
+        _due.set()
 
 
 class Sweeper:

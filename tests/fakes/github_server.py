@@ -24,6 +24,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import jwt
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import rsa
 
 API_VERSION = "2022-11-28"
 STATUS_STATES = {"error", "failure", "pending", "success"}
@@ -209,6 +211,17 @@ class FakeGitHub:
             if not hmac.compare_digest(expected, r.headers.get("x-gate-signature-256", "")):
                 return self._refuse(401, r, ["bad X-Gate-Signature-256"])
         return 200, {}, {"ok": True}
+
+
+def make_app_key() -> tuple[str, str]:
+    """(private PEM, public PEM) of a throwaway GitHub App key: the private half configures the
+    gate, the public half lets the stand-in check the app's JWTs as GitHub does."""
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    private = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                serialization.NoEncryption()).decode()
+    public = key.public_key().public_bytes(serialization.Encoding.PEM,
+                                           serialization.PublicFormat.SubjectPublicKeyInfo).decode()
+    return private, public
 
 
 def _status_problems(body: Any) -> list[str]:

@@ -6,15 +6,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric import rsa
 from sqlalchemy.orm import Session
 
 from gate import notify
 from gate.domain.codec import to_json
 from gate.domain.verdict import VerdictReport
 from gate.storage.models import Job, Repository, Revision, VerdictRecord
-from tests.fakes.github_server import FakeGitHub
+from tests.fakes.github_server import FakeGitHub, make_app_key
 
 SHA = "3f786850e387550fdab836ed7e6dc881de23001b"
 PUBLIC_URL = "https://gate.example.com"
@@ -35,13 +33,7 @@ def github() -> Iterator[FakeGitHub]:
 
 @pytest.fixture(scope="session")
 def app_key() -> tuple[str, str]:
-    """(private PEM, public PEM) of a throwaway GitHub App key."""
-    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-    private = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                serialization.NoEncryption()).decode()
-    public = key.public_key().public_bytes(serialization.Encoding.PEM,
-                                           serialization.PublicFormat.SubjectPublicKeyInfo).decode()
-    return private, public
+    return make_app_key()
 
 
 def add_job(session: Session, *, repo: str = "octo/flashcore", kernel: str = "flashcore_wmma",
