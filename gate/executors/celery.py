@@ -52,9 +52,14 @@ class CeleryExecutor:
         self.worker_name = worker_name
         self._sent: set[int] = set()
         self._lock = threading.Lock()
-        self.task = self.app.task(name=TASK_NAME, bind=False)(self._run_job)
 
-    def _run_job(self, job_id: int) -> str:
+        def run_job(job_id: int) -> str:
+            return self.run_job(job_id)
+
+        self.task = self.app.task(name=TASK_NAME)(run_job)
+
+    def run_job(self, job_id: int) -> str:
+        """The task body: claim the row by id, run it; a message for a job not claimable is dropped."""
         with self.env.session_factory() as session:
             attempt = claims.claim_job(session, job_id, worker=self.worker_name)
         if attempt is None:
