@@ -104,7 +104,7 @@ class FakeGitHub:
         return [r for r in self.requests if r.method == method and re.search(path_pattern, r.path)
                 and 200 <= r.answered < 300]
 
-    def wait_for(self, predicate: Any, timeout_s: float = 20.0) -> None:
+    def wait_for(self, predicate: Any, timeout_s: float = 60.0) -> None:
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             if predicate():
