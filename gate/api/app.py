@@ -9,14 +9,15 @@ from fastapi import FastAPI
 from starlette.concurrency import run_in_threadpool
 
 from gate.api.context import GateContext, NoExecutor
-from gate.api.routes import artifacts, health, revisions
+from gate import notify
+from gate.api.routes import artifacts, github, health, revisions
 from gate.api.telemetry import make_registry
 from gate.config import Settings, get_settings
 from gate.executors.base import Executor, GateJob, JobEnvironment, load_gate_job, run_options
 from gate.services.sources import MirrorSources, SourceReader
 from gate.storage.db import make_engine, make_session_factory
 
-ROUTERS = [revisions.router, artifacts.router, health.router]
+ROUTERS = [revisions.router, artifacts.router, github.router, health.router]
 
 
 def _executor(settings: Settings, env_factory, embedded: bool) -> Executor:  # noqa: ANN001
@@ -50,12 +51,15 @@ def create_app(settings: Settings | None = None, *, gate_job: GateJob | None = N
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        notify.configure(settings)      # GitHub statuses / Check Runs / webhooks, from the settings
+        sweeper = notify.start_sweeper(settings, session_factory)
         await run_in_threadpool(gate.recover)
         gate.executor.start()
         try:
             yield
         finally:
             await run_in_threadpool(gate.executor.stop)
+            await run_in_threadpool(sweeper.stop)
             engine.dispose()
 
     app = FastAPI(title="FlashCore Gate", version="0.1.0", lifespan=lifespan,

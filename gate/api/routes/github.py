@@ -1,0 +1,153 @@
+"""`POST /api/v1/webhooks/github`: GitHub's push and pull_request events in, revisions queued.
+
+Answers (GitHub shows them under the webhook's "Recent Deliveries"):
+    503  GATE_GITHUB_WEBHOOK_SECRET is not set: the server cannot check anything, so it takes
+         nothing (a configuration fault of the server, not of the sender; redeliver once it is set)
+    401  X-Hub-Signature-256 missing or wrong (HMAC-SHA256 of the raw body, constant-time compare)
+    400  no X-GitHub-Event / X-GitHub-Delivery, a body that is not JSON, or an event not handled
+    422  a push or pull_request payload without the fields the gate needs (named)
+    200  ping -> pong; a duplicate delivery; an event that asks for nothing (tag, other branch, ...)
+    202  a revision was stored; it is planned (merge base, gate.toml, jobs) after the reply
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+
+from fastapi import APIRouter, BackgroundTasks, Header, HTTPException, Request
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, ValidationError
+from sqlalchemy import select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+from starlette.concurrency import run_in_threadpool
+
+from gate.api.context import GateContext
+from gate.api.deps import GateDep
+from gate.api.github_events import (
+    HANDLED_EVENTS,
+    GateRequest,
+    Ignored,
+    PullRequestIn,
+    PushIn,
+    from_pull_request,
+    from_push,
+)
+from gate.notify.outbound import verify
+from gate.services.merge_base import find_merge_base
+from gate.services.submissions import canonical_repo, submit_revision
+from gate.storage.models import Repository, Revision, WebhookDelivery
+
+log = logging.getLogger(__name__)
+router = APIRouter(prefix="/api/v1/webhooks", tags=["webhooks"])
+
+
+class WebhookOut(BaseModel):
+    status: str                       # pong | queued | duplicate | ignored
+    detail: str = ""
+    revision_id: int | None = None
+
+
+def _refuse(status_code: int, detail: str, delivery: str | None) -> HTTPException:
+    log.warning("github webhook %s refused (%s): %s", delivery or "-", status_code, detail)
+    return HTTPException(status_code=status_code, detail=detail)
+
+
+@router.post("/github", response_model=WebhookOut, status_code=202,
+             responses={400: {}, 401: {}, 422: {}, 503: {}})
+async def github_webhook(
+    request: Request, gate: GateDep, background: BackgroundTasks,
+    x_github_event: str | None = Header(None), x_github_delivery: str | None = Header(None),
+    x_hub_signature_256: str | None = Header(None),
+) -> WebhookOut | JSONResponse:
+    """Receive a GitHub webhook (push, pull_request, ping), signed with X-Hub-Signature-256."""
+    secret = gate.settings.github_webhook_secret
+    if not secret:
+        raise _refuse(503, "GATE_GITHUB_WEBHOOK_SECRET is not set: webhooks are refused until it is",
+                      x_github_delivery)
+    raw = await request.body()
+    if not verify(secret, raw, x_hub_signature_256):
+        raise _refuse(401, "X-Hub-Signature-256 is missing or does not match the body", x_github_delivery)
+    if not x_github_event or not x_github_delivery:
+        raise _refuse(400, "X-GitHub-Event and X-GitHub-Delivery headers are required", x_github_delivery)
+    if x_github_event not in HANDLED_EVENTS:
+        raise _refuse(400, f"event {x_github_event!r} is not handled: subscribe to push and "
+                           "pull_request only", x_github_delivery)
+    try:
+        payload = json.loads(raw)
+    except ValueError as exc:
+        raise _refuse(400, f"the body is not JSON: {exc}", x_github_delivery) from exc
+    if x_github_event == "ping":
+        return JSONResponse(WebhookOut(status="pong", detail="webhook reached the gate").model_dump())
+    try:
+        if x_github_event == "push":
+            wanted = from_push(PushIn.model_validate(payload), gate.settings.github_branches)
+        else:
+            wanted = from_pull_request(PullRequestIn.model_validate(payload))
+    except ValidationError as exc:
+        fields = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+        raise _refuse(422, f"{x_github_event} payload: {fields}", x_github_delivery) from exc
+    if isinstance(wanted, Ignored):
+        log.info("github webhook %s ignored: %s", x_github_delivery, wanted.reason)
+        return JSONResponse(WebhookOut(status="ignored", detail=wanted.reason).model_dump())
+
+    revision_id, fresh = await run_in_threadpool(_record, gate, wanted, x_github_delivery, x_github_event)
+    if not fresh:
+        detail = f"delivery {x_github_delivery} was received before"
+        return JSONResponse(WebhookOut(status="duplicate", detail=detail, revision_id=revision_id).model_dump())
+    background.add_task(_plan, gate, revision_id, wanted)
+    detail = f"{wanted.full_name}@{wanted.sha[:12]} queued"
+    if wanted.base_sha:
+        detail += f"; baseline: merge base with {wanted.base_sha[:12]} (the base tip if git cannot tell)"
+    return WebhookOut(status="queued", detail=detail, revision_id=revision_id)
+
+
+def _record(gate: GateContext, wanted: GateRequest, delivery_id: str, event: str) -> tuple[int | None, bool]:
+    """Store the delivery and the revision in one transaction. (revision id, False) for a redelivery."""
+    with gate.session_factory() as session:
+        delivery = WebhookDelivery(delivery_id=delivery_id, event=event)
+        session.add(delivery)
+        try:
+            session.flush()
+        except IntegrityError:
+            session.rollback()
+            earlier = session.scalar(select(WebhookDelivery).where(WebhookDelivery.delivery_id == delivery_id))
+            return (earlier.revision_id if earlier else None), False
+        _claim_repository(session, wanted)
+        revision = submit_revision(session, repo=wanted.clone_url, sha=wanted.sha, branch=wanted.branch,
+                                   base_sha=wanted.base_sha, source="webhook",
+                                   pull_request=wanted.pull_request)   # commits delivery + revision
+        delivery.revision_id = revision.id
+        session.commit()
+        return revision.id, True
+
+
+def _claim_repository(session: Session, wanted: GateRequest) -> None:
+    """The repository row is named `owner/name` (the GitHub API path) and points at the clone URL."""
+    url, _ = canonical_repo(wanted.clone_url)
+    repo = session.scalar(select(Repository).where(Repository.url == url))
+    repo = repo or session.scalar(select(Repository).where(Repository.name == wanted.full_name))
+    if repo is None:
+        repo = Repository(name=wanted.full_name, url=url)
+        session.add(repo)
+    elif repo.name != wanted.full_name:
+        clash = session.scalar(select(Repository.id).where(Repository.name == wanted.full_name))
+        if clash is None:
+            repo.name = wanted.full_name
+    repo.url, repo.default_branch = url, wanted.default_branch
+    session.flush()
+
+
+def _plan(gate: GateContext, revision_id: int, wanted: GateRequest) -> None:
+    """After the reply: for a PR, replace the base tip with the merge base; then plan the jobs."""
+    if wanted.base_sha:
+        found = find_merge_base(wanted.clone_url, wanted.base_sha, wanted.sha,
+                                getattr(gate.sources, "mirror", None))
+        if found and found != wanted.base_sha:
+            with gate.session_factory() as session:
+                revision = session.get(Revision, revision_id)
+                if revision is not None and not revision.jobs:
+                    revision.base_sha = found
+                    session.commit()
+    gate.plan_later(revision_id)

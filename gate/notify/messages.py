@@ -1,0 +1,192 @@
+"""The wording of every outbound message, kept apart from the clients that send it. Pure.
+
+    commit_state(verdict)          -> GitHub commit status state
+    check_conclusion(verdict)      -> GitHub Check Run conclusion
+    describe(report)               -> status description, <= 140 characters, names the decisive rule
+    check_summary(kernel, report, target_url) -> Check Run summary: the rule table in Markdown
+
+Mapping (DESIGN.md: only `accept` may ever read as passing):
+
+    verdict       commit status   check run conclusion   why
+    accept        success         success
+    reject        failure         failure                the kernel broke a rule
+    inconclusive  failure         failure                the kernel could not be cleared; a
+                                                         maintainer may override the required check
+    incomplete    error           action_required        the gate could not measure here (e.g. no
+                                                         GPU): not the author's fault, still blocks
+    error         error           failure                the gate itself failed
+
+`neutral` and `skipped` conclusions are never used: branch protection counts them as passing.
+"""
+
+from __future__ import annotations
+
+from gate.domain.verdict import RuleOutcome, RuleRow, Verdict, VerdictReport
+
+DESCRIPTION_MAX_CHARS = 140       # GitHub's limit for a commit status description
+SUMMARY_MAX_CHARS = 65_535        # GitHub's limit for a Check Run output.summary
+TITLE_MAX_CHARS = 255
+
+_COMMIT_STATE = {
+    Verdict.ACCEPT: "success",
+    Verdict.REJECT: "failure",
+    Verdict.INCONCLUSIVE: "failure",
+    Verdict.INCOMPLETE: "error",
+    Verdict.ERROR: "error",
+}
+
+_CONCLUSION = {
+    Verdict.ACCEPT: "success",
+    Verdict.REJECT: "failure",
+    Verdict.INCONCLUSIVE: "failure",
+    Verdict.INCOMPLETE: "action_required",
+    Verdict.ERROR: "failure",
+}
+
+# Which outcome decides each verdict, in the order the description looks for it.
+_DECISIVE = {
+    Verdict.REJECT: (RuleOutcome.FAIL,),
+    Verdict.INCONCLUSIVE: (RuleOutcome.INCONCLUSIVE, RuleOutcome.FAIL),
+    Verdict.INCOMPLETE: (RuleOutcome.NOT_RUN,),
+    Verdict.ERROR: (RuleOutcome.FAIL, RuleOutcome.NOT_RUN),
+}
+
+_OUTCOME_MARK = {
+    RuleOutcome.PASS: "pass",
+    RuleOutcome.FAIL: "**FAIL**",
+    RuleOutcome.NOT_RUN: "not run",
+    RuleOutcome.INCONCLUSIVE: "inconclusive",
+}
+
+
+def commit_state(verdict: Verdict) -> str:
+    return _COMMIT_STATE[verdict]
+
+
+def check_conclusion(verdict: Verdict) -> str:
+    return _CONCLUSION[verdict]
+
+
+def context(kernel: str) -> str:
+    """The status context and Check Run name that branch protection requires."""
+    return f"gate/{kernel}"
+
+
+def decisive_rule(report: VerdictReport) -> RuleRow | None:
+    """The row that decided the verdict; for `accept`, the latency row when there is one."""
+    if report.verdict is Verdict.ACCEPT:
+        latency = [r for r in report.rules if r.rule == "max_latency_regression_pct"]
+        return max(latency, key=lambda r: _number(r.value), default=None)
+    for outcome in _DECISIVE[report.verdict]:
+        for row in report.rules:
+            if row.outcome is outcome:
+                return row
+    return None
+
+
+def figure(row: RuleRow) -> str:
+    """`max_bank_conflict_pct 12.5% > 5% @ b1_h8_s512_d64`: the rule, its value and threshold."""
+    if row.value is None:
+        text = row.rule
+    else:
+        op = _operator(row)
+        text = f"{row.rule} {_fmt(row.value, row.unit)}"
+        if row.threshold is not None and op:
+            text += f" {op} {_fmt(row.threshold, row.unit)}"
+    if row.shape:
+        text += f" @ {row.shape}"
+    return text
+
+
+def describe(report: VerdictReport) -> str:
+    """Commit status description: verdict, decisive rule with its figure, then the reason."""
+    row = decisive_rule(report)
+    passed = sum(r.outcome is RuleOutcome.PASS for r in report.rules)
+    if report.verdict is Verdict.ACCEPT:
+        head = f"accept: {passed}/{len(report.rules)} rules pass"
+        text = f"{head}; {figure(row)}" if row is not None and row.value is not None else head
+    elif row is not None:
+        text = f"{report.verdict.value}: {figure(row)}"
+        if row.reason:
+            text += f" ({row.reason})"
+    else:
+        text = f"{report.verdict.value}: {report.reason}"
+    return _clip(text, DESCRIPTION_MAX_CHARS)
+
+
+def check_title(report: VerdictReport) -> str:
+    return _clip(describe(report), TITLE_MAX_CHARS)
+
+
+def check_summary(kernel: str, report: VerdictReport, target_url: str) -> str:
+    """Markdown: the verdict and its reason, the whole rule table, a link to the dashboard."""
+    lines = [
+        f"### {context(kernel)}: {report.verdict.value}",
+        "",
+        _cell(report.reason) or "(no reason given)",
+        "",
+    ]
+    if report.rules:
+        lines += [
+            "| Rule | Shape | Value | Threshold | Baseline | Delta | Result | Reason |",
+            "|---|---|---:|---:|---:|---:|---|---|",
+        ]
+        lines += [_table_row(r) for r in report.rules]
+    else:
+        lines.append("No rule was evaluated.")
+    footer = ["", f"[Full results on the dashboard]({target_url})"]
+    text = "\n".join(lines + footer)
+    if len(text) <= SUMMARY_MAX_CHARS:
+        return text
+    note = f"\n\n(table cut to fit GitHub's {SUMMARY_MAX_CHARS} characters)"
+    head = "\n".join(lines)[: SUMMARY_MAX_CHARS - len(note) - len("\n".join(footer)) - 1]
+    return head.rsplit("\n", 1)[0] + note + "\n".join(footer)
+
+
+def _table_row(row: RuleRow) -> str:
+    delta = "" if row.delta is None else f"{row.delta:+.4g}"
+    cells = [
+        f"`{row.rule}`",
+        row.shape,
+        _fmt(row.value, row.unit),
+        _fmt(row.threshold, row.unit),
+        _fmt(row.baseline, row.unit),
+        delta,
+        _OUTCOME_MARK[row.outcome],
+        row.reason,
+    ]
+    return "| " + " | ".join(_cell(c) for c in cells) + " |"
+
+
+def _operator(row: RuleRow) -> str:
+    """How the value stood against the threshold, from the rule's name."""
+    failed = row.outcome is RuleOutcome.FAIL
+    if row.rule.startswith("max_"):
+        return ">" if failed else "<="
+    if row.rule.startswith("min_"):
+        return "<" if failed else ">="
+    return "vs"
+
+
+def _fmt(value: float | str | None, unit: str) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, float):
+        value = f"{value:.4g}"
+    if not unit:
+        return str(value)
+    return f"{value}{unit}" if unit in ("%", "x") else f"{value} {unit}"
+
+
+def _number(value: float | str | None) -> float:
+    return float(value) if isinstance(value, (int, float)) else float("-inf")
+
+
+def _cell(text: str) -> str:
+    """One Markdown table cell: no pipes or line breaks from a free-text reason."""
+    return " ".join(str(text).split()).replace("|", "\\|")
+
+
+def _clip(text: str, limit: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"

@@ -1,0 +1,111 @@
+from sqlalchemy import select
+
+from gate import notify
+from gate.config import Settings
+from gate.domain.verdict import Verdict, VerdictReport
+from gate.notify import messages
+from gate.notify.listeners import (
+    CheckRunListener,
+    GitHubStatusListener,
+    WebhookListener,
+    configure,
+    job_report,
+    verdict_event,
+)
+from gate.storage.models import Notification
+from tests.notify.conftest import PUBLIC_URL, SHA, add_job, finish
+from tests.notify.sample_reports import REPORTS
+
+API = "https://api.github.example"
+
+
+def _rows(session) -> list[Notification]:
+    return list(session.scalars(select(Notification).order_by(Notification.id)))
+
+
+def test_queued_jobs_store_one_pending_status_per_kernel_context(session_factory):
+    listener = GitHubStatusListener(API, PUBLIC_URL)
+    with session_factory() as session:
+        jobs = [add_job(session, kernel="a"), add_job(session, kernel="b")]
+        listener.jobs_queued(session, jobs)
+        rows = _rows(session)
+    assert [r.payload["body"]["context"] for r in rows] == ["gate/a", "gate/b"]
+    assert {r.payload["body"]["state"] for r in rows} == {"pending"}
+    assert rows[0].url == f"{API}/repos/octo/flashcore/statuses/{SHA}"
+    assert rows[0].payload["body"]["target_url"] == f"{PUBLIC_URL}/revisions/{jobs[0].revision_id}"
+    assert all(r.state == "pending" and r.job_id is not None for r in rows)
+
+
+def test_verdict_stores_the_final_state_description_and_target_url(session_factory):
+    listener = GitHubStatusListener(API, PUBLIC_URL)
+    with session_factory() as session:
+        job = add_job(session)
+        finish(session, job, REPORTS["reject_bank_conflicts"])
+        listener.verdict(session, job)
+        (row,) = _rows(session)
+    body = row.payload["body"]
+    assert body["state"] == "failure"
+    assert body["context"] == "gate/flashcore_wmma"
+    assert body["description"] == messages.describe(REPORTS["reject_bank_conflicts"])
+    assert body["target_url"] == f"{PUBLIC_URL}/revisions/{job.revision_id}"
+
+
+def test_incomplete_verdict_is_stored_as_error_never_success(session_factory):
+    with session_factory() as session:
+        job = add_job(session)
+        finish(session, job, REPORTS["incomplete"])
+        GitHubStatusListener(API, PUBLIC_URL).verdict(session, job)
+        CheckRunListener(API, PUBLIC_URL).verdict(session, job)
+        status, check = _rows(session)
+    assert status.payload["body"]["state"] == "error"
+    assert check.payload["body"]["conclusion"] == "action_required"
+
+
+def test_job_without_a_verdict_reads_as_error(session_factory):
+    with session_factory() as session:
+        job = add_job(session)
+        job.error = "worker lost"
+        assert job_report(job) == VerdictReport(Verdict.ERROR, "worker lost")
+
+
+def test_local_repository_gets_no_github_notifications(session_factory):
+    with session_factory() as session:
+        job = add_job(session, repo="flashcore")          # a path's name, not owner/name
+        GitHubStatusListener(API, PUBLIC_URL).jobs_queued(session, [job])
+        CheckRunListener(API, PUBLIC_URL).jobs_queued(session, [job])
+        assert _rows(session) == []
+
+
+def test_check_run_completion_carries_conclusion_title_and_rule_table(session_factory):
+    with session_factory() as session:
+        job = add_job(session)
+        finish(session, job, REPORTS["reject_latency"])
+        CheckRunListener(API, PUBLIC_URL).verdict(session, job)
+        (row,) = _rows(session)
+    body = row.payload["body"]
+    assert row.payload["action"] == "complete"
+    assert body["conclusion"] == "failure" and body["status"] == "completed"
+    assert body["output"]["summary"].startswith("### gate/flashcore_wmma: reject")
+    assert "| `max_latency_regression_pct` |" in body["output"]["summary"]
+
+
+def test_webhook_listener_stores_the_verdict_for_every_url(session_factory):
+    with session_factory() as session:
+        job = add_job(session)
+        finish(session, job, REPORTS["accept"])
+        WebhookListener(["http://a/hook", "http://b/hook"], PUBLIC_URL).verdict(session, job)
+        rows = _rows(session)
+        event = verdict_event(job, PUBLIC_URL)
+    assert [r.url for r in rows] == ["http://a/hook", "http://b/hook"]
+    assert rows[0].payload["body"] == event
+    assert event["verdict"] == "accept" and event["revision"]["sha"] == SHA
+    assert event["rules"][0]["rule"] == "correctness"
+
+
+def test_configure_registers_listeners_the_settings_ask_for():
+    settings = Settings(github_token="t", github_app_id="1", github_app_private_key="pem",
+                        outbound_webhooks=["http://x/hook"])
+    chosen = configure(settings)
+    assert [type(x).__name__ for x in chosen] == ["GitHubStatusListener", "CheckRunListener", "WebhookListener"]
+    assert notify._listeners == chosen
+    assert configure(Settings()) == [] and notify._listeners == []

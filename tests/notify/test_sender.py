@@ -1,0 +1,146 @@
+from datetime import timedelta
+
+import httpx
+import pytest
+
+from gate.notify import github_status
+from gate.notify.retry import RetryPolicy
+from gate.notify.sender import Sender
+from gate.storage.models import Notification, utcnow
+from tests.notify.conftest import SHA
+
+FAST = RetryPolicy(attempts=3, backoff_s=0.01, max_in_call_wait_s=2.0, timeout_s=5.0)
+STATUS_PATH = f"^/repos/octo/flashcore/statuses/{SHA}$"
+
+
+def _store_status(session_factory, api_url: str, state: str, context: str = "gate/k") -> int:
+    body = github_status.status_body(state, f"{state} text", context, "https://gate.example.com/revisions/1")
+    with session_factory() as session:
+        row = github_status.new_status(api_url, "octo/flashcore", SHA, body, None)
+        session.add(row)
+        session.commit()
+        return row.id
+
+
+def _row(session_factory, row_id: int) -> Notification:
+    with session_factory() as session:
+        return session.get(Notification, row_id)
+
+
+@pytest.fixture
+def client():
+    with httpx.Client() as c:
+        yield c
+
+
+def test_status_reaches_github_with_documented_headers_and_body(session_factory, github, client):
+    row_id = _store_status(session_factory, github.url, "success")
+    assert Sender(client=client, github_token="test-token", policy=FAST).sweep(session_factory).sent == 1
+    (request,) = github.accepted("POST", STATUS_PATH)
+    assert request.headers["authorization"] == "Bearer test-token"
+    assert request.body["state"] == "success" and request.body["context"] == "gate/k"
+    assert github.problems == []
+    assert _row(session_factory, row_id).state == "sent"
+
+
+def test_two_502s_then_success_delivers_the_status_exactly_once(session_factory, github, client):
+    github.fail("POST", "/statuses/", status=502, times=2)
+    row_id = _store_status(session_factory, github.url, "failure")
+    sender = Sender(client=client, github_token="test-token", policy=FAST)
+    assert sender.sweep(session_factory).sent == 1
+    assert sender.sweep(session_factory).sent == 0          # a sent row is never sent again
+    assert [r.answered for r in github.requests] == [502, 502, 201]
+    assert len(github.accepted("POST", STATUS_PATH)) == 1
+    assert _row(session_factory, row_id).attempts == 1
+
+
+def test_secondary_rate_limit_waits_retry_after_then_succeeds(session_factory, github, client):
+    github.rate_limit("POST", "/statuses/", retry_after_s=1)
+    _store_status(session_factory, github.url, "success")
+    Sender(client=client, github_token="test-token", policy=FAST).sweep(session_factory)
+    assert [r.answered for r in github.requests] == [403, 201]
+
+
+def test_long_retry_after_defers_the_row_to_a_later_sweep(session_factory, github, client):
+    github.rate_limit("POST", "/statuses/", retry_after_s=120)
+    row_id = _store_status(session_factory, github.url, "success")
+    before = utcnow()
+    result = Sender(client=client, github_token="test-token", policy=FAST).sweep(session_factory)
+    assert result.deferred == 1 and len(github.requests) == 1     # not slept in the call
+    row = _row(session_factory, row_id)
+    assert row.state == "pending" and row.next_attempt_at >= before + timedelta(seconds=119)
+
+
+def test_unreachable_github_leaves_the_row_pending_and_a_later_sweep_sends_it(session_factory, github, client):
+    dead_url = f"http://127.0.0.1:{_free_port()}"
+    row_id = _store_status(session_factory, dead_url, "success")
+    now = [utcnow()]
+    sender = Sender(client=client, github_token="test-token", policy=FAST, clock=lambda: now[0])
+    assert sender.sweep(session_factory).deferred == 1
+    row = _row(session_factory, row_id)
+    assert row.state == "pending" and row.attempts == 1 and "ConnectError" in row.last_error
+    assert sender.sweep(session_factory).deferred == 0              # not due yet: backoff
+    with session_factory() as session:                              # GitHub is back
+        session.get(Notification, row_id).url = row.url.replace(dead_url, github.url)
+        session.commit()
+    now[0] += timedelta(seconds=31)
+    assert sender.sweep(session_factory).sent == 1
+    assert len(github.accepted("POST", STATUS_PATH)) == 1
+
+
+def test_validation_error_is_failed_for_good_not_retried(session_factory, github, client):
+    row_id = _store_status(session_factory, github.url, "success")
+    with session_factory() as session:
+        row = session.get(Notification, row_id)
+        row.payload = {**row.payload, "body": {**row.payload["body"], "state": "neutral"}}
+        session.commit()
+    assert Sender(client=client, github_token="test-token", policy=FAST).sweep(session_factory).failed == 1
+    assert len(github.requests) == 1 and "state 'neutral'" in github.problems[0]
+
+
+def test_row_out_of_attempts_is_marked_failed(session_factory, github, client):
+    github.fail("POST", "/statuses/", status=500, times=100)
+    row_id = _store_status(session_factory, github.url, "success")
+    sender = Sender(client=client, github_token="test-token", policy=RetryPolicy(attempts=1),
+                    max_attempts=2, backoff_base_s=0)
+    sender.sweep(session_factory)
+    sender.sweep(session_factory)
+    assert _row(session_factory, row_id).state == "failed"
+
+
+def test_late_pending_is_superseded_by_the_final_state_already_sent(session_factory, github, client):
+    github.fail("POST", "/statuses/", status=500, times=1)
+    pending_id = _store_status(session_factory, github.url, "pending")
+    final_id = _store_status(session_factory, github.url, "success")
+    sender = Sender(client=client, github_token="test-token", policy=RetryPolicy(attempts=1), backoff_base_s=0)
+    sender.sweep(session_factory)                    # pending: 500, deferred; success: sent
+    sender.sweep(session_factory)                    # pending must not overwrite success
+    assert _row(session_factory, final_id).state == "sent"
+    assert _row(session_factory, pending_id).state == "superseded"
+    assert [r.body["state"] for r in github.accepted("POST", STATUS_PATH)] == ["success"]
+
+
+def test_pending_and_final_go_out_oldest_first(session_factory, github, client):
+    _store_status(session_factory, github.url, "pending")
+    _store_status(session_factory, github.url, "failure")
+    Sender(client=client, github_token="test-token", policy=FAST).sweep(session_factory)
+    assert [r.body["state"] for r in github.accepted("POST", STATUS_PATH)] == ["pending", "failure"]
+
+
+def test_a_row_claimed_by_one_sweeper_is_skipped_by_another(session_factory, github, client):
+    row_id = _store_status(session_factory, github.url, "success")
+    first = Sender(client=client, github_token="test-token", policy=FAST)
+    second = Sender(client=client, github_token="test-token", policy=FAST)
+    now = utcnow()
+    with session_factory() as one, session_factory() as two:
+        assert first._claim_and_deliver(one, row_id, now) == "sent"
+        assert second._claim_and_deliver(two, row_id, now) is None
+    assert len(github.accepted("POST", STATUS_PATH)) == 1
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
