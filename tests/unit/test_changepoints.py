@@ -58,3 +58,20 @@ def test_noise_sigma_ignores_a_level_shift():
     noise = rng.normal(0, 2.0, 400)
     shifted = noise + np.r_[np.zeros(200), np.full(200, 50.0)]
     assert noise_sigma(shifted.tolist()) == pytest.approx(2.0, rel=0.15)
+
+
+def test_detect_ignores_a_rejected_spike_in_a_flat_series():
+    rng = np.random.default_rng(2)
+    series = rng.normal(4.0, 0.05, 60)
+    series[41] = 18.5                      # one revision with heavy bank conflicts, never landed
+    assert detect(series.tolist()) == []
+
+
+def test_detect_ignores_a_spike_in_noise_free_registers():
+    assert detect([96.0] * 20 + [168.0] + [96.0] * 20) == []
+
+
+def test_detect_on_level_scaled_noise_finds_only_the_drop():
+    rng = np.random.default_rng(4)
+    conflicts_pct = np.r_[4.2 * (1 + rng.normal(0, 0.05, 30)), 0.8 * (1 + rng.normal(0, 0.05, 30))]
+    assert [p.index for p in detect(conflicts_pct.tolist())] == [30]
