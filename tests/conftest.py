@@ -13,3 +13,55 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if "gpu" in item.keywords:
             item.add_marker(skip)
+
+
+# --- databases: storage and API tests run against SQLite and PostgreSQL -------------------------
+
+PG_SERVER = "postgresql+psycopg://postgres@127.0.0.1:5432"
+
+
+@pytest.fixture(scope="session")
+def postgres_database() -> str:
+    """A fresh PostgreSQL database for this test session (`gate_test_<random>`), dropped after."""
+    import uuid
+
+    import psycopg
+
+    name = f"gate_test_{uuid.uuid4().hex[:10]}"
+    with psycopg.connect("host=127.0.0.1 port=5432 user=postgres dbname=postgres", autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    yield f"{PG_SERVER}/{name}"
+    with psycopg.connect("host=127.0.0.1 port=5432 user=postgres dbname=postgres", autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def database_url(request: pytest.FixtureRequest, tmp_path) -> str:  # noqa: ANN001
+    """An empty database migrated to head: a SQLite file, or the session's PostgreSQL database reset."""
+    from sqlalchemy import text
+
+    from gate.storage.db import make_engine
+    from gate.storage.schema import upgrade
+
+    if request.param == "sqlite":
+        url = f"sqlite:///{tmp_path / 'gate.db'}"
+    else:
+        url = request.getfixturevalue("postgres_database")
+        engine = make_engine(url)
+        with engine.begin() as conn:
+            conn.execute(text("DROP SCHEMA public CASCADE"))
+            conn.execute(text("CREATE SCHEMA public"))
+        engine.dispose()
+    engine = make_engine(url)
+    upgrade(engine)
+    engine.dispose()
+    return url
+
+
+@pytest.fixture
+def session_factory(database_url: str):  # noqa: ANN201
+    from gate.storage.db import make_engine, make_session_factory
+
+    engine = make_engine(database_url)
+    yield make_session_factory(engine)
+    engine.dispose()

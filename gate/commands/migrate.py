@@ -11,4 +11,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    raise NotImplementedError("gate migrate: owned by the service work (storage/API/executor)")
+    from gate.config import get_settings
+    from gate.storage.db import make_engine
+    from gate.storage.schema import current_revision, upgrade
+
+    engine = make_engine(get_settings().database_url)
+    upgrade(engine)
+    print(f"database at schema revision {current_revision(engine)}")
+    engine.dispose()
+    return 0

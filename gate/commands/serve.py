@@ -1,4 +1,8 @@
-"""`gate serve`: API + dashboards + (by default) the embedded local executor."""
+"""`gate serve`: API + dashboards + (by default) the embedded local executor.
+
+The schema is migrated first. With GATE_EXECUTOR=celery the server only sends jobs to the broker;
+with --no-executor (local) jobs wait in the database for `gate worker` processes.
+"""
 
 from __future__ import annotations
 
@@ -14,4 +18,20 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    raise NotImplementedError("gate serve: owned by the service work (storage/API/executor)")
+    import logging
+
+    import uvicorn
+
+    from gate.api.app import create_app
+    from gate.config import get_settings
+    from gate.storage.db import make_engine
+    from gate.storage.schema import upgrade
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    settings = get_settings()
+    engine = make_engine(settings.database_url)
+    upgrade(engine)
+    engine.dispose()
+    app = create_app(settings, embedded_executor=not args.no_executor)
+    uvicorn.run(app, host=args.host, port=args.port, log_level="info")
+    return 0

@@ -1,8 +1,18 @@
-"""`gate submit`: hand a revision to a running server; `--wait` follows it to the verdict."""
+"""`gate submit`: hand a revision to a running server; `--wait` follows it to the verdict.
+
+Exit code with --wait, from the worst kernel verdict: error 2 > reject 1 > incomplete or inconclusive
+3 > accept 0 (a revision that could not be planned counts as error). Without --wait: 0 once accepted
+for gating, 2 if the server refused it.
+"""
 
 from __future__ import annotations
 
 import argparse
+import os
+import sys
+import time
+
+EXIT_BY_VERDICT = {"accept": 0, "reject": 1, "error": 2, "incomplete": 3, "inconclusive": 3}
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -18,5 +28,69 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=main)
 
 
+def exit_code(revision: dict) -> int:
+    """Worst verdict wins: error 2 > reject 1 > incomplete/inconclusive 3 > accept 0."""
+    if revision.get("error"):
+        return 2
+    verdicts = [j["verdict"]["verdict"] if j.get("verdict") else "error" for j in revision["jobs"]]
+    for worst in ("error", "reject", "incomplete", "inconclusive", "accept"):
+        if worst in verdicts:
+            return EXIT_BY_VERDICT[worst]
+    return 2   # no jobs at all: nothing was gated
+
+
+def verdict_table(revision: dict) -> str:
+    rows = [("kernel", "gpu", "verdict", "reason")]
+    for job in revision["jobs"]:
+        v = job.get("verdict") or {}
+        rows.append((job["kernel"], v.get("gpu_kind", job["gpu_kind"]), v.get("verdict", job["state"]),
+                     v.get("reason", job.get("error") or "")))
+    widths = [max(len(str(r[i])) for r in rows) for i in range(3)]
+    return "\n".join("  ".join(str(c).ljust(w) for c, w in zip(r[:3], widths)) + "  " + str(r[3]) for r in rows)
+
+
+def follow(client, status_url: str, *, poll_s: float = 1.0, out=sys.stdout) -> dict:  # noqa: ANN001
+    """Poll until the revision is done, printing one line per job progress change."""
+    last: dict[int, str] = {}
+    while True:
+        response = client.get(status_url)
+        response.raise_for_status()
+        revision = response.json()
+        for job in revision["jobs"]:
+            line = f"{job['state']}: {job['progress'] or ''}".rstrip(": ")
+            if last.get(job["id"]) != line:
+                last[job["id"]] = line
+                print(f"[{job['kernel']}] {line}", file=out, flush=True)
+        if revision["status"] == "done":
+            return revision
+        time.sleep(poll_s)
+
+
 def main(args: argparse.Namespace) -> int:
-    raise NotImplementedError("gate submit: owned by the service work (storage/API/executor)")
+    import httpx
+
+    token = args.token or os.environ.get("GATE_API_TOKEN")
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    repo = args.repo if "://" in args.repo or "@" in args.repo else os.path.abspath(args.repo)
+    body = {"repo": repo, "sha": args.sha, "branch": args.branch, "base_sha": args.base_sha,
+            "kernels": args.kernels}
+    with httpx.Client(base_url=args.server, headers=headers, timeout=30) as client:
+        reply = client.post("/api/v1/revisions", json={k: v for k, v in body.items() if v is not None})
+        if reply.status_code not in (202, 422):
+            print(f"gate submit: the server answered {reply.status_code}: {reply.text}", file=sys.stderr)
+            return 2
+        created = reply.json()
+        if reply.status_code == 422:
+            for problem in created.get("detail", []):
+                print(f"gate submit: {'.'.join(map(str, problem['loc'][1:]))}: {problem['msg']}", file=sys.stderr)
+            if "status_url" not in created:
+                return 2
+        print(f"revision {created['id']}: {created['status_url']}")
+        if not args.wait:
+            return 0 if reply.status_code == 202 else 2
+        revision = follow(client, created["status_url"])
+    if revision.get("error"):
+        print(f"error: {revision['error']}")
+    else:
+        print(verdict_table(revision))
+    return exit_code(revision)

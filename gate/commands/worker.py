@@ -1,4 +1,8 @@
-"""`gate worker`: a GPU worker that takes jobs from the database (local) or the broker (celery)."""
+"""`gate worker`: a GPU worker that takes jobs from the database (local) or the broker (celery).
+
+GATE_EXECUTOR=celery: a Celery worker (one process, one job at a time) consuming the queues of its
+GPU kind and `gate.any`. GATE_EXECUTOR=local: a loop polling the database for queued jobs.
+"""
 
 from __future__ import annotations
 
@@ -13,4 +17,44 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    raise NotImplementedError("gate worker: owned by the service work (storage/API/executor)")
+    import logging
+    import socket
+
+    from gate.config import get_settings
+    from gate.executors.base import JobEnvironment, load_gate_job, run_options
+    from gate.executors.local import LocalExecutor, local_gpus
+    from gate.services.sources import MirrorSources
+    from gate.storage.db import make_engine, make_session_factory
+    from gate.storage.schema import upgrade
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    settings = get_settings()
+    engine = make_engine(settings.database_url)
+    upgrade(engine)
+    gpus = local_gpus()
+    kind = args.gpu_kind or (gpus[0] if gpus else "cpu")
+    env = JobEnvironment(session_factory=make_session_factory(engine), gate_job=load_gate_job(),
+                         data_dir=settings.data_dir, options=run_options(settings),
+                         mirror=MirrorSources(settings.data_dir).mirror)
+    if settings.executor == "celery":
+        from gate.executors.celery import CeleryExecutor, queue_name
+
+        executor = CeleryExecutor(env, settings.broker_url, worker_name=f"celery@{socket.gethostname()}:{kind}")
+        if args.once:
+            print("gate worker: --once needs GATE_EXECUTOR=local (a Celery worker waits for messages)")
+            return 2
+        executor.app.worker_main(["worker", "--pool=solo", "--concurrency=1", "--loglevel=INFO",
+                                  f"--queues={queue_name(kind)},{queue_name('any')}"])
+        return 0
+    executor = LocalExecutor(env, gpus=[kind] if gpus or args.gpu_kind else [], role=f"worker-{kind}")
+    if args.once:
+        print(f"ran {executor.drain()} job(s)")
+        return 0
+    executor.start()
+    try:
+        import threading
+
+        threading.Event().wait()
+    finally:
+        executor.stop()
+    return 0

@@ -60,6 +60,7 @@ class Revision(Base):
     source: Mapped[str] = mapped_column(String(20), default="api")    # api | webhook | cli | demo
     kernels: Mapped[list[Any] | None] = mapped_column(JSON)           # requested subset, None = all
     pull_request: Mapped[int | None] = mapped_column(Integer)
+    error: Mapped[str | None] = mapped_column(Text)                   # why planning failed (sha, key, path)
     repository: Mapped[Repository] = relationship(back_populates="revisions")
     jobs: Mapped[list[Job]] = relationship(back_populates="revision", order_by="Job.id")
 
@@ -178,7 +179,7 @@ class WebhookDelivery(Base):
 
     __tablename__ = "webhook_deliveries"
     id: Mapped[int] = mapped_column(primary_key=True)
-    delivery_id: Mapped[str] = mapped_column(String(100), unique=True)
+    delivery_id: Mapped[str] = mapped_column(String(100))                 # unique: uq_delivery below
     event: Mapped[str] = mapped_column(String(50))
     revision_id: Mapped[int | None] = mapped_column(ForeignKey("revisions.id"))
     received_at: Mapped[datetime] = mapped_column(default=utcnow)

@@ -1,0 +1,67 @@
+"""The FastAPI application: `create_app(settings)`; tests inject a fake pipeline and source reader."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI
+from starlette.concurrency import run_in_threadpool
+
+from gate.api.context import GateContext, NoExecutor
+from gate.api.routes import artifacts, health, revisions
+from gate.api.telemetry import make_registry
+from gate.config import Settings, get_settings
+from gate.executors.base import Executor, GateJob, JobEnvironment, load_gate_job, run_options
+from gate.services.sources import MirrorSources, SourceReader
+from gate.storage.db import make_engine, make_session_factory
+
+ROUTERS = [revisions.router, artifacts.router, health.router]
+
+
+def _executor(settings: Settings, env_factory, embedded: bool) -> Executor:  # noqa: ANN001
+    if settings.executor == "celery":   # the server only sends; GPU workers run
+        from gate.executors.celery import CeleryExecutor
+
+        return CeleryExecutor(env_factory(), settings.broker_url)
+    if not embedded:
+        return NoExecutor()
+    from gate.executors.local import LocalExecutor
+
+    return LocalExecutor(env_factory())
+
+
+def create_app(settings: Settings | None = None, *, gate_job: GateJob | None = None,
+               sources: SourceReader | None = None, embedded_executor: bool = True,
+               executor: Executor | None = None) -> FastAPI:
+    """The app. The schema must exist (`gate migrate`; `gate serve` migrates before it starts)."""
+    settings = settings or get_settings()
+    engine = make_engine(settings.database_url)
+    session_factory = make_session_factory(engine)
+    sources = sources if sources is not None else MirrorSources(settings.data_dir)
+
+    def env_factory() -> JobEnvironment:
+        return JobEnvironment(session_factory=session_factory, gate_job=gate_job or load_gate_job(),
+                              data_dir=settings.data_dir, options=run_options(settings),
+                              mirror=getattr(sources, "mirror", None))
+
+    gate = GateContext(settings=settings, engine=engine, session_factory=session_factory, sources=sources,
+                       executor=executor or _executor(settings, env_factory, embedded_executor))
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        await run_in_threadpool(gate.recover)
+        gate.executor.start()
+        try:
+            yield
+        finally:
+            await run_in_threadpool(gate.executor.stop)
+            engine.dispose()
+
+    app = FastAPI(title="FlashCore Gate", version="0.1.0", lifespan=lifespan,
+                  description="Gates CUDA kernel revisions: build, correctness, timing, profile, verdict.")
+    app.state.gate = gate
+    app.state.metrics_registry = make_registry(session_factory)
+    for router in ROUTERS:
+        app.include_router(router)
+    return app

@@ -1,0 +1,1 @@
+"""One router per resource; `gate.api.app` includes them from a list."""

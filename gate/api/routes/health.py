@@ -1,0 +1,32 @@
+"""Liveness and Prometheus metrics."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Request, Response
+from fastapi.responses import JSONResponse
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from sqlalchemy import text
+
+from gate.api.deps import GateDep
+from gate.api.schemas import HealthOut
+
+router = APIRouter(tags=["health"])
+
+
+@router.get("/healthz", response_model=HealthOut)
+def healthz(gate: GateDep) -> JSONResponse:
+    """Whether the service and its database answer."""
+    executor = type(gate.executor).__name__
+    try:
+        with gate.engine.connect() as connection:
+            connection.execute(text("SELECT 1"))
+    except Exception as exc:
+        body = HealthOut(status="unavailable", database=f"error: {type(exc).__name__}", executor=executor)
+        return JSONResponse(body.model_dump(), status_code=503)
+    return JSONResponse(HealthOut(status="ok", database="ok", executor=executor).model_dump())
+
+
+@router.get("/metrics", response_class=Response)
+def metrics(request: Request) -> Response:
+    """Prometheus text: jobs by state, stage durations, verdicts."""
+    return Response(generate_latest(request.app.state.metrics_registry), media_type=CONTENT_TYPE_LATEST)

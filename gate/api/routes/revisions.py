@@ -1,0 +1,55 @@
+"""Submitting revisions and reading their verdicts."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+
+from fastapi import APIRouter, BackgroundTasks, HTTPException, Request
+from fastapi.responses import JSONResponse
+
+from gate.api.deps import GateDep, SessionDep, WriteAuth
+from gate.api.schemas import ArtifactOut, JobOut, RevisionCreatedOut, RevisionIn, RevisionOut
+from gate.services.submissions import is_local_repo, plan_revision, submit_revision
+from gate.storage.queries import RevisionDetail, revision_detail
+
+router = APIRouter(prefix="/api/v1", tags=["revisions"])
+
+
+@router.post("/revisions", status_code=202, response_model=RevisionCreatedOut, dependencies=[WriteAuth],
+             responses={422: {"description": "invalid input, or the repository, sha or gate.toml is unusable"}})
+def create_revision(body: RevisionIn, request: Request, session: SessionDep, gate: GateDep,
+                    background: BackgroundTasks) -> RevisionCreatedOut | JSONResponse:
+    """Submit a revision: stored before the reply, one queued job per kernel."""
+    revision = submit_revision(session, repo=body.repo, sha=body.sha, branch=body.branch,
+                               base_sha=body.base_sha, kernels=body.kernel_names(), source="api")
+    out = RevisionCreatedOut(id=revision.id,
+                             status_url=str(request.url_for("read_revision", revision_id=revision.id)))
+    if not is_local_repo(body.repo):
+        background.add_task(gate.plan_later, revision.id)   # fetching a remote may be slow
+        return out
+    plan = plan_revision(session, revision, sources=gate.sources)   # a local path is cheap to check now
+    if plan.error:
+        detail = [{"loc": ["body", plan.field or "repo"], "msg": plan.error, "type": "gate_plan_error"}]
+        return JSONResponse({"detail": detail, **out.model_dump()}, status_code=422)
+    gate.executor.wake()
+    return out
+
+
+@router.get("/revisions/{revision_id}", response_model=RevisionOut)
+def read_revision(revision_id: int, request: Request, session: SessionDep) -> RevisionOut:
+    """A revision: status, verdict per kernel, rule tables, stage results, artifacts, live progress."""
+    detail = revision_detail(session, revision_id)
+    if detail is None:
+        raise HTTPException(status_code=404, detail=f"no revision {revision_id}")
+    return revision_out(detail, request)
+
+
+def revision_out(detail: RevisionDetail, request: Request) -> RevisionOut:
+    data = asdict(detail)
+    for job in data["jobs"]:
+        job["artifacts"] = [
+            ArtifactOut(**a, url=str(request.url_for("download_artifact", artifact_id=a["id"])))
+            for a in job["artifacts"]
+        ]
+    data["jobs"] = [JobOut(**job) for job in data["jobs"]]
+    return RevisionOut(**data)

@@ -1,0 +1,121 @@
+"""The executor interface, the pipeline seam, and running one claimed job to a stored verdict."""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import os
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from sqlalchemy.orm import Session, sessionmaker
+
+from gate.config import Settings
+from gate.domain.job import ProgressEvent, RunOptions
+from gate.storage import claims
+from gate.storage.models import Job
+from gate.storage.outcomes import Outcome, store_error, store_outcome
+
+log = logging.getLogger(__name__)
+
+TEST_PIPELINE_ENV = "GATE_TEST_PIPELINE"
+
+
+class Executor(Protocol):
+    def start(self) -> None:
+        """Begin taking jobs (and recover those a previous run left behind)."""
+
+    def stop(self) -> None:
+        """Stop taking jobs; a job in progress is finished first."""
+
+    def wake(self) -> None:
+        """New jobs were queued: look now rather than at the next poll."""
+
+
+class GateJob(Protocol):
+    """`gate.pipeline.run.gate_job`: one kernel of one revision, through every stage, to a verdict."""
+
+    def __call__(self, *, repo: str, sha: str, base_sha: str | None, kernel: str, data_dir: Path,
+                 options: RunOptions, mirror: Any, on_event: Callable[[ProgressEvent], None]) -> Outcome: ...
+
+
+def load_gate_job() -> GateJob:
+    """The real pipeline, or (test seam, only when set) `GATE_TEST_PIPELINE=module:function`."""
+    spec = os.environ.get(TEST_PIPELINE_ENV)
+    if spec:
+        module, _, name = spec.partition(":")
+        log.warning("%s=%s: jobs run a test pipeline, not the real one", TEST_PIPELINE_ENV, spec)
+        return getattr(importlib.import_module(module), name)
+    from gate.pipeline.run import gate_job
+
+    return gate_job
+
+
+def run_options(settings: Settings) -> RunOptions:
+    return RunOptions(nvcc_path=settings.nvcc_path, ncu_path=settings.ncu_path,
+                      ncu_clock_control=settings.ncu_clock_control, bench_budget_s=settings.bench_budget_s,
+                      build_cache_dir=str(Path(settings.data_dir).resolve() / "build-cache"))
+
+
+@dataclass
+class JobEnvironment:
+    """Everything a worker needs to run a job, wherever it runs (server thread or Celery worker)."""
+
+    session_factory: sessionmaker[Session]
+    gate_job: GateJob
+    data_dir: Path
+    options: RunOptions
+    mirror: Any = None
+    heartbeat_s: float = claims.HEARTBEAT_S
+
+
+def run_claimed(env: JobEnvironment, job_id: int, attempt: int) -> None:
+    """Run a job this worker has claimed and store its outcome. Never raises for a job's failure:
+    a GateError or any unexpected exception becomes verdict `error` with the message."""
+    with env.session_factory() as session:
+        job = session.get(Job, job_id)
+        rev = job.revision
+        call = dict(repo=rev.repository.url, sha=rev.sha, base_sha=rev.base_sha, kernel=job.kernel)
+    work_dir = Path(env.data_dir).resolve() / "jobs" / str(job_id)
+    work_dir.mkdir(parents=True, exist_ok=True)
+    stop = threading.Event()
+    beat = threading.Thread(target=_heartbeats, args=(env, job_id, attempt, stop), daemon=True,
+                            name=f"heartbeat-{job_id}")
+    beat.start()
+
+    def on_event(event: ProgressEvent) -> None:
+        line = f"{event.side} {event.stage} {event.state}" + (f": {event.detail}" if event.detail else "")
+        with env.session_factory() as s:
+            claims.heartbeat(s, job_id, attempt, progress=line,
+                             event=(f"{event.stage} {event.state}", f"{event.side}: {event.detail}".rstrip(": ")))
+
+    try:
+        outcome = env.gate_job(**call, data_dir=work_dir, options=env.options, mirror=env.mirror, on_event=on_event)
+    except Exception as exc:   # GateError or a bug: the job ends as `error`, the worker carries on
+        log.exception("job %s failed in the gate", job_id)
+        stop.set()
+        with env.session_factory() as s:
+            store_error(s, job_id, attempt, f"{type(exc).__name__}: {exc}")
+        return
+    finally:
+        stop.set()
+        beat.join()
+    try:
+        with env.session_factory() as s:
+            store_outcome(s, job_id, attempt, outcome, env.data_dir)
+    except Exception as exc:   # e.g. a result that does not fit the schema: still an `error`, not lost
+        log.exception("job %s: storing the outcome failed", job_id)
+        with env.session_factory() as s:
+            store_error(s, job_id, attempt, f"storing the result failed: {type(exc).__name__}: {exc}")
+
+
+def _heartbeats(env: JobEnvironment, job_id: int, attempt: int, stop: threading.Event) -> None:
+    while not stop.wait(env.heartbeat_s):
+        try:
+            with env.session_factory() as s:
+                claims.heartbeat(s, job_id, attempt)
+        except Exception:   # a missed beat is harmless; a long outage makes the job re-queue
+            log.warning("job %s: heartbeat failed", job_id, exc_info=True)

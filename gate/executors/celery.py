@@ -1,0 +1,98 @@
+"""The distributed executor: Celery (Redis or RabbitMQ) feeding GPU workers on other hosts.
+
+The database stays the source of truth. The server sends `run_job(job_id)` for each queued job to the
+queue of its GPU kind (`gate.<kind>`; `gate.any` for jobs any GPU may run). The task claims the row by
+id with the same atomic claim as the local executor, so a message delivered twice (a worker died
+before acking, the server re-sent at start-up) runs the job at most once at a time and stores one verdict.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+
+from celery import Celery
+from sqlalchemy import select
+
+from gate.executors.base import JobEnvironment, run_claimed
+from gate.storage import claims
+from gate.storage.models import Job, JobState
+
+log = logging.getLogger(__name__)
+
+TASK_NAME = "gate.run_job"
+
+
+def queue_name(gpu_kind: str) -> str:
+    """`NVIDIA H100 80GB HBM3` -> `gate.nvidia-h100-80gb-hbm3` (broker-safe)."""
+    return "gate." + (re.sub(r"[^a-z0-9]+", "-", gpu_kind.lower()).strip("-") or "any")
+
+
+def make_celery(broker_url: str) -> Celery:
+    app = Celery("gate", broker=broker_url, set_as_current=False)
+    app.conf.update(
+        task_acks_late=True,                # a worker that dies mid-job leaves the message to redeliver
+        task_reject_on_worker_lost=True,
+        worker_prefetch_multiplier=1,       # one job at a time per worker process (one GPU)
+        task_ignore_result=True,            # results live in the database, not the backend
+        broker_connection_retry_on_startup=True,
+        task_default_queue=queue_name("any"),
+    )
+    return app
+
+
+class CeleryExecutor:
+    """Both sides: the server sends (`start`, `wake`), a worker runs (`register_worker_task`)."""
+
+    def __init__(self, env: JobEnvironment, broker_url: str, *, app: Celery | None = None,
+                 worker_name: str = "celery"):
+        self.env = env
+        self.app = app or make_celery(broker_url)
+        self.worker_name = worker_name
+        self._sent: set[int] = set()
+        self._lock = threading.Lock()
+
+        def run_job(job_id: int) -> str:
+            return self.run_job(job_id)
+
+        self.task = self.app.task(name=TASK_NAME)(run_job)
+
+    def run_job(self, job_id: int) -> str:
+        """The task body: claim the row by id, run it; a message for a job not claimable is dropped."""
+        with self.env.session_factory() as session:
+            attempt = claims.claim_job(session, job_id, worker=self.worker_name)
+        if attempt is None:
+            log.info("job %s: not claimable (done, or running elsewhere); message dropped", job_id)
+            return "skipped"
+        run_claimed(self.env, job_id, attempt)
+        return "ran"
+
+    def dispatch_queued(self) -> list[int]:
+        """Send a message for every queued job not yet sent by this process."""
+        with self.env.session_factory() as session:
+            rows = session.execute(select(Job.id, Job.gpu_kind).where(Job.state == JobState.QUEUED)).all()
+        sent = []
+        with self._lock:
+            for job_id, gpu_kind in rows:
+                if job_id in self._sent:
+                    continue
+                self.task.apply_async(args=[job_id], queue=queue_name(gpu_kind))
+                self._sent.add(job_id)
+                sent.append(job_id)
+        return sent
+
+    def start(self) -> None:
+        # Jobs orphaned by a dead worker (stale heartbeat) are queued again and re-sent.
+        with self.env.session_factory() as session:
+            claims.requeue_orphans(session)
+        self.dispatch_queued()
+
+    def stop(self) -> None:
+        pass
+
+    def wake(self) -> None:
+        try:
+            self.dispatch_queued()
+        except Exception:   # broker down: the rows stay queued and are sent at the next wake/start
+            log.exception("could not reach the broker; jobs stay queued")

@@ -1,0 +1,103 @@
+"""The embedded executor: one thread per GPU (one in all with no GPU) taking jobs from the database.
+
+Used inside `gate serve` and by `gate worker` with GATE_EXECUTOR=local (a database-polling worker).
+At start it re-queues jobs this host's executor left RUNNING (the process died mid-job), so they run
+again; the attempt check in `store_outcome` keeps a late result from being stored twice.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import socket
+import subprocess
+import threading
+
+from gate.executors.base import JobEnvironment, run_claimed
+from gate.storage import claims
+
+log = logging.getLogger(__name__)
+
+
+def local_gpus() -> list[str]:
+    """GPU names from `nvidia-smi` (the server needs no torch); [] when there is none."""
+    smi = shutil.which("nvidia-smi")
+    if smi is None:
+        return []
+    try:
+        out = subprocess.run([smi, "--query-gpu=name", "--format=csv,noheader"], capture_output=True,
+                             text=True, timeout=20, check=True).stdout
+    except (subprocess.SubprocessError, OSError):
+        return []
+    return [line.strip() for line in out.splitlines() if line.strip()]
+
+
+class LocalExecutor:
+    def __init__(self, env: JobEnvironment, *, gpus: list[str] | None = None, poll_s: float = 2.0,
+                 host: str | None = None, role: str = "serve"):
+        self.env = env
+        self.gpus = local_gpus() if gpus is None else gpus
+        self.poll_s = poll_s
+        # "local@<host>/<role>": a restarted `gate serve` re-queues only what it left running itself.
+        self.worker_prefix = f"local@{host or socket.gethostname()}/{role}"
+        self._stop = threading.Event()
+        self._wake = threading.Event()
+        self._threads: list[threading.Thread] = []
+
+    def _slots(self) -> list[tuple[str, list[str]]]:
+        """(worker id, GPU kinds it serves) per slot. Jobs of kind "any" go to the first free slot."""
+        if not self.gpus:
+            return [(f"{self.worker_prefix}:cpu", ["any", "cpu"])]
+        return [(f"{self.worker_prefix}:gpu{i}", ["any", name]) for i, name in enumerate(self.gpus)]
+
+    def recover(self) -> list[int]:
+        with self.env.session_factory() as session:
+            requeued = claims.requeue_orphans(session, worker_prefix=self.worker_prefix + ":")
+        if requeued:
+            log.warning("re-queued jobs left running by a previous run: %s", requeued)
+        return requeued
+
+    def start(self) -> None:
+        self.recover()
+        for worker, kinds in self._slots():
+            t = threading.Thread(target=self._loop, args=(worker, kinds), name=worker, daemon=True)
+            t.start()
+            self._threads.append(t)
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._wake.set()
+        for t in self._threads:
+            t.join()
+        self._threads.clear()
+
+    def wake(self) -> None:
+        self._wake.set()
+
+    def run_once(self, worker: str, kinds: list[str]) -> bool:
+        """Claim and run one job; False when none was queued."""
+        with self.env.session_factory() as session:
+            claimed = claims.claim_next(session, worker=worker, gpu_kinds=kinds)
+        if claimed is None:
+            return False
+        run_claimed(self.env, *claimed)
+        return True
+
+    def drain(self) -> int:
+        """Run queued jobs in this thread until none is left (`gate worker --once`); how many ran."""
+        worker, kinds = self._slots()[0]
+        count = 0
+        while not self._stop.is_set() and self.run_once(worker, kinds):
+            count += 1
+        return count
+
+    def _loop(self, worker: str, kinds: list[str]) -> None:
+        while not self._stop.is_set():
+            try:
+                ran = self.run_once(worker, kinds)
+            except Exception:   # the database went away: wait and try again, never die
+                log.exception("%s: taking a job failed", worker)
+                ran = False
+            if not ran:
+                self._wake.wait(self.poll_s)
+                self._wake.clear()

@@ -1,0 +1,243 @@
+"""Load and validate `gate.toml` (the format of DESIGN.md) into `gate.domain.Manifest`.
+
+Every refusal is a `ManifestError` whose message names the file and the dotted key, e.g.
+`gate.toml: kernel[0].gates.max_bank_conflict_pct: must be >= 0, got -1`.
+Paths are checked against the repository root: no absolute paths, no `..` or symlink that leaves it,
+and every source must exist.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import tomllib
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from gate.domain.manifest import Gates, KernelSpec, Manifest, Shape
+from gate.errors import ManifestError
+
+MANIFEST_NAME = "gate.toml"
+
+# Targets nvcc 12/13 accepts for `-gencode arch=compute_XX,code=sm_XX` (CUDA 13 dropped sm_70/sm_72).
+KNOWN_ARCHS = frozenset({
+    "sm_75", "sm_80", "sm_86", "sm_87", "sm_89", "sm_90", "sm_90a",
+    "sm_100", "sm_100a", "sm_103", "sm_103a", "sm_120", "sm_120a",
+})
+KNOWN_DTYPES = frozenset({"float16", "bfloat16", "float32"})
+WORKLOAD_DIMS = {"attention": ("b", "h", "s", "d"), "gemm": ("m", "n", "k")}
+WORKLOAD_FLAGS = {"attention": ("causal",), "gemm": ()}
+_CALLABLE = re.compile(r"^([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*):([A-Za-z_]\w*)$")
+_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
+_OPCODE = re.compile(r"^[A-Z][A-Z0-9_]*$")
+
+_KERNEL_REQUIRED = ("name", "sources", "workload", "shapes")
+_KERNEL_OPTIONAL = ("function", "arch", "dtypes", "gates", "profile", "timeout_s")
+_PCT_OF_PEAK = ("min_tensor_pipe_pct", "max_bank_conflict_pct", "min_warps_active_pct", "min_dram_pct")
+
+
+class _Checker:
+    """Typed reads from the parsed TOML, each failure naming `file: key`."""
+
+    def __init__(self, file: str):
+        self.file = file
+
+    def fail(self, key: str, message: str) -> ManifestError:
+        return ManifestError(message, file=self.file, key=key)
+
+    def only_keys(self, table: dict[str, Any], allowed: tuple[str, ...], prefix: str) -> None:
+        for key in table:
+            if key not in allowed:
+                raise self.fail(f"{prefix}.{key}" if prefix else key,
+                                f"unknown key (allowed: {', '.join(allowed)})")
+
+    def string(self, value: Any, key: str) -> str:
+        if not isinstance(value, str) or not value:
+            raise self.fail(key, f"expected a non-empty string, got {value!r}")
+        return value
+
+    def strings(self, value: Any, key: str) -> list[str]:
+        if not isinstance(value, list):
+            raise self.fail(key, f"expected a list of strings, got {value!r}")
+        return [self.string(v, f"{key}[{i}]") for i, v in enumerate(value)]
+
+    def number(self, value: Any, key: str, *, integer: bool = False) -> float:
+        kinds = (int,) if integer else (int, float)
+        if isinstance(value, bool) or not isinstance(value, kinds):
+            raise self.fail(key, f"expected {'an integer' if integer else 'a number'}, got {value!r}")
+        if value < 0:
+            raise self.fail(key, f"must be >= 0, got {value!r}")
+        return value
+
+
+def load_manifest(repo_dir: Path) -> Manifest:
+    """Read `repo_dir/gate.toml`; raise `ManifestError` naming the key and the file on any fault."""
+    path = repo_dir / MANIFEST_NAME
+    if not path.is_file():
+        raise ManifestError(f"no {MANIFEST_NAME} at the repository root", file=MANIFEST_NAME)
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise ManifestError(f"not valid TOML: {exc}", file=MANIFEST_NAME) from exc
+    check = _Checker(MANIFEST_NAME)
+    check.only_keys(data, ("kernel",), "")
+    tables = data.get("kernel")
+    if not isinstance(tables, list) or not tables:
+        raise check.fail("kernel", "declare at least one [[kernel]] table")
+    root = repo_dir.resolve()
+    kernels = [_kernel(check, t, f"kernel[{i}]", root) for i, t in enumerate(tables)]
+    seen: set[str] = set()
+    for i, spec in enumerate(kernels):
+        if spec.name in seen:
+            raise check.fail(f"kernel[{i}].name", f"duplicate kernel name {spec.name!r}")
+        seen.add(spec.name)
+    return Manifest(kernels=kernels, path=MANIFEST_NAME)
+
+
+def _kernel(check: _Checker, table: Any, key: str, root: Path) -> KernelSpec:
+    if not isinstance(table, dict):
+        raise check.fail(key, "expected a table")
+    check.only_keys(table, _KERNEL_REQUIRED + _KERNEL_OPTIONAL, key)
+    for required in _KERNEL_REQUIRED:
+        if required not in table:
+            raise check.fail(f"{key}.{required}", "missing required key")
+    name = check.string(table["name"], f"{key}.name")
+    if not _NAME.match(name):
+        raise check.fail(f"{key}.name", f"use letters, digits, '_', '.', '-': {name!r}")
+    sources = _sources(check, table["sources"], f"{key}.sources", root)
+    workload = _workload(check, table["workload"], f"{key}.workload", root)
+    shapes = _shapes(check, table["shapes"], f"{key}.shapes", workload)
+    spec = KernelSpec(name=name, sources=sources, workload=workload, shapes=shapes)
+    if "function" in table:
+        spec.function = check.string(table["function"], f"{key}.function")
+    if "arch" in table:
+        spec.arch = _choices(check, table["arch"], f"{key}.arch", KNOWN_ARCHS)
+    if "dtypes" in table:
+        spec.dtypes = _choices(check, table["dtypes"], f"{key}.dtypes", KNOWN_DTYPES)
+    if "profile" in table:
+        if not isinstance(table["profile"], bool):
+            raise check.fail(f"{key}.profile", f"expected true/false, got {table['profile']!r}")
+        spec.profile = table["profile"]
+    if "timeout_s" in table:
+        spec.timeout_s = float(check.number(table["timeout_s"], f"{key}.timeout_s"))
+        if spec.timeout_s == 0:
+            raise check.fail(f"{key}.timeout_s", "must be > 0")
+    if "gates" in table:
+        spec.gates = _gates(check, table["gates"], f"{key}.gates", {s.label for s in shapes})
+    return spec
+
+
+def _sources(check: _Checker, value: Any, key: str, root: Path) -> list[str]:
+    sources = check.strings(value, key)
+    if not sources:
+        raise check.fail(key, "list at least one source file")
+    for i, source in enumerate(sources):
+        _inside_repo(check, source, f"{key}[{i}]", root)
+    if len(set(sources)) != len(sources):
+        raise check.fail(key, "a source is listed twice")
+    if not any(s.endswith(".cu") for s in sources):
+        raise check.fail(key, "no CUDA source (.cu) listed")
+    return sources
+
+
+def _inside_repo(check: _Checker, source: str, key: str, root: Path) -> None:
+    """Refuse absolute paths, `..` that escape, symlinks that resolve outside, and missing files."""
+    posix = PurePosixPath(source)
+    if any(ord(c) < 32 for c in source):
+        raise check.fail(key, f"{source!r} contains control characters")
+    if posix.is_absolute() or Path(source).is_absolute() or "\\" in source:
+        raise check.fail(key, f"{source!r} must be a path relative to the repository root")
+    depth = 0
+    for part in posix.parts:
+        depth += -1 if part == ".." else (0 if part == "." else 1)
+        if depth < 0:
+            raise check.fail(key, f"{source!r} leaves the repository")
+    resolved = (root / source).resolve()
+    if not resolved.is_relative_to(root):
+        raise check.fail(key, f"{source!r} resolves outside the repository (symlink?)")
+    if not resolved.is_file():
+        raise check.fail(key, f"{source!r} does not exist in the repository")
+
+
+def _workload(check: _Checker, value: Any, key: str, root: Path) -> str:
+    workload = check.string(value, key)
+    if workload in WORKLOAD_DIMS:
+        return workload
+    match = _CALLABLE.match(workload)
+    if not match:
+        raise check.fail(key, f"expected one of {sorted(WORKLOAD_DIMS)} or 'module:callable', got {workload!r}")
+    module_path = match.group(1).replace(".", "/")
+    if not ((root / f"{module_path}.py").is_file() or (root / module_path / "__init__.py").is_file()):
+        raise check.fail(key, f"module {match.group(1)!r} not found in the repository")
+    return workload
+
+
+def _shapes(check: _Checker, value: Any, key: str, workload: str) -> list[Shape]:
+    if not isinstance(value, list) or not value:
+        raise check.fail(key, "list at least one shape, e.g. [{m=1024, n=1024, k=1024}]")
+    shapes = [_shape(check, item, f"{key}[{i}]", workload) for i, item in enumerate(value)]
+    labels = [s.label for s in shapes]
+    for i, label in enumerate(labels):
+        if labels.index(label) != i:
+            raise check.fail(f"{key}[{i}]", f"duplicate shape {label}")
+    return shapes
+
+
+def _shape(check: _Checker, item: Any, key: str, workload: str) -> Shape:
+    if not isinstance(item, dict) or not item:
+        raise check.fail(key, "expected a non-empty inline table")
+    dims, flags = WORKLOAD_DIMS.get(workload), WORKLOAD_FLAGS.get(workload, ())
+    if dims is not None:
+        check.only_keys(item, dims + flags, key)
+        for dim in dims:
+            if dim not in item:
+                raise check.fail(f"{key}.{dim}", f"missing ({workload} shapes need {', '.join(dims)})")
+    params: dict[str, int | bool] = {}
+    for name, v in item.items():
+        if isinstance(v, bool):
+            if dims is not None and name not in flags:
+                raise check.fail(f"{key}.{name}", f"expected a positive integer, got {v!r}")
+        elif not isinstance(v, int) or v <= 0:
+            raise check.fail(f"{key}.{name}", f"expected a positive integer or true/false, got {v!r}")
+        params[name] = v
+    return Shape(params)
+
+
+def _choices(check: _Checker, value: Any, key: str, allowed: frozenset[str]) -> list[str]:
+    items = check.strings(value, key)
+    if not items:
+        raise check.fail(key, "list at least one value")
+    for i, item in enumerate(items):
+        if item not in allowed:
+            raise check.fail(f"{key}[{i}]", f"unknown value {item!r} (known: {', '.join(sorted(allowed))})")
+    return items
+
+
+def _gates(check: _Checker, table: Any, key: str, shape_labels: set[str]) -> Gates:
+    if not isinstance(table, dict):
+        raise check.fail(key, "expected a table")
+    fields = {f.name: f for f in dataclasses.fields(Gates)}
+    check.only_keys(table, tuple(fields), key)
+    values: dict[str, Any] = {}
+    for name, value in table.items():
+        where = f"{key}.{name}"
+        if name == "require_sass":
+            values[name] = check.strings(value, where)
+            for i, op in enumerate(values[name]):
+                if not _OPCODE.match(op):
+                    raise check.fail(f"{where}[{i}]", f"expected a SASS base opcode like HMMA, got {op!r}")
+        elif name == "absolute_shapes":
+            values[name] = check.strings(value, where)
+            for i, label in enumerate(values[name]):
+                if label not in shape_labels:
+                    raise check.fail(f"{where}[{i}]", f"{label!r} is not a declared shape "
+                                                      f"({', '.join(sorted(shape_labels))})")
+        else:
+            integer = name in ("max_registers", "max_spill_bytes", "max_smem_bytes")
+            number = check.number(value, where, integer=integer)
+            if name in _PCT_OF_PEAK and number > 100:
+                raise check.fail(where, f"a percentage of peak must be <= 100, got {number!r}")
+            if name == "max_error_ratio" and number == 0:
+                raise check.fail(where, "must be > 0")
+            values[name] = number if integer else float(number)
+    return Gates(**values)

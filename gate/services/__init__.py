@@ -1,0 +1,1 @@
+"""What happens to a submitted revision before a worker sees it: storing it, planning its jobs."""

@@ -1,0 +1,144 @@
+"""Submitting a revision (stored and committed before any reply) and planning its jobs.
+
+    submit_revision  -> a durable `Revision` row, status queued, no jobs yet
+    plan_revision    -> resolve the sha, read gate.toml there, choose the baseline, one queued Job per
+                        kernel; a bad repo, sha or manifest ends the revision as DONE with `error` set
+    plan_pending     -> at start-up: plan every queued revision that has no jobs (nothing is lost)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session, sessionmaker
+
+from gate import notify
+from gate.errors import GateError, ManifestError, SourceError, StorageError
+from gate.services.baseline import choose_baseline
+from gate.services.sources import SourceReader, as_naive_utc
+from gate.storage.models import Job, JobEvent, JobState, Repository, Revision, RevisionStatus
+
+log = logging.getLogger(__name__)
+
+_REMOTE = re.compile(r"^[a-z][a-z0-9+.-]*://|^[\w.-]+@[\w.-]+:")
+
+
+def is_local_repo(repo: str) -> bool:
+    return not _REMOTE.match(repo)
+
+
+def canonical_repo(repo: str) -> tuple[str, str]:
+    """(url, name): local paths made absolute; `https://host/owner/name.git` named `owner/name`."""
+    if is_local_repo(repo):
+        path = Path(repo).expanduser().resolve()
+        return str(path), path.name
+    url = repo.rstrip("/")
+    tail = re.split(r"[/:]", url.removesuffix(".git"))
+    return url, "/".join(tail[-2:])
+
+
+def _repository(session: Session, repo: str) -> Repository:
+    url, name = canonical_repo(repo)
+    found = session.scalar(select(Repository).where(Repository.url == url))
+    if found is not None:
+        return found
+    if session.scalar(select(Repository.id).where(Repository.name == name)) is not None:
+        name = f"{name}-{hashlib.sha1(url.encode()).hexdigest()[:8]}"   # same name, other place
+    found = Repository(url=url, name=name)
+    session.add(found)
+    return found
+
+
+def submit_revision(session: Session, *, repo: str, sha: str, branch: str | None = None,
+                    base_sha: str | None = None, kernels: list[str] | None = None, source: str = "api",
+                    pull_request: int | None = None) -> Revision:
+    """Store a revision and commit; only then may the caller reply. Its jobs come from `plan_revision`."""
+    revision = Revision(repository=_repository(session, repo), sha=sha, branch=branch, base_sha=base_sha,
+                        kernels=kernels or None, source=source, pull_request=pull_request,
+                        status=RevisionStatus.QUEUED)
+    session.add(revision)
+    session.commit()
+    return revision
+
+
+@dataclass
+class PlanResult:
+    jobs: list[Job] = field(default_factory=list)
+    error: str | None = None         # why the revision could not be planned (names the sha, key or path)
+    field: str | None = None         # the submitted field at fault: repo | sha | base_sha | kernels
+
+
+def _fail(session: Session, revision: Revision, field_name: str, message: str) -> PlanResult:
+    revision.status, revision.error = RevisionStatus.DONE, message
+    session.commit()
+    log.info("revision %s not planned: %s", revision.id, message)
+    return PlanResult(error=message, field=field_name)
+
+
+def plan_revision(session: Session, revision: Revision, *, sources: SourceReader) -> PlanResult:
+    """One queued job per kernel of gate.toml at the revision, or the revision ends with `error`."""
+    if revision.jobs or revision.status != RevisionStatus.QUEUED:
+        return PlanResult(jobs=list(revision.jobs), error=revision.error)
+    repo = revision.repository.url
+    try:
+        sha = sources.resolve(repo, revision.sha)
+    except SourceError as exc:
+        field_name = "repo" if is_local_repo(repo) and not Path(repo).is_dir() else "sha"
+        return _fail(session, revision, field_name, f"cannot resolve sha {revision.sha!r} in {repo}: {exc}")
+    try:
+        info = sources.commit_info(repo, sha)
+        manifest = sources.manifest(repo, sha)
+        base = revision.base_sha and sources.resolve(repo, revision.base_sha)
+    except ManifestError as exc:
+        return _fail(session, revision, "repo", f"gate.toml at {sha[:12]}: {exc}")
+    except SourceError as exc:
+        return _fail(session, revision, "base_sha", f"cannot resolve base_sha {revision.base_sha!r}: {exc}")
+    except StorageError:
+        raise
+    except GateError as exc:
+        return _fail(session, revision, "repo", f"cannot read {repo} at {sha[:12]}: {exc}")
+    names = [k.name for k in manifest.kernels]
+    unknown = [k for k in (revision.kernels or []) if k not in names]
+    if unknown:
+        return _fail(session, revision, "kernels",
+                     f"kernels {unknown} are not in gate.toml at {sha[:12]} (it declares {names})")
+    revision.sha, revision.base_sha = sha, base or None
+    revision.parent_sha = info.get("parent_sha")
+    revision.author, revision.message = info.get("author"), info.get("message")
+    revision.committed_at = as_naive_utc(info.get("committed_at"))
+    revision.base_sha = choose_baseline(session, revision, parent_sha=revision.parent_sha)
+    jobs = [Job(revision=revision, kernel=name, state=JobState.QUEUED)
+            for name in names if not revision.kernels or name in revision.kernels]
+    session.add_all(jobs)
+    session.flush()
+    for job in jobs:
+        session.add(JobEvent(job_id=job.id, state="queued", detail=f"{revision.sha[:12]} vs {revision.base_sha or '-'}"))
+    notify.on_jobs_queued(session, jobs)
+    session.commit()
+    return PlanResult(jobs=jobs)
+
+
+def plan_by_id(session_factory: sessionmaker[Session], revision_id: int, *, sources: SourceReader) -> PlanResult:
+    """`plan_revision` in its own session (a background task after a fast reply)."""
+    with session_factory() as session:
+        revision = session.get(Revision, revision_id)
+        if revision is None:
+            return PlanResult(error=f"no revision {revision_id}")
+        return plan_revision(session, revision, sources=sources)
+
+
+def plan_pending(session_factory: sessionmaker[Session], *, sources: SourceReader) -> list[int]:
+    """Plan every revision left queued without jobs (the server stopped before planning it)."""
+    with session_factory() as session:
+        ids = session.scalars(
+            select(Revision.id).where(Revision.status == RevisionStatus.QUEUED, ~Revision.jobs.any())
+            .order_by(Revision.id)
+        ).all()
+    for revision_id in ids:
+        plan_by_id(session_factory, revision_id, sources=sources)
+    return list(ids)

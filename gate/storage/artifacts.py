@@ -1,0 +1,44 @@
+"""Files kept with a job under the data dir: `artifacts/<job_id>/<name>`; the DB holds the relative path."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from gate.storage.models import Artifact
+
+
+def job_artifact_dir(data_dir: Path, job_id: int) -> Path:
+    return Path(data_dir) / "artifacts" / str(job_id)
+
+
+def keep(data_dir: Path, job_id: int, kind: str, source: Path) -> Artifact:
+    """Copy `source` into the job's artifact folder (unless it is there already); an unsaved row."""
+    data_dir = Path(data_dir).resolve()
+    folder = job_artifact_dir(data_dir, job_id)
+    folder.mkdir(parents=True, exist_ok=True)
+    source = Path(source).resolve()
+    target = source if source.parent == folder else folder / source.name
+    if target != source:
+        if target.exists():   # two artifacts with one file name: keep both
+            target = folder / f"{kind}-{source.name}"
+        shutil.copy2(source, target)
+    return Artifact(job_id=job_id, kind=kind, path=target.relative_to(data_dir).as_posix(),
+                    size_bytes=target.stat().st_size)
+
+
+def write_text(data_dir: Path, job_id: int, kind: str, name: str, text: str) -> Artifact:
+    folder = job_artifact_dir(data_dir, job_id)
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / name
+    path.write_text(text, encoding="utf-8")
+    return keep(data_dir, job_id, kind, path)
+
+
+def resolve(data_dir: Path, relative: str) -> Path | None:
+    """The file of an artifact row, or None if the stored path would leave the data dir or is gone."""
+    root = Path(data_dir).resolve()
+    path = (root / relative).resolve()
+    if not path.is_relative_to(root) or not path.is_file():
+        return None
+    return path

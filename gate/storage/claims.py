@@ -1,0 +1,109 @@
+"""Job ownership: the atomic claim, heartbeats, and the re-queue of jobs whose worker died.
+
+A claim is one conditional UPDATE (`... WHERE id = :id AND state = 'queued'`) committed on its own:
+of two workers racing for a row, exactly one sees `rowcount == 1`. The same claim serves the local
+executor (next queued job) and Celery (a job by id, so a redelivered message cannot run it twice).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import timedelta
+
+from sqlalchemy import and_, or_, select, update
+from sqlalchemy.orm import Session
+
+from gate.storage.models import Job, JobEvent, JobState, Revision, RevisionStatus, utcnow
+
+HEARTBEAT_S = 5.0
+STALE_AFTER_S = 60.0          # a RUNNING job whose heartbeat is older than this has lost its worker
+
+
+def _claimable(stale_after_s: float):  # noqa: ANN202 (SQL expression)
+    stale = utcnow() - timedelta(seconds=stale_after_s)
+    return or_(
+        Job.state == JobState.QUEUED,
+        and_(Job.state == JobState.RUNNING, Job.heartbeat_at < stale),
+    )
+
+
+def claim_job(session: Session, job_id: int, *, worker: str, stale_after_s: float = STALE_AFTER_S) -> int | None:
+    """Take job `job_id` if it is queued (or running with a dead worker); the attempt number, or None."""
+    now = utcnow()
+    result = session.execute(
+        update(Job)
+        .where(Job.id == job_id, _claimable(stale_after_s))
+        .values(state=JobState.RUNNING, attempts=Job.attempts + 1, worker=worker,
+                started_at=now, heartbeat_at=now, progress="claimed")
+        .execution_options(synchronize_session=False)
+    )
+    if result.rowcount != 1:
+        session.rollback()
+        return None
+    attempts, revision_id = session.execute(
+        select(Job.attempts, Job.revision_id).where(Job.id == job_id)
+    ).one()
+    session.add(JobEvent(job_id=job_id, state="claimed", detail=f"worker {worker}, attempt {attempts}", at=now))
+    session.execute(
+        update(Revision).where(Revision.id == revision_id, Revision.status == RevisionStatus.QUEUED)
+        .values(status=RevisionStatus.RUNNING)
+    )
+    session.commit()
+    return attempts
+
+
+def claim_next(session: Session, *, worker: str, gpu_kinds: Sequence[str] = ("any",)) -> tuple[int, int] | None:
+    """Take the oldest queued job this worker may run: (job id, attempt), or None when there is none."""
+    candidates = session.scalars(
+        select(Job.id).where(Job.state == JobState.QUEUED, Job.gpu_kind.in_(list(gpu_kinds)))
+        .order_by(Job.id).limit(8)
+    ).all()
+    session.rollback()   # end the read transaction before the write (SQLite lock upgrade)
+    for job_id in candidates:
+        attempt = claim_job(session, job_id, worker=worker)
+        if attempt is not None:
+            return job_id, attempt
+    return None
+
+
+def heartbeat(session: Session, job_id: int, attempt: int, *, progress: str | None = None,
+              event: tuple[str, str] | None = None) -> bool:
+    """Refresh a running job's heartbeat (and progress line). False: the job is no longer ours."""
+    values: dict[str, object] = {"heartbeat_at": utcnow()}
+    if progress is not None:
+        values["progress"] = progress
+    result = session.execute(
+        update(Job).where(Job.id == job_id, Job.state == JobState.RUNNING, Job.attempts == attempt)
+        .values(**values).execution_options(synchronize_session=False)
+    )
+    owned = result.rowcount == 1
+    if owned and event is not None:
+        session.add(JobEvent(job_id=job_id, state=event[0], detail=event[1]))
+    session.commit()
+    return owned
+
+
+def requeue_orphans(session: Session, *, worker_prefix: str | None = None,
+                    stale_after_s: float = STALE_AFTER_S) -> list[int]:
+    """Put RUNNING jobs whose worker is gone back in the queue; their ids.
+
+    A worker is gone when its id starts with `worker_prefix` (this host's executor, restarting) or
+    its heartbeat is older than `stale_after_s`.
+    """
+    stale = utcnow() - timedelta(seconds=stale_after_s)
+    gone = Job.heartbeat_at < stale
+    if worker_prefix:
+        gone = or_(gone, Job.worker.startswith(worker_prefix, autoescape=True))
+    ids = session.scalars(select(Job.id).where(Job.state == JobState.RUNNING, gone)).all()
+    requeued = []
+    for job_id in ids:
+        result = session.execute(
+            update(Job).where(Job.id == job_id, Job.state == JobState.RUNNING)
+            .values(state=JobState.QUEUED, worker=None, progress="requeued")
+            .execution_options(synchronize_session=False)
+        )
+        if result.rowcount == 1:
+            session.add(JobEvent(job_id=job_id, state="requeued", detail="requeued after restart"))
+            requeued.append(job_id)
+    session.commit()
+    return requeued

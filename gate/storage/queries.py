@@ -1,0 +1,134 @@
+"""Read models: everything the API and the pages show about a revision, in one loaded structure."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session, selectinload
+
+from gate.storage.models import Job, Revision
+
+# Worst first: the order in which one kernel's verdict decides a revision's (and `gate submit`'s).
+VERDICT_SEVERITY = ("error", "reject", "incomplete", "inconclusive", "accept")
+
+
+def worst_verdict(verdicts: list[str]) -> str | None:
+    ranked = [v for v in VERDICT_SEVERITY if v in verdicts]
+    return ranked[0] if ranked else None
+
+
+@dataclass
+class VerdictDetail:
+    verdict: str
+    reason: str
+    gpu_kind: str
+    rules: list[dict[str, Any]]
+    fingerprint: dict[str, Any] | None
+    created_at: datetime
+
+
+@dataclass
+class StageDetail:
+    side: str
+    stage: str
+    status: str
+    reason: str | None
+    duration_s: float | None
+    payload: dict[str, Any] | None
+
+
+@dataclass
+class ArtifactDetail:
+    id: int
+    kind: str
+    path: str
+    size_bytes: int
+
+
+@dataclass
+class EventDetail:
+    state: str
+    detail: str | None
+    at: datetime
+
+
+@dataclass
+class JobDetail:
+    id: int
+    kernel: str
+    gpu_kind: str
+    state: str
+    attempts: int
+    worker: str | None
+    progress: str | None
+    error: str | None
+    queued_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
+    verdict: VerdictDetail | None
+    stages: list[StageDetail] = field(default_factory=list)
+    artifacts: list[ArtifactDetail] = field(default_factory=list)
+    events: list[EventDetail] = field(default_factory=list)
+
+
+@dataclass
+class RevisionDetail:
+    id: int
+    repo: str
+    repo_url: str
+    sha: str
+    branch: str | None
+    base_sha: str | None
+    parent_sha: str | None
+    author: str | None
+    message: str | None
+    committed_at: datetime | None
+    submitted_at: datetime
+    status: str
+    source: str
+    kernels: list[str] | None
+    pull_request: int | None
+    error: str | None
+    verdict: str | None            # worst over the jobs once done; "error" when planning failed
+    jobs: list[JobDetail] = field(default_factory=list)
+
+
+def _job(job: Job) -> JobDetail:
+    v = job.verdict
+    return JobDetail(
+        id=job.id, kernel=job.kernel, gpu_kind=job.gpu_kind, state=job.state, attempts=job.attempts,
+        worker=job.worker, progress=job.progress, error=job.error, queued_at=job.queued_at,
+        started_at=job.started_at, finished_at=job.finished_at,
+        verdict=VerdictDetail(v.verdict, v.reason, v.gpu_kind, v.rules, v.fingerprint, v.created_at) if v else None,
+        stages=[StageDetail(s.side, s.stage, s.status, s.reason, s.duration_s, s.payload) for s in job.stages],
+        artifacts=[ArtifactDetail(a.id, a.kind, a.path, a.size_bytes) for a in job.artifacts],
+        events=[EventDetail(e.state, e.detail, e.at) for e in job.events],
+    )
+
+
+def revision_detail(session: Session, revision_id: int) -> RevisionDetail | None:
+    """A revision with its jobs, verdicts, rule tables, stage results, artifacts and events; None if unknown."""
+    rev = session.scalar(
+        select(Revision).where(Revision.id == revision_id).options(
+            selectinload(Revision.repository),
+            selectinload(Revision.jobs).selectinload(Job.verdict),
+            selectinload(Revision.jobs).selectinload(Job.stages),
+            selectinload(Revision.jobs).selectinload(Job.artifacts),
+            selectinload(Revision.jobs).selectinload(Job.events),
+        ).execution_options(populate_existing=True)
+    )
+    if rev is None:
+        return None
+    jobs = [_job(j) for j in rev.jobs]
+    verdict = "error" if rev.error else None
+    if rev.status == "done" and not rev.error:
+        verdict = worst_verdict([j.verdict.verdict for j in jobs if j.verdict])
+    return RevisionDetail(
+        id=rev.id, repo=rev.repository.name, repo_url=rev.repository.url, sha=rev.sha, branch=rev.branch,
+        base_sha=rev.base_sha, parent_sha=rev.parent_sha, author=rev.author, message=rev.message,
+        committed_at=rev.committed_at, submitted_at=rev.submitted_at, status=rev.status, source=rev.source,
+        kernels=rev.kernels, pull_request=rev.pull_request, error=rev.error, verdict=verdict, jobs=jobs,
+    )

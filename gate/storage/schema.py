@@ -1,0 +1,46 @@
+"""Bring a database to the newest schema with the Alembic migrations shipped inside the package."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from alembic import command
+from alembic.config import Config
+from sqlalchemy import Engine, text
+
+from gate.errors import StorageError
+
+MIGRATIONS_DIR = Path(__file__).with_name("migrations")
+# Any constant works; it only has to be the same in every process that migrates this database.
+_PG_MIGRATION_LOCK = 0x6A7E
+
+
+def alembic_config(url: str) -> Config:
+    cfg = Config()
+    cfg.set_main_option("script_location", str(MIGRATIONS_DIR))
+    cfg.set_main_option("sqlalchemy.url", url.replace("%", "%%"))
+    return cfg
+
+
+def upgrade(engine: Engine) -> None:
+    """Apply every migration not yet applied. Safe when a server and workers start together."""
+    cfg = alembic_config(engine.url.render_as_string(hide_password=False))
+    try:
+        with engine.begin() as connection:
+            if connection.dialect.name == "postgresql":
+                # Transaction-scoped advisory lock: two processes migrating at once queue up.
+                connection.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": _PG_MIGRATION_LOCK})
+            cfg.attributes["connection"] = connection
+            command.upgrade(cfg, "head")
+    except Exception as exc:  # the database refused or is unreachable
+        if isinstance(exc, StorageError):
+            raise
+        raise StorageError(f"cannot migrate {engine.url.render_as_string()}: {exc}") from exc
+
+
+def current_revision(engine: Engine) -> str | None:
+    """The Alembic revision the database is at (None: never migrated)."""
+    from alembic.runtime.migration import MigrationContext
+
+    with engine.connect() as connection:
+        return MigrationContext.configure(connection).get_current_revision()

@@ -1,0 +1,95 @@
+"""POST and GET /api/v1/revisions, artifacts, auth, validation."""
+
+import time
+
+from sqlalchemy import select
+
+from gate.storage.db import make_engine, make_session_factory
+from gate.storage.models import Job, Revision
+
+
+def _wait_done(client, status_url, timeout_s=20.0):
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        body = client.get(status_url).json()
+        if body["status"] == "done":
+            return body
+        time.sleep(0.05)
+    raise AssertionError(f"not done: {body}")
+
+
+def test_submit_is_stored_before_the_reply(make_client, database_url, repo_dir):
+    client = make_client(embedded_executor=False)
+    reply = client.post("/api/v1/revisions", json={"repo": repo_dir, "sha": "HEAD", "branch": "main"})
+    assert reply.status_code == 202
+    body = reply.json()
+    assert body["status_url"].endswith(f"/api/v1/revisions/{body['id']}")
+    engine = make_engine(database_url)   # another connection, as another process would see it
+    with make_session_factory(engine)() as s:
+        rev = s.get(Revision, body["id"])
+        assert rev.branch == "main" and rev.sha == "b" * 40
+        assert [j.state for j in s.scalars(select(Job).where(Job.revision_id == rev.id))] == ["queued"]
+    engine.dispose()
+
+
+def test_submit_runs_to_a_verdict_with_rules_stages_and_artifacts(make_client, repo_dir):
+    client = make_client()
+    status_url = client.post("/api/v1/revisions", json={"repo": repo_dir, "sha": "HEAD"}).json()["status_url"]
+    body = _wait_done(client, status_url)
+    (job,) = body["jobs"]
+    assert body["verdict"] == "accept" and job["verdict"]["verdict"] == "accept"
+    assert job["verdict"]["rules"][0]["rule"] == "max_registers"
+    assert {(st["side"], st["stage"]) for st in job["stages"]} >= {("candidate", "static"), ("joint", "bench")}
+    log = next(a for a in job["artifacts"] if a["kind"] == "build_log")
+    download = client.get(log["url"])
+    assert download.status_code == 200 and "Used 96 registers" in download.text
+
+
+def test_unknown_field_is_refused_naming_it(make_client, repo_dir):
+    reply = make_client().post("/api/v1/revisions", json={"repo": repo_dir, "sha": "HEAD", "colour": "red"})
+    assert reply.status_code == 422
+    assert reply.json()["detail"][0]["loc"] == ["body", "colour"]
+
+
+def test_option_like_sha_is_refused(make_client, repo_dir):
+    reply = make_client().post("/api/v1/revisions", json={"repo": repo_dir, "sha": "--upload-pack=x"})
+    assert reply.status_code == 422 and reply.json()["detail"][0]["loc"] == ["body", "sha"]
+
+
+def test_unknown_sha_is_422_naming_it_and_the_revision_records_the_error(make_client, repo_dir):
+    client = make_client()
+    reply = client.post("/api/v1/revisions", json={"repo": repo_dir, "sha": "cafe1234"})
+    assert reply.status_code == 422
+    (problem,) = reply.json()["detail"]
+    assert problem["loc"] == ["body", "sha"] and "cafe1234" in problem["msg"]
+    body = client.get(reply.json()["status_url"]).json()
+    assert body["status"] == "done" and body["verdict"] == "error" and "cafe1234" in body["error"]
+    assert client.get("/healthz").json()["status"] == "ok"   # and the server keeps serving
+
+
+def test_writes_need_the_bearer_token_when_one_is_set(make_client, repo_dir):
+    client = make_client(token="s3cret", embedded_executor=False)
+    payload = {"repo": repo_dir, "sha": "HEAD"}
+    missing = client.post("/api/v1/revisions", json=payload)
+    assert missing.status_code == 401 and missing.headers["www-authenticate"].startswith("Bearer")
+    wrong = client.post("/api/v1/revisions", json=payload, headers={"Authorization": "Bearer nope"})
+    assert wrong.status_code == 401
+    ok = client.post("/api/v1/revisions", json=payload, headers={"Authorization": "Bearer s3cret"})
+    assert ok.status_code == 202
+    assert client.get(ok.json()["status_url"]).status_code == 200   # reads stay open
+
+
+def test_unknown_revision_and_artifact_are_404(make_client):
+    client = make_client(embedded_executor=False)
+    assert client.get("/api/v1/revisions/999").status_code == 404
+    assert client.get("/api/v1/artifacts/999").status_code == 404
+
+
+def test_failing_job_ends_as_error_and_the_next_one_still_runs(make_client, pipeline, repo_dir):
+    pipeline.raise_for = {"attn"}
+    client = make_client()
+    first = _wait_done(client, client.post("/api/v1/revisions", json={"repo": repo_dir, "sha": "HEAD"}).json()["status_url"])
+    assert first["jobs"][0]["verdict"]["verdict"] == "error" and "boom" in first["jobs"][0]["error"]
+    pipeline.raise_for = set()
+    second = _wait_done(client, client.post("/api/v1/revisions", json={"repo": repo_dir, "sha": "a" * 40}).json()["status_url"])
+    assert second["verdict"] == "accept"

@@ -1,0 +1,109 @@
+"""The embedded executor: jobs run to stored verdicts, one failure stops nothing, crashes re-run once."""
+
+import threading
+import time
+
+from service_fakes import FakePipeline, FakeSources
+from sqlalchemy import func, select
+
+from gate.domain.job import RunOptions
+from gate.executors.base import JobEnvironment
+from gate.executors.local import LocalExecutor
+from gate.services.submissions import plan_revision, submit_revision
+from gate.storage import claims
+from gate.storage.models import Artifact, Job, JobEvent, Metric, Revision, StageRecord, VerdictRecord
+
+
+def _submit(session_factory, kernels=("attn",)) -> int:
+    with session_factory() as s:
+        rev = submit_revision(s, repo="/src/flash", sha="HEAD")
+        assert plan_revision(s, rev, sources=FakeSources(kernels=kernels)).error is None
+        return rev.id
+
+
+def _executor(session_factory, tmp_path, pipeline, **kw) -> LocalExecutor:
+    env = JobEnvironment(session_factory=session_factory, gate_job=pipeline, data_dir=tmp_path / "data",
+                         options=RunOptions(), heartbeat_s=0.05)
+    return LocalExecutor(env, gpus=[], host="testhost", poll_s=0.05, **kw)
+
+
+def test_a_job_runs_to_a_stored_verdict_with_results(session_factory, tmp_path):
+    rev_id = _submit(session_factory)
+    pipeline = FakePipeline()
+    assert _executor(session_factory, tmp_path, pipeline).drain() == 1
+    assert pipeline.calls == [{"repo": "/src/flash", "sha": "b" * 40, "base_sha": "a" * 40, "kernel": "attn"}]
+    with session_factory() as s:
+        (job,) = s.get(Revision, rev_id).jobs
+        assert (job.state, job.attempts, job.verdict.verdict) == ("done", 1, "accept")
+        assert job.verdict.rules[0]["rule"] == "max_registers"
+        assert s.get(Revision, rev_id).status == "done"
+        assert s.scalar(select(func.count()).select_from(StageRecord).where(StageRecord.job_id == job.id)) == 3
+        assert s.scalar(select(func.count()).select_from(Metric).where(Metric.job_id == job.id)) > 10
+        kinds = s.scalars(select(Artifact.kind).where(Artifact.job_id == job.id)).all()
+        assert sorted(kinds) == ["build_log", "result"]
+        events = s.scalars(select(JobEvent.state).where(JobEvent.job_id == job.id).order_by(JobEvent.id)).all()
+        assert events == ["queued", "claimed", "build started", "build passed", "done"]
+    assert (tmp_path / "data" / "artifacts" / str(job.id) / "build.log").is_file()
+
+
+def test_worker_continues_after_a_job_raises(session_factory, tmp_path):
+    rev_id = _submit(session_factory, kernels=("bad", "good"))
+    assert _executor(session_factory, tmp_path, FakePipeline(raise_for={"bad"})).drain() == 2
+    with session_factory() as s:
+        bad, good = s.get(Revision, rev_id).jobs
+        assert bad.verdict.verdict == "error" and "boom in bad" in bad.verdict.reason
+        assert bad.error.startswith("RuntimeError")
+        assert good.verdict.verdict == "accept"
+
+
+def test_job_left_running_by_a_crash_runs_again_exactly_once(session_factory, tmp_path):
+    rev_id = _submit(session_factory)
+    with session_factory() as s:   # the previous server claimed it, then died
+        (job_id, attempt) = claims.claim_next(s, worker="local@testhost/serve:cpu")
+    pipeline = FakePipeline()
+    executor = _executor(session_factory, tmp_path, pipeline)
+    executor.start()
+    try:
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            with session_factory() as s:
+                if s.get(Job, job_id).state == "done":
+                    break
+            time.sleep(0.05)
+    finally:
+        executor.stop()
+    assert len(pipeline.calls) == 1
+    with session_factory() as s:
+        job = s.get(Job, job_id)
+        assert (job.state, job.attempts) == ("done", 2)
+        assert s.scalar(select(func.count()).select_from(VerdictRecord).where(VerdictRecord.revision_id == rev_id)) == 1
+        details = s.scalars(select(JobEvent.detail).where(JobEvent.job_id == job_id, JobEvent.state == "requeued")).all()
+        assert details == ["requeued after restart"]
+
+
+def test_running_job_shows_live_progress_and_heartbeats(session_factory, tmp_path):
+    _submit(session_factory)
+    hold = threading.Event()
+    pipeline = FakePipeline(gate=hold)
+    executor = _executor(session_factory, tmp_path, pipeline)
+    executor.start()
+    try:
+        assert pipeline.started.wait(20)
+        time.sleep(0.2)
+        with session_factory() as s:
+            job = s.scalars(select(Job)).one()
+            first_beat = job.heartbeat_at
+            assert job.state == "running" and job.progress == "candidate build started"
+        time.sleep(0.3)
+        with session_factory() as s:
+            assert s.scalars(select(Job)).one().heartbeat_at > first_beat
+    finally:
+        hold.set()
+        executor.stop()
+
+
+def test_another_hosts_running_job_is_left_alone(session_factory, tmp_path):
+    _submit(session_factory)
+    with session_factory() as s:
+        claims.claim_next(s, worker="local@otherhost/serve:cpu")
+    assert _executor(session_factory, tmp_path, FakePipeline()).recover() == []

@@ -1,0 +1,114 @@
+"""Submitting and planning: durable rows, one job per kernel, errors that name the sha or key."""
+
+from service_fakes import SHA_A, SHA_B, FakeSources
+from sqlalchemy import select
+
+from gate import notify
+from gate.services.submissions import canonical_repo, plan_pending, plan_revision, submit_revision
+from gate.storage.models import Job, JobEvent, Revision, VerdictRecord
+
+
+def test_submit_commits_before_returning(session_factory):
+    with session_factory() as s:
+        rev = submit_revision(s, repo="/src/flash", sha="HEAD", branch="main")
+    with session_factory() as other:   # a separate session sees it: it is committed
+        stored = other.get(Revision, rev.id)
+        assert (stored.sha, stored.status, stored.repository.url) == ("HEAD", "queued", "/src/flash")
+
+
+def test_same_repository_url_is_stored_once(session_factory):
+    with session_factory() as s:
+        a = submit_revision(s, repo="https://github.com/org/flash.git", sha=SHA_A)
+        b = submit_revision(s, repo="https://github.com/org/flash.git", sha=SHA_B)
+        assert a.repository_id == b.repository_id
+        assert a.repository.name == "org/flash"
+
+
+def test_plan_creates_one_queued_job_per_kernel_and_notifies(session_factory):
+    seen = []
+
+    class Listener:
+        def jobs_queued(self, session, jobs):
+            seen.extend(j.kernel for j in jobs)
+
+        def verdict(self, session, job): ...
+
+    notify.register(Listener())
+    try:
+        with session_factory() as s:
+            rev = submit_revision(s, repo="/src/flash", sha="HEAD")
+            plan = plan_revision(s, rev, sources=FakeSources(kernels=("fwd", "bwd")))
+    finally:
+        notify.clear()
+    assert plan.error is None and seen == ["fwd", "bwd"]
+    with session_factory() as s:
+        rev = s.get(Revision, rev.id)
+        assert rev.sha == SHA_B and rev.parent_sha == SHA_A and rev.base_sha == SHA_A
+        assert rev.committed_at.hour == 2            # stored as naive UTC
+        assert [(j.kernel, j.state) for j in rev.jobs] == [("fwd", "queued"), ("bwd", "queued")]
+        assert s.scalars(select(JobEvent.state).where(JobEvent.job_id == rev.jobs[0].id)).all() == ["queued"]
+
+
+def test_unknown_sha_ends_the_revision_with_an_error_naming_it(session_factory, tmp_path):
+    with session_factory() as s:
+        rev = submit_revision(s, repo=str(tmp_path), sha="deadbeef")
+        plan = plan_revision(s, rev, sources=FakeSources())
+    assert plan.field == "sha" and "deadbeef" in plan.error
+    with session_factory() as s:
+        rev = s.get(Revision, rev.id)
+        assert rev.status == "done" and "deadbeef" in rev.error and rev.jobs == []
+
+
+def test_bad_manifest_error_names_the_key(session_factory):
+    with session_factory() as s:
+        rev = submit_revision(s, repo="/src/flash", sha="HEAD")
+        plan = plan_revision(s, rev, sources=FakeSources(bad_manifest={SHA_B}))
+    assert "kernel[0].colour" in plan.error and "gate.toml" in plan.error
+
+
+def test_requested_kernel_missing_from_manifest_is_an_error(session_factory):
+    with session_factory() as s:
+        rev = submit_revision(s, repo="/src/flash", sha="HEAD", kernels=["nope"])
+        plan = plan_revision(s, rev, sources=FakeSources(kernels=("fwd",)))
+    assert plan.field == "kernels" and "nope" in plan.error
+
+
+def test_baseline_is_the_last_fully_accepted_revision_of_the_default_branch(session_factory):
+    sources = FakeSources(refs={"c1": "1" * 40, "c2": "2" * 40, "c3": "3" * 40})
+    with session_factory() as s:
+        ids = []
+        for ref, verdict in (("c1", "accept"), ("c2", "reject")):
+            rev = submit_revision(s, repo="/src/flash", sha=ref, branch="main")
+            (job,) = plan_revision(s, rev, sources=sources).jobs
+            job.state, rev.status = "done", "done"
+            s.add(VerdictRecord(job_id=job.id, revision_id=rev.id, kernel="attn", gpu_kind="g",
+                                verdict=verdict, reason="", rules=[]))
+            s.commit()
+            ids.append(rev.id)
+        c3 = submit_revision(s, repo="/src/flash", sha="c3", branch="feature")
+        plan_revision(s, c3, sources=sources)
+        assert c3.base_sha == "1" * 40   # c2 was rejected: not a baseline
+        explicit = submit_revision(s, repo="/src/flash", sha="c3", base_sha="c2")
+        plan_revision(s, explicit, sources=sources)
+        assert explicit.base_sha == "2" * 40
+
+
+def test_parent_is_the_baseline_without_accepted_history(session_factory):
+    with session_factory() as s:
+        rev = submit_revision(s, repo="/src/flash", sha="HEAD", branch="main")
+        plan_revision(s, rev, sources=FakeSources())
+        assert rev.base_sha == SHA_A
+
+
+def test_plan_pending_plans_revisions_left_without_jobs(session_factory):
+    with session_factory() as s:
+        left = submit_revision(s, repo="/src/flash", sha="HEAD").id
+    assert plan_pending(session_factory, sources=FakeSources()) == [left]
+    assert plan_pending(session_factory, sources=FakeSources()) == []
+    with session_factory() as s:
+        assert len(s.scalars(select(Job).where(Job.revision_id == left)).all()) == 1
+
+
+def test_local_paths_are_made_absolute():
+    url, name = canonical_repo("./some/flash")
+    assert url.startswith("/") and name == "flash"
