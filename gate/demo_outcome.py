@@ -64,9 +64,9 @@ def gate_commit(m: KernelModel, event: StoryEvent, gpu: str, sha: str) -> Outcom
         timings.append((shape, cand_us, base_us, peers))
     rules.extend(_resource_rules(m, gates, pipe, conflicts, regs, profiled))
     for arch in ARCHES:
-        metrics.append(_metric("registers", "", arch, regs, "", "lower"))
-        metrics.append(_metric("spill_bytes", "", arch, 0, "bytes", "lower"))
-        metrics.append(_metric("smem_bytes", "", arch, m.kind.smem_bytes, "bytes", "lower"))
+        metrics.append(_metric("registers", "", arch, regs, "regs/thread", "lower"))
+        metrics.append(_metric("spill_bytes", "", arch, 0, "B", "lower"))
+        metrics.append(_metric("smem_bytes", "", arch, m.kind.smem_bytes, "B", "lower"))
     verdict, reason = verdict_of(rules, profiled)
     if verdict == "accept":
         m.level = {s: v * factor for s, v in m.level.items()}

@@ -2,7 +2,7 @@
 
     python scripts/seed_demo_db.py --database-url sqlite:///.gate/demo.db [--revisions 60]
 
-Creates the tables when they are missing; refuses a database that already holds revisions.
+Migrates the schema first; refuses a database that already holds revisions.
 """
 
 from __future__ import annotations
@@ -10,11 +10,13 @@ from __future__ import annotations
 import argparse
 import sys
 
-from sqlalchemy import create_engine, select
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from gate.demo_history import seed_history
-from gate.storage.models import Base, Revision
+from gate.storage import schema
+from gate.storage.db import make_engine
+from gate.storage.models import Revision
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -24,8 +26,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--kernel", action="append", dest="kernels", default=None)
     p.add_argument("--no-stages", action="store_true", help="skip stage payloads (smaller, faster)")
     args = p.parse_args(argv)
-    engine = create_engine(args.database_url)
-    Base.metadata.create_all(engine)
+    engine = make_engine(args.database_url)
+    schema.upgrade(engine)
     with Session(engine) as session:
         if session.scalar(select(Revision.id).limit(1)) is not None:
             print("refusing: the database already holds revisions", file=sys.stderr)

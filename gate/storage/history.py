@@ -1,14 +1,15 @@
 """Read queries behind the dashboards: overview, queue, recent revisions, a kernel's metric history.
 
-All reads, no writes. History stays cheap at 10,000 revisions: rows are read through the metrics
-indexes (`ix_metrics_series` covers kernel, gpu kind, name, shape, series, revision and value, so
-SQLite answers from the index alone), and when a kernel has more than `max_points` revisions the
-database aggregates them into equal revision-id buckets (mean, min, max, count) instead of shipping
-every point.
+All reads, no writes. History stays cheap at 10,000 revisions: rows are read one trace at a time with
+equality on every column of `ix_metrics_series` (kernel, gpu kind, name, series, shape, revision,
+value), so SQLite answers from the index alone; when a kernel has more than `max_points` revisions
+the database aggregates them into equal revision-id buckets (mean, min, max, count) instead of
+shipping every point; peers (SDPA, cuBLAS) are read for the last jobs only.
 """
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -17,10 +18,10 @@ from sqlalchemy import Row, bindparam, func, literal, select
 from sqlalchemy.orm import Session
 
 from gate.storage.models import Job, JobState, Metric, Revision, VerdictRecord
+from gate.storage.queries import worst_verdict
 
 MAX_POINTS = 2000
-# Worst first: a bucket of revisions shows the worst verdict any of them got.
-VERDICT_SEVERITY = {"error": 0, "reject": 1, "inconclusive": 2, "incomplete": 3, "accept": 4}
+PEERS = ("sdpa_flash", "sdpa_cudnn", "sdpa_efficient", "cublas")
 
 
 @dataclass(frozen=True)
@@ -157,23 +158,31 @@ def recent_revisions(session: Session, limit: int = 15) -> list[RevisionRow]:
 
 
 def kernel_gpu_kinds(session: Session, kernel: str) -> list[str]:
-    """GPU kinds this kernel has verdicts on, most recently used first."""
+    """GPU kinds this kernel has verdicts on, the one with the longest history first."""
     rows = session.execute(
-        select(VerdictRecord.gpu_kind, func.max(VerdictRecord.id).label("last"))
-        .where(VerdictRecord.kernel == kernel)
-        .group_by(VerdictRecord.gpu_kind).order_by(func.max(VerdictRecord.id).desc())
+        select(VerdictRecord.gpu_kind)
+        .where(VerdictRecord.kernel == kernel).group_by(VerdictRecord.gpu_kind)
+        .order_by(func.count().desc(), func.max(VerdictRecord.id).desc())
     ).all()
     return [r[0] for r in rows]
 
 
 def kernel_shapes(session: Session, kernel: str, gpu_kind: str) -> list[str]:
-    """Shape labels with a latency history on this GPU kind."""
-    return list(session.scalars(
-        select(Metric.shape).distinct()
-        .where(Metric.kernel == kernel, Metric.gpu_kind == gpu_kind,
-               Metric.name == "latency_median_us", Metric.shape != "")
-        .order_by(Metric.shape)
-    ))
+    """Shape labels with a candidate latency history on this GPU kind."""
+    return _distinct(session, Metric.shape, kernel, gpu_kind, "latency_median_us", "candidate")
+
+
+def kernel_archs(session: Session, kernel: str, gpu_kind: str) -> list[str]:
+    """Target archs with register counts (the series of the per-kernel ptxas figures)."""
+    return _distinct(session, Metric.series, kernel, gpu_kind, "registers", None)
+
+
+def _distinct(session: Session, column, kernel: str, gpu_kind: str, name: str,  # noqa: ANN001
+              series: str | None) -> list[str]:
+    where = [Metric.kernel == kernel, Metric.gpu_kind == gpu_kind, Metric.name == name]
+    if series is not None:
+        where.append(Metric.series == series)
+    return list(session.scalars(select(column).distinct().where(*where).order_by(column)))
 
 
 def latest_rules(session: Session, kernel: str, gpu_kind: str) -> list[dict]:
@@ -186,86 +195,91 @@ def latest_rules(session: Session, kernel: str, gpu_kind: str) -> list[dict]:
     return list(rules or [])
 
 
+def peer_levels(session: Session, kernel: str, gpu_kind: str, name: str, shapes: Sequence[str],
+                last_revisions: int = 20) -> dict[tuple[str, str], float]:
+    """(shape, peer) -> median of the peer's `name` over the kernel's last `last_revisions` jobs.
+
+    Peers (PyTorch SDPA backends, cuBLAS) are references, not the subject: the pages draw them as
+    one level each, which also keeps a long history from reading every peer measurement.
+    """
+    cutoff = session.scalar(
+        select(VerdictRecord.revision_id)
+        .where(VerdictRecord.kernel == kernel, VerdictRecord.gpu_kind == gpu_kind)
+        .order_by(VerdictRecord.revision_id.desc()).offset(last_revisions - 1).limit(1)
+    ) or 0
+    values: dict[tuple[str, str], list[float]] = {}
+    for shape, series, value in session.execute(
+        select(Metric.shape, Metric.series, Metric.value).where(
+            Metric.kernel == kernel, Metric.gpu_kind == gpu_kind, Metric.name == name,
+            Metric.series.in_(PEERS), Metric.shape.in_(shapes), Metric.revision_id >= cutoff)
+    ):
+        values.setdefault((shape, series), []).append(value)
+    return {k: statistics.median(v) for k, v in sorted(values.items())}
+
+
 def kernel_history(
     session: Session,
     kernel: str,
     gpu_kind: str,
-    wanted: Sequence[tuple[str, Sequence[str]]],
-    shapes: Sequence[str] | None = None,
+    traces: Sequence[tuple[str, str, str]],
     max_points: int = MAX_POINTS,
 ) -> KernelHistory:
-    """The history of the `wanted` metrics: (metric name, series names) pairs, all shapes or `shapes`.
+    """The history of each (metric name, shape, series) trace that has data, in commit order.
 
-    Points are in commit order (revision id order, which is submission order). Above `max_points`
-    revisions each point is a bucket of consecutive revision ids: mean, min, max and its newest
-    revision.
+    Commit order is revision id order (submission order). Above `max_points` revisions each point
+    is a bucket of consecutive revision ids: mean, min, max, and its newest revision (what a
+    click opens); its verdict is the worst in the bucket.
     """
     order = session.execute(
         select(VerdictRecord.revision_id, VerdictRecord.verdict)
         .where(VerdictRecord.kernel == kernel, VerdictRecord.gpu_kind == gpu_kind)
         .order_by(VerdictRecord.revision_id)
     ).all()
-    position = {rev_id: i for i, (rev_id, _) in enumerate(order)}
-    verdict_of = dict(order)
     if not order:
         return KernelHistory(kernel, gpu_kind, 0, 1, [])
+    position = {rev_id: i for i, (rev_id, _) in enumerate(order)}
     first_id, last_id = order[0][0], order[-1][0]
-    width = max(1, -(-(last_id - first_id + 1) // max_points))   # ceil division
+    width = 1 if len(order) <= max_points else -(-(last_id - first_id + 1) // max_points)
+    verdict_at: dict[int, str] = {}
+    for rev_id, verdict in order:
+        key = (rev_id - first_id) // width
+        verdict_at[key] = worst_verdict([verdict, verdict_at.get(key, verdict)]) or verdict
 
-    rows: list[Row] = []
-    for name, series in wanted:
-        rows.extend(_metric_rows(session, kernel, gpu_kind, name, series, shapes, first_id, width))
-    meta = _revision_meta(session, {r.revision_id for r in rows})
-
-    bucket_verdict: dict[int, str] = {}
-    if width > 1:
-        for rev_id, verdict in order:
-            b = (rev_id - first_id) // width
-            old = bucket_verdict.get(b)
-            if old is None or VERDICT_SEVERITY.get(verdict, 9) < VERDICT_SEVERITY.get(old, 9):
-                bucket_verdict[b] = verdict
-
-    out: dict[tuple[str, str, str], SeriesHistory] = {}
-    for r in rows:
-        if r.revision_id not in position:
-            continue   # a metric stored for a job whose verdict is not there (yet)
-        key = (r.name, r.shape, r.series)
-        hist = out.get(key) or out.setdefault(key, SeriesHistory(r.name, r.shape, r.series, r.unit))
-        sha, at, message = meta[r.revision_id]
-        verdict = (bucket_verdict.get((r.revision_id - first_id) // width, "") if width > 1
-                   else verdict_of.get(r.revision_id, ""))
-        hist.points.append(HistoryPoint(
-            position[r.revision_id], r.revision_id, r.value, r.low, r.high, r.count,
-            sha, at, message, verdict))
-    return KernelHistory(kernel, gpu_kind, len(order), width, list(out.values()))
+    fetched = [(t, _trace_rows(session, kernel, gpu_kind, t, first_id, width)) for t in traces]
+    meta = _revision_meta(session, {r[0] for _, rows in fetched for r in rows})
+    out = []
+    for (name, shape, series), rows in fetched:
+        points = []
+        for rev_id, value, low, high, count in rows:
+            if rev_id not in position:
+                continue   # a metric of a job whose verdict is not stored (yet)
+            sha, at, message = meta[rev_id]
+            points.append(HistoryPoint(position[rev_id], rev_id, value, low, high, count, sha, at,
+                                       message, verdict_at[(rev_id - first_id) // width]))
+        if points:
+            unit = session.scalar(select(Metric.unit).where(
+                Metric.kernel == kernel, Metric.gpu_kind == gpu_kind, Metric.name == name,
+                Metric.series == series, Metric.shape == shape).limit(1)) or ""
+            out.append(SeriesHistory(name, shape, series, unit, points))
+    return KernelHistory(kernel, gpu_kind, len(order), width, out)
 
 
-def _metric_rows(session: Session, kernel: str, gpu_kind: str, name: str,
-                 series: Sequence[str], shapes: Sequence[str] | None,
-                 first_id: int, width: int) -> Sequence[Row]:
-    where = [Metric.kernel == kernel, Metric.gpu_kind == gpu_kind, Metric.name == name,
-             Metric.revision_id >= first_id]
-    if series:
-        where.append(Metric.series.in_(series))
-    if shapes:
-        where.append(Metric.shape.in_([*shapes, ""]))   # "" = per-kernel figures (registers)
+def _trace_rows(session: Session, kernel: str, gpu_kind: str, trace: tuple[str, str, str],
+                first_id: int, width: int) -> Sequence[Row]:
+    """(revision_id, value, low, high, count) per point; equality on every indexed column and
+    only indexed columns read, so that SQLite answers from `ix_metrics_series` alone."""
+    name, shape, series = trace
+    where = (Metric.kernel == kernel, Metric.gpu_kind == gpu_kind, Metric.name == name,
+             Metric.series == series, Metric.shape == shape, Metric.revision_id >= first_id)
     if width == 1:
-        stmt = select(Metric.name, Metric.shape, Metric.series, Metric.revision_id,
-                      Metric.value, Metric.value.label("low"), Metric.value.label("high"),
-                      literal(1).label("count"), Metric.unit)
-        return session.execute(stmt.where(*where).order_by(Metric.revision_id)).all()
-    bucket = ((Metric.revision_id - first_id) // width).label("bucket")
-    stmt = (
-        select(Metric.name, Metric.shape, Metric.series,
-               func.max(Metric.revision_id).label("revision_id"),
-               func.avg(Metric.value).label("value"), func.min(Metric.value).label("low"),
-               func.max(Metric.value).label("high"), func.count().label("count"),
-               func.max(Metric.unit).label("unit"))
-        .where(*where)
-        .group_by(Metric.name, Metric.shape, Metric.series, bucket)
-        .order_by(Metric.shape, Metric.series, bucket)
-    )
-    return session.execute(stmt).all()
+        return session.execute(
+            select(Metric.revision_id, Metric.value, Metric.value, Metric.value, literal(1))
+            .where(*where).order_by(Metric.revision_id)).all()
+    bucket = (Metric.revision_id - first_id) // width
+    return session.execute(
+        select(func.max(Metric.revision_id), func.avg(Metric.value), func.min(Metric.value),
+               func.max(Metric.value), func.count())
+        .where(*where).group_by(bucket).order_by(bucket)).all()
 
 
 def _revision_meta(session: Session, ids: set[int]) -> dict[int, tuple[str, datetime | None, str]]:
