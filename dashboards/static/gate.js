@@ -5,18 +5,21 @@
 
 function drawCharts() {
   const config = { responsive: true, displaylogo: false, modeBarButtonsToRemove: ["select2d", "lasso2d"] };
+  const drawn = [];
   for (const script of document.querySelectorAll("script[data-chart]")) {
     const div = document.getElementById(script.dataset.chart);
     const figure = JSON.parse(script.textContent);
-    Plotly.newPlot(div, figure.data, figure.layout, config).then((gd) => {
+    drawn.push(Plotly.newPlot(div, figure.data, figure.layout, config).then((gd) => {
       gd.on("plotly_click", (event) => {
         const point = event.points && event.points[0];
         if (point && Array.isArray(point.customdata)) {
           window.location.assign("/revisions/" + point.customdata[0]);
         }
       });
-    });
+    }));
   }
+  // Tests and screenshots wait for this flag.
+  Promise.all(drawn).then(() => { document.body.dataset.chartsReady = "true"; });
 }
 
 // A revision with jobs still queued or running polls the JSON API and shows their progress.

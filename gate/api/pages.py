@@ -22,11 +22,11 @@ from gate.figures.palette import VERDICT_COLOR
 from gate.figures.revision import compare_figure, ncu_figure, sass_figure, timing_figure
 from gate.storage import history
 from gate.storage.models import Revision
-from gate.storage.queries import RevisionDetail, revision_detail
+from gate.storage.queries import VERDICT_SEVERITY, revision_detail
 
 DASHBOARDS = Path(__file__).resolve().parents[2] / "dashboards"
 PLOTLY_JS = importlib.resources.files("plotly") / "package_data" / "plotly.min.js"
-PAGE_POINTS = 1000     # per trace; beyond it revisions are aggregated into buckets
+PAGE_POINTS = 400      # per trace (a chart is ~550 px wide); beyond it revisions are bucketed
 
 templates = Jinja2Templates(directory=DASHBOARDS / "templates")
 templates.env.globals["verdict_color"] = VERDICT_COLOR
@@ -84,7 +84,7 @@ def revision_page(request: Request, session: SessionDep, revision_id: int) -> HT
     if detail is None:
         raise HTTPException(404, f"no revision {revision_id}")
     return _render(request, session, "revision.html", rev=detail,
-                   jobs=[_job_view(job) for job in detail.jobs],
+                   jobs=[_job_view(job) for job in sorted(detail.jobs, key=_worst_first)],
                    running=any(j.state != "done" for j in detail.jobs))
 
 
@@ -123,6 +123,12 @@ def _compare_rows(session: Session, a: int, b: int) -> list[dict]:
         row["tone"] = "" if row["delta_pct"] is None or abs(row["delta_pct"]) < 1.0 else (
             "good" if better else "bad")
     return list(values.values())
+
+
+def _worst_first(job) -> int:  # noqa: ANN001 (a JobDetail)
+    """Jobs whose verdict decided the revision first (reject before accept)."""
+    v = job.verdict.verdict if job.verdict else ""
+    return VERDICT_SEVERITY.index(v) if v in VERDICT_SEVERITY else len(VERDICT_SEVERITY)
 
 
 def _job_view(job) -> dict:  # noqa: ANN001 (a JobDetail)

@@ -82,6 +82,8 @@ def _series_trace(hist: SeriesHistory, label: str, color: str) -> dict:
 
 def _change_marker(layout: dict, hist: SeriesHistory, cp: ChangePoint, color: str) -> None:
     x = hist.points[cp.index].x - 0.5
+    if any(a.get("x") == x and a["text"].startswith("change") for a in layout["annotations"]):
+        return   # the same commit moved another trace of this chart: one marker is enough
     layout["shapes"].append({"type": "line", "xref": "x", "yref": "paper", "x0": x, "x1": x,
                              "y0": 0, "y1": 1, "line": {"color": CHANGE_COLOR, "width": 1.5,
                                                         "dash": "dashdot"}})
