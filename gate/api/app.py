@@ -10,14 +10,15 @@ from starlette.concurrency import run_in_threadpool
 
 from gate.api.context import GateContext, NoExecutor
 from gate import notify
-from gate.api.routes import artifacts, github, health, revisions
+from gate.api import pages
+from gate.api.routes import artifacts, github, health, kernels, revisions
 from gate.api.telemetry import make_registry
 from gate.config import Settings, get_settings
 from gate.executors.base import Executor, GateJob, JobEnvironment, load_gate_job, run_options
 from gate.services.sources import MirrorSources, SourceReader
 from gate.storage.db import make_engine, make_session_factory
 
-ROUTERS = [revisions.router, artifacts.router, github.router, health.router]
+ROUTERS = [revisions.router, kernels.router, artifacts.router, github.router, health.router, pages.router]
 
 
 def _executor(settings: Settings, env_factory, embedded: bool) -> Executor:  # noqa: ANN001
@@ -68,4 +69,5 @@ def create_app(settings: Settings | None = None, *, gate_job: GateJob | None = N
     app.state.metrics_registry = make_registry(session_factory)
     for router in ROUTERS:
         app.include_router(router)
+    app.mount("/static", pages.static_files, name="static")
     return app

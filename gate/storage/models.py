@@ -127,6 +127,9 @@ class Metric(Base):
     direction: Mapped[str] = mapped_column(String(10), default="lower")   # lower | higher is better
     __table_args__ = (
         Index("ix_metrics_history", "kernel", "name", "gpu_kind", "shape", "revision_id"),
+        # Covering index of the history pages: one trace is read from the index alone.
+        Index("ix_metrics_series", "kernel", "gpu_kind", "name", "series", "shape", "revision_id",
+              "value"),
     )
 
 
@@ -143,6 +146,10 @@ class VerdictRecord(Base):
     fingerprint: Mapped[dict[str, Any] | None] = mapped_column(JSON)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     job: Mapped[Job] = relationship(back_populates="verdict")
+    __table_args__ = (
+        # A kernel's commit order and verdicts on one GPU kind (history pages, latest verdicts).
+        Index("ix_verdicts_kernel", "kernel", "gpu_kind", "revision_id", "verdict"),
+    )
 
 
 class Artifact(Base):

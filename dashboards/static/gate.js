@@ -1,0 +1,43 @@
+// Draws every chart embedded in the page and makes points open their revision.
+// A chart's JSON sits in <script type="application/json" data-chart="ID"> next to its <div id="ID">;
+// a point's customdata[0] is its revision id (see gate/figures/history.py).
+"use strict";
+
+function drawCharts() {
+  const config = { responsive: true, displaylogo: false, modeBarButtonsToRemove: ["select2d", "lasso2d"] };
+  const drawn = [];
+  for (const script of document.querySelectorAll("script[data-chart]")) {
+    const div = document.getElementById(script.dataset.chart);
+    const figure = JSON.parse(script.textContent);
+    drawn.push(Plotly.newPlot(div, figure.data, figure.layout, config).then((gd) => {
+      gd.on("plotly_click", (event) => {
+        const point = event.points && event.points[0];
+        if (point && Array.isArray(point.customdata)) {
+          window.location.assign("/revisions/" + point.customdata[0]);
+        }
+      });
+    }));
+  }
+  // Tests and screenshots wait for this flag.
+  Promise.all(drawn).then(() => { document.body.dataset.chartsReady = "true"; });
+}
+
+// A revision with jobs still queued or running polls the JSON API and shows their progress.
+function followProgress() {
+  const head = document.querySelector("[data-live]");
+  if (!head) return;
+  const timer = setInterval(async () => {
+    const response = await fetch(head.dataset.live, { headers: { Accept: "application/json" } });
+    if (!response.ok) return;
+    const revision = await response.json();
+    for (const job of revision.jobs || []) {
+      const state = document.querySelector(`[data-job-state="${job.id}"]`);
+      const progress = document.querySelector(`[data-job-progress="${job.id}"]`);
+      if (state) { state.textContent = job.state; state.className = "state s-" + job.state; }
+      if (progress) progress.textContent = job.progress || "waiting for a worker";
+    }
+    if (revision.status === "done") { clearInterval(timer); window.location.reload(); }
+  }, 2000);
+}
+
+document.addEventListener("DOMContentLoaded", () => { drawCharts(); followProgress(); });

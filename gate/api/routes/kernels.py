@@ -1,0 +1,113 @@
+"""Kernels and their metric history as JSON (the same reads as the dashboards)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated
+
+from fastapi import APIRouter, HTTPException, Query
+from pydantic import BaseModel
+
+from gate.api.deps import SessionDep
+from gate.changepoints import detect
+from gate.storage import history
+
+router = APIRouter(prefix="/api/v1", tags=["kernels"])
+
+
+class LatestVerdictOut(BaseModel):
+    gpu_kind: str
+    verdict: str
+    reason: str
+    revision_id: int
+    sha: str
+    at: datetime
+
+
+class KernelOut(BaseModel):
+    name: str
+    revisions: int
+    latest: list[LatestVerdictOut]
+
+
+class PointOut(BaseModel):
+    x: int
+    revision_id: int
+    sha: str
+    committed_at: datetime | None
+    message: str
+    verdict: str
+    value: float
+    low: float
+    high: float
+    count: int
+
+
+class ChangePointOut(BaseModel):
+    x: int
+    revision_id: int
+    before: float
+    after: float
+    shift_pct: float
+
+
+class SeriesOut(BaseModel):
+    shape: str
+    series: str
+    unit: str
+    points: list[PointOut]
+    change_points: list[ChangePointOut]
+
+
+class HistoryOut(BaseModel):
+    kernel: str
+    metric: str
+    gpu_kind: str
+    revisions: int
+    bucket_revisions: int
+    series: list[SeriesOut]
+
+
+@router.get("/kernels", response_model=list[KernelOut])
+def list_kernels(session: SessionDep) -> list[KernelOut]:
+    """Every kernel with its latest verdict per GPU kind."""
+    return [KernelOut(name=k.name, revisions=k.revisions,
+                      latest=[LatestVerdictOut(**v.__dict__) for v in k.latest])
+            for k in history.kernel_overview(session)]
+
+
+@router.get("/kernels/{name}/history", response_model=HistoryOut)
+def kernel_history(session: SessionDep, name: str, metric: str,
+                   gpu: Annotated[str | None, Query()] = None,
+                   shape: Annotated[str | None, Query()] = None,
+                   series: Annotated[list[str] | None, Query()] = None,
+                   max_points: Annotated[int, Query(ge=10, le=history.MAX_POINTS)] = 1000,
+                   ) -> HistoryOut:
+    """One metric's history (candidate by default; `series` adds peers or archs), with change points."""
+    gpus = history.kernel_gpu_kinds(session, name)
+    if not gpus:
+        raise HTTPException(404, f"no verdicts for kernel {name!r}")
+    if gpu is not None and gpu not in gpus:
+        raise HTTPException(404, f"kernel {name!r} has no verdicts on {gpu!r}")
+    gpu = gpu or gpus[0]
+    wanted_series = series or (history.kernel_archs(session, name, gpu)
+                               if metric in ("registers", "spill_bytes", "smem_bytes")
+                               else ["candidate"])
+    shapes = [shape] if shape is not None else (
+        [""] if metric in ("registers", "spill_bytes", "smem_bytes")
+        else history.kernel_shapes(session, name, gpu))
+    hist = history.kernel_history(session, name, gpu,
+                                  [(metric, sh, s) for sh in shapes for s in wanted_series],
+                                  max_points=max_points)
+    out = []
+    for s in hist.series:
+        cps = detect([p.value for p in s.points])
+        out.append(SeriesOut(
+            shape=s.shape, series=s.series, unit=s.unit,
+            points=[PointOut(**{k: getattr(p, k) for k in PointOut.model_fields}) for p in s.points],
+            change_points=[ChangePointOut(x=s.points[c.index].x,
+                                          revision_id=s.points[c.index].revision_id,
+                                          before=c.before, after=c.after, shift_pct=c.shift_pct)
+                           for c in cps]))
+    return HistoryOut(kernel=name, metric=metric, gpu_kind=gpu, revisions=hist.revisions,
+                      bucket_revisions=hist.bucket_revisions, series=out)

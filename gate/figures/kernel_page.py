@@ -1,0 +1,103 @@
+"""The kernel page's charts: which metrics go together, their limits and references (pure)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from gate.changepoints import detect
+from gate.figures.history import HistoryChart, Line, history_figure
+from gate.storage.history import KernelHistory, SeriesHistory
+
+
+@dataclass(frozen=True)
+class Group:
+    key: str
+    title: str
+    y_title: str
+    metrics: tuple[str, ...]
+    rule: str = ""               # the Gates rule whose threshold is drawn
+    per_shape: bool = False      # one chart per shape (scales differ by orders of magnitude)
+    per_arch: bool = False       # series are target archs (ptxas figures), shape ""
+    peers: bool = False          # draw SDPA / cuBLAS levels as reference lines
+
+
+GROUPS = (
+    Group("latency", "Latency", "median µs", ("latency_median_us",), per_shape=True, peers=True),
+    Group("tflops", "Throughput", "TFLOP/s", ("tflops",), per_shape=True, peers=True),
+    Group("ratio", "Latency vs baseline", "candidate / baseline", ("latency_ratio",),
+          rule="max_latency_regression_pct"),
+    Group("tensor", "Tensor pipe active", "% of peak", ("tensor_pipe_pct",),
+          rule="min_tensor_pipe_pct"),
+    Group("conflicts", "Shared-memory bank conflicts", "% of wavefronts",
+          ("ld_bank_conflict_pct", "st_bank_conflict_pct"), rule="max_bank_conflict_pct"),
+    Group("warps", "Warps active", "% of peak", ("warps_active_pct",), rule="min_warps_active_pct"),
+    Group("dram", "DRAM throughput", "% of peak", ("dram_pct",), rule="min_dram_pct"),
+    Group("registers", "Registers per thread", "registers", ("registers",), rule="max_registers",
+          per_arch=True),
+    Group("spills", "Spills", "bytes", ("spill_bytes",), rule="max_spill_bytes", per_arch=True),
+)
+PEER_METRIC = {"latency": "latency_median_us", "tflops": "tflops"}
+
+
+@dataclass(frozen=True)
+class Chart:
+    id: str
+    title: str
+    figure: dict
+
+
+def wanted_traces(shapes: Sequence[str], archs: Sequence[str]) -> list[tuple[str, str, str]]:
+    """Every (metric, shape, series) the page draws: candidate per shape, or per arch."""
+    out = []
+    for g in GROUPS:
+        for metric in g.metrics:
+            out += ([(metric, "", a) for a in archs] if g.per_arch
+                    else [(metric, s, "candidate") for s in shapes])
+    return out
+
+
+def kernel_charts(history: KernelHistory, rules: list[dict],
+                  peers: dict[str, dict[tuple[str, str], float]]) -> list[Chart]:
+    """Charts in page order. `peers`: group key -> (shape, peer) -> level."""
+    by_metric: dict[str, list[SeriesHistory]] = {}
+    for s in history.series:
+        by_metric.setdefault(s.name, []).append(s)
+    charts = []
+    for g in GROUPS:
+        series = [s for m in g.metrics for s in by_metric.get(m, [])]
+        if not series:
+            continue
+        groups = ([[s for s in series if s.shape == shape]
+                   for shape in dict.fromkeys(s.shape for s in series)] if g.per_shape
+                  else [series])
+        for part in groups:
+            shape = part[0].shape if g.per_shape else ""
+            title = f"{g.title} · {shape}" if shape else g.title
+            chart = HistoryChart(
+                title=title, y_title=g.y_title, series=part, labels=[_label(g, s) for s in part],
+                change_points=[detect([p.value for p in s.points]) for s in part],
+                thresholds=_thresholds(g, rules),
+                references=[Line(peer, level) for (sh, peer), level
+                            in peers.get(g.key, {}).items() if sh == shape] if g.peers else [])
+            charts.append(Chart(f"{g.key}-{shape}" if shape else g.key, title,
+                                history_figure(chart)))
+    return charts
+
+
+def _label(g: Group, s: SeriesHistory) -> str:
+    if g.per_arch:
+        return s.series
+    prefix = s.name.split("_", 1)[0] + " · " if len(g.metrics) > 1 else ""
+    return prefix + (s.shape if not g.per_shape else "candidate")
+
+
+def _thresholds(g: Group, rules: list[dict]) -> list[Line]:
+    """The latest verdict's threshold for the group's rule (latency: as a ratio of the baseline)."""
+    for row in rules:
+        t = row.get("threshold")
+        if row.get("rule") == g.rule and isinstance(t, (int, float)):
+            if g.rule == "max_latency_regression_pct":
+                return [Line(f"+{t:g} %", 1.0 + t / 100.0)]
+            return [Line("", float(t))]
+    return []

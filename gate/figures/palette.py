@@ -1,0 +1,40 @@
+"""One palette for figures and CSS: verdict colours and marker symbols, series colours, fonts."""
+
+from __future__ import annotations
+
+FONT = "Inter, 'Segoe UI', system-ui, -apple-system, sans-serif"
+INK = "#1f2933"
+MUTED = "#6b7785"
+GRID = "#e6e9ee"
+
+# Distinct by colour *and* symbol, so they read in grey print and for colour-blind readers.
+VERDICT_COLOR = {"accept": "#1a7f37", "reject": "#cf222e", "inconclusive": "#b07d00",
+                 "incomplete": "#6e7781", "error": "#8250df", "": "#9aa4b1"}
+VERDICT_SYMBOL = {"accept": "circle", "reject": "x", "inconclusive": "diamond",
+                  "incomplete": "square-open", "error": "star", "": "circle-open"}
+
+SERIES_COLOR = ["#2563eb", "#0891b2", "#7c3aed", "#db2777", "#ea580c", "#65a30d"]
+PEER_COLOR = {"sdpa_flash": "#ea580c", "sdpa_cudnn": "#0d9488", "sdpa_efficient": "#a16207",
+              "cublas": "#0d9488"}
+SIDE_COLOR = {"candidate": "#2563eb", "baseline": "#94a3b8"}
+THRESHOLD_COLOR = "#cf222e"
+CHANGE_COLOR = "#7c3aed"
+
+
+def base_layout(title: str, y_title: str, *, height: int = 320) -> dict:
+    return {
+        "title": {"text": title, "x": 0.01, "font": {"size": 15, "color": INK}},
+        "font": {"family": FONT, "size": 12, "color": INK},
+        "height": height,
+        "margin": {"l": 64, "r": 24, "t": 44, "b": 84},
+        "paper_bgcolor": "#ffffff",
+        "plot_bgcolor": "#ffffff",
+        "hovermode": "closest",
+        "xaxis": {"gridcolor": GRID, "zeroline": False, "linecolor": GRID},
+        "yaxis": {"title": {"text": y_title}, "gridcolor": GRID, "zeroline": False,
+                  "linecolor": GRID},
+        "legend": {"orientation": "h", "yref": "container", "y": 0.02, "yanchor": "bottom", "x": 0,
+                   "font": {"size": 11}},
+        "shapes": [],
+        "annotations": [],
+    }

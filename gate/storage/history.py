@@ -1,0 +1,291 @@
+"""Read queries behind the dashboards: overview, queue, recent revisions, a kernel's metric history.
+
+All reads, no writes. History stays cheap at 10,000 revisions: rows are read one trace at a time with
+equality on every column of `ix_metrics_series` (kernel, gpu kind, name, series, shape, revision,
+value), so SQLite answers from the index alone; when a kernel has more than `max_points` revisions
+the database aggregates them into equal revision-id buckets (mean, min, max, count) instead of
+shipping every point; peers (SDPA, cuBLAS) are read for the last jobs only.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from sqlalchemy import Row, bindparam, func, literal, select
+from sqlalchemy.orm import Session
+
+from gate.storage.models import Job, JobState, Metric, Revision, VerdictRecord
+from gate.storage.queries import worst_verdict
+
+MAX_POINTS = 2000
+PEERS = ("sdpa_flash", "sdpa_cudnn", "sdpa_efficient", "cublas")
+
+
+@dataclass(frozen=True)
+class LatestVerdict:
+    gpu_kind: str
+    verdict: str
+    reason: str
+    revision_id: int
+    sha: str
+    at: datetime
+
+
+@dataclass(frozen=True)
+class KernelSummary:
+    name: str
+    latest: list[LatestVerdict]          # one per GPU kind, newest revision first
+    revisions: int                       # revisions with a verdict for this kernel (any GPU)
+
+
+@dataclass(frozen=True)
+class QueueEntry:
+    job_id: int
+    revision_id: int
+    sha: str
+    kernel: str
+    gpu_kind: str
+    state: str
+    progress: str
+    worker: str
+    queued_at: datetime
+    started_at: datetime | None
+
+
+@dataclass(frozen=True)
+class RevisionRow:
+    id: int
+    sha: str
+    branch: str
+    message: str
+    author: str
+    submitted_at: datetime
+    status: str
+    verdicts: list[tuple[str, str, str]]   # (kernel, gpu_kind, verdict)
+
+
+@dataclass(frozen=True)
+class HistoryPoint:
+    x: int                      # commit order: position of the (last) revision in the kernel's list
+    revision_id: int            # the revision a click opens (a bucket's newest)
+    value: float                # the value, or a bucket's mean
+    low: float                  # = value for single points; a bucket's minimum
+    high: float
+    count: int                  # revisions behind this point (1 unless aggregated)
+    sha: str
+    committed_at: datetime | None
+    message: str
+    verdict: str                # "" when none stored; a bucket's worst
+
+
+@dataclass
+class SeriesHistory:
+    name: str                   # metric name, e.g. latency_median_us
+    shape: str
+    series: str                 # candidate, sdpa_flash, sm_90a, ...
+    unit: str
+    points: list[HistoryPoint] = field(default_factory=list)
+
+
+@dataclass
+class KernelHistory:
+    kernel: str
+    gpu_kind: str
+    revisions: int              # revisions with a verdict on this GPU kind
+    bucket_revisions: int       # 1 = every revision is a point
+    series: list[SeriesHistory]
+
+
+def kernel_overview(session: Session) -> list[KernelSummary]:
+    """Every kernel with its latest verdict per GPU kind."""
+    latest_ids = (
+        select(func.max(VerdictRecord.id))
+        .group_by(VerdictRecord.kernel, VerdictRecord.gpu_kind)
+        .scalar_subquery()
+    )
+    rows = session.execute(
+        select(VerdictRecord.kernel, VerdictRecord.gpu_kind, VerdictRecord.verdict,
+               VerdictRecord.reason, VerdictRecord.revision_id, Revision.sha,
+               VerdictRecord.created_at)
+        .join(Revision, Revision.id == VerdictRecord.revision_id)
+        .where(VerdictRecord.id.in_(latest_ids))
+        .order_by(VerdictRecord.kernel, VerdictRecord.revision_id.desc())
+    ).all()
+    counts = dict(session.execute(
+        select(VerdictRecord.kernel, func.count(func.distinct(VerdictRecord.revision_id)))
+        .group_by(VerdictRecord.kernel)
+    ).all())
+    by_kernel: dict[str, list[LatestVerdict]] = {}
+    for kernel, gpu, verdict, reason, rev_id, sha, at in rows:
+        by_kernel.setdefault(kernel, []).append(LatestVerdict(gpu, verdict, reason, rev_id, sha, at))
+    return [KernelSummary(k, v, counts.get(k, 0)) for k, v in sorted(by_kernel.items())]
+
+
+def queue(session: Session) -> list[QueueEntry]:
+    """Running jobs first, then waiting ones, oldest first."""
+    rows = session.execute(
+        select(Job.id, Job.revision_id, Revision.sha, Job.kernel, Job.gpu_kind, Job.state,
+               Job.progress, Job.worker, Job.queued_at, Job.started_at)
+        .join(Revision, Revision.id == Job.revision_id)
+        .where(Job.state.in_([JobState.RUNNING, JobState.QUEUED]))
+        .order_by((Job.state == JobState.QUEUED), Job.queued_at, Job.id)
+    ).all()
+    return [QueueEntry(r[0], r[1], r[2], r[3], r[4], r[5], r[6] or "", r[7] or "", r[8], r[9])
+            for r in rows]
+
+
+def recent_revisions(session: Session, limit: int = 15) -> list[RevisionRow]:
+    """The newest submitted revisions with the verdict of each of their jobs."""
+    revs = session.execute(
+        select(Revision.id, Revision.sha, Revision.branch, Revision.message, Revision.author,
+               Revision.submitted_at, Revision.status)
+        .order_by(Revision.id.desc()).limit(limit)
+    ).all()
+    ids = [r[0] for r in revs]
+    verdicts: dict[int, list[tuple[str, str, str]]] = {i: [] for i in ids}
+    if ids:
+        for rev_id, kernel, gpu, verdict in session.execute(
+            select(VerdictRecord.revision_id, VerdictRecord.kernel, VerdictRecord.gpu_kind,
+                   VerdictRecord.verdict)
+            .where(VerdictRecord.revision_id.in_(ids)).order_by(VerdictRecord.kernel)
+        ):
+            verdicts[rev_id].append((kernel, gpu, verdict))
+    return [RevisionRow(r[0], r[1], r[2] or "", (r[3] or "").split("\n", 1)[0], r[4] or "",
+                        r[5], r[6], verdicts[r[0]]) for r in revs]
+
+
+def kernel_gpu_kinds(session: Session, kernel: str) -> list[str]:
+    """GPU kinds this kernel has verdicts on, the one with the longest history first."""
+    rows = session.execute(
+        select(VerdictRecord.gpu_kind)
+        .where(VerdictRecord.kernel == kernel).group_by(VerdictRecord.gpu_kind)
+        .order_by(func.count().desc(), func.max(VerdictRecord.id).desc())
+    ).all()
+    return [r[0] for r in rows]
+
+
+def kernel_shapes(session: Session, kernel: str, gpu_kind: str) -> list[str]:
+    """Shape labels with a candidate latency history on this GPU kind."""
+    return _distinct(session, Metric.shape, kernel, gpu_kind, "latency_median_us", "candidate")
+
+
+def kernel_archs(session: Session, kernel: str, gpu_kind: str) -> list[str]:
+    """Target archs with register counts (the series of the per-kernel ptxas figures)."""
+    return _distinct(session, Metric.series, kernel, gpu_kind, "registers", None)
+
+
+def _distinct(session: Session, column, kernel: str, gpu_kind: str, name: str,  # noqa: ANN001
+              series: str | None) -> list[str]:
+    where = [Metric.kernel == kernel, Metric.gpu_kind == gpu_kind, Metric.name == name]
+    if series is not None:
+        where.append(Metric.series == series)
+    return list(session.scalars(select(column).distinct().where(*where).order_by(column)))
+
+
+def latest_rules(session: Session, kernel: str, gpu_kind: str) -> list[dict]:
+    """The rule table (JSON rows) of the newest verdict of this kernel on this GPU kind."""
+    rules = session.scalar(
+        select(VerdictRecord.rules)
+        .where(VerdictRecord.kernel == kernel, VerdictRecord.gpu_kind == gpu_kind)
+        .order_by(VerdictRecord.revision_id.desc()).limit(1)
+    )
+    return list(rules or [])
+
+
+def peer_levels(session: Session, kernel: str, gpu_kind: str, name: str, shapes: Sequence[str],
+                last_revisions: int = 20) -> dict[tuple[str, str], float]:
+    """(shape, peer) -> median of the peer's `name` over the kernel's last `last_revisions` jobs.
+
+    Peers (PyTorch SDPA backends, cuBLAS) are references, not the subject: the pages draw them as
+    one level each, which also keeps a long history from reading every peer measurement.
+    """
+    cutoff = session.scalar(
+        select(VerdictRecord.revision_id)
+        .where(VerdictRecord.kernel == kernel, VerdictRecord.gpu_kind == gpu_kind)
+        .order_by(VerdictRecord.revision_id.desc()).offset(last_revisions - 1).limit(1)
+    ) or 0
+    values: dict[tuple[str, str], list[float]] = {}
+    for shape, series, value in session.execute(
+        select(Metric.shape, Metric.series, Metric.value).where(
+            Metric.kernel == kernel, Metric.gpu_kind == gpu_kind, Metric.name == name,
+            Metric.series.in_(PEERS), Metric.shape.in_(shapes), Metric.revision_id >= cutoff)
+    ):
+        values.setdefault((shape, series), []).append(value)
+    return {k: statistics.median(v) for k, v in sorted(values.items())}
+
+
+def kernel_history(
+    session: Session,
+    kernel: str,
+    gpu_kind: str,
+    traces: Sequence[tuple[str, str, str]],
+    max_points: int = MAX_POINTS,
+) -> KernelHistory:
+    """The history of each (metric name, shape, series) trace that has data, in commit order.
+
+    Commit order is revision id order (submission order). Above `max_points` revisions each point
+    is a bucket of consecutive revision ids: mean, min, max, and its newest revision (what a
+    click opens); its verdict is the worst in the bucket.
+    """
+    order = session.execute(
+        select(VerdictRecord.revision_id, VerdictRecord.verdict)
+        .where(VerdictRecord.kernel == kernel, VerdictRecord.gpu_kind == gpu_kind)
+        .order_by(VerdictRecord.revision_id)
+    ).all()
+    if not order:
+        return KernelHistory(kernel, gpu_kind, 0, 1, [])
+    position = {rev_id: i for i, (rev_id, _) in enumerate(order)}
+    first_id, last_id = order[0][0], order[-1][0]
+    width = 1 if len(order) <= max_points else -(-(last_id - first_id + 1) // max_points)
+    verdict_at: dict[int, str] = {}
+    for rev_id, verdict in order:
+        key = (rev_id - first_id) // width
+        verdict_at[key] = worst_verdict([verdict, verdict_at.get(key, verdict)]) or verdict
+
+    fetched = [(t, _trace_rows(session, kernel, gpu_kind, t, first_id, width)) for t in traces]
+    meta = _revision_meta(session, {r[0] for _, rows in fetched for r in rows})
+    out = []
+    for (name, shape, series), rows in fetched:
+        points = []
+        for rev_id, value, low, high, count in rows:
+            if rev_id not in position:
+                continue   # a metric of a job whose verdict is not stored (yet)
+            sha, at, message = meta[rev_id]
+            points.append(HistoryPoint(position[rev_id], rev_id, value, low, high, count, sha, at,
+                                       message, verdict_at[(rev_id - first_id) // width]))
+        if points:
+            unit = session.scalar(select(Metric.unit).where(
+                Metric.kernel == kernel, Metric.gpu_kind == gpu_kind, Metric.name == name,
+                Metric.series == series, Metric.shape == shape).limit(1)) or ""
+            out.append(SeriesHistory(name, shape, series, unit, points))
+    return KernelHistory(kernel, gpu_kind, len(order), width, out)
+
+
+def _trace_rows(session: Session, kernel: str, gpu_kind: str, trace: tuple[str, str, str],
+                first_id: int, width: int) -> Sequence[Row]:
+    """(revision_id, value, low, high, count) per point; equality on every indexed column and
+    only indexed columns read, so that SQLite answers from `ix_metrics_series` alone."""
+    name, shape, series = trace
+    where = (Metric.kernel == kernel, Metric.gpu_kind == gpu_kind, Metric.name == name,
+             Metric.series == series, Metric.shape == shape, Metric.revision_id >= first_id)
+    if width == 1:
+        return session.execute(
+            select(Metric.revision_id, Metric.value, Metric.value, Metric.value, literal(1))
+            .where(*where).order_by(Metric.revision_id)).all()
+    bucket = (Metric.revision_id - first_id) // width
+    return session.execute(
+        select(func.max(Metric.revision_id), func.avg(Metric.value), func.min(Metric.value),
+               func.max(Metric.value), func.count())
+        .where(*where).group_by(bucket).order_by(bucket)).all()
+
+
+def _revision_meta(session: Session, ids: set[int]) -> dict[int, tuple[str, datetime | None, str]]:
+    if not ids:
+        return {}
+    stmt = select(Revision.id, Revision.sha, Revision.committed_at, Revision.message).where(
+        Revision.id.in_(bindparam("ids", expanding=True)))
+    return {i: (sha, at, (msg or "").split("\n", 1)[0])
+            for i, sha, at, msg in session.execute(stmt, {"ids": sorted(ids)})}

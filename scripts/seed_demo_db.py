@@ -1,0 +1,43 @@
+"""Fill a database with the synthetic sample history (SYNTHETIC SAMPLE DATA, nothing measured).
+
+    python scripts/seed_demo_db.py --database-url sqlite:///.gate/demo.db [--revisions 60]
+
+Migrates the schema first; refuses a database that already holds revisions.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from gate.demo_history import seed_history
+from gate.storage import schema
+from gate.storage.db import make_engine
+from gate.storage.models import Revision
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--database-url", required=True)
+    p.add_argument("--revisions", type=int, default=60)
+    p.add_argument("--kernel", action="append", dest="kernels", default=None)
+    p.add_argument("--no-stages", action="store_true", help="skip stage payloads (smaller, faster)")
+    args = p.parse_args(argv)
+    engine = make_engine(args.database_url)
+    schema.upgrade(engine)
+    with Session(engine) as session:
+        if session.scalar(select(Revision.id).limit(1)) is not None:
+            print("refusing: the database already holds revisions", file=sys.stderr)
+            return 1
+        summary = seed_history(session, revisions=args.revisions, kernels=args.kernels,
+                               stages=not args.no_stages)
+    print(f"seeded {summary.revisions} revisions, {summary.jobs} jobs, {summary.metrics} metrics "
+          "(synthetic sample data)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,73 @@
+"""A real `gate serve` on a free port over a seeded SQLite history, and headless Debian Chromium."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--no-first-run"]
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    tmp = tmp_path_factory.mktemp("serve")
+    env = {**os.environ, "GATE_DATABASE_URL": f"sqlite:///{tmp / 'gate.db'}",
+           "GATE_DATA_DIR": str(tmp / "data"), "PYTHONPATH": str(REPO)}
+    subprocess.run([sys.executable, str(REPO / "scripts" / "seed_demo_db.py"), "--database-url",
+                    env["GATE_DATABASE_URL"]], env=env, check=True, capture_output=True)
+    port = _free_port()
+    log = open(tmp / "serve.log", "w")   # noqa: SIM115 (closed below)
+    proc = subprocess.Popen([sys.executable, "-m", "gate.cli", "serve", "--port", str(port),
+                             "--no-executor"], env=env, stdout=log, stderr=subprocess.STDOUT,
+                            cwd=tmp)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        for _ in range(150):
+            if proc.poll() is not None:
+                raise RuntimeError(f"gate serve exited: {(tmp / 'serve.log').read_text()}")
+            try:
+                if httpx.get(url + "/healthz", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                time.sleep(0.2)
+        yield url
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
+        log.close()
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[object]:
+    if not Path(CHROMIUM).exists():
+        pytest.skip("Debian's chromium is not installed (apt-get install chromium)")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield b
+        b.close()
+
+
+@pytest.fixture(scope="session")
+def screenshot_dir() -> Path:
+    path = Path(os.environ.get("GATE_SCREENSHOT_DIR", REPO / ".gate" / "screenshots"))
+    path.mkdir(parents=True, exist_ok=True)
+    return path

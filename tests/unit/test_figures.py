@@ -1,0 +1,77 @@
+"""Figure builders: valid plotly JSON, verdict markers, change points, thresholds, references."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import plotly.graph_objects as go
+
+from gate.figures.history import HistoryChart, Line, history_figure
+from gate.figures.kernel_page import kernel_charts
+from gate.figures.revision import ncu_figure, sass_figure, timing_figure
+from gate.storage.history import HistoryPoint, KernelHistory, SeriesHistory
+
+
+def _series(values: list[float], verdicts: list[str], name: str = "latency_median_us",
+            shape: str = "b1_h8_s512_d64") -> SeriesHistory:
+    pts = [HistoryPoint(i, 100 + i, v, v, v, 1, f"{i:040x}", datetime(2025, 1, 1), f"commit {i}", vd)
+           for i, (v, vd) in enumerate(zip(values, verdicts))]
+    return SeriesHistory(name, shape, "candidate", "us", pts)
+
+
+def test_history_figure_is_valid_plotly_with_verdict_markers_and_revision_ids():
+    s = _series([58.0, 64.0, 45.0], ["accept", "reject", "inconclusive"])
+    fig = history_figure(HistoryChart("Latency", "µs", [s], ["candidate"]))
+    go.Figure(fig)   # raises on any property plotly does not know
+    trace = fig["data"][0]
+    assert trace["marker"]["symbol"] == ["circle", "x", "diamond"]
+    assert [c[0] for c in trace["customdata"]] == [100, 101, 102]
+
+
+def test_history_figure_draws_thresholds_references_and_change_points():
+    s = _series([58.0] * 12 + [46.0] * 12, ["accept"] * 24)
+    from gate.changepoints import detect
+    fig = history_figure(HistoryChart("Latency", "µs", [s], ["candidate"],
+                                      change_points=[detect([p.value for p in s.points])],
+                                      thresholds=[Line("", 60.0)],
+                                      references=[Line("sdpa_flash", 31.0)]))
+    texts = [a["text"] for a in fig["layout"]["annotations"]]
+    assert "change -21 %" in texts
+    assert "limit  60" in texts
+    assert "sdpa_flash 31" in texts
+
+
+def test_kernel_charts_split_latency_per_shape_and_use_the_latest_rule_thresholds():
+    a = _series([58.0] * 10, ["accept"] * 10)
+    b = _series([2350.0] * 10, ["accept"] * 10, shape="b4_h16_s4096_d64_causal")
+    ratio = _series([1.0] * 10, ["accept"] * 10, name="latency_ratio")
+    hist = KernelHistory("flashcore_wmma", "H100", 10, 1, [a, b, ratio])
+    rules = [{"rule": "max_latency_regression_pct", "threshold": 3}]
+    charts = kernel_charts(hist, rules, {"latency": {("b1_h8_s512_d64", "sdpa_flash"): 31.0}})
+    assert [c.id for c in charts] == ["latency-b1_h8_s512_d64", "latency-b4_h16_s4096_d64_causal",
+                                      "ratio"]
+    ratio_fig = charts[2].figure
+    assert ratio_fig["layout"]["shapes"][0]["y0"] == 1.03
+    refs = [a["text"] for a in charts[0].figure["layout"]["annotations"]]
+    assert "sdpa_flash 31" in refs
+    assert charts[1].figure["layout"]["annotations"] == []   # that shape has no peer stored
+
+
+def test_timing_figure_has_a_box_per_side_and_peer():
+    timing = {"shape": "s", "ratio": 1.01, "ratio_ci_low": 1.0, "ratio_ci_high": 1.02,
+              "candidate": {"samples_us": [1.0, 1.1]}, "baseline": {"samples_us": [1.0, 1.05]},
+              "peers": {"sdpa_flash": {"samples_us": [0.8, 0.82]}}}
+    fig = timing_figure(timing)
+    go.Figure(fig)
+    assert [t["name"] for t in fig["data"]] == ["candidate", "baseline", "sdpa_flash"]
+    assert "1.010 [1.000, 1.020]" in fig["layout"]["title"]["text"]
+
+
+def test_ncu_and_sass_figures_are_valid_plotly():
+    ncu = ncu_figure([{"shape": "s", "tensor_pipe_pct": 48.0, "dram_pct": None}],
+                     [{"shape": "s", "tensor_pipe_pct": 34.0}])
+    sass = sass_figure([{"arch": "sm_90", "sass_opcodes": {"HMMA": 384, "LDSM": 96}}])
+    go.Figure(ncu)
+    go.Figure(sass)
+    assert [t["name"] for t in ncu["data"]] == ["baseline · s", "candidate · s"]
+    assert sass["data"][0]["x"] == ["HMMA", "LDSM"]
