@@ -1,9 +1,11 @@
 // FlashCore tensor-core forward kernel, FlashAttention-2 style (Dao, "FlashAttention-2", 2023):
 // mma.sync.m16n8k16 for both S = Q Kᵀ and O += P V, FP32 accumulators, online softmax.
 //
-// One block owns kBlockM = kWarps * 16 * kMAtoms query rows of one (batch, head); each warp owns
-// 16 * kMAtoms of them, so the softmax row statistics never leave the warp. Per key tile
-// (kBlockN = 64 keys):
+// One block owns kBlockM = kWarpsM * 16 * kMAtoms query rows of one (batch, head); each warp owns
+// 16 * kMAtoms of them, so the softmax row statistics never leave the warp. With kSplits > 1 the
+// block has kSplits groups of kWarpsM warps that take key tiles round-robin over the same rows
+// (split-KV inside the block, for grids too small to fill the GPU); group 0 merges the partial
+// (max, sum, O) of the others through shared memory at the end. Per key tile (kBlockN = 64 keys):
 //   - Q fragments stay in registers for the whole block (loaded once with ldmatrix);
 //   - K/V tiles are double-buffered in shared memory with cp.async (tile t+1 loads while t is used);
 //   - S accumulators are rescaled, exponentiated and repacked in place as the A operand of P·V
@@ -83,16 +85,21 @@ __device__ __forceinline__ uint32_t pack2(float lo, float hi) {
   return r;
 }
 
-template <int D, int kWarps, int kMAtoms>
+template <int D, int kWarpsM, int kMAtoms, int kSplits>
 struct Tile {
-  static constexpr int kThreads = kWarps * 32;
+  static constexpr int kGroupThreads = kWarpsM * 32;  // one split group
+  static constexpr int kThreads = kGroupThreads * kSplits;
   static constexpr int kRowsPerWarp = 16 * kMAtoms;
-  static constexpr int kBlockM = kWarps * kRowsPerWarp;
+  static constexpr int kBlockM = kWarpsM * kRowsPerWarp;
   static constexpr int kStride = D + kSmemPad;  // halves per shared-memory row
   static constexpr int kQElems = kBlockM * kStride;
   static constexpr int kKVElems = kBlockN * kStride;
-  // Q tile (reused to stage the output) + 2 K buffers + 2 V buffers.
-  static constexpr int kSmemBytes = (kQElems + 4 * kKVElems) * 2;
+  // Q tile (reused to stage the output) + per split group 2 K buffers + 2 V buffers.
+  static constexpr int kSmemBytes = (kQElems + kSplits * 4 * kKVElems) * 2;
+  // Split-KV merge: per thread of groups 1..kSplits-1, its O accumulators, row max and row sum.
+  static constexpr int kMergeFloats = kMAtoms * (D / 8) * 4 + 4 * kMAtoms;
+  static_assert(kSplits == 1 || (kSplits - 1) * kGroupThreads * kMergeFloats * 4 <= kSplits * 4 * kKVElems * 2,
+                "merge scratch must fit in the K/V buffers");
 };
 
 // Copies rows [row0, row0+rows) of a [*, D] tile (row pitch `stride` elements) to shared memory,
@@ -111,11 +118,12 @@ __device__ __forceinline__ void load_tile(uint16_t* dst, const uint16_t* src, in
   }
 }
 
-template <int D, int kWarps, int kMAtoms, bool kBf16>
+template <int D, int kWarpsM, int kMAtoms, int kSplits, bool kBf16>
 // min-blocks 1: lets ptxas use up to 255 registers (with none, it capped 8-warp blocks at 128 and spilled).
-__global__ void __launch_bounds__(kWarps * 32, 1) flashcore_mma_fwd_kernel(const FlashParams p) {
-  using Cfg = Tile<D, kWarps, kMAtoms>;
+__global__ void __launch_bounds__(kWarpsM * kSplits * 32, 1) flashcore_mma_fwd_kernel(const FlashParams p) {
+  using Cfg = Tile<D, kWarpsM, kMAtoms, kSplits>;
   constexpr int kThreads = Cfg::kThreads;
+  constexpr int kGroupThreads = Cfg::kGroupThreads;
   constexpr int kRowsPerWarp = Cfg::kRowsPerWarp;
   constexpr int kBlockM = Cfg::kBlockM;
   constexpr int kStride = Cfg::kStride;
@@ -124,12 +132,13 @@ __global__ void __launch_bounds__(kWarps * 32, 1) flashcore_mma_fwd_kernel(const
 
   extern __shared__ __align__(16) uint16_t smem[];
   uint16_t* sQ = smem;
-  uint16_t* sK = sQ + Cfg::kQElems;       // [2][kBlockN][kStride]
-  uint16_t* sV = sK + 2 * Cfg::kKVElems;  // [2][kBlockN][kStride]
-
   const int tid = threadIdx.x;
-  const int warp = tid / 32;
+  const int split = tid / kGroupThreads;       // which split group (key tiles split, t % kSplits)
+  const int gtid = tid % kGroupThreads;        // thread index inside the group
+  const int warp = gtid / 32;                  // warp index inside the group: owns the same rows in every group
   const int lane = tid % 32;
+  uint16_t* sK = sQ + Cfg::kQElems + split * 4 * Cfg::kKVElems;  // [2][kBlockN][kStride] of this group
+  uint16_t* sV = sK + 2 * Cfg::kKVElems;                           // [2][kBlockN][kStride] of this group
   // Heaviest causal tiles (largest m) first, so the tail of the grid is short work.
   const int m_block = gridDim.x - 1 - blockIdx.x;
   const int b = blockIdx.y / p.heads;
@@ -144,10 +153,15 @@ __global__ void __launch_bounds__(kWarps * 32, 1) flashcore_mma_fwd_kernel(const
   // Causal (top-left): rows of this block see keys < m0 + kBlockM; later tiles are skipped whole.
   const int n_end = p.causal ? min(p.seqlen_k, m0 + kBlockM) : p.seqlen_k;
   const int n_tiles = (n_end + kBlockN - 1) / kBlockN;
+  // Every group runs the same number of iterations so that all threads meet every __syncthreads;
+  // group `split` handles tile it*kSplits + split, if it exists.
+  const int n_iters = (n_tiles + kSplits - 1) / kSplits;
 
   load_tile<D, kThreads>(sQ, q, p.q_row_stride, m0, kBlockM, p.seqlen_q, tid);
-  load_tile<D, kThreads>(sK, k, p.k_row_stride, 0, kBlockN, p.seqlen_k, tid);
-  load_tile<D, kThreads>(sV, v, p.v_row_stride, 0, kBlockN, p.seqlen_k, tid);
+  if (split < n_tiles) {
+    load_tile<D, kGroupThreads>(sK, k, p.k_row_stride, split * kBlockN, kBlockN, p.seqlen_k, gtid);
+    load_tile<D, kGroupThreads>(sV, v, p.v_row_stride, split * kBlockN, kBlockN, p.seqlen_k, gtid);
+  }
   cp_async_commit();
 
   const float scale_log2 = p.softmax_scale * kLog2e;
@@ -175,13 +189,13 @@ __global__ void __launch_bounds__(kWarps * 32, 1) flashcore_mma_fwd_kernel(const
     }
   }
 
-  for (int t = 0; t < n_tiles; ++t) {
-    const int buf = t & 1;
-    if (t + 1 < n_tiles) {
-      load_tile<D, kThreads>(sK + (buf ^ 1) * Cfg::kKVElems, k, p.k_row_stride, (t + 1) * kBlockN, kBlockN,
-                             p.seqlen_k, tid);
-      load_tile<D, kThreads>(sV + (buf ^ 1) * Cfg::kKVElems, v, p.v_row_stride, (t + 1) * kBlockN, kBlockN,
-                             p.seqlen_k, tid);
+  for (int it = 0; it < n_iters; ++it) {
+    const int buf = it & 1;
+    const int t = it * kSplits + split;  // this group's key tile
+    if (t + kSplits < n_tiles) {
+      const int next = (t + kSplits) * kBlockN;
+      load_tile<D, kGroupThreads>(sK + (buf ^ 1) * Cfg::kKVElems, k, p.k_row_stride, next, kBlockN, p.seqlen_k, gtid);
+      load_tile<D, kGroupThreads>(sV + (buf ^ 1) * Cfg::kKVElems, v, p.v_row_stride, next, kBlockN, p.seqlen_k, gtid);
       cp_async_commit();
       cp_async_wait<1>();  // everything but the tile just issued has landed
     } else {
@@ -189,7 +203,7 @@ __global__ void __launch_bounds__(kWarps * 32, 1) flashcore_mma_fwd_kernel(const
     }
     __syncthreads();
 
-    if (t == 0) {
+    if (it == 0) {
 #pragma unroll
       for (int mi = 0; mi < kMAtoms; ++mi) {
 #pragma unroll
@@ -203,7 +217,7 @@ __global__ void __launch_bounds__(kWarps * 32, 1) flashcore_mma_fwd_kernel(const
 
     const int n0 = t * kBlockN;
     // Causal: a warp whose last row precedes this tile's first key has nothing to add.
-    const bool warp_active = !(p.causal && n0 > warp_row0 + kRowsPerWarp - 1);
+    const bool warp_active = t < n_tiles && !(p.causal && n0 > warp_row0 + kRowsPerWarp - 1);
     if (warp_active) {
       const uint16_t* sKb = sK + buf * Cfg::kKVElems;
       const uint16_t* sVb = sV + buf * Cfg::kKVElems;
@@ -320,6 +334,60 @@ __global__ void __launch_bounds__(kWarps * 32, 1) flashcore_mma_fwd_kernel(const
     __syncthreads();  // buffer `buf` is refilled by the next iteration's prefetch
   }
 
+  if constexpr (kSplits > 1) {
+    // Split-KV merge (FlashAttention-2 "split-KV" / flash-decoding rule): with m = max over splits,
+    // O = sum_s O_s * exp(m_s - m) and l = sum_s l_s * exp(m_s - m). The K/V buffers are free now
+    // (the loop ended on a barrier); layout [value][thread] keeps the accesses conflict-free.
+    float* scratch = reinterpret_cast<float*>(smem + Cfg::kQElems);
+    constexpr int kPerGroup = Cfg::kMergeFloats * kGroupThreads;
+    if (split > 0) {
+      float* dst = scratch + (split - 1) * kPerGroup + gtid;
+      int i = 0;
+#pragma unroll
+      for (int mi = 0; mi < kMAtoms; ++mi) {
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {
+          dst[(i++) * kGroupThreads] = row_max[mi][r];
+          dst[(i++) * kGroupThreads] = row_sum[mi][r];
+        }
+#pragma unroll
+        for (int j = 0; j < kDTiles; ++j) {
+#pragma unroll
+          for (int e = 0; e < 4; ++e) dst[(i++) * kGroupThreads] = acc_o[mi][j][e];
+        }
+      }
+    }
+    __syncthreads();
+    if (split > 0) return;  // no barrier follows: group 0 finishes alone
+#pragma unroll
+    for (int s = 1; s < kSplits; ++s) {
+      const float* src = scratch + (s - 1) * kPerGroup + gtid;
+      int i = 0;
+#pragma unroll
+      for (int mi = 0; mi < kMAtoms; ++mi) {
+        float c_self[2], c_other[2];
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {
+          const float m_other = src[(i++) * kGroupThreads];
+          const float l_other = src[(i++) * kGroupThreads];
+          const float m_new = fmaxf(row_max[mi][r], m_other);
+          const float m_scaled = m_new == -INFINITY ? 0.f : m_new * scale_log2;
+          c_self[r] = exp2f(row_max[mi][r] * scale_log2 - m_scaled);
+          c_other[r] = exp2f(m_other * scale_log2 - m_scaled);
+          row_max[mi][r] = m_new;
+          row_sum[mi][r] = row_sum[mi][r] * c_self[r] + l_other * c_other[r];
+        }
+#pragma unroll
+        for (int j = 0; j < kDTiles; ++j) {
+#pragma unroll
+          for (int e = 0; e < 4; ++e) {
+            acc_o[mi][j][e] = acc_o[mi][j][e] * c_self[e >> 1] + src[(i++) * kGroupThreads] * c_other[e >> 1];
+          }
+        }
+      }
+    }
+  }
+
   // Epilogue: O / rowsum, staged through this warp's own rows of sQ (only this warp read them) so
   // the global stores are 16-byte and coalesced.
 #pragma unroll
@@ -352,10 +420,10 @@ __global__ void __launch_bounds__(kWarps * 32, 1) flashcore_mma_fwd_kernel(const
   }
 }
 
-template <int D, int kWarps, int kMAtoms, bool kBf16>
+template <int D, int kWarpsM, int kMAtoms, int kSplits, bool kBf16>
 cudaError_t launch(const FlashParams& p, cudaStream_t stream) {
-  using Cfg = Tile<D, kWarps, kMAtoms>;
-  auto kernel = flashcore_mma_fwd_kernel<D, kWarps, kMAtoms, kBf16>;
+  using Cfg = Tile<D, kWarpsM, kMAtoms, kSplits>;
+  auto kernel = flashcore_mma_fwd_kernel<D, kWarpsM, kMAtoms, kSplits, kBf16>;
   // Over 48 KB of dynamic shared memory needs an explicit opt-in (CUDA C++ Programming Guide,
   // "Shared Memory", compute capability 8.x/9.0).
   cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg::kSmemBytes);
@@ -365,18 +433,20 @@ cudaError_t launch(const FlashParams& p, cudaStream_t stream) {
   return cudaGetLastError();
 }
 
-// Tile configurations, named w<warps>m<m-atoms per warp>: block = warps*16*m_atoms query rows.
-enum class Config { kW1M1, kW2M1, kW4M1, kW4M2, kW8M1 };
+// Tile configurations, named w<warps per group>m<m-atoms per warp>[s<split groups>]:
+// block = warps*16*m_atoms query rows, warps*splits warps.
+enum class Config { kW4M1, kW4M2, kW8M1, kW4M1S2, kW2M1S4 };
 
 template <int D, bool kBf16>
 cudaError_t launch_config(Config c, const FlashParams& p, cudaStream_t stream) {
   switch (c) {
-    case Config::kW1M1: return launch<D, 1, 1, kBf16>(p, stream);
-    case Config::kW2M1: return launch<D, 2, 1, kBf16>(p, stream);
-    case Config::kW4M1: return launch<D, 4, 1, kBf16>(p, stream);
+    case Config::kW4M1: return launch<D, 4, 1, 1, kBf16>(p, stream);
     // Two m-atoms per warp need 64 more accumulator registers: spills at D=128, so D=64 only.
-    case Config::kW4M2: return D == 64 ? launch<64, 4, 2, kBf16>(p, stream) : launch<D, 8, 1, kBf16>(p, stream);
-    case Config::kW8M1: return launch<D, 8, 1, kBf16>(p, stream);
+    case Config::kW4M2: return D == 64 ? launch<64, 4, 2, 1, kBf16>(p, stream) : launch<D, 8, 1, 1, kBf16>(p, stream);
+    case Config::kW8M1: return launch<D, 8, 1, 1, kBf16>(p, stream);
+    case Config::kW4M1S2: return launch<D, 4, 1, 2, kBf16>(p, stream);
+    // Four groups of double-buffered 128-wide K/V tiles would need 278 KB of smem: D=64 only.
+    case Config::kW2M1S4: return D == 64 ? launch<64, 2, 1, 4, kBf16>(p, stream) : launch<D, 4, 1, 2, kBf16>(p, stream);
   }
   return cudaErrorInvalidValue;
 }
@@ -390,24 +460,24 @@ int sm_count() {
   return n;
 }
 
-// Per-shape choice: the largest tile whose grid still gives every SM about two blocks; small
-// problems (B1 H8 S512: 64 blocks of 64 rows for 132 SMs) drop to 32- or 16-row blocks.
+// Per-shape choice, from the H200 sweep in docs/kernels.md: long sequences run best with 128-row
+// blocks (D=64: 4 warps x 2 m-atoms, 252 registers; D=128: 8 warps x 1); grids of 64-row blocks
+// that cannot fill the SMs (B1 H8 S512: 64 blocks for 132 SMs) split the keys inside the block.
 Config choose_config(const FlashParams& p) {
-  // Tuning override for benchmarks: FLASHCORE_WMMA_CONFIG=w1m1|w2m1|w4m1|w4m2|w8m1.
+  // Tuning override for benchmarks: FLASHCORE_WMMA_CONFIG=w4m1|w4m2|w8m1|w4m1s2|w2m1s4.
   if (const char* env = std::getenv("FLASHCORE_WMMA_CONFIG")) {
-    if (!std::strcmp(env, "w1m1")) return Config::kW1M1;
-    if (!std::strcmp(env, "w2m1")) return Config::kW2M1;
     if (!std::strcmp(env, "w4m1")) return Config::kW4M1;
     if (!std::strcmp(env, "w4m2")) return Config::kW4M2;
     if (!std::strcmp(env, "w8m1")) return Config::kW8M1;
+    if (!std::strcmp(env, "w4m1s2")) return Config::kW4M1S2;
+    if (!std::strcmp(env, "w2m1s4")) return Config::kW2M1S4;
   }
   const long long bh = static_cast<long long>(p.batch) * p.heads;
   const long long sms = sm_count();
   auto blocks = [&](int rows) { return bh * ((p.seqlen_q + rows - 1) / rows); };
-  if (blocks(128) >= 2 * sms) return Config::kW8M1;
-  if (blocks(64) >= sms) return Config::kW4M1;
-  if (blocks(32) >= sms) return Config::kW2M1;
-  return Config::kW1M1;
+  if (blocks(64) < sms) return Config::kW4M1S2;
+  if (blocks(128) >= 2 * sms) return p.head_dim == 64 ? Config::kW4M2 : Config::kW8M1;
+  return Config::kW4M1;
 }
 
 }  // namespace flashcore
