@@ -163,3 +163,22 @@ def test_binding_rejects_mismatched_head_dim_and_bad_out(modules):
             mod.forward(q2, k2, v2, False, out=torch.empty(1, 2, 8, 64, device="cuda", dtype=torch.float16))
         with pytest.raises(RuntimeError, match=r"out must have the dtype of q"):
             mod.forward(q2, k2, v2, False, out=torch.empty_like(q2, dtype=torch.bfloat16))
+
+
+@pytest.mark.parametrize("config", ["w4m1", "w4m2", "w8m1", "w4m1s2", "w2m1s4"])
+@pytest.mark.parametrize("causal", [False, True], ids=["noncausal", "causal"])
+@pytest.mark.parametrize("shape", [(2, 3, 300, 257, 64), (1, 2, 200, 333, 128)], ids=["D64", "D128"])
+def test_every_wmma_tile_config(modules, monkeypatch, config, causal, shape):
+    """The launcher's per-shape choice hides most configs; FLASHCORE_WMMA_CONFIG forces each one."""
+    monkeypatch.setenv("FLASHCORE_WMMA_CONFIG", config)
+    dtype = torch.float16
+    q, k, v = random_qkv(shape, dtype, zlib.crc32(repr((config, causal, shape)).encode()))
+    ref = reference(q, k, v, causal)
+    torch_err = (F.scaled_dot_product_attention(q, k, v, is_causal=causal).float() - ref).abs().max().item()
+    out = torch.full_like(q, float("nan"))
+    modules["flashcore_wmma"].forward(q, k, v, causal, out=out)
+    torch.cuda.synchronize()
+    assert not out.isnan().any()
+    err = (out.float() - ref).abs().max().item()
+    print(f"flashcore_wmma[{config}] {shape} causal={causal}: max_err={err:.3e} torch_err={torch_err:.3e}")
+    assert err <= K_TORCH * torch_err + FLOOR[dtype]
