@@ -28,10 +28,55 @@ echo "== tests"
 t0=$SECONDS
 python3 -m pytest -q -m gpu tests/gpu/test_flashcore_kernels.py -p no:cacheprovider -rs -s > "$OUT/pytest.log" 2>&1
 test_rc=$?
-grep -E "max_err" "$OUT/pytest.log" > "$OUT/errors.txt"
-awk '{for(i=1;i<=NF;i++) if ($i ~ /^max_err=/) {split($i,a,"="); if (a[2]+0 > m[$1]) m[$1]=a[2]+0}} END {for (k in m) print "worst max_err", k, m[k]}' "$OUT/errors.txt"
+grep -E "max_err" "$OUT/pytest.log" > /tmp/flashcore-errors.txt
+awk '{for(i=1;i<=NF;i++) if ($i ~ /^max_err=/) {split($i,a,"="); if (a[2]+0 > m[$1]) m[$1]=a[2]+0}} END {for (k in m) print "worst max_err", k, m[k]}' /tmp/flashcore-errors.txt
 grep -E "FAILED|Error|passed|failed" "$OUT/pytest.log" | tail -n 25
 echo "tests exit $test_rc in $((SECONDS - t0)) s"
+
+if [ "${FLASHCORE_NCU_PAD_CHECK:-0}" = 1 ]; then
+  # Does the demo's kSmemPad=0 really make ldmatrix conflict? One launch per shape under ncu
+  # (clocks left alone), for the committed kernel and a copy with the padding line set to 0.
+  echo "== ncu: shared-memory loads, kSmemPad=8 (as committed) vs 0"
+  PAD0=/tmp/flashcore-pad0
+  mkdir -p "$PAD0"
+  cp kernels/flashcore/params.h kernels/flashcore/wmma.cu "$PAD0/"
+  sed -i 's|^constexpr int kSmemPad = 8;  // halves of padding per smem row$|constexpr int kSmemPad = 0;  // halves of padding per smem row|' "$PAD0/wmma.cu"
+  grep -n "^constexpr int kSmemPad" "$PAD0/wmma.cu"
+  PROG='
+import sys, torch
+sys.path.insert(0, "extension")
+import flashcore_build as fb
+from torch.utils.cpp_extension import load
+src, name = sys.argv[1], sys.argv[2]
+arch = fb.default_arch()
+if name == "flashcore_wmma":
+    mod = fb.load_kernel(name, arch)  # already built above
+else:
+    bdir = str(fb.build_dir("flashcore_wmma", arch)) + "-" + name
+    __import__("os").makedirs(bdir, exist_ok=True)
+    mod = load(name=name, sources=[src, str(fb.BINDING)], extra_cuda_cflags=fb.cuda_flags(arch), build_directory=bdir)
+for b, h, s in ((1, 8, 512), (4, 16, 4096)):
+    q, k, v = (torch.randn(b, h, s, 64, device="cuda", dtype=torch.float16) for _ in range(3))
+    mod.forward(q, k, v, False)
+torch.cuda.synchronize()
+'
+  METRICS=l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum,l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum,smsp__inst_executed_op_ldsm.sum,gpu__time_duration.sum
+  for variant in pad8:kernels/flashcore/wmma.cu pad0:$PAD0/wmma.cu; do
+    tag=${variant%%:*}
+    name=flashcore_wmma; [ "$tag" = pad8 ] || name=flashcore_wmma_$tag
+    ncu --clock-control none --target-processes all -k regex:flashcore_mma_fwd_kernel -c 2 --metrics "$METRICS" \
+      --csv --print-units base python3 -c "$PROG" "${variant#*:}" "$name" > "$OUT/ncu-$tag.csv" 2>&1
+    echo "ncu $tag exit $?"
+    python3 -c '
+import csv, sys
+rows = [r for r in csv.reader(open(sys.argv[1])) if len(r) > 10]
+if not rows: sys.exit("no ncu rows")
+hdr = rows[0]; ki, mi, vi, gi = hdr.index("Kernel Name"), hdr.index("Metric Name"), hdr.index("Metric Value"), hdr.index("Grid Size")
+for r in rows[1:]:
+    print(sys.argv[2], r[gi], r[ki][:60], r[mi], r[vi])
+' "$OUT/ncu-$tag.csv" "$tag" | tee -a "$OUT/ncu-summary.txt"
+  done
+fi
 
 echo "== latency"
 python3 bench/flashcore_latency.py --json "$OUT/latency.json" "$@" 2>&1 | tee "$OUT/bench.log"
