@@ -39,7 +39,7 @@ for line in open(sys.argv[1]):
         n, e = worst.get(name, (0, 0.0))
         worst[name] = (n + 1, max(e, err))
 for name, (n, e) in sorted(worst.items()):
-    print(f"{name}: {n} checks passed-or-run, worst max_abs_err {e:.3e}")
+    print(f"{name}: {n} checks run, worst max_abs_err {e:.3e}")
 PY
 grep -E "FAILED|Error|passed|failed" "$OUT/pytest.log" | tail -n 25
 echo "tests exit $test_rc in $((SECONDS - t0)) s"
