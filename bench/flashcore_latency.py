@@ -1,0 +1,217 @@
+"""Latency of the FlashCore kernels beside PyTorch SDPA's flash, cuDNN and efficient backends.
+
+One run prints a table (median µs and TFLOP/s per shape and implementation) and, with --json,
+writes it as JSON. Timing (METHOD.md, DESIGN.md "Measurement principles"): CUDA events around each
+repetition after warm-up, the L2 flushed (a 256 MB buffer written) before every repetition. Small
+shapes run as CUDA graphs of GRAPH_CALLS calls, each on its own input set, to remove launch gaps.
+FLOPs = 4·B·H·S²·D (two matmuls), half of that when causal.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+from torch.nn.attention import SDPBackend, sdpa_kernel
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "extension"))
+import flashcore_build  # noqa: E402
+
+GRAPH_CALLS = 20
+FLUSH_BYTES = 256 << 20
+SDPA_BACKENDS = {
+    "sdpa_flash": SDPBackend.FLASH_ATTENTION,
+    "sdpa_cudnn": SDPBackend.CUDNN_ATTENTION,
+    "sdpa_efficient": SDPBackend.EFFICIENT_ATTENTION,
+}
+
+
+@dataclass(frozen=True)
+class Shape:
+    b: int
+    h: int
+    s: int
+    d: int
+    causal: bool
+
+    @property
+    def label(self) -> str:
+        return f"B{self.b} H{self.h} S{self.s} D{self.d}{' causal' if self.causal else ''}"
+
+    @property
+    def flops(self) -> float:
+        return 4.0 * self.b * self.h * self.s * self.s * self.d / (2 if self.causal else 1)
+
+    @property
+    def use_graph(self) -> bool:
+        return self.b * self.h * self.s <= 8 * 1024
+
+
+SHAPES = [
+    Shape(1, 8, 512, 64, False),
+    Shape(4, 16, 4096, 64, False),
+    Shape(4, 16, 4096, 64, True),
+    Shape(4, 16, 4096, 128, False),
+]
+
+
+@dataclass
+class Row:
+    shape: str
+    impl: str
+    median_us: float | None  # None when the implementation could not run (see note)
+    p10_us: float | None
+    p90_us: float | None
+    tflops: float | None
+    reps: int
+    note: str = ""
+
+
+def make_inputs(shape: Shape, n: int, seed: int = 0):
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    mk = lambda: torch.randn(shape.b, shape.h, shape.s, shape.d, device="cuda", dtype=torch.float16, generator=g)  # noqa: E731
+    return [(mk(), mk(), mk()) for _ in range(n)]
+
+
+def time_fn(fn, shape: Shape, flush: torch.Tensor, budget_s: float) -> tuple[list[float], int]:
+    """Per-call times in µs of `fn(i)` (i = input-set index), L2 flushed before each repetition."""
+    calls = GRAPH_CALLS if shape.use_graph else 1
+    for i in range(3):  # warm-up: module load, autotuning, allocator
+        fn(i % calls)
+    torch.cuda.synchronize()
+    if shape.use_graph:
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            for i in range(calls):
+                fn(i)
+        torch.cuda.current_stream().wait_stream(side)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            for i in range(calls):
+                fn(i)
+        run = graph.replay
+    else:
+        run = lambda: fn(0)  # noqa: E731
+    # Estimate one repetition to size the sample.
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    run()
+    end.record()
+    torch.cuda.synchronize()
+    est_s = max(start.elapsed_time(end) / 1e3, 1e-6)
+    reps = int(min(100, max(5, budget_s / est_s)))
+    events = []
+    for _ in range(reps):
+        flush.zero_()
+        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        s.record()
+        run()
+        e.record()
+        events.append((s, e))
+    torch.cuda.synchronize()
+    return [s.elapsed_time(e) * 1e3 / calls for s, e in events], reps
+
+
+def bench_shape(shape: Shape, impls: dict, flush: torch.Tensor, budget_s: float) -> list[Row]:
+    sets = make_inputs(shape, GRAPH_CALLS if shape.use_graph else 1)
+    rows = []
+    for name, (fn, ctx) in impls.items():
+        try:
+            with ctx():
+                fn(*sets[0], shape.causal)  # raises here if the backend refuses the shape
+                torch.cuda.synchronize()
+                times, reps = time_fn(lambda i: fn(*sets[i], shape.causal), shape, flush, budget_s)
+        except RuntimeError as exc:
+            msg = str(exc).strip().splitlines()[0][:120] if str(exc).strip() else type(exc).__name__
+            rows.append(Row(shape.label, name, None, None, None, None, 0, f"skipped: {msg}"))
+            continue
+        q = statistics.quantiles(times, n=10)
+        med = statistics.median(times)
+        rows.append(Row(shape.label, name, med, q[0], q[-1], shape.flops / (med * 1e-6) / 1e12, reps))
+    return rows
+
+
+def implementations(wmma_configs: list[str]) -> dict:
+    from contextlib import nullcontext
+
+    impls: dict = {}
+    for name in sorted(flashcore_build.KERNELS):
+        mod = flashcore_build.load_kernel(name)
+        impls[name] = (lambda q, k, v, c, mod=mod: mod.forward(q, k, v, c), nullcontext)
+        if name == "flashcore_wmma":
+            for cfg in wmma_configs:
+
+                def forced(q, k, v, c, mod=mod, cfg=cfg):
+                    os.environ["FLASHCORE_WMMA_CONFIG"] = cfg  # read by the launcher at each call
+                    try:
+                        return mod.forward(q, k, v, c)
+                    finally:
+                        del os.environ["FLASHCORE_WMMA_CONFIG"]
+
+                impls[f"flashcore_wmma[{cfg}]"] = (forced, nullcontext)
+    for name, backend in SDPA_BACKENDS.items():
+        sdpa = lambda q, k, v, c: F.scaled_dot_product_attention(q, k, v, is_causal=c)  # noqa: E731
+        impls[name] = (sdpa, lambda backend=backend: sdpa_kernel(backend))
+    return impls
+
+
+def format_table(device: str, rows: list[Row]) -> str:
+    lines = [f"FlashCore latency on {device} (fp16, median of reps, L2 flushed; small shape via CUDA graphs)"]
+    lines.append(f"{'shape':<26} {'impl':<24} {'median_us':>10} {'p10_us':>9} {'p90_us':>9} {'TFLOP/s':>8} {'reps':>5}")
+    for r in rows:
+        if r.median_us is None:
+            lines.append(f"{r.shape:<26} {r.impl:<24} {r.note}")
+        else:
+            lines.append(
+                f"{r.shape:<26} {r.impl:<24} {r.median_us:>10.2f} {r.p10_us:>9.2f} {r.p90_us:>9.2f} "
+                f"{r.tflops:>8.1f} {r.reps:>5}"
+            )
+    return "\n".join(lines)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description="FlashCore vs SDPA latency table")
+    ap.add_argument("--json", type=Path, help="also write the table as JSON here")
+    ap.add_argument("--budget-s", type=float, default=0.3, help="timed seconds per (shape, impl), roughly")
+    ap.add_argument("--wmma-configs", default="", help="comma list of forced wmma tile configs to time too")
+    ap.add_argument("--no-scalar", action="store_true", help="leave the slow scalar kernel out")
+    args = ap.parse_args()
+
+    if not torch.cuda.is_available():
+        print("no CUDA device: nothing to time", file=sys.stderr)
+        return 2
+    impls = implementations([c for c in args.wmma_configs.split(",") if c])
+    if args.no_scalar:
+        impls.pop("flashcore_scalar", None)
+    flush = torch.empty(FLUSH_BYTES, dtype=torch.uint8, device="cuda")
+    rows: list[Row] = []
+    for shape in SHAPES:
+        rows.extend(bench_shape(shape, impls, flush, args.budget_s))
+    device = torch.cuda.get_device_name()
+    if args.json:
+        args.json.write_text(
+            json.dumps(
+                {
+                    "device": device,
+                    "capability": list(torch.cuda.get_device_capability()),
+                    "torch": torch.__version__,
+                    "cuda": torch.version.cuda,
+                    "rows": [asdict(r) for r in rows],
+                },
+                indent=2,
+            )
+        )
+    print(format_table(device, rows))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,184 @@
+"""Correctness of the FlashCore kernels against a float32 reference, and the binding's checks.
+
+Oracle (as in Dao-AILab/flash-attention's tests): max |out - ref| must be at most
+K_TORCH x the error of PyTorch's own fp16/bf16 SDPA against the same float32 reference, plus an
+absolute floor per dtype. Inputs are fresh seeded random tensors per check; the output buffer is
+poisoned with NaN before every call so unwritten elements fail.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+import zlib
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+F = torch.nn.functional
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "extension"))
+import flashcore_build  # noqa: E402
+
+pytestmark = pytest.mark.gpu
+
+KERNELS = sorted(flashcore_build.KERNELS)
+K_TORCH = 2.0
+FLOOR = {torch.float16: 1e-3, torch.bfloat16: 8e-3}
+
+# (B, H, S_q, S_k, D): the gate's shapes, long sequences, and odd tails in S_q and S_k.
+SHAPES = [
+    (1, 8, 512, 512, 64),
+    (2, 16, 4096, 4096, 64),
+    (2, 16, 4096, 4096, 128),
+    (1, 2, 8192, 8192, 64),
+    (1, 2, 1, 1, 64),
+    (3, 5, 17, 17, 128),
+    (3, 5, 1000, 1000, 64),
+    (1, 2, 4097, 4097, 128),
+    (2, 3, 100, 300, 64),
+    (2, 3, 300, 100, 128),
+]
+
+
+@pytest.fixture(scope="session")
+def modules() -> dict:
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA device visible to torch")
+    return {name: flashcore_build.load_kernel(name) for name in KERNELS}
+
+
+def reference(q, k, v, causal: bool):
+    """float32 softmax(q kᵀ/sqrt(D)) v, causal mask top-left as torch's is_causal; one batch at a time."""
+    out = torch.empty(q.shape, dtype=torch.float32, device=q.device)
+    s_q, s_k, d = q.shape[2], k.shape[2], q.shape[3]
+    mask = None
+    if causal:
+        mask = torch.ones(s_q, s_k, dtype=torch.bool, device=q.device).tril()
+    prev = torch.backends.cuda.matmul.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = False
+    try:
+        for b in range(q.shape[0]):
+            qb, kb, vb = q[b].float(), k[b].float(), v[b].float()
+            s = (qb @ kb.transpose(-1, -2)) / math.sqrt(d)
+            if mask is not None:
+                s = s.masked_fill(~mask, float("-inf"))
+            out[b] = torch.softmax(s, dim=-1) @ vb
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = prev
+    return out
+
+
+def random_qkv(shape, dtype, seed: int):
+    b, h, s_q, s_k, d = shape
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    q = torch.randn(b, h, s_q, d, device="cuda", dtype=dtype, generator=g)
+    k = torch.randn(b, h, s_k, d, device="cuda", dtype=dtype, generator=g)
+    v = torch.randn(b, h, s_k, d, device="cuda", dtype=dtype, generator=g)
+    return q, k, v
+
+
+@pytest.mark.parametrize("kernel", KERNELS)
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["fp16", "bf16"])
+@pytest.mark.parametrize("causal", [False, True], ids=["noncausal", "causal"])
+@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "B{}H{}Sq{}Sk{}D{}".format(*s))
+def test_matches_fp32_reference(modules, kernel, dtype, causal, shape):
+    trials = 2 if shape[2] * shape[3] <= 1000 * 128 else 1
+    for trial in range(trials):
+        seed = zlib.crc32(repr((kernel, str(dtype), causal, shape, trial)).encode())
+        q, k, v = random_qkv(shape, dtype, seed)
+        ref = reference(q, k, v, causal)
+        torch_err = (F.scaled_dot_product_attention(q, k, v, is_causal=causal).float() - ref).abs().max().item()
+
+        out = torch.full_like(q, float("nan"))
+        modules[kernel].forward(q, k, v, causal, out=out)
+        torch.cuda.synchronize()
+        assert not out.isnan().any(), f"{kernel}: NaN in output (unwritten or bad softmax)"
+        assert not out.isinf().any(), f"{kernel}: Inf in output"
+        err = (out.float() - ref).abs().max().item()
+        tol = K_TORCH * torch_err + FLOOR[dtype]
+        print(f"{kernel} {shape} {dtype} causal={causal}: max_err={err:.3e} torch_err={torch_err:.3e} tol={tol:.3e}")
+        assert err <= tol, f"{kernel}: max abs err {err:.3e} > {tol:.3e} (torch {torch_err:.3e})"
+
+
+@pytest.mark.parametrize("kernel", KERNELS)
+def test_returns_new_output_and_handles_strided_inputs(modules, kernel):
+    # q as a transposed view [B, S, H, D] -> [B, H, S, D]: last dim contiguous, other strides not.
+    g = torch.Generator(device="cuda").manual_seed(7)
+    qs = torch.randn(2, 256, 4, 64, device="cuda", dtype=torch.float16, generator=g)
+    k = torch.randn(2, 4, 256, 64, device="cuda", dtype=torch.float16, generator=g)
+    v = torch.randn(2, 4, 256, 64, device="cuda", dtype=torch.float16, generator=g)
+    q = qs.transpose(1, 2)
+    out = modules[kernel].forward(q, k, v, False)
+    ref = reference(q, k, v, False)
+    assert out.shape == q.shape and out.is_contiguous()
+    assert (out.float() - ref).abs().max().item() < 5e-3
+
+
+def _good(dtype=torch.float16, d=64, device="cuda"):
+    g = torch.Generator(device="cpu").manual_seed(0)
+    return [torch.randn(1, 2, 16, d, generator=g).to(device=device, dtype=dtype) for _ in range(3)]
+
+
+@pytest.mark.parametrize(
+    "mutate, match",
+    [
+        (lambda q, k, v: (q.float(), k, v), r"q must be float16 or bfloat16"),
+        (lambda q, k, v: (q, k.bfloat16(), v), r"k must have the dtype of q"),
+        (lambda q, k, v: (q.cpu(), k, v), r"q must be a CUDA tensor"),
+        (lambda q, k, v: (q, k, v.cpu()), r"v must be a CUDA tensor"),
+        (lambda q, k, v: (q[..., :32], k[..., :32], v[..., :32]), r"q must have a contiguous last dimension|q head dim"),
+        (lambda q, k, v: (q[0], k, v), r"q must be 4-D"),
+        (lambda q, k, v: (q, k[:, :1], v[:, :1]), r"k head count"),
+        (lambda q, k, v: (q, torch.cat([k, k]), torch.cat([v, v])), r"k batch size"),
+        (lambda q, k, v: (q, k, v[:, :, :8]), r"v shape must equal k's"),
+        (lambda q, k, v: (q, k, v.transpose(-1, -2)), r"v must have a contiguous last dimension"),
+    ],
+    ids=["q_fp32", "k_dtype", "q_cpu", "v_cpu", "q_sliced_d", "q_3d", "k_heads", "k_batch", "v_shape", "v_strided_d"],
+)
+@pytest.mark.parametrize("kernel", KERNELS)
+def test_binding_rejects_bad_arguments(modules, kernel, mutate, match):
+    q, k, v = mutate(*_good())
+    with pytest.raises(RuntimeError, match=match):
+        modules[kernel].forward(q, k, v, False)
+
+
+@pytest.mark.parametrize("d", [32, 96, 256])
+def test_binding_rejects_unsupported_head_dim(modules, d):
+    q, k, v = _good(d=d)
+    for mod in modules.values():
+        with pytest.raises(RuntimeError, match=r"q head dim \(size 3\) must be 64 or 128"):
+            mod.forward(q, k, v, False)
+
+
+def test_binding_rejects_mismatched_head_dim_and_bad_out(modules):
+    q, _, _ = _good(d=64)
+    _, k, v = _good(d=128)
+    q2, k2, v2 = _good()
+    for mod in modules.values():
+        with pytest.raises(RuntimeError, match=r"k head dim \(size 3\) must equal q's"):
+            mod.forward(q, k, v, False)
+        with pytest.raises(RuntimeError, match=r"out shape must equal q's"):
+            mod.forward(q2, k2, v2, False, out=torch.empty(1, 2, 8, 64, device="cuda", dtype=torch.float16))
+        with pytest.raises(RuntimeError, match=r"out must have the dtype of q"):
+            mod.forward(q2, k2, v2, False, out=torch.empty_like(q2, dtype=torch.bfloat16))
+
+
+@pytest.mark.parametrize("config", ["w4m1", "w4m2", "w8m1", "w4m1s2", "w2m1s4"])
+@pytest.mark.parametrize("causal", [False, True], ids=["noncausal", "causal"])
+@pytest.mark.parametrize("shape", [(2, 3, 300, 257, 64), (1, 2, 200, 333, 128)], ids=["D64", "D128"])
+def test_every_wmma_tile_config(modules, monkeypatch, config, causal, shape):
+    """The launcher's per-shape choice hides most configs; FLASHCORE_WMMA_CONFIG forces each one."""
+    monkeypatch.setenv("FLASHCORE_WMMA_CONFIG", config)
+    dtype = torch.float16
+    q, k, v = random_qkv(shape, dtype, zlib.crc32(repr((config, causal, shape)).encode()))
+    ref = reference(q, k, v, causal)
+    torch_err = (F.scaled_dot_product_attention(q, k, v, is_causal=causal).float() - ref).abs().max().item()
+    out = torch.full_like(q, float("nan"))
+    modules["flashcore_wmma"].forward(q, k, v, causal, out=out)
+    torch.cuda.synchronize()
+    assert not out.isnan().any()
+    err = (out.float() - ref).abs().max().item()
+    print(f"flashcore_wmma[{config}] {shape} causal={causal}: max_err={err:.3e} torch_err={torch_err:.3e}")
+    assert err <= K_TORCH * torch_err + FLOOR[dtype]
