@@ -4,12 +4,13 @@ Subject: `bench/quality_repo`, a dependent FMA chain per element behind a torch 
 variants change only `GATE_EXTRA_PCT` (more arithmetic, identical memory traffic and layout), at a
 ~300 µs size and a ~10 µs size (launch-bound: timed as CUDA graphs). Prints, in one run:
 
-  1. cold and warm verdict time for one kernel on 3 shapes through the stages build (both sides)
-     -> correctness -> bench; cold = empty object cache, warm = kernel-only change;
+  1. cold and warm verdict time for one kernel on 3 shapes through the real pipeline (`gate_job`:
+     git checkout, the GPU child, static, build of both sides, correctness, bench, profile, verdict);
+     cold = empty data dir and object cache, warm = a kernel-only commit with the binding cached;
   2. A/A false alarms over TRIALS trials (two builds of the same source) at both sizes, and the same
      for PyTorch SDPA at B1 H8 S512 D64 (~10 µs), beside naive A-then-B event timing of it;
   3. detections of the +3 % variant at both sizes, and a sweep of slowdowns at the small size;
-  4. the profile stage's time beside the plain run.
+  4. the profile stage's time beside the rest of the warm verdict.
 
 A trial is one `bench.time_revisions` call; "alarm"/"detected" = `stats.regression_call` says
 REGRESSION at the threshold named in the table (whole 95 % interval above 1 + threshold, p < 0.05).
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -32,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from gate.domain import Gates, KernelSpec, Shape  # noqa: E402
 from gate.domain.codec import to_json  # noqa: E402
 from gate.domain.job import RunOptions  # noqa: E402
-from gate.pipeline import bench, build, correctness, stats, workloads  # noqa: E402
+from gate.pipeline import bench, build, stats, workloads  # noqa: E402
 
 TRIALS = int(os.environ.get("GATE_QUALITY_TRIALS", "20"))
 THRESHOLDS_PCT = (1.0, 2.0)
@@ -66,25 +68,70 @@ def built(work: Path, cache: Path, extra_pct: int, tag: str = "") -> tuple[objec
     return res, build.load_module(res.module_path)
 
 
-def verdict_time(work: Path, cache: Path, cand_pct: int, label: str) -> dict:
-    """build both sides -> correctness -> bench on 3 shapes; seconds per stage."""
-    spec = kernel_spec(VERDICT_SHAPES)
+MANIFEST = """\
+[[kernel]]
+name = "fma_chain"
+sources = ["kernels/fma_chain.cu", "extension/fma_binding.cpp"]
+workload = "quality_workload:make"
+arch = ["sm_90"]
+shapes = [{shapes}]
+dtypes = ["float32"]
+
+[kernel.gates]
+max_latency_regression_pct = 1
+max_bank_conflict_pct = 10
+max_error_ratio = 16.0
+"""
+
+
+def _git(repo: Path, *args: str) -> str:
+    env = {**os.environ, "GIT_AUTHOR_NAME": "gate", "GIT_AUTHOR_EMAIL": "gate@example.com",
+           "GIT_COMMITTER_NAME": "gate", "GIT_COMMITTER_EMAIL": "gate@example.com"}
+    return subprocess.run(["git", *args], cwd=repo, env=env, check=True, capture_output=True,
+                          text=True).stdout.strip()
+
+
+def subject_repo(work: Path) -> tuple[Path, dict[int, str]]:
+    """The subject as a git repository with a gate.toml: the base commit, then +3 % and +5 % commits."""
+    repo = work / "subject-repo"
+    shutil.copytree(SUBJECT, repo)
+    shapes = ", ".join("{" + ", ".join(f"{k} = {v}" for k, v in sh.params.items()) + "}" for sh in VERDICT_SHAPES)
+    (repo / "gate.toml").write_text(MANIFEST.format(shapes=shapes))
+    _git(repo, "init", "-q")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-q", "-m", "base")
+    shas = {0: _git(repo, "rev-parse", "HEAD")}
+    cu = repo / "kernels" / "fma_chain.cu"
+    for pct in (3, 5):
+        cu.write_text(re.sub(r"#define GATE_EXTRA_PCT \d+", f"#define GATE_EXTRA_PCT {pct}", cu.read_text()))
+        _git(repo, "commit", "-q", "-am", f"+{pct} % arithmetic")
+        shas[pct] = _git(repo, "rev-parse", "HEAD")
+    return repo, shas
+
+
+def verdict_time(data_dir: Path, repo: Path, sha: str, base: str, label: str) -> dict:
+    """One whole verdict through `gate_job`, as the service runs it; seconds in all and per stage."""
+    from gate.pipeline.run import gate_job
+    from gate.pipeline.source import Mirror
+
+    options = RunOptions(ncu_path=shutil.which("ncu") or "/usr/local/cuda/bin/ncu", ncu_clock_control="none",
+                         build_cache_dir=str(data_dir / "build-cache"), bench_budget_s=5.0)
     t0 = time.perf_counter()
-    cand_build, cand = built(work, cache, cand_pct)
-    base_build, base = built(work, cache, 0)
-    t_build = time.perf_counter() - t0
-    wl = workloads.get_workload(spec, variant(work, cand_pct))
-    corr = correctness.check(spec, cand, wl, 3)
-    t_corr = time.perf_counter() - t0 - t_build
-    res = bench.time_revisions(spec, wl, cand, base, RunOptions())
+    outcome = gate_job(repo=str(repo), sha=sha, base_sha=base, kernel="fma_chain", data_dir=data_dir,
+                       options=options, mirror=Mirror(data_dir / "mirrors"))
     total = time.perf_counter() - t0
-    return {"label": label, "total_s": total, "build_s": t_build, "correctness_s": t_corr,
-            "bench_s": total - t_build - t_corr, "correctness": corr.status.value,
-            "cand_cache": [cand_build.cache_hits, cand_build.cache_misses],
-            "base_cache": [base_build.cache_hits, base_build.cache_misses],
-            "ratios": [round(s.ratio or 0, 4) for s in res.shapes],
-            "medians_us": [round(s.candidate.median_us, 2) for s in res.shapes],
-            "module_path": cand_build.module_path, "src": str(variant(work, cand_pct))}
+    res = outcome.result
+    sides = [("candidate", res.candidate), ("baseline", res.baseline)]
+    stages = {f"{stage}_{side}": getattr(getattr(r, stage), "duration_s", 0.0)
+              for side, r in sides if r is not None for stage in ("static", "build", "correctness", "profile")
+              if getattr(r, stage, None) is not None}
+    stages["bench"] = res.bench.duration_s if res.bench else 0.0
+    build_c = res.candidate.build
+    return {"label": label, "total_s": total, "verdict": outcome.report.verdict.value,
+            "reason": outcome.report.reason, "stages_s": stages,
+            "profile_s": stages.get("profile_candidate", 0.0) + stages.get("profile_baseline", 0.0),
+            "cand_cache": [build_c.cache_hits, build_c.cache_misses] if build_c else None,
+            "ratios": [round(t.ratio or 0, 4) for t in (res.bench.shapes if res.bench else [])]}
 
 
 def trials(spec: KernelSpec, wl: object, cand: object, base: object, n: int) -> dict:
@@ -131,24 +178,11 @@ def main() -> int:
     subprocess.run([sys.executable, "-c", "import torch; torch.zeros(1, device='cuda')"], check=True)
     report["python_torch_start_s"] = time.perf_counter() - t
 
-    report["cold"] = verdict_time(work, cache, 3, "cold (empty cache)")
-    report["warm"] = verdict_time(work, cache, 5, "warm (kernel-only change)")
+    repo, shas = subject_repo(work)
+    data_dir = work / "data"
+    report["cold"] = verdict_time(data_dir, repo, shas[3], shas[0], "cold (empty cache)")
+    report["warm"] = verdict_time(data_dir, repo, shas[5], shas[0], "warm (kernel-only change)")
     print("verdict times:", json.dumps({k: report[k] for k in ("cold", "warm")}, default=str), flush=True)
-
-    try:
-        from gate.pipeline import profile
-
-        spec = kernel_spec(VERDICT_SHAPES)
-        t = time.perf_counter()
-        prof = profile.profile(spec, report["warm"]["module_path"], Path(report["warm"]["src"]),
-                               work / "profile", RunOptions(ncu_path="/usr/local/cuda/bin/ncu"
-                                                            if shutil.which("ncu") is None else "ncu",
-                                                            ncu_clock_control="none"))
-        report["profile"] = {"seconds": time.perf_counter() - t, "status": prof.status.value,
-                             "reason": prof.reason[:300], "launches": len(prof.kernels)}
-    except Exception as exc:  # noqa: BLE001  reported, not fatal: the rest of the benchmark still counts
-        report["profile"] = {"seconds": None, "status": "error", "reason": f"{type(exc).__name__}: {exc}"[:300]}
-    print("profile:", report["profile"], flush=True)
 
     sizes = {"large": LARGE, "small": SMALL}
     for size, shape in sizes.items():
@@ -191,12 +225,11 @@ def _table(r: dict) -> None:
           f"[at +{THRESHOLDS_PCT[1]:g} %])")
     for key in ("cold", "warm"):
         v = r[key]
-        print(f"{v['label']:<28} {v['total_s']:6.1f} s  (build {v['build_s']:.1f}, correctness "
-              f"{v['correctness_s']:.1f}, bench {v['bench_s']:.1f}; cand hits/misses {v['cand_cache']}) "
-              f"+ python/torch start {r['python_torch_start_s']:.1f} s")
-    p = r["profile"]
-    print(f"{'profile stage':<28} {p['seconds'] if p['seconds'] is None else round(p['seconds'], 1)} s "
-          f"({p['status']}) vs warm plain run {r['warm']['total_s']:.1f} s")
+        print(f"{v['label']:<28} {v['total_s']:6.1f} s  verdict {v['verdict']} (ratios {v['ratios']}); "
+              f"candidate build hits/misses {v['cand_cache']}")
+    w = r["warm"]
+    print(f"{'profile stage (warm)':<28} {w['profile_s']:6.1f} s of {w['total_s']:.1f} s "
+          f"(the rest of the verdict: {w['total_s'] - w['profile_s']:.1f} s)")
     for key, label in (("aa_large", "A/A ~300 us"), ("aa_small", "A/A ~10 us"), ("aa_sdpa", "A/A SDPA 10 us"),
                        ("det3_large", "+3 % ~300 us"), ("det3_small", "+3 % ~10 us"), ("det5_small", "+5 % ~10 us"),
                        ("det8_small", "+8 % ~10 us"), ("det12_small", "+12 % ~10 us")):

@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
-# The one script the team runs on the GPU machine: carried wheels, versions, GPU tests, benchmarks.
-# Usage (repo root): scripts/device-check.sh        logs and JSON go to $OUT (default ./device-out)
+# The one script for the GPU machine: carried wheels, versions, then the parts asked for, a short
+# table last. Usage (repo root): scripts/device-check.sh [tests] [quality] [demo] [latency]
+# (no argument = all four; one device call runs at most 10 minutes, so the parts can be split).
+# Logs and JSON go to $OUT (default ./device-out).
 set -uo pipefail
+cd "$(dirname "$0")/.."
 OUT="${OUT:-$PWD/device-out}"; mkdir -p "$OUT"; export OUT PYTHONUNBUFFERED=1
 if [ -d .whl ] && ls .whl/*.whl >/dev/null 2>&1; then
   python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl \
@@ -9,23 +12,34 @@ if [ -d .whl ] && ls .whl/*.whl >/dev/null 2>&1; then
 fi
 export PATH="$PATH:/usr/local/cuda/bin"
 export PYTHONPATH="$PWD:${PYTHONPATH:-}"
+# This workplace asks that GPU clocks be left alone: ncu runs with --clock-control none (both sides
+# of every comparison alike). Elsewhere the default is `base`.
+export GATE_NCU_CLOCK_CONTROL="${GATE_NCU_CLOCK_CONTROL:-none}"
+parts=("$@"); [ ${#parts[@]} -eq 0 ] && parts=(tests quality demo latency)
+
 nvidia-smi -L; nvcc --version | tail -1; ncu --version | tail -1
-python3 -c 'import torch, scipy, numpy; print("torch", torch.__version__, "cuda", torch.version.cuda, "scipy", scipy.__version__, "numpy", numpy.__version__)'
+python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda)'
 
 declare -A STATUS
-t0=$SECONDS
-timeout 240 python3 -m pytest -m gpu tests/gpu -q -p no:cacheprovider 2>&1 | tee "$OUT/gpu-tests.log"
-STATUS[gpu-tests]="exit ${PIPESTATUS[0]}, $((SECONDS - t0)) s"
-t0=$SECONDS
-timeout 300 python3 bench/gate_quality.py 2>&1 | tee "$OUT/gate-quality.log"
-STATUS[gate-quality]="exit ${PIPESTATUS[0]}, $((SECONDS - t0)) s"
-if [ -f bench/flashcore_latency.py ]; then
-  t0=$SECONDS
-  timeout 120 python3 bench/flashcore_latency.py 2>&1 | tee "$OUT/flashcore-latency.log"
-  STATUS[flashcore-latency]="exit ${PIPESTATUS[0]}, $((SECONDS - t0)) s"
-fi
+step() {   # step NAME SECONDS COMMAND...: run with a time limit, log to $OUT/NAME.log
+  local name=$1 limit=$2; shift 2
+  local t0=$SECONDS
+  timeout "$limit" "$@" 2>&1 | tee "$OUT/$name.log"
+  STATUS[$name]="exit ${PIPESTATUS[0]}, $((SECONDS - t0)) s"
+}
+for part in "${parts[@]}"; do
+  case "$part" in
+    tests)   step gpu-tests 540 python3 -m pytest -m gpu tests/gpu -q -p no:cacheprovider -W default -rfE ;;
+    quality) step gate-quality 540 python3 bench/gate_quality.py ;;
+    demo)    GATE_DATA_DIR=/tmp/gate-demo GATE_DATABASE_URL=sqlite:////tmp/gate-demo/gate.db \
+             GATE_BENCH_BUDGET_S="${GATE_BENCH_BUDGET_S:-4}" step demo 480 python3 -m gate.cli demo --no-serve ;;
+    latency) step flashcore-latency 180 python3 bench/flashcore_latency.py --json "$OUT/flashcore_latency.json" ;;
+    *) echo "unknown part: $part (tests, quality, demo, latency)"; exit 2 ;;
+  esac
+done
 
-echo; echo "== device check"
-tail -1 "$OUT/gpu-tests.log"
-sed -n '/^== gate quality/,$p' "$OUT/gate-quality.log"
+echo; echo "== device check: ${parts[*]}"
+[ -f "$OUT/gpu-tests.log" ] && tail -1 "$OUT/gpu-tests.log"
+[ -f "$OUT/gate-quality.log" ] && sed -n '/^== gate quality/,$p' "$OUT/gate-quality.log"
+[ -f "$OUT/demo.log" ] && sed -n '/^commit /,$p' "$OUT/demo.log"
 for k in "${!STATUS[@]}"; do printf '%-18s %s\n' "$k" "${STATUS[$k]}"; done

@@ -30,7 +30,7 @@ EXTRA_WORK = """\
       {  // Renormalise the probabilities once more, for clarity.
         const float one = exp2f(0.0f * scale_log2);
 #pragma unroll
-        for (int rep = 0; rep < 4; ++rep)
+        for (int rep = 0; rep < 8; ++rep)
 #pragma unroll
           for (int mi = 0; mi < kMAtoms; ++mi)
 #pragma unroll

@@ -139,10 +139,18 @@ def _severity(row: RuleRow) -> float:
     return abs(row.value - row.threshold) / (abs(row.threshold) or 1.0)
 
 
+def _cause_first(row: RuleRow) -> int:
+    """Of several failing rules the reason names the cause before the symptom: a broken build or a
+    wrong answer, then what the compiler and the profiler measured, then the latency they explain."""
+    if row.rule in ("static", "build", "correctness"):
+        return 0
+    return 2 if row.rule == "max_latency_regression_pct" else 1
+
+
 def _verdict(rows: list[RuleRow]) -> tuple[Verdict, str]:
     for outcome, verdict in ((O.ERROR, Verdict.ERROR), (O.FAIL, Verdict.REJECT),
                              (O.NOT_RUN, Verdict.INCOMPLETE), (O.INCONCLUSIVE, Verdict.INCONCLUSIVE)):
-        hits = [r for r in rows if r.outcome is outcome]
+        hits = sorted((r for r in rows if r.outcome is outcome), key=_cause_first)
         if hits:
             same_rule = [r for r in hits if r.rule == hits[0].rule]
             decisive = max(same_rule, key=_severity) if outcome is O.FAIL else hits[0]

@@ -66,7 +66,7 @@ def _case_reason(case: CorrectnessCase, n: int) -> str:
     return f"{where}: max |err| {err} > tol {tol}"
 
 
-NEW_KERNEL = "new kernel: the baseline revision does not declare it, nothing to regress against"
+NEW_KERNEL = "new kernel: no baseline revision declares it, nothing to regress against"
 
 
 def latency_rows(bench: BenchResult, max_regression_pct: float, alpha: float,

@@ -212,11 +212,12 @@ def gate_job(*, repo: str, sha: str, base_sha: str | None, kernel: str, data_dir
         candidate = mirror.checkout(repo, sha, workspace / "candidate")
         spec = _kernel_spec(load_manifest(Path(candidate.path)), kernel)
         baseline = mirror.checkout(repo, base_sha, workspace / "baseline") if base_sha else None
-        new_kernel = baseline is not None and not declares(Path(baseline.path), kernel)
+        # A root commit, or a baseline whose manifest lacks the kernel: nothing to regress against.
+        new_kernel = baseline is None or not declares(Path(baseline.path), kernel)
         if new_kernel:
             baseline = None
         emit(ProgressEvent(stage="source", side="joint", state="passed", detail=f"{sha[:12]}" + (
-            f" vs {base_sha[:12]}" if baseline else ", new kernel" if new_kernel else ", no baseline")))
+            f" vs {base_sha[:12]}" if baseline else ", new kernel: no baseline declares it")))
         request = JobRequest(kernel=spec, candidate=candidate, baseline=baseline,
                              artifacts_dir=str(artifacts), options=options)
         result = run_child(request, timeout_s=spec.timeout_s, on_event=emit)

@@ -1,10 +1,6 @@
-"""GPU tests: registers the `gpu` marker and skips them (with the reason) when CUDA is absent."""
+"""GPU tests: even when asked for (`-m gpu`), skipped with the reason when CUDA is absent."""
 
 import pytest
-
-
-def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "gpu: needs a CUDA GPU (run on the device machine)")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

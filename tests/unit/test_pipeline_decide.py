@@ -233,6 +233,14 @@ def test_relative_rules_compare_with_the_baseline_profile():
     assert (increase.outcome, increase.delta) == (RuleOutcome.PASS, 8)
 
 
+def test_the_reason_names_the_bank_conflicts_before_the_slowdown_they_cause():
+    cand = [KernelMetrics("k", shape="m1024", ld_bank_conflict_pct=86.3, st_bank_conflict_pct=0)]
+    report = decide(full(timings=[timing(ratio=2.4, lo=2.3, hi=2.5, p=1e-6)], cand_kernels=cand), GATES)
+    assert report.verdict is Verdict.REJECT
+    assert report.reason.startswith("reject: max_bank_conflict_pct m1024: 86.3 % > 10 %")
+    assert rows(report, "max_latency_regression_pct")[0].outcome is RuleOutcome.FAIL
+
+
 def test_an_error_stage_wins_over_a_failure():
     result = full()
     result.candidate.static = static(status=F, reason="compile error")

@@ -1,0 +1,80 @@
+"""`gate run` on a real GPU, every stage, on the WMMA GEMM sample and the variants it must reject."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import gate
+from tests.samples.build import make_repo
+
+pytestmark = pytest.mark.gpu
+
+
+@pytest.fixture(scope="module")
+def sample(tmp_path_factory):
+    return make_repo(tmp_path_factory.mktemp("sample"), variants=["unwritten_tile", "bank_conflicts",
+                                                                   "compile_error"])
+
+
+@pytest.fixture(scope="module")
+def data_dir(tmp_path_factory):
+    return tmp_path_factory.mktemp("data")   # one object cache for the module: warm builds
+
+
+def gate_run(data_dir: Path, repo: Path, *args: str) -> tuple[int, dict, str]:
+    env = {**os.environ, "GATE_DATA_DIR": str(data_dir), "GATE_BENCH_BUDGET_S": "3",
+           "PYTHONPATH": str(Path(gate.__file__).resolve().parent.parent)}
+    proc = subprocess.run([sys.executable, "-m", "gate.cli", "run", "--repo", str(repo), *args, "--json"],
+                          capture_output=True, text=True, env=env, timeout=900)
+    print(proc.stderr[-4000:])   # the live progress, kept in the log as evidence
+    (kernel,) = json.loads(proc.stdout)["kernels"]
+    return proc.returncode, kernel, proc.stderr
+
+
+def rule(kernel: dict, name: str) -> list[dict]:
+    return [r for r in kernel["rules"] if r["rule"] == name]
+
+
+def test_the_correct_kernel_is_accepted_with_every_stage_figure(sample, data_dir):
+    repo, shas = sample
+    code, kernel, err = gate_run(data_dir, repo, "--sha", shas["base"], "--base", shas["base"])
+    assert (code, kernel["verdict"]) == (0, "accept"), kernel["reason"]
+    result = kernel["result"]
+    cand = result["candidate"]
+    for stage in ("static", "build", "correctness", "profile"):
+        assert cand[stage]["status"] == "passed", (stage, cand[stage]["reason"])
+    assert all(c["passed"] and c["max_abs_err"] is not None for c in cand["correctness"]["cases"])
+    timings = result["bench"]["shapes"]
+    assert len(timings) == 3 and all(t["ratio"] and t["baseline"] for t in timings)   # A/A: no alarm
+    assert all("cublas" in t["peers"] for t in timings)
+    metrics = cand["profile"]["kernels"]
+    assert metrics and all(m["tensor_pipe_pct"] and m["tensor_pipe_pct"] > 0 for m in metrics)
+    assert result["fingerprint"]["gpu_name"] and result["fingerprint"]["sm_count"]
+
+
+def test_an_unwritten_output_tile_is_rejected_by_correctness(sample, data_dir):
+    repo, shas = sample
+    code, kernel, _ = gate_run(data_dir, repo, "--sha", shas["unwritten_tile"])
+    assert (code, kernel["verdict"]) == (1, "reject")
+    (row,) = rule(kernel, "correctness")
+    assert row["outcome"] == "fail"
+
+
+def test_bank_conflicts_are_rejected_with_the_measured_rate(sample, data_dir):
+    repo, shas = sample
+    code, kernel, _ = gate_run(data_dir, repo, "--sha", shas["bank_conflicts"])
+    assert (code, kernel["verdict"]) == (1, "reject")
+    failed = [r for r in rule(kernel, "max_bank_conflict_pct") if r["outcome"] == "fail"]
+    assert failed and all(r["value"] > r["threshold"] for r in failed)
+    print("measured bank-conflict rates:", [(r["shape"], r["value"]) for r in failed])
+
+
+def test_a_compile_error_is_rejected_with_the_log(sample, data_dir):
+    repo, shas = sample
+    code, kernel, _ = gate_run(data_dir, repo, "--sha", shas["compile_error"])
+    assert (code, kernel["verdict"]) == (1, "reject")
+    assert "error" in kernel["reason"]
