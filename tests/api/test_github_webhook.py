@@ -3,6 +3,7 @@ GitHub stand-in: signed events in, jobs run, statuses and Check Runs out."""
 
 from __future__ import annotations
 
+import threading
 import time
 
 import pytest
@@ -124,11 +125,12 @@ def test_same_delivery_id_twice_gives_one_job(database_url, tmp_path, repo, gith
 
 
 def test_github_answering_502_twice_gets_the_final_status_exactly_once(database_url, tmp_path, repo, github):
-    pipeline = FakePipeline()
+    pipeline = FakePipeline(gate=threading.Event())                         # holds the job ...
     with serve(_settings(database_url, tmp_path, github), gate_job=pipeline, sources=_sources(repo)) as url:
         post_event(url, "pull_request", pull_request_payload(repo))
         github.wait_for(lambda: len(_statuses(github, repo.head)) == 1)       # pending went out
         github.fail("POST", "/statuses/", status=502, times=2)
+        pipeline.gate.set()                                                   # ... until GitHub fails
         github.wait_for(lambda: len(_statuses(github, repo.head)) == 2)
         time.sleep(1.0)                                                       # nothing more arrives
     finals = [s for s in _statuses(github, repo.head) if s["state"] != "pending"]
