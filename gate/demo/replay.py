@@ -30,7 +30,7 @@ class DemoRow:
     revision_id: int
     sha: str
     message: str
-    expect: str
+    expect: dict[str, str]
     verdicts: list[tuple[str, str, str]]   # (kernel, verdict, reason)
 
 
@@ -93,8 +93,9 @@ def _verdicts(session_factory: Any, revision_id: int) -> list[tuple[str, str, st
 
 
 def summary(rows: list[DemoRow]) -> str:
-    lines = [f"{'commit':<10}  {'kernel':<18} {'verdict':<12} {'expected':<42} reason"]
+    lines = [f"{'commit':<10}  {'kernel':<18} {'verdict':<12} {'expected':<26} reason"]
     for row in rows:
         for kernel, verdict, reason in row.verdicts:
-            lines.append(f"{row.sha[:10]}  {kernel:<18} {verdict:<12} {row.expect[:42]:<42} {reason}")
+            expected = row.expect.get(kernel, "accept")
+            lines.append(f"{row.sha[:10]}  {kernel:<18} {verdict:<12} {expected:<26} {reason}")
     return "\n".join(lines)

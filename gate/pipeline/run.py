@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from gate.domain.job import GateOutcome, JobRequest, ProgressEvent, RunOptions
-from gate.domain.manifest import KernelSpec, Manifest
+from gate.domain.manifest import Gates, KernelSpec, Manifest
 from gate.domain.results import (
     BenchResult,
     BuildResult,
@@ -153,6 +153,12 @@ def _skip_rest(result: JobResult, emit: Emit, reason: str) -> None:
     result.candidate.profile = _not_run(emit, "profile", "candidate", ProfileResult, reason)
 
 
+def needs_baseline_profile(gates: Gates) -> bool:
+    """Only the relative ncu rules read the baseline's profile. Profiling it otherwise would cost a
+    second ncu session (about 6 s on an H200, half of a warm verdict) for figures no rule uses."""
+    return gates.max_tensor_pipe_drop_pct is not None or gates.max_bank_conflict_increase_pct is not None
+
+
 def _profile_sides(request: JobRequest, result: JobResult, emit: Emit, save: Callable[[JobResult], None],
                    run_profile: Callable[..., ProfileResult]) -> None:
     kernel, options = request.kernel, request.options
@@ -163,7 +169,7 @@ def _profile_sides(request: JobRequest, result: JobResult, emit: Emit, save: Cal
         return
     sides = [("candidate", request.candidate, result.candidate)]
     if request.baseline and result.baseline and result.baseline.build \
-            and result.baseline.build.status is StageStatus.PASSED:
+            and result.baseline.build.status is StageStatus.PASSED and needs_baseline_profile(kernel.gates):
         sides.append(("baseline", request.baseline, result.baseline))
     for side, checkout, target in sides:
         module_path = target.build.module_path

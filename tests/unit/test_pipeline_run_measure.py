@@ -93,11 +93,20 @@ def fake_gpu(monkeypatch, static_passes):
 
 def test_with_a_gpu_the_stages_run_in_order_for_both_sides(tmp_path, fake_gpu):
     calls, _ = fake_gpu
-    result = run.measure(request(tmp_path), lambda e: None)
+    req = request(tmp_path)
+    req.kernel.gates.max_tensor_pipe_drop_pct = 5        # a relative rule: the baseline is profiled too
+    result = run.measure(req, lambda e: None)
     assert calls == [("build", "cand"), ("build", "base"), ("correctness", "module:cand.so"),
                      ("bench", "module:cand.so", "module:base.so"), ("profile", "cand.so"), ("profile", "base.so")]
     assert result.fingerprint.gpu_name == "Fake GPU"
     assert result.baseline.profile.status is P
+
+
+def test_the_baseline_is_profiled_only_when_a_relative_rule_reads_it(tmp_path, fake_gpu):
+    calls, _ = fake_gpu
+    result = run.measure(request(tmp_path), lambda e: None)
+    assert [c for c in calls if c[0] == "profile"] == [("profile", "cand.so")]
+    assert result.baseline.profile is None
 
 
 def test_a_failed_candidate_build_skips_correctness_bench_and_profile(tmp_path, fake_gpu):
