@@ -24,19 +24,18 @@ from gate.errors import GateError
 
 PAD_LINE = re.compile(r"constexpr int kSmemPad = \d+;")
 EXTRA_WORK_END = "// ==== END EXTRA-WORK SPOT"
-# The "clearer" code of the slower commit: the probabilities renormalised again by a factor that is 1
-# at run time (the compiler cannot fold `0 * x`), so the results stay exact and the kernel slows down.
+# The "clearer" code of the slower commit: each probability recomputed through two more exponentials
+# that are 1 at run time (the compiler cannot fold `0 * x`), so the results stay exact. Exponentials
+# run on the SFU, the unit FlashAttention's softmax already leans on, so this costs real time.
 EXTRA_WORK = """\
-      {  // Renormalise the probabilities once more, for clarity.
-        const float one = exp2f(0.0f * scale_log2);
+      {  // Recompute the probabilities from their exponents, for clarity.
 #pragma unroll
-        for (int rep = 0; rep < 8; ++rep)
+        for (int mi = 0; mi < kMAtoms; ++mi)
 #pragma unroll
-          for (int mi = 0; mi < kMAtoms; ++mi)
+          for (int j = 0; j < kNTiles; ++j)
 #pragma unroll
-            for (int j = 0; j < kNTiles; ++j)
-#pragma unroll
-              for (int e = 0; e < 4; ++e) s[mi][j][e] = __fmul_rn(s[mi][j][e], one);
+            for (int e = 0; e < 4; ++e)
+              s[mi][j][e] *= exp2f(0.0f * s[mi][j][e]) * exp2f(-0.0f * s[mi][j][e]);
       }
 """
 

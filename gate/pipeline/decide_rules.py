@@ -118,8 +118,9 @@ def weighted(kernels: list[KernelMetrics], metric: str) -> float | None:
 
 
 def conflict_pct(kernels: list[KernelMetrics]) -> float | None:
-    """The worst shared-memory bank-conflict rate of a shape's launches, loads or stores."""
-    rates = [r for k in kernels for r in (k.ld_bank_conflict_pct, k.st_bank_conflict_pct) if r is not None]
+    """The worst shared-memory bank-conflict rate of a shape's launches (`shared_conflict_pct`:
+    excess wavefronts over all shared wavefronts, loads and stores pooled)."""
+    rates = [k.shared_conflict_pct for k in kernels if k.shared_conflict_pct is not None]
     return max(rates) if rates else None
 
 

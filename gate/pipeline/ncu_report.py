@@ -107,6 +107,7 @@ def kernel_metrics(launch: Launch) -> KernelMetrics:
         ld_bank_conflict_pct=conflict_pct(q["ld_bank_conflicts"], q["ld_wavefronts"]),
         st_bank_conflict_pct=conflict_pct(q["st_bank_conflicts"], q["st_wavefronts"]),
         ld_bank_conflicts=q["ld_bank_conflicts"], ld_wavefronts=q["ld_wavefronts"],
+        st_bank_conflicts=q["st_bank_conflicts"], st_wavefronts=q["st_wavefronts"],
         ld_requests=ld_requests,
         warps_active_pct=q["warps_active_pct"], achieved_occupancy_pct=q["warps_active_pct"],
         dram_pct=q["dram_pct"], sm_throughput_pct=q["sm_throughput_pct"],

@@ -24,8 +24,8 @@ def test_the_history_replays_scalar_wmma_unpadded_fixed_and_slower(tmp_path):
     assert pads == [1, 0, 1, 1]                       # dropped in commit 3, restored in commit 4
     assert "constexpr int kSmemPad = 0;" in show(repo, shas[2], "kernels/flashcore/wmma.cu")
     slower = show(repo, shas[4], "kernels/flashcore/wmma.cu")
-    assert "Renormalise the probabilities once more" in slower
-    assert "Renormalise" not in show(repo, shas[3], "kernels/flashcore/wmma.cu")
+    assert "Recompute the probabilities from their exponents" in slower
+    assert "Recompute the probabilities" not in show(repo, shas[3], "kernels/flashcore/wmma.cu")
 
 
 def test_the_summary_gives_each_kernel_its_own_expectation():

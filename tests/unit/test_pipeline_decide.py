@@ -241,6 +241,30 @@ def test_the_reason_names_the_bank_conflicts_before_the_slowdown_they_cause():
     assert rows(report, "max_latency_regression_pct")[0].outcome is RuleOutcome.FAIL
 
 
+def test_conflicts_pool_loads_and_stores_so_a_few_conflicting_stores_do_not_reject():
+    # Measured on the H200 (FlashCore wmma, B4 H16 S4096 D64): loads 6,136 of 67.6 M wavefronts; an
+    # epilogue whose stores conflicted at 24 % of a far smaller count.
+    k = KernelMetrics("k", shape="m1024", ld_bank_conflicts=6_136, ld_wavefronts=67_639_288,
+                      st_bank_conflicts=480_000, st_wavefronts=2_000_000, ld_bank_conflict_pct=0.01,
+                      st_bank_conflict_pct=24.0)
+    assert k.shared_conflict_pct == pytest.approx(100 * 486_136 / 69_639_288)
+    report = decide(full(cand_kernels=[k]), GATES)
+    (row,) = rows(report, "max_bank_conflict_pct")
+    assert row.outcome is RuleOutcome.PASS and row.value < 1
+
+
+def test_an_unpadded_tile_fails_the_pooled_conflict_rate():
+    k = KernelMetrics("k", shape="m1024", ld_bank_conflicts=471_599_946, ld_wavefronts=539_233_098,
+                      st_bank_conflicts=0, st_wavefronts=3_000_000)
+    (row,) = rows(decide(full(cand_kernels=[k]), GATES), "max_bank_conflict_pct")
+    assert row.outcome is RuleOutcome.FAIL and row.value > 80
+
+
+def test_without_raw_counts_the_worse_direction_decides():
+    k = KernelMetrics("k", shape="m1024", ld_bank_conflict_pct=3.0, st_bank_conflict_pct=40.0)
+    assert k.shared_conflict_pct == 40.0
+
+
 def test_an_error_stage_wins_over_a_failure():
     result = full()
     result.candidate.static = static(status=F, reason="compile error")
