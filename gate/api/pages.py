@@ -6,6 +6,7 @@ plotly.js is served from the installed `plotly` package, so the pages work witho
 from __future__ import annotations
 
 import importlib.resources
+from dataclasses import replace
 from pathlib import Path
 from typing import Annotated
 
@@ -13,6 +14,8 @@ from fastapi import APIRouter, HTTPException, Query, Request
 from fastapi.responses import FileResponse, HTMLResponse
 from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
+from jinja2.utils import htmlsafe_json_dumps
+from markupsafe import Markup
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
@@ -60,6 +63,16 @@ def kernel_page(request: Request, session: SessionDep, name: str,
                 gpu: Annotated[str | None, Query()] = None,
                 shape: Annotated[str | None, Query()] = None) -> HTMLResponse:
     """A kernel's history per metric group on one GPU kind, optionally one shape."""
+    # Reading and bucketing 10,000 revisions costs far more than the page's 200 ms budget leaves
+    # for it; the result only changes when a verdict or metric is stored, which the version sees.
+    key = ("kernel", name, gpu, shape, history.data_version(session))
+    view = request.app.state.page_cache.get_or_build(
+        key, lambda: _kernel_view(session, name, gpu, shape))
+    return _render(request, session, "kernel.html", **view)
+
+
+def _kernel_view(session: Session, name: str, gpu: str | None, shape: str | None) -> dict:
+    """The kernel template's context, each chart's figure already serialized to page-safe JSON."""
     gpus = history.kernel_gpu_kinds(session, name)
     if not gpus:
         raise HTTPException(404, f"no verdicts for kernel {name!r}")
@@ -71,10 +84,15 @@ def kernel_page(request: Request, session: SessionDep, name: str,
                                   max_points=PAGE_POINTS)
     peers = {key: history.peer_levels(session, name, gpu, metric, chosen)
              for key, metric in PEER_METRIC.items()}
-    charts = kernel_charts(hist, history.latest_rules(session, name, gpu), peers)
-    return _render(request, session, "kernel.html", kernel=name, gpu=gpu, gpus=gpus,
-                   shape=shape if shape in shapes else "", shapes=shapes, history=hist,
-                   charts=charts)
+    charts = [replace(c, figure=figure_json(c.figure))
+              for c in kernel_charts(hist, history.latest_rules(session, name, gpu), peers)]
+    return {"kernel": name, "gpu": gpu, "gpus": gpus, "shape": shape if shape in shapes else "",
+            "shapes": shapes, "history": hist, "charts": charts}
+
+
+def figure_json(figure: dict) -> Markup:
+    """A figure as the `tojson` filter writes it (<, >, & escaped: safe inside <script>)."""
+    return Markup(htmlsafe_json_dumps(figure, **templates.env.policies["json.dumps_kwargs"]))
 
 
 @router.get("/revisions/{revision_id}", response_class=HTMLResponse)

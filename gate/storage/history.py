@@ -157,6 +157,17 @@ def recent_revisions(session: Session, limit: int = 15) -> list[RevisionRow]:
                         r[5], r[6], verdicts[r[0]]) for r in revs]
 
 
+def data_version(session: Session) -> tuple[int, int]:
+    """(newest verdict id, newest metric id): changes whenever a result is stored.
+
+    Both are primary-key maxima (one index step); rows are only ever added, never updated or
+    deleted, so an unchanged version means unchanged history.
+    """
+    verdict_id = session.scalar(select(func.max(VerdictRecord.id))) or 0
+    metric_id = session.scalar(select(func.max(Metric.id))) or 0
+    return verdict_id, metric_id
+
+
 def kernel_gpu_kinds(session: Session, kernel: str) -> list[str]:
     """GPU kinds this kernel has verdicts on, the one with the longest history first."""
     rows = session.execute(
