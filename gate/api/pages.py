@@ -63,9 +63,9 @@ def kernel_page(request: Request, session: SessionDep, name: str,
                 gpu: Annotated[str | None, Query()] = None,
                 shape: Annotated[str | None, Query()] = None) -> HTMLResponse:
     """A kernel's history per metric group on one GPU kind, optionally one shape."""
-    # Reading and bucketing 10,000 revisions costs far more than the page's 200 ms budget leaves
-    # for it; the result only changes when a verdict or metric is stored, which the version sees.
-    key = ("kernel", name, gpu, shape, history.data_version(session))
+    # Reading and bucketing 10,000 revisions costs more than the page's 200 ms budget; the result
+    # changes only when a verdict (with its metrics) is stored, which the version sees.
+    key = ("kernel", name, gpu, shape, history.data_version(session, name))
     view = request.app.state.page_cache.get_or_build(
         key, lambda: _kernel_view(session, name, gpu, shape))
     return _render(request, session, "kernel.html", **view)

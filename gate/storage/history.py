@@ -157,15 +157,18 @@ def recent_revisions(session: Session, limit: int = 15) -> list[RevisionRow]:
                         r[5], r[6], verdicts[r[0]]) for r in revs]
 
 
-def data_version(session: Session) -> tuple[int, int]:
-    """(newest verdict id, newest metric id): changes whenever a result is stored.
+def data_version(session: Session, kernel: str) -> tuple[int, int]:
+    """(verdicts stored for `kernel`, the newest one's id): changes whenever its history does.
 
-    Both are primary-key maxima (one index step); rows are only ever added, never updated or
-    deleted, so an unchanged version means unchanged history.
+    A job's metrics are stored in the transaction that stores its verdict (`store_outcome`), and
+    history rows are only ever added, so new verdicts are the only way the history changes. The
+    count is there because ids are not commit order in PostgreSQL: a transaction that took a lower
+    id can commit after the max id was read. One range of `ix_verdicts_kernel`.
     """
-    verdict_id = session.scalar(select(func.max(VerdictRecord.id))) or 0
-    metric_id = session.scalar(select(func.max(Metric.id))) or 0
-    return verdict_id, metric_id
+    count, newest = session.execute(
+        select(func.count(), func.max(VerdictRecord.id)).where(VerdictRecord.kernel == kernel)
+    ).one()
+    return count, newest or 0
 
 
 def kernel_gpu_kinds(session: Session, kernel: str) -> list[str]:
