@@ -23,6 +23,7 @@ from gate.api.deps import SessionDep
 from gate.figures.kernel_page import PEER_METRIC, kernel_charts, wanted_traces
 from gate.figures.palette import VERDICT_COLOR
 from gate.figures.revision import compare_figure, ncu_figure, sass_figure, timing_figure
+from gate.figures.revision_table import share_revision_details
 from gate.storage import history
 from gate.storage.models import Revision
 from gate.storage.queries import VERDICT_SEVERITY, revision_detail
@@ -84,13 +85,14 @@ def _kernel_view(session: Session, name: str, gpu: str | None, shape: str | None
                                   max_points=PAGE_POINTS)
     peers = {key: history.peer_levels(session, name, gpu, metric, chosen)
              for key, metric in PEER_METRIC.items()}
-    charts = [replace(c, figure=figure_json(c.figure))
-              for c in kernel_charts(hist, history.latest_rules(session, name, gpu), peers)]
+    charts = kernel_charts(hist, history.latest_rules(session, name, gpu), peers)
+    figures, revisions = share_revision_details([c.figure for c in charts])
     return {"kernel": name, "gpu": gpu, "gpus": gpus, "shape": shape if shape in shapes else "",
-            "shapes": shapes, "history": hist, "charts": charts}
+            "shapes": shapes, "history": hist, "revisions": figure_json(revisions),
+            "charts": [replace(c, figure=figure_json(f)) for c, f in zip(charts, figures)]}
 
 
-def figure_json(figure: dict) -> Markup:
+def figure_json(figure: dict | list) -> Markup:
     """A figure as the `tojson` filter writes it (<, >, & escaped: safe inside <script>)."""
     return Markup(htmlsafe_json_dumps(figure, **templates.env.policies["json.dumps_kwargs"]))
 
