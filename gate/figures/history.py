@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
+from functools import lru_cache
 
 import numpy as np
 
@@ -71,7 +73,7 @@ def _series_trace(hist: SeriesHistory, label: str, color: str) -> dict:
                    "symbol": [VERDICT_SYMBOL.get(p.verdict, "circle-open") for p in pts],
                    "size": 5 if aggregated else 8, "line": {"width": 1, "color": "#ffffff"}},
         "customdata": [[p.revision_id, p.sha[:8],
-                        p.committed_at.strftime("%Y-%m-%d %H:%M") if p.committed_at else "",
+                        _when(p.committed_at),
                         _short(p.message), p.verdict or "no verdict",
                         *([p.count] if aggregated else [])] for p in pts],
         "hovertemplate": HOVER.replace("{unit}", hist.unit).replace(
@@ -117,6 +119,12 @@ def rounded(values: Sequence[float], digits: int = DIGITS) -> list[float]:
     if top == 0.0 or not np.isfinite(top):
         return a.tolist()
     return np.round(a, digits - 1 - int(np.floor(np.log10(top)))).tolist()
+
+
+@lru_cache(maxsize=4096)
+def _when(at: datetime | None) -> str:
+    """Commit date for the hover; cached because a kernel page's twenty traces share revisions."""
+    return at.strftime("%Y-%m-%d %H:%M") if at else ""
 
 
 def _short(message: str, limit: int = 72) -> str:
