@@ -3,12 +3,25 @@
 // a point's customdata[0] is its revision id (see gate/figures/history.py).
 "use strict";
 
+// A trace marked meta.revisions = "shared" ships customdata rows as [revision id, verdict, ...];
+// the page's one revision table (gate/figures/revision_table.py) gives back sha, date, message.
+function withRevisionDetails(figure, table) {
+  for (const trace of figure.data) {
+    if (!trace.meta || trace.meta.revisions !== "shared") continue;
+    trace.customdata = trace.customdata.map(
+      ([id, ...rest]) => [id, ...(table[id] || ["", "", ""]), ...rest]);
+  }
+  return figure;
+}
+
 function drawCharts() {
   const config = { responsive: true, displaylogo: false, modeBarButtonsToRemove: ["select2d", "lasso2d"] };
+  const tableScript = document.getElementById("revision-table");
+  const table = tableScript ? JSON.parse(tableScript.textContent) : {};
   const drawn = [];
   for (const script of document.querySelectorAll("script[data-chart]")) {
     const div = document.getElementById(script.dataset.chart);
-    const figure = JSON.parse(script.textContent);
+    const figure = withRevisionDetails(JSON.parse(script.textContent), table);
     drawn.push(Plotly.newPlot(div, figure.data, figure.layout, config).then((gd) => {
       gd.on("plotly_click", (event) => {
         const point = event.points && event.points[0];

@@ -11,6 +11,7 @@ from starlette.concurrency import run_in_threadpool
 from gate.api.context import GateContext, NoExecutor
 from gate import notify
 from gate.api import pages
+from gate.api.page_cache import PageCache
 from gate.api.routes import artifacts, github, health, kernels, revisions
 from gate.api.telemetry import make_registry
 from gate.config import Settings, get_settings
@@ -67,6 +68,7 @@ def create_app(settings: Settings | None = None, *, gate_job: GateJob | None = N
                   description="Gates CUDA kernel revisions: build, correctness, timing, profile, verdict.")
     app.state.gate = gate
     app.state.metrics_registry = make_registry(session_factory)
+    app.state.page_cache = PageCache()
     for router in ROUTERS:
         app.include_router(router)
     app.mount("/static", pages.static_files, name="static")

@@ -6,6 +6,7 @@ plotly.js is served from the installed `plotly` package, so the pages work witho
 from __future__ import annotations
 
 import importlib.resources
+from dataclasses import replace
 from pathlib import Path
 from typing import Annotated
 
@@ -13,6 +14,8 @@ from fastapi import APIRouter, HTTPException, Query, Request
 from fastapi.responses import FileResponse, HTMLResponse
 from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
+from jinja2.utils import htmlsafe_json_dumps
+from markupsafe import Markup
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
@@ -20,6 +23,7 @@ from gate.api.deps import SessionDep
 from gate.figures.kernel_page import PEER_METRIC, kernel_charts, wanted_traces
 from gate.figures.palette import VERDICT_COLOR
 from gate.figures.revision import compare_figure, ncu_figure, sass_figure, timing_figure
+from gate.figures.revision_table import share_revision_details
 from gate.storage import history
 from gate.storage.models import Revision
 from gate.storage.queries import VERDICT_SEVERITY, revision_detail
@@ -60,6 +64,16 @@ def kernel_page(request: Request, session: SessionDep, name: str,
                 gpu: Annotated[str | None, Query()] = None,
                 shape: Annotated[str | None, Query()] = None) -> HTMLResponse:
     """A kernel's history per metric group on one GPU kind, optionally one shape."""
+    # Reading and bucketing 10,000 revisions costs more than the page's 200 ms budget; the result
+    # changes only when a verdict (with its metrics) is stored, which the version sees.
+    key = ("kernel", name, gpu, shape, history.data_version(session, name))
+    view = request.app.state.page_cache.get_or_build(
+        key, lambda: _kernel_view(session, name, gpu, shape))
+    return _render(request, session, "kernel.html", **view)
+
+
+def _kernel_view(session: Session, name: str, gpu: str | None, shape: str | None) -> dict:
+    """The kernel template's context, each chart's figure already serialized to page-safe JSON."""
     gpus = history.kernel_gpu_kinds(session, name)
     if not gpus:
         raise HTTPException(404, f"no verdicts for kernel {name!r}")
@@ -72,9 +86,15 @@ def kernel_page(request: Request, session: SessionDep, name: str,
     peers = {key: history.peer_levels(session, name, gpu, metric, chosen)
              for key, metric in PEER_METRIC.items()}
     charts = kernel_charts(hist, history.latest_rules(session, name, gpu), peers)
-    return _render(request, session, "kernel.html", kernel=name, gpu=gpu, gpus=gpus,
-                   shape=shape if shape in shapes else "", shapes=shapes, history=hist,
-                   charts=charts)
+    figures, revisions = share_revision_details([c.figure for c in charts])
+    return {"kernel": name, "gpu": gpu, "gpus": gpus, "shape": shape if shape in shapes else "",
+            "shapes": shapes, "history": hist, "revisions": figure_json(revisions),
+            "charts": [replace(c, figure=figure_json(f)) for c, f in zip(charts, figures)]}
+
+
+def figure_json(figure: dict | list) -> Markup:
+    """A figure as the `tojson` filter writes it (<, >, & escaped: safe inside <script>)."""
+    return Markup(htmlsafe_json_dumps(figure, **templates.env.policies["json.dumps_kwargs"]))
 
 
 @router.get("/revisions/{revision_id}", response_class=HTMLResponse)

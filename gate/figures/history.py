@@ -4,6 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
+from functools import lru_cache
+
+import numpy as np
 
 from gate.changepoints import ChangePoint
 from gate.figures.palette import (
@@ -13,7 +17,9 @@ from gate.figures.palette import (
 from gate.storage.history import SeriesHistory
 
 HOVER = ("<b>%{customdata[1]}</b> %{customdata[2]}<br>%{customdata[3]}<br>"
-         "%{y:.4g} {unit} · %{customdata[4]}%{customdata[5]}<extra>%{fullData.name}</extra>")
+         "%{y:.4g} {unit} · %{customdata[4]}{note}<extra>%{fullData.name}</extra>")
+BUCKET_NOTE = " · mean of %{customdata[5]} revisions"
+DIGITS = 5               # significant digits shipped; the hover shows 4
 
 
 @dataclass(frozen=True)
@@ -61,22 +67,23 @@ def _series_trace(hist: SeriesHistory, label: str, color: str) -> dict:
     aggregated = any(p.count > 1 for p in pts)
     trace = {
         "type": "scatter", "mode": "lines+markers", "name": label,
-        "x": [p.x for p in pts], "y": [p.value for p in pts],
+        "x": [p.x for p in pts], "y": rounded([p.value for p in pts]),
         "line": {"color": color, "width": 1.6},
         "marker": {"color": [VERDICT_COLOR.get(p.verdict, VERDICT_COLOR[""]) for p in pts],
                    "symbol": [VERDICT_SYMBOL.get(p.verdict, "circle-open") for p in pts],
                    "size": 5 if aggregated else 8, "line": {"width": 1, "color": "#ffffff"}},
         "customdata": [[p.revision_id, p.sha[:8],
-                        p.committed_at.strftime("%Y-%m-%d %H:%M") if p.committed_at else "",
+                        _when(p.committed_at),
                         _short(p.message), p.verdict or "no verdict",
-                        f" · mean of {p.count} revisions" if p.count > 1 else ""] for p in pts],
-        "hovertemplate": HOVER.replace("{unit}", hist.unit),
+                        *([p.count] if aggregated else [])] for p in pts],
+        "hovertemplate": HOVER.replace("{unit}", hist.unit).replace(
+            "{note}", BUCKET_NOTE if aggregated else ""),
     }
     if aggregated:   # the bucket's min..max as an error bar: the spread is not hidden
         trace["error_y"] = {"type": "data", "symmetric": False, "thickness": 0.8, "width": 0,
                             "color": color,
-                            "array": [p.high - p.value for p in pts],
-                            "arrayminus": [p.value - p.low for p in pts]}
+                            "array": rounded([p.high - p.value for p in pts]),
+                            "arrayminus": rounded([p.value - p.low for p in pts])}
     return trace
 
 
@@ -99,6 +106,25 @@ def _hline(layout: dict, line: Line, color: str, dash: str, text: str) -> None:
     layout["annotations"].append({"x": 1, "y": line.value, "xref": "paper", "yref": "y",
                                   "xanchor": "right", "yanchor": "bottom", "showarrow": False,
                                   "text": text, "font": {"size": 10, "color": color}})
+
+
+def rounded(values: Sequence[float], digits: int = DIGITS) -> list[float]:
+    """`values` rounded to `digits` significant digits of the largest magnitude among them.
+
+    One step for the whole trace, so equal values stay equal and the line keeps its shape; a
+    17-digit float is 3x the JSON of a 5-digit one, and a chart cannot show the difference.
+    """
+    a = np.asarray(values, dtype=float)
+    top = float(np.max(np.abs(a))) if a.size else 0.0
+    if top == 0.0 or not np.isfinite(top):
+        return a.tolist()
+    return np.round(a, digits - 1 - int(np.floor(np.log10(top)))).tolist()
+
+
+@lru_cache(maxsize=4096)
+def _when(at: datetime | None) -> str:
+    """Commit date for the hover; cached because a kernel page's twenty traces share revisions."""
+    return at.strftime("%Y-%m-%d %H:%M") if at else ""
 
 
 def _short(message: str, limit: int = 72) -> str:

@@ -14,11 +14,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from sqlalchemy import Row, bindparam, func, literal, select
+from sqlalchemy import Connection, Row, bindparam, func, literal, select
 from sqlalchemy.orm import Session
 
+from gate.storage.history_buckets import bucket_width, worst_verdict_per_bucket
 from gate.storage.models import Job, JobState, Metric, Revision, VerdictRecord
-from gate.storage.queries import worst_verdict
 
 MAX_POINTS = 2000
 PEERS = ("sdpa_flash", "sdpa_cudnn", "sdpa_efficient", "cublas")
@@ -157,6 +157,20 @@ def recent_revisions(session: Session, limit: int = 15) -> list[RevisionRow]:
                         r[5], r[6], verdicts[r[0]]) for r in revs]
 
 
+def data_version(session: Session, kernel: str) -> tuple[int, int]:
+    """(verdicts stored for `kernel`, the newest one's id): changes whenever its history does.
+
+    A job's metrics are stored in the transaction that stores its verdict (`store_outcome`), and
+    history rows are only ever added, so new verdicts are the only way the history changes. The
+    count is there because ids are not commit order in PostgreSQL: a transaction that took a lower
+    id can commit after the max id was read. One range of `ix_verdicts_kernel`.
+    """
+    count, newest = session.execute(
+        select(func.count(), func.max(VerdictRecord.id)).where(VerdictRecord.kernel == kernel)
+    ).one()
+    return count, newest or 0
+
+
 def kernel_gpu_kinds(session: Session, kernel: str) -> list[str]:
     """GPU kinds this kernel has verdicts on, the one with the longest history first."""
     rows = session.execute(
@@ -230,7 +244,10 @@ def kernel_history(
     is a bucket of consecutive revision ids: mean, min, max, and its newest revision (what a
     click opens); its verdict is the worst in the bucket.
     """
-    order = session.execute(
+    # Core, not ORM, execution: at 10,000 revisions the ORM's per-row processing costs more than
+    # SQLite's scan of the covering indexes.
+    conn = session.connection()
+    order = conn.execute(
         select(VerdictRecord.revision_id, VerdictRecord.verdict)
         .where(VerdictRecord.kernel == kernel, VerdictRecord.gpu_kind == gpu_kind)
         .order_by(VerdictRecord.revision_id)
@@ -239,14 +256,11 @@ def kernel_history(
         return KernelHistory(kernel, gpu_kind, 0, 1, [])
     position = {rev_id: i for i, (rev_id, _) in enumerate(order)}
     first_id, last_id = order[0][0], order[-1][0]
-    width = 1 if len(order) <= max_points else -(-(last_id - first_id + 1) // max_points)
-    verdict_at: dict[int, str] = {}
-    for rev_id, verdict in order:
-        key = (rev_id - first_id) // width
-        verdict_at[key] = worst_verdict([verdict, verdict_at.get(key, verdict)]) or verdict
+    width = bucket_width(first_id, last_id, len(order), max_points)
+    verdict_at = worst_verdict_per_bucket(order, first_id, width)
 
-    fetched = [(t, _trace_rows(session, kernel, gpu_kind, t, first_id, width)) for t in traces]
-    meta = _revision_meta(session, {r[0] for _, rows in fetched for r in rows})
+    fetched = [(t, _trace_rows(conn, kernel, gpu_kind, t, first_id, width)) for t in traces]
+    meta = _revision_meta(conn, {r[0] for _, rows in fetched for r in rows})
     out = []
     for (name, shape, series), rows in fetched:
         points = []
@@ -257,14 +271,14 @@ def kernel_history(
             points.append(HistoryPoint(position[rev_id], rev_id, value, low, high, count, sha, at,
                                        message, verdict_at[(rev_id - first_id) // width]))
         if points:
-            unit = session.scalar(select(Metric.unit).where(
+            unit = conn.scalar(select(Metric.unit).where(
                 Metric.kernel == kernel, Metric.gpu_kind == gpu_kind, Metric.name == name,
                 Metric.series == series, Metric.shape == shape).limit(1)) or ""
             out.append(SeriesHistory(name, shape, series, unit, points))
     return KernelHistory(kernel, gpu_kind, len(order), width, out)
 
 
-def _trace_rows(session: Session, kernel: str, gpu_kind: str, trace: tuple[str, str, str],
+def _trace_rows(conn: Connection, kernel: str, gpu_kind: str, trace: tuple[str, str, str],
                 first_id: int, width: int) -> Sequence[Row]:
     """(revision_id, value, low, high, count) per point; equality on every indexed column and
     only indexed columns read, so that SQLite answers from `ix_metrics_series` alone."""
@@ -272,20 +286,20 @@ def _trace_rows(session: Session, kernel: str, gpu_kind: str, trace: tuple[str, 
     where = (Metric.kernel == kernel, Metric.gpu_kind == gpu_kind, Metric.name == name,
              Metric.series == series, Metric.shape == shape, Metric.revision_id >= first_id)
     if width == 1:
-        return session.execute(
+        return conn.execute(
             select(Metric.revision_id, Metric.value, Metric.value, Metric.value, literal(1))
             .where(*where).order_by(Metric.revision_id)).all()
     bucket = (Metric.revision_id - first_id) // width
-    return session.execute(
+    return conn.execute(
         select(func.max(Metric.revision_id), func.avg(Metric.value), func.min(Metric.value),
                func.max(Metric.value), func.count())
         .where(*where).group_by(bucket).order_by(bucket)).all()
 
 
-def _revision_meta(session: Session, ids: set[int]) -> dict[int, tuple[str, datetime | None, str]]:
+def _revision_meta(conn: Connection, ids: set[int]) -> dict[int, tuple[str, datetime | None, str]]:
     if not ids:
         return {}
     stmt = select(Revision.id, Revision.sha, Revision.committed_at, Revision.message).where(
         Revision.id.in_(bindparam("ids", expanding=True)))
     return {i: (sha, at, (msg or "").split("\n", 1)[0])
-            for i, sha, at, msg in session.execute(stmt, {"ids": sorted(ids)})}
+            for i, sha, at, msg in conn.execute(stmt, {"ids": sorted(ids)})}

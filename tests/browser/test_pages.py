@@ -71,3 +71,14 @@ def test_clicking_a_point_opens_its_revision(browser, server):  # noqa: ANN001
     page.wait_for_url(f"**/revisions/{rev}", timeout=10_000)
     assert errors == []
     page.close()
+
+
+def test_kernel_page_hover_has_each_points_revision_details(browser, server):  # noqa: ANN001
+    page, errors = _open(browser, server + PAGES["kernel"])
+    rows = page.evaluate("""() => document.getElementById('chart-latency-b1_h8_s512_d64')
+                                   .data[0].customdata.slice(0, 3)""")
+    assert errors == []
+    for rev_id, sha, date, message, verdict, *_ in rows:
+        assert isinstance(rev_id, int) and len(sha) == 8 and date and message
+        assert verdict in ("accept", "reject", "inconclusive", "incomplete", "error", "no verdict")
+    page.close()

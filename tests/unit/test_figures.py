@@ -75,3 +75,23 @@ def test_ncu_and_sass_figures_are_valid_plotly():
     go.Figure(sass)
     assert [t["name"] for t in ncu["data"]] == ["baseline · s", "candidate · s"]
     assert sass["data"][0]["x"] == ["HMMA", "LDSM"]
+
+
+def test_rounded_keeps_significant_digits_of_the_largest_value():
+    from gate.figures.history import rounded
+    assert rounded([57.741063834676616, 2350.123456, 0.0]) == [57.7, 2350.1, 0.0]
+    assert rounded([0.0123456, 0.00101]) == [0.012346, 0.00101]
+    assert rounded([]) == []
+    assert rounded([0.0, 0.0]) == [0.0, 0.0]
+
+
+def test_aggregated_points_carry_their_count_for_the_hover():
+    pts = [HistoryPoint(i, 100 + i, 5.0, 4.0, 6.0, 25, f"{i:040x}", None, "m", "accept")
+           for i in range(3)]
+    fig = history_figure(HistoryChart("Latency", "µs", [SeriesHistory("x", "", "candidate", "us",
+                                                                      pts)], ["candidate"]))
+    go.Figure(fig)
+    trace = fig["data"][0]
+    assert trace["customdata"][0][5] == 25
+    assert "mean of %{customdata[5]} revisions" in trace["hovertemplate"]
+    assert trace["error_y"]["array"] == [1.0, 1.0, 1.0]

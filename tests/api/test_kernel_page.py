@@ -1,0 +1,58 @@
+"""The kernel history page: served from the page cache until a new verdict is stored."""
+
+from __future__ import annotations
+
+from sqlalchemy import select
+
+from gate.demo_history import seed_history
+from gate.storage.models import Job, Revision, VerdictRecord
+
+KERNEL = "flashcore_wmma"
+
+
+def _seed(session_factory, revisions: int) -> None:  # noqa: ANN001
+    with session_factory() as session:
+        seed_history(session, revisions=revisions, kernels=[KERNEL], a100=False, stages=False,
+                     queue=False)
+
+
+def _add_verdict(session_factory, verdict: str) -> None:  # noqa: ANN001
+    """One more revision of the kernel, judged on the GPU kind of its last one."""
+    with session_factory() as session:
+        last = session.scalars(select(VerdictRecord).order_by(VerdictRecord.id.desc())).first()
+        rev = Revision(repository_id=session.get(Revision, last.revision_id).repository_id,
+                       sha="f" * 40, message="One more commit", status="done", source="api")
+        session.add(rev)
+        session.flush()
+        job = Job(revision_id=rev.id, kernel=KERNEL, gpu_kind=last.gpu_kind, state="done")
+        session.add(job)
+        session.flush()
+        session.add(VerdictRecord(job_id=job.id, revision_id=rev.id, kernel=KERNEL,
+                                  gpu_kind=last.gpu_kind, verdict=verdict, reason="r", rules=[]))
+        session.commit()
+
+
+def test_kernel_page_shows_a_verdict_stored_after_it_was_cached(make_client, session_factory):  # noqa: ANN001
+    _seed(session_factory, 12)
+    client = make_client(embedded_executor=False)
+    assert "12 revisions on" in client.get(f"/kernels/{KERNEL}").text
+    assert "12 revisions on" in client.get(f"/kernels/{KERNEL}").text   # a cache hit
+    _add_verdict(session_factory, "reject")
+    assert "13 revisions on" in client.get(f"/kernels/{KERNEL}").text
+
+
+def test_kernel_page_caches_each_filter_apart(make_client, session_factory):  # noqa: ANN001
+    _seed(session_factory, 12)
+    client = make_client(embedded_executor=False)
+    every = client.get(f"/kernels/{KERNEL}").text
+    one = client.get(f"/kernels/{KERNEL}", params={"shape": "b1_h8_s512_d64"}).text
+    assert 'id="chart-latency-b4_h16_s4096_d64_causal"' in every
+    assert 'id="chart-latency-b4_h16_s4096_d64_causal"' not in one
+
+
+def test_unknown_kernel_is_404_and_not_cached(make_client, session_factory):  # noqa: ANN001
+    _seed(session_factory, 12)
+    client = make_client(embedded_executor=False)
+    assert client.get("/kernels/nope").status_code == 404
+    assert client.get("/kernels/nope").status_code == 404
+    assert len(client.app.state.page_cache) == 0
