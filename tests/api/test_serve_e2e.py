@@ -2,21 +2,17 @@
 finishes exactly once. The pipeline is swapped through the GATE_TEST_PIPELINE seam; the source
 mirror, the manifest loader, the database and the executor are the real ones."""
 
-import os
 import signal
-import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import httpx
+from serve_process import free_port, gate_env, start_server, wait_for
 from sqlalchemy import func, select
 
 from gate.storage.db import make_engine, make_session_factory
 from gate.storage.models import JobEvent, VerdictRecord
-
-ROOT = Path(__file__).resolve().parents[2]
 GIT = ["git", "-c", "user.name=T", "-c", "user.email=t@example.invalid", "-c", "commit.gpgsign=false"]
 
 
@@ -34,45 +30,18 @@ def _repo(path: Path) -> Path:
     return path
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _wait(predicate, timeout_s=60.0, what="condition"):
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
 def test_serve_gates_a_repo_and_a_killed_job_finishes_exactly_once(tmp_path):
     repo = _repo(tmp_path / "repo")
     db_url = f"sqlite:///{tmp_path / 'gate.db'}"
     calls, hold = tmp_path / "calls.txt", tmp_path / "hold"
-    port = _free_port()
+    port = free_port()
     server = f"http://127.0.0.1:{port}"
-    env = {**os.environ, "GATE_DATABASE_URL": db_url, "GATE_DATA_DIR": str(tmp_path / "data"),
-           "GATE_TEST_PIPELINE": "e2e_pipeline:slow_gate_job", "GATE_E2E_CALLS": str(calls),
-           "GATE_E2E_HOLD": str(hold),
-           "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "tests"), str(ROOT / "tests" / "api")])}
-    env.pop("GATE_API_TOKEN", None)
+    env = gate_env(GATE_DATABASE_URL=db_url, GATE_DATA_DIR=str(tmp_path / "data"),
+                   GATE_TEST_PIPELINE="e2e_pipeline:slow_gate_job", GATE_E2E_CALLS=str(calls),
+                   GATE_E2E_HOLD=str(hold))
 
     def serve() -> subprocess.Popen:
-        proc = subprocess.Popen([sys.executable, "-m", "gate.cli", "serve", "--port", str(port)], env=env,
-                                stdout=subprocess.DEVNULL, stderr=log)
-
-        def up():
-            try:
-                return httpx.get(f"{server}/healthz", timeout=1).status_code == 200
-            except httpx.TransportError:
-                return False
-        _wait(up, what="the server to answer")
-        return proc
+        return start_server(env, port, log)
 
     log = open(tmp_path / "serve.log", "a")   # noqa: SIM115 (both server runs write here)
     proc = serve()
@@ -88,13 +57,13 @@ def test_serve_gates_a_repo_and_a_killed_job_finishes_exactly_once(tmp_path):
         hold.touch()
         reply = httpx.post(f"{server}/api/v1/revisions", json={"repo": str(repo), "sha": "HEAD~1"}).json()
         status_url = reply["status_url"]
-        _wait(lambda: httpx.get(status_url).json()["jobs"][0]["state"] == "running", what="the job to run")
-        _wait(lambda: calls.exists() and len(calls.read_text().splitlines()) == 2, what="the held call")
+        wait_for(lambda: httpx.get(status_url).json()["jobs"][0]["state"] == "running", what="the job to run")
+        wait_for(lambda: calls.exists() and len(calls.read_text().splitlines()) == 2, what="the held call")
         proc.send_signal(signal.SIGKILL)
         proc.wait(10)
         hold.unlink()
         proc = serve()
-        body = _wait(lambda: (b := httpx.get(status_url).json())["status"] == "done" and b, what="the verdict")
+        body = wait_for(lambda: (b := httpx.get(status_url).json())["status"] == "done" and b, what="the verdict")
     finally:
         proc.send_signal(signal.SIGKILL)
         proc.wait(10)

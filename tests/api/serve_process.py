@@ -1,0 +1,54 @@
+"""`gate serve` as a real child process on a free loopback port, for end-to-end tests."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import IO, Any
+
+import httpx
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_for(predicate: Callable[[], Any], timeout_s: float = 60.0, what: str = "condition") -> Any:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.1)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def gate_env(**settings: str) -> dict[str, str]:
+    """The environment of a `gate` child: this checkout importable, no token, the given GATE_* values."""
+    env = {**os.environ, **settings,
+           "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "tests"), str(ROOT / "tests" / "api")])}
+    env.pop("GATE_API_TOKEN", None)
+    return env
+
+
+def start_server(env: dict[str, str], port: int, log: IO[str]) -> subprocess.Popen:
+    """Start `gate serve` and return once /healthz answers 200."""
+    proc = subprocess.Popen([sys.executable, "-m", "gate.cli", "serve", "--port", str(port)], env=env,
+                            stdout=subprocess.DEVNULL, stderr=log)
+
+    def up() -> bool:
+        try:
+            return httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200
+        except httpx.TransportError:
+            return False
+    wait_for(up, what="the server to answer")
+    return proc
