@@ -49,7 +49,6 @@ class Settings(BaseSettings):
     ncu_path: str = "ncu"
     ncu_clock_control: str = Field("base", pattern="^(base|none)$")
     bench_budget_s: float = 20.0                  # per shape
-    job_timeout_s: float = 1800.0                 # the GPU child of one job
 
 
 @lru_cache
