@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+from gate.domain.launches import by_shape, weighted
 from gate.domain.manifest import Gates
 from gate.domain.results import (
     BenchResult,
@@ -98,23 +99,6 @@ def _latency_row(st: ShapeTiming, pct: float, alpha: float, new_kernel: bool) ->
         return RuleRow(rule, O.PASS, f"{change} ({interval}) within {pct:g} %", **common)
     why = "not significant" if lo > limit else "interval straddles the threshold"
     return RuleRow(rule, O.INCONCLUSIVE, f"{change} ({interval}): {why} at {pct:g} %", **common)
-
-
-def by_shape(kernels: list[KernelMetrics]) -> dict[str, list[KernelMetrics]]:
-    grouped: dict[str, list[KernelMetrics]] = {}
-    for k in kernels:
-        grouped.setdefault(k.shape, []).append(k)
-    return grouped
-
-
-def weighted(kernels: list[KernelMetrics], metric: str) -> float | None:
-    """Duration-weighted mean of a %-of-peak metric over a shape's launches (plain mean without durations)."""
-    pairs = [(getattr(k, metric), k.duration_ns) for k in kernels if getattr(k, metric) is not None]
-    if not pairs:
-        return None
-    if all(d for _, d in pairs):
-        return sum(v * d for v, d in pairs) / sum(d for _, d in pairs)
-    return sum(v for v, _ in pairs) / len(pairs)
 
 
 def conflict_pct(kernels: list[KernelMetrics]) -> float | None:

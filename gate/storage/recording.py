@@ -18,7 +18,6 @@ from collections.abc import Iterable
 from gate.domain import (
     BenchResult,
     JobResult,
-    KernelMetrics,
     ProfileResult,
     SideResults,
     StaticResult,
@@ -26,6 +25,7 @@ from gate.domain import (
     VerdictReport,
 )
 from gate.domain.codec import to_json
+from gate.domain.launches import by_shape, weighted
 from gate.storage.models import Metric, StageRecord, VerdictRecord
 
 LOWER, HIGHER = "lower", "higher"
@@ -82,24 +82,12 @@ def static_metrics(static: StaticResult) -> list[Metric]:
     return out
 
 
-def _weighted_mean(launches: list[KernelMetrics], attr: str) -> float | None:
-    """Several launches in one shape (e.g. a split-K pass): weight each by its duration when known."""
-    pairs = [(getattr(k, attr), k.duration_ns) for k in launches if getattr(k, attr) is not None]
-    if not pairs:
-        return None
-    if all(d for _, d in pairs):
-        return sum(v * d for v, d in pairs) / sum(d for _, d in pairs)
-    return sum(v for v, _ in pairs) / len(pairs)
-
-
 def profile_metrics(profile: ProfileResult, series: str) -> list[Metric]:
-    by_shape: dict[str, list[KernelMetrics]] = defaultdict(list)
-    for k in profile.kernels:
-        by_shape[k.shape].append(k)
+    launches_by_shape = by_shape(profile.kernels)
     out: list[Metric] = []
-    for shape, launches in sorted(by_shape.items()):
+    for shape, launches in sorted(launches_by_shape.items()):
         for name, (attr, unit, direction) in NCU_METRICS.items():
-            value = _weighted_mean(launches, attr)
+            value = weighted(launches, attr)
             if value is not None:
                 out.append(_metric(name, value, unit, direction, shape=shape, series=series))
     return out
