@@ -32,6 +32,7 @@ def timing_figure(shape_timing: dict) -> dict:
     layout = base_layout(title, "", height=110 + 42 * max(1, len(data)))
     layout["xaxis"]["title"] = {"text": "µs per call (each point one interleaved round)"}
     layout["yaxis"]["autorange"] = "reversed"
+    layout["yaxis"]["automargin"] = True   # peer names (sdpa_efficient, cublas) must not be clipped
     layout["showlegend"] = False
     return {"data": data, "layout": layout}
 
