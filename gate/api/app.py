@@ -18,6 +18,7 @@ from gate.config import Settings, get_settings
 from gate.executors.base import Executor, GateJob, JobEnvironment, load_gate_job, run_options
 from gate.services.sources import MirrorSources, SourceReader
 from gate.storage.db import make_engine, make_session_factory
+from gate.storage.history_store import HistoryStore
 
 ROUTERS = [revisions.router, kernels.router, artifacts.router, github.router, health.router, pages.router]
 
@@ -69,6 +70,7 @@ def create_app(settings: Settings | None = None, *, gate_job: GateJob | None = N
     app.state.gate = gate
     app.state.metrics_registry = make_registry(session_factory)
     app.state.page_cache = PageCache()
+    app.state.history_store = HistoryStore()
     for router in ROUTERS:
         app.include_router(router)
     app.mount("/static", pages.static_files, name="static")

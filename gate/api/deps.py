@@ -11,6 +11,7 @@ from sqlalchemy.orm import Session
 from gate.api.auth import require_write_token
 from gate.api.context import GateContext
 from gate.config import Settings
+from gate.storage.history_store import HistoryStore
 
 
 def get_gate(request: Request) -> GateContext:
@@ -26,7 +27,12 @@ def get_session(request: Request) -> Iterator[Session]:
         yield session
 
 
+def get_history_store(request: Request) -> HistoryStore:
+    return request.app.state.history_store
+
+
 GateDep = Annotated[GateContext, Depends(get_gate)]
 SettingsDep = Annotated[Settings, Depends(get_settings_dep)]
 SessionDep = Annotated[Session, Depends(get_session)]
+HistoryStoreDep = Annotated[HistoryStore, Depends(get_history_store)]
 WriteAuth = Depends(require_write_token)

@@ -19,12 +19,13 @@ from markupsafe import Markup
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from gate.api.deps import SessionDep
+from gate.api.deps import HistoryStoreDep, SessionDep
 from gate.figures.kernel_page import PEER_METRIC, kernel_charts, wanted_traces
 from gate.figures.palette import VERDICT_COLOR
 from gate.figures.revision import compare_figure, ncu_figure, sass_figure, timing_figure
 from gate.figures.revision_table import share_revision_details
 from gate.storage import history
+from gate.storage.history_store import HistoryStore
 from gate.storage.models import Revision
 from gate.storage.queries import VERDICT_SEVERITY, revision_detail
 
@@ -60,7 +61,7 @@ def overview(request: Request, session: SessionDep) -> HTMLResponse:
 
 
 @router.get("/kernels/{name}", response_class=HTMLResponse)
-def kernel_page(request: Request, session: SessionDep, name: str,
+def kernel_page(request: Request, session: SessionDep, store: HistoryStoreDep, name: str,
                 gpu: Annotated[str | None, Query()] = None,
                 shape: Annotated[str | None, Query()] = None) -> HTMLResponse:
     """A kernel's history per metric group on one GPU kind, optionally one shape."""
@@ -68,11 +69,12 @@ def kernel_page(request: Request, session: SessionDep, name: str,
     # changes only when a verdict (with its metrics) is stored, which the version sees.
     key = ("kernel", name, gpu, shape, history.data_version(session, name))
     view = request.app.state.page_cache.get_or_build(
-        key, lambda: _kernel_view(session, name, gpu, shape))
+        key, lambda: _kernel_view(session, store, name, gpu, shape))
     return _render(request, session, "kernel.html", **view)
 
 
-def _kernel_view(session: Session, name: str, gpu: str | None, shape: str | None) -> dict:
+def _kernel_view(session: Session, store: HistoryStore, name: str, gpu: str | None,
+                 shape: str | None) -> dict:
     """The kernel template's context, each chart's figure already serialized to page-safe JSON."""
     gpus = history.kernel_gpu_kinds(session, name)
     if not gpus:
@@ -82,7 +84,7 @@ def _kernel_view(session: Session, name: str, gpu: str | None, shape: str | None
     chosen = [shape] if shape in shapes else shapes
     hist = history.kernel_history(session, name, gpu,
                                   wanted_traces(chosen, history.kernel_archs(session, name, gpu)),
-                                  max_points=PAGE_POINTS)
+                                  max_points=PAGE_POINTS, store=store)
     peers = {key: history.peer_levels(session, name, gpu, metric, chosen)
              for key, metric in PEER_METRIC.items()}
     charts = kernel_charts(hist, history.latest_rules(session, name, gpu), peers)

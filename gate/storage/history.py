@@ -1,9 +1,9 @@
 """Read queries behind the dashboards: overview, queue, recent revisions, a kernel's metric history.
 
-All reads, no writes. History stays cheap at 10,000 revisions: rows are read one trace at a time with
-equality on every column of `ix_metrics_series` (kernel, gpu kind, name, series, shape, revision,
-value), so SQLite answers from the index alone; when a kernel has more than `max_points` revisions
-the database aggregates them into equal revision-id buckets (mean, min, max, count) instead of
+All reads, no writes. History stays cheap at 10,000 revisions: a `HistoryStore` holds each
+(kernel, GPU kind)'s raw rows and reads only the new ones after a verdict (see
+`gate/storage/history_store.py`); when a kernel has more than `max_points` revisions they are
+aggregated into equal revision-id buckets (mean, min, max, count; `history_buckets.py`) instead of
 shipping every point; peers (SDPA, cuBLAS) are read for the last jobs only.
 """
 
@@ -14,10 +14,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from sqlalchemy import Connection, Row, bindparam, func, literal, select
+import numpy as np
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from gate.storage.history_buckets import bucket_width, worst_verdict_per_bucket
+from gate.storage.history_buckets import bucket_series, bucket_width, worst_verdict_codes
+from gate.storage.history_store import HistoryStore, Trace
 from gate.storage.models import Job, JobState, Metric, Revision, VerdictRecord
 
 MAX_POINTS = 2000
@@ -235,71 +237,40 @@ def kernel_history(
     session: Session,
     kernel: str,
     gpu_kind: str,
-    traces: Sequence[tuple[str, str, str]],
+    traces: Sequence[Trace],
     max_points: int = MAX_POINTS,
+    store: HistoryStore | None = None,
 ) -> KernelHistory:
     """The history of each (metric name, shape, series) trace that has data, in commit order.
 
     Commit order is revision id order (submission order). Above `max_points` revisions each point
     is a bucket of consecutive revision ids: mean, min, max, and its newest revision (what a
-    click opens); its verdict is the worst in the bucket.
+    click opens); its verdict is the worst in the bucket. `store` holds histories between calls
+    (the pages pass the app's); without one, everything is read.
     """
-    # Core, not ORM, execution: at 10,000 revisions the ORM's per-row processing costs more than
-    # SQLite's scan of the covering indexes.
+    store = store if store is not None else HistoryStore(max_histories=1)
     conn = session.connection()
-    order = conn.execute(
-        select(VerdictRecord.revision_id, VerdictRecord.verdict)
-        .where(VerdictRecord.kernel == kernel, VerdictRecord.gpu_kind == gpu_kind)
-        .order_by(VerdictRecord.revision_id)
-    ).all()
-    if not order:
+    held = store.history(conn, kernel, gpu_kind, traces)
+    order = held.revision_ids
+    if not order.size:
         return KernelHistory(kernel, gpu_kind, 0, 1, [])
-    position = {rev_id: i for i, (rev_id, _) in enumerate(order)}
-    first_id, last_id = order[0][0], order[-1][0]
-    width = bucket_width(first_id, last_id, len(order), max_points)
-    verdict_at = worst_verdict_per_bucket(order, first_id, width)
-
-    fetched = [(t, _trace_rows(conn, kernel, gpu_kind, t, first_id, width)) for t in traces]
-    meta = _revision_meta(conn, {r[0] for _, rows in fetched for r in rows})
+    first_id = int(order[0])
+    width = bucket_width(first_id, int(order[-1]), order.size, max_points)
+    bucketed = [(t, bucket_series(held.traces[t].revision_ids, held.traces[t].values, first_id,
+                                  width)) for t in dict.fromkeys(traces)]
+    bucketed = [(t, b) for t, b in bucketed if b.newest_ids.size]
+    meta = store.revision_meta(conn, kernel, gpu_kind,
+                               {i for _, b in bucketed for i in b.newest_ids.tolist()})
     out = []
-    for (name, shape, series), rows in fetched:
-        points = []
-        for rev_id, value, low, high, count in rows:
-            if rev_id not in position:
-                continue   # a metric of a job whose verdict is not stored (yet)
-            sha, at, message = meta[rev_id]
-            points.append(HistoryPoint(position[rev_id], rev_id, value, low, high, count, sha, at,
-                                       message, verdict_at[(rev_id - first_id) // width]))
-        if points:
-            unit = conn.scalar(select(Metric.unit).where(
-                Metric.kernel == kernel, Metric.gpu_kind == gpu_kind, Metric.name == name,
-                Metric.series == series, Metric.shape == shape).limit(1)) or ""
-            out.append(SeriesHistory(name, shape, series, unit, points))
-    return KernelHistory(kernel, gpu_kind, len(order), width, out)
-
-
-def _trace_rows(conn: Connection, kernel: str, gpu_kind: str, trace: tuple[str, str, str],
-                first_id: int, width: int) -> Sequence[Row]:
-    """(revision_id, value, low, high, count) per point; equality on every indexed column and
-    only indexed columns read, so that SQLite answers from `ix_metrics_series` alone."""
-    name, shape, series = trace
-    where = (Metric.kernel == kernel, Metric.gpu_kind == gpu_kind, Metric.name == name,
-             Metric.series == series, Metric.shape == shape, Metric.revision_id >= first_id)
-    if width == 1:
-        return conn.execute(
-            select(Metric.revision_id, Metric.value, Metric.value, Metric.value, literal(1))
-            .where(*where).order_by(Metric.revision_id)).all()
-    bucket = (Metric.revision_id - first_id) // width
-    return conn.execute(
-        select(func.max(Metric.revision_id), func.avg(Metric.value), func.min(Metric.value),
-               func.max(Metric.value), func.count())
-        .where(*where).group_by(bucket).order_by(bucket)).all()
-
-
-def _revision_meta(conn: Connection, ids: set[int]) -> dict[int, tuple[str, datetime | None, str]]:
-    if not ids:
-        return {}
-    stmt = select(Revision.id, Revision.sha, Revision.committed_at, Revision.message).where(
-        Revision.id.in_(bindparam("ids", expanding=True)))
-    return {i: (sha, at, (msg or "").split("\n", 1)[0])
-            for i, sha, at, msg in conn.execute(stmt, {"ids": sorted(ids)})}
+    for (name, shape, series), b in bucketed:
+        # x: the position of the (last) verdict of the point's revision in commit order.
+        xs = np.searchsorted(order, b.newest_ids, side="right") - 1
+        codes = worst_verdict_codes(order, held.verdict_codes, first_id, width, b.newest_ids)
+        points = [HistoryPoint(x, rev_id, value, low, high, count, *meta[rev_id],
+                               held.verdicts[code])
+                  for x, rev_id, value, low, high, count, code in zip(
+                      xs.tolist(), b.newest_ids.tolist(), b.mean.tolist(), b.low.tolist(),
+                      b.high.tolist(), b.count.tolist(), codes.tolist())]
+        unit = held.traces[(name, shape, series)].unit
+        out.append(SeriesHistory(name, shape, series, unit, points))
+    return KernelHistory(kernel, gpu_kind, int(order.size), width, out)

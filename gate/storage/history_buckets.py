@@ -1,16 +1,28 @@
-"""How a long history becomes at most `max_points` points: equal revision-id buckets (pure).
+"""How a long history becomes at most `max_points` points: equal revision-id buckets (pure, numpy).
 
 A bucket holds consecutive revision ids; its point is the mean with the min..max spread, opens the
 bucket's newest revision, and wears the worst verdict inside it, so a reject is never averaged away.
+Verdicts travel as codes: indexes into `verdict_vocabulary`, which lists the known verdicts worst
+first, so the worst verdict of a bucket is its smallest code.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
+
+import numpy as np
 
 from gate.storage.queries import VERDICT_SEVERITY
 
-_RANK = {v: i for i, v in enumerate(VERDICT_SEVERITY)}   # lower = worse
+
+@dataclass(frozen=True)
+class Buckets:
+    newest_ids: np.ndarray      # int64: each bucket's newest revision (what a click opens)
+    mean: np.ndarray            # float64
+    low: np.ndarray
+    high: np.ndarray
+    count: np.ndarray           # int64: rows behind each point
 
 
 def bucket_width(first_id: int, last_id: int, revisions: int, max_points: int) -> int:
@@ -20,17 +32,37 @@ def bucket_width(first_id: int, last_id: int, revisions: int, max_points: int) -
     return -(-(last_id - first_id + 1) // max_points)
 
 
-def worst_verdict_per_bucket(order: Iterable[tuple[int, str]], first_id: int,
-                             width: int) -> dict[int, str]:
-    """Bucket index -> the worst verdict among its (revision id, verdict) pairs.
+def verdict_vocabulary(verdicts: Iterable[str], known: tuple[str, ...] = VERDICT_SEVERITY
+                       ) -> tuple[str, ...]:
+    """`known` (worst first), then any other verdict in `verdicts` in the order met: these rank
+    after every known one."""
+    return (*known, *dict.fromkeys(v for v in verdicts if v not in known))
 
-    A verdict outside VERDICT_SEVERITY ranks after every known one.
+
+def bucket_series(revision_ids: np.ndarray, values: np.ndarray, first_id: int,
+                  width: int) -> Buckets:
+    """One point per bucket of `width` revision ids counted from `first_id`; with width 1, every
+    row is its own point (two rows of one revision stay two points). `revision_ids` ascending."""
+    ids = np.asarray(revision_ids, dtype=np.int64)
+    vals = np.asarray(values, dtype=np.float64)
+    if width == 1 or ids.size == 0:
+        return Buckets(ids, vals, vals, vals, np.ones(ids.size, dtype=np.int64))
+    keys = (ids - first_id) // width
+    starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
+    count = np.diff(np.r_[starts, ids.size])
+    return Buckets(np.maximum.reduceat(ids, starts), np.add.reduceat(vals, starts) / count,
+                   np.minimum.reduceat(vals, starts), np.maximum.reduceat(vals, starts), count)
+
+
+def worst_verdict_codes(revision_ids: np.ndarray, codes: np.ndarray, first_id: int, width: int,
+                        at_ids: np.ndarray) -> np.ndarray:
+    """The worst (smallest) verdict code in the bucket of each of `at_ids`.
+
+    `revision_ids` (ascending) and `codes` are the verdicts; every id of `at_ids` must fall in a
+    bucket that holds one (a history point always does: its revision has a verdict).
     """
-    worst: dict[int, str] = {}
-    unknown = len(_RANK)
-    for rev_id, verdict in order:
-        key = (rev_id - first_id) // width
-        held = worst.get(key)
-        if held is None or _RANK.get(verdict, unknown) < _RANK.get(held, unknown):
-            worst[key] = verdict
-    return worst
+    keys = (np.asarray(revision_ids, dtype=np.int64) - first_id) // width
+    starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
+    worst = np.minimum.reduceat(np.asarray(codes, dtype=np.int64), starts)
+    wanted = (np.asarray(at_ids, dtype=np.int64) - first_id) // width
+    return worst[np.searchsorted(keys[starts], wanted)]

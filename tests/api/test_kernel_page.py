@@ -5,9 +5,10 @@ from __future__ import annotations
 from sqlalchemy import select
 
 from gate.demo_history import seed_history
-from gate.storage.models import Job, Revision, VerdictRecord
+from gate.storage.models import Job, Metric, Revision, VerdictRecord
 
 KERNEL = "flashcore_wmma"
+SHAPE = "b1_h8_s512_d64"
 
 
 def _seed(session_factory, revisions: int) -> None:  # noqa: ANN001
@@ -16,8 +17,8 @@ def _seed(session_factory, revisions: int) -> None:  # noqa: ANN001
                      queue=False)
 
 
-def _add_verdict(session_factory, verdict: str) -> None:  # noqa: ANN001
-    """One more revision of the kernel, judged on the GPU kind of its last one."""
+def _add_verdict(session_factory, verdict: str, latency_us: float | None = None) -> None:  # noqa: ANN001
+    """One more revision of the kernel, judged on the GPU kind of its last one (with a latency)."""
     with session_factory() as session:
         last = session.scalars(select(VerdictRecord).order_by(VerdictRecord.id.desc())).first()
         rev = Revision(repository_id=session.get(Revision, last.revision_id).repository_id,
@@ -29,6 +30,10 @@ def _add_verdict(session_factory, verdict: str) -> None:  # noqa: ANN001
         session.flush()
         session.add(VerdictRecord(job_id=job.id, revision_id=rev.id, kernel=KERNEL,
                                   gpu_kind=last.gpu_kind, verdict=verdict, reason="r", rules=[]))
+        if latency_us is not None:
+            session.add(Metric(revision_id=rev.id, job_id=job.id, kernel=KERNEL,
+                               gpu_kind=last.gpu_kind, shape=SHAPE, name="latency_median_us",
+                               series="candidate", value=latency_us, unit="us"))
         session.commit()
 
 
@@ -39,6 +44,17 @@ def test_kernel_page_shows_a_verdict_stored_after_it_was_cached(make_client, ses
     assert "12 revisions on" in client.get(f"/kernels/{KERNEL}").text   # a cache hit
     _add_verdict(session_factory, "reject")
     assert "13 revisions on" in client.get(f"/kernels/{KERNEL}").text
+
+
+def test_kernel_page_charts_a_verdict_stored_after_its_history_was_held(make_client, session_factory):  # noqa: ANN001
+    _seed(session_factory, 12)
+    client = make_client(embedded_executor=False)
+    assert "ffffffff" not in client.get(f"/kernels/{KERNEL}", params={"shape": SHAPE}).text
+    _add_verdict(session_factory, "reject", latency_us=12345.0)
+    page = client.get(f"/kernels/{KERNEL}", params={"shape": SHAPE}).text
+    assert '"ffffffff"' in page        # the new revision's sha, in the hover table
+    assert "12345" in page             # its latency, a point of the chart
+    assert client.app.state.history_store.full_reads == 1   # read incrementally
 
 
 def test_kernel_page_caches_each_filter_apart(make_client, session_factory):  # noqa: ANN001

@@ -8,7 +8,7 @@ from typing import Annotated
 from fastapi import APIRouter, HTTPException, Query
 from pydantic import BaseModel
 
-from gate.api.deps import SessionDep
+from gate.api.deps import HistoryStoreDep, SessionDep
 from gate.changepoints import detect
 from gate.storage import history
 
@@ -77,7 +77,7 @@ def list_kernels(session: SessionDep) -> list[KernelOut]:
 
 
 @router.get("/kernels/{name}/history", response_model=HistoryOut)
-def kernel_history(session: SessionDep, name: str, metric: str,
+def kernel_history(session: SessionDep, store: HistoryStoreDep, name: str, metric: str,
                    gpu: Annotated[str | None, Query()] = None,
                    shape: Annotated[str | None, Query()] = None,
                    series: Annotated[list[str] | None, Query()] = None,
@@ -98,7 +98,7 @@ def kernel_history(session: SessionDep, name: str, metric: str,
         else history.kernel_shapes(session, name, gpu))
     hist = history.kernel_history(session, name, gpu,
                                   [(metric, sh, s) for sh in shapes for s in wanted_series],
-                                  max_points=max_points)
+                                  max_points=max_points, store=store)
     out = []
     for s in hist.series:
         cps = detect([p.value for p in s.points])

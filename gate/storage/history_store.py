@@ -1,0 +1,174 @@
+"""Each (kernel, GPU kind)'s raw metric history held in process, refreshed by reading only what is new.
+
+Reading a kernel page's twenty traces over 10,000 revisions costs SQLite ~100 ms of the page's
+200 ms budget, every time a new verdict makes the page cache miss. History rows are only ever added,
+and a job's metrics are stored in the transaction of its verdict (`store_outcome`), so once a history
+is held a refresh reads the verdicts whose revision id is above the highest held, and the metric rows
+of those revisions only: a few rows per trace, one index range each.
+
+Everything is read again when the stored verdict count differs from the held count plus the new
+rows: a late result landed below the highest held revision (a rerun of an older revision, or, in
+PostgreSQL, a transaction that took a lower id and committed later). A restart starts empty, so
+its first view pays the full read. Held metric rows are those of revisions with a verdict, so a
+metric read between its verdict's commit and ours is left for the refresh that sees the verdict.
+
+Arrays are replaced, never changed in place, so a `HeldSeries` handed out stays valid without the lock.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+
+import numpy as np
+from sqlalchemy import Connection, bindparam, func, select
+
+from gate.storage.history_buckets import verdict_vocabulary
+from gate.storage.models import Metric, Revision, VerdictRecord
+
+Trace = tuple[str, str, str]                          # (metric name, shape, series)
+RevisionMeta = tuple[str, datetime | None, str]       # sha, commit date, first line of the message
+
+
+@dataclass(frozen=True)
+class HeldSeries:
+    revision_ids: np.ndarray      # int64, ascending; revisions with a verdict only
+    values: np.ndarray            # float64
+    unit: str
+
+
+@dataclass
+class HeldHistory:
+    """What a page reads of one (kernel, GPU kind): its verdicts in commit order and its traces."""
+
+    revision_ids: np.ndarray                          # the verdicts' revisions, ascending
+    verdict_codes: np.ndarray                         # index into `verdicts`, worst first
+    verdicts: tuple[str, ...]
+    traces: dict[Trace, HeldSeries] = field(default_factory=dict)
+
+
+@dataclass
+class _Entry:
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    held: HeldHistory | None = None
+    meta: dict[int, RevisionMeta] = field(default_factory=dict)   # revisions never change
+
+
+class HistoryStore:
+    def __init__(self, max_histories: int = 32) -> None:
+        self.max_histories = max_histories
+        self._entries: OrderedDict[tuple[str, str], _Entry] = OrderedDict()
+        self._lock = threading.Lock()
+        self.full_reads = 0           # how many times a history was read from the start
+
+    def history(self, conn: Connection, kernel: str, gpu_kind: str,
+                traces: Sequence[Trace]) -> HeldHistory:
+        """The current history of `kernel` on `gpu_kind` holding (at least) `traces`."""
+        entry = self._entry(kernel, gpu_kind)
+        with entry.lock:
+            entry.held = self._refresh(conn, kernel, gpu_kind, entry.held)
+            held = entry.held
+            upto = int(held.revision_ids[-1]) if held.revision_ids.size else 0
+            missing = [t for t in dict.fromkeys(traces) if t not in held.traces]
+            for t in missing:
+                ids, values = _metric_rows(conn, kernel, gpu_kind, t, 0, upto, held.revision_ids)
+                held.traces[t] = HeldSeries(ids, values, _unit(conn, kernel, gpu_kind, t))
+            return HeldHistory(held.revision_ids, held.verdict_codes, held.verdicts,
+                               dict(held.traces))
+
+    def revision_meta(self, conn: Connection, kernel: str, gpu_kind: str,
+                      ids: set[int]) -> dict[int, RevisionMeta]:
+        """sha, date and message of each of `ids`, read once per revision."""
+        entry = self._entry(kernel, gpu_kind)
+        with entry.lock:
+            unknown = sorted(ids - entry.meta.keys())
+            if unknown:
+                stmt = select(Revision.id, Revision.sha, Revision.committed_at,
+                              Revision.message).where(
+                    Revision.id.in_(bindparam("ids", expanding=True)))
+                for i, sha, at, msg in conn.execute(stmt, {"ids": unknown}):
+                    entry.meta[i] = (sha, at, (msg or "").split("\n", 1)[0])
+            return {i: entry.meta[i] for i in ids}
+
+    def _entry(self, kernel: str, gpu_kind: str) -> _Entry:
+        with self._lock:
+            entry = self._entries.setdefault((kernel, gpu_kind), _Entry())
+            self._entries.move_to_end((kernel, gpu_kind))
+            while len(self._entries) > self.max_histories:
+                self._entries.popitem(last=False)
+            return entry
+
+    def _refresh(self, conn: Connection, kernel: str, gpu_kind: str,
+                 held: HeldHistory | None) -> HeldHistory:
+        where = (VerdictRecord.kernel == kernel, VerdictRecord.gpu_kind == gpu_kind)
+        count, newest = conn.execute(
+            select(func.count(), func.max(VerdictRecord.revision_id)).where(*where)).one()
+        after = int(held.revision_ids[-1]) if held is not None and held.revision_ids.size else 0
+        if held is not None and count == held.revision_ids.size and (newest or 0) == after:
+            return held
+        rows = conn.execute(select(VerdictRecord.revision_id, VerdictRecord.verdict)
+                            .where(*where, VerdictRecord.revision_id > after)
+                            .order_by(VerdictRecord.revision_id)).all()
+        if held is None or held.revision_ids.size + len(rows) != count:
+            return self._read_all(conn, kernel, gpu_kind, held)
+        verdicts = verdict_vocabulary((v for _, v in rows), held.verdicts)
+        new_ids = np.fromiter((r for r, _ in rows), dtype=np.int64, count=len(rows))
+        codes = np.fromiter((verdicts.index(v) for _, v in rows), dtype=np.int64, count=len(rows))
+        upto = int(new_ids[-1])
+        traces = {}
+        for t, s in held.traces.items():
+            ids, values = _metric_rows(conn, kernel, gpu_kind, t, after, upto, new_ids)
+            unit = s.unit or (_unit(conn, kernel, gpu_kind, t) if ids.size else "")
+            traces[t] = HeldSeries(np.concatenate([s.revision_ids, ids]),
+                                   np.concatenate([s.values, values]), unit)
+        return HeldHistory(np.concatenate([held.revision_ids, new_ids]),
+                           np.concatenate([held.verdict_codes, codes]), verdicts, traces)
+
+    def _read_all(self, conn: Connection, kernel: str, gpu_kind: str,
+                  held: HeldHistory | None) -> HeldHistory:
+        """The history from the start, with the traces `held` had (they will be asked for again)."""
+        self.full_reads += 1
+        rows = conn.execute(
+            select(VerdictRecord.revision_id, VerdictRecord.verdict)
+            .where(VerdictRecord.kernel == kernel, VerdictRecord.gpu_kind == gpu_kind)
+            .order_by(VerdictRecord.revision_id)).all()
+        verdicts = verdict_vocabulary(v for _, v in rows)
+        code = {v: i for i, v in enumerate(verdicts)}
+        ids = np.fromiter((r for r, _ in rows), dtype=np.int64, count=len(rows))
+        fresh = HeldHistory(ids, np.fromiter((code[v] for _, v in rows), dtype=np.int64,
+                                             count=len(rows)), verdicts)
+        upto = int(ids[-1]) if ids.size else 0
+        for t, s in (held.traces.items() if held is not None else ()):
+            fresh.traces[t] = HeldSeries(*_metric_rows(conn, kernel, gpu_kind, t, 0, upto, ids),
+                                         s.unit)
+        return fresh
+
+
+def _metric_rows(conn: Connection, kernel: str, gpu_kind: str, trace: Trace, after: int,
+                 upto: int, with_verdict: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(revision ids, values) of `trace` in (after, upto], revisions in `with_verdict` only.
+
+    Equality on every leading column of `ix_metrics_series` and only its columns read, so SQLite
+    answers from that index alone, one range of it.
+    """
+    name, shape, series = trace
+    rows = conn.execute(
+        select(Metric.revision_id, Metric.value)
+        .where(Metric.kernel == kernel, Metric.gpu_kind == gpu_kind, Metric.name == name,
+               Metric.series == series, Metric.shape == shape,
+               Metric.revision_id > after, Metric.revision_id <= upto)
+        .order_by(Metric.revision_id)).all()
+    ids = np.fromiter((r for r, _ in rows), dtype=np.int64, count=len(rows))
+    values = np.fromiter((v for _, v in rows), dtype=np.float64, count=len(rows))
+    keep = np.isin(ids, with_verdict)
+    return (ids, values) if keep.all() else (ids[keep], values[keep])
+
+
+def _unit(conn: Connection, kernel: str, gpu_kind: str, trace: Trace) -> str:
+    name, shape, series = trace
+    return conn.scalar(select(Metric.unit).where(
+        Metric.kernel == kernel, Metric.gpu_kind == gpu_kind, Metric.name == name,
+        Metric.series == series, Metric.shape == shape).limit(1)) or ""
