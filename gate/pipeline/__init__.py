@@ -9,11 +9,16 @@ Parent side (no GPU needed):
 Child side (`python -m gate.runner`, imports only gate.domain, gate.pipeline, torch, ncu_report):
     static.run_static(kernel, src_dir, out_dir, nvcc) -> StaticResult  ptxas -v + SASS histogram (sass.py)
     build.build_extension(kernel, src_dir, cache_dir, out_dir) -> BuildResult
+                                                 object cache: build_cache; compilers: toolchain
+    build.load_module(path)                      each build under its own import name (pybind11 3
+                                                 caches modules by name: two revisions would share one)
     workloads.get_workload(kernel, src_dir) -> Workload                attention | gemm | module:callable
     correctness.check(...) -> CorrectnessResult
-    bench.time_revisions(...) -> BenchResult                           interleaved, L2 flushed
+    bench.time_revisions(...) -> BenchResult                           interleaved, L2 flushed (gpu_timing)
     stats                                                              pure: bootstrap, Mann-Whitney
-    profile.profile(...) -> ProfileResult                              ncu in its own child
+    profile.profile(...) -> ProfileResult                              ncu in its own child (catalog:
+                                                                       ncu_catalog; the report is read
+                                                                       in a clean interpreter: ncu_isolated)
     ncu_report.read_report(path) -> list[KernelMetrics]                also `gate profile import`
     fingerprint.collect() -> Fingerprint
     run.measure(request: JobRequest, emit) -> JobResult                the order of the stages
