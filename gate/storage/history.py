@@ -196,6 +196,16 @@ def data_version(session: Session, kernel: str) -> tuple[int, int]:
     return count, newest or 0
 
 
+def recent_histories(session: Session, limit: int) -> list[tuple[str, str]]:
+    """(kernel, GPU kind) pairs with verdicts, the one with the newest verdict first; at most `limit`."""
+    rows = session.execute(
+        select(VerdictRecord.kernel, VerdictRecord.gpu_kind)
+        .group_by(VerdictRecord.kernel, VerdictRecord.gpu_kind)
+        .order_by(func.max(VerdictRecord.id).desc()).limit(limit)
+    ).all()
+    return [(k, g) for k, g in rows]
+
+
 def kernel_gpu_kinds(session: Session, kernel: str) -> list[str]:
     """GPU kinds this kernel has verdicts on, the one with the longest history first."""
     rows = session.execute(
