@@ -61,6 +61,8 @@ def create_app(settings: Settings | None = None, *, gate_job: GateJob | None = N
         sweeper = notify.start_sweeper(settings, session_factory)
         if settings.warm_history:
             warmup.start()
+        else:
+            warmup.done.set()
         await run_in_threadpool(gate.recover)
         gate.executor.start()
         try:

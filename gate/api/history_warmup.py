@@ -33,7 +33,7 @@ class HistoryWarmup:
         self.session_factory = session_factory
         self.store = store
         self.max_points = max_points         # the page's, so revision details match its points
-        self.done = threading.Event()        # set when warm-up has finished, failed or stopped
+        self.done = threading.Event()        # set once finished, failed, stopped or turned off
         self.warmed: list[tuple[str, str]] = []
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="history-warmup", daemon=True)
