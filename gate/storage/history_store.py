@@ -8,9 +8,11 @@ of those revisions only: a few rows per trace, one index range each.
 
 Everything is read again when the stored verdict count differs from the held count plus the new
 rows: a late result landed below the highest held revision (a rerun of an older revision, or, in
-PostgreSQL, a transaction that took a lower id and committed later). A restart starts empty, so
-its first view pays the full read. Held metric rows are those of revisions with a verdict, so a
-metric read between its verdict's commit and ours is left for the refresh that sees the verdict.
+PostgreSQL, a transaction that took a lower id and committed later). A restart starts empty; the
+server reads the recent histories in the background (`gate/api/history_warmup.py`). Held metric
+rows are those of revisions with a verdict, so a metric read between its verdict's commit and ours
+is left for the refresh that sees the verdict. Full reads go through the DB-API cursor
+(`columns.py`): ~200,000 rows as `Row` objects cost as much as the query.
 
 Arrays are replaced, never changed in place, so a `HeldSeries` handed out stays valid without the lock.
 """
