@@ -8,7 +8,10 @@ median and p95 of the server time over repeated requests:
 - cached: the same history again, served from the page cache;
 - miss: a new revision with its verdict and metrics (a copy of the newest one's) is stored before
   each request (not timed), so every request is the first view after a new verdict;
-- cold: the first request of a freshly started app (a restart: nothing held in process).
+- cold, racing: the first request of a freshly started app, sent as soon as it has started, while
+  its history warm-up (`gate/api/history_warmup.py`) is still reading: a restart under load;
+- cold, warmed: the first request of a freshly started app sent once its warm-up has finished.
+  Both are first views: the page cache is empty, so the page is built.
 
 With --db the file is reused and keeps the revisions each run adds.
 
@@ -88,19 +91,23 @@ def main() -> None:
         print(f"built {db} with {args.revisions} revisions in {time.perf_counter() - t0:.1f} s")
     settings = Settings(database_url=f"sqlite:///{db}", data_dir=db.parent / "data")
     url = f"/kernels/{KERNEL}"
-    cold = []
+    racing, warmed = [], []
     for _ in range(args.restarts):
         with TestClient(create_app(settings, embedded_executor=False)) as client:
-            cold += _times_ms(client, url, 1)
+            racing += _times_ms(client, url, 1)
+        with TestClient(create_app(settings, embedded_executor=False)) as client:
+            client.app.state.history_warmup.done.wait()
+            warmed += _times_ms(client, url, 1)
     with TestClient(create_app(settings, embedded_executor=False)) as client:
         response = client.get(url)
         response.raise_for_status()
         cached = _times_ms(client, url, args.requests)
         miss = _times_ms(client, url, args.requests, before=lambda: add_verdict(db))
     print(f"{url}: {len(response.content) / 1024:.0f} KiB HTML")
-    for label, times_ms in (("cached", cached), ("miss", miss), ("cold", sorted(cold))):
+    for label, times_ms in (("cached", cached), ("miss", miss), ("cold, racing", sorted(racing)),
+                            ("cold, warmed", sorted(warmed))):
         p95 = times_ms[min(len(times_ms) - 1, round(0.95 * len(times_ms)) - 1)]
-        print(f"  {label:>6}: over {len(times_ms)} requests median "
+        print(f"  {label:>12}: over {len(times_ms)} requests median "
               f"{statistics.median(times_ms):.0f} ms, p95 {p95:.0f} ms")
 
 

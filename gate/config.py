@@ -49,6 +49,7 @@ class Settings(BaseSettings):
     ncu_path: str = "ncu"
     ncu_clock_control: str = Field("base", pattern="^(base|none)$")
     bench_budget_s: float = 20.0                  # per shape
+    warm_history: bool = True                     # read kernel histories into memory at start
 
 
 @lru_cache

@@ -11,6 +11,7 @@ from starlette.concurrency import run_in_threadpool
 from gate.api.context import GateContext, NoExecutor
 from gate import notify
 from gate.api import pages
+from gate.api.history_warmup import HistoryWarmup
 from gate.api.page_cache import PageCache
 from gate.api.routes import artifacts, github, health, kernels, revisions
 from gate.api.telemetry import make_registry
@@ -49,6 +50,8 @@ def create_app(settings: Settings | None = None, *, gate_job: GateJob | None = N
                               data_dir=settings.data_dir, options=run_options(settings),
                               mirror=getattr(sources, "mirror", None))
 
+    store = HistoryStore()
+    warmup = HistoryWarmup(session_factory, store, max_points=pages.PAGE_POINTS)
     gate = GateContext(settings=settings, engine=engine, session_factory=session_factory, sources=sources,
                        executor=executor or _executor(settings, env_factory, embedded_executor))
 
@@ -56,11 +59,16 @@ def create_app(settings: Settings | None = None, *, gate_job: GateJob | None = N
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         notify.configure(settings)      # GitHub statuses / Check Runs / webhooks, from the settings
         sweeper = notify.start_sweeper(settings, session_factory)
+        if settings.warm_history:
+            warmup.start()
+        else:
+            warmup.done.set()
         await run_in_threadpool(gate.recover)
         gate.executor.start()
         try:
             yield
         finally:
+            await run_in_threadpool(warmup.stop)
             await run_in_threadpool(gate.executor.stop)
             await run_in_threadpool(sweeper.stop)
             engine.dispose()
@@ -70,7 +78,8 @@ def create_app(settings: Settings | None = None, *, gate_job: GateJob | None = N
     app.state.gate = gate
     app.state.metrics_registry = make_registry(session_factory)
     app.state.page_cache = PageCache()
-    app.state.history_store = HistoryStore()
+    app.state.history_store = store
+    app.state.history_warmup = warmup
     for router in ROUTERS:
         app.include_router(router)
     app.mount("/static", pages.static_files, name="static")

@@ -23,7 +23,7 @@ from gate.api.deps import HistoryStoreDep, SessionDep
 from gate.figures.kernel_page import PEER_METRIC, kernel_charts, wanted_traces
 from gate.figures.palette import VERDICT_COLOR
 from gate.figures.revision import compare_figure, ncu_figure, sass_figure, timing_figure
-from gate.figures.revision_table import share_revision_details
+from gate.figures.revision_table import revision_table
 from gate.storage import history
 from gate.storage.history_store import HistoryStore
 from gate.storage.models import Revision
@@ -88,10 +88,10 @@ def _kernel_view(session: Session, store: HistoryStore, name: str, gpu: str | No
     peers = {key: history.peer_levels(session, name, gpu, metric, chosen)
              for key, metric in PEER_METRIC.items()}
     charts = kernel_charts(hist, history.latest_rules(session, name, gpu), peers)
-    figures, revisions = share_revision_details([c.figure for c in charts])
     return {"kernel": name, "gpu": gpu, "gpus": gpus, "shape": shape if shape in shapes else "",
-            "shapes": shapes, "history": hist, "revisions": figure_json(revisions),
-            "charts": [replace(c, figure=figure_json(f)) for c, f in zip(charts, figures)]}
+            "shapes": shapes, "history": hist,
+            "revisions": figure_json(revision_table(hist.details)),
+            "charts": [replace(c, figure=figure_json(c.figure)) for c in charts]}
 
 
 def figure_json(figure: dict | list) -> Markup:

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
-from functools import lru_cache
 
 import numpy as np
 
@@ -14,8 +12,10 @@ from gate.figures.palette import (
     CHANGE_COLOR, MUTED, PEER_COLOR, SERIES_COLOR, THRESHOLD_COLOR, VERDICT_COLOR, VERDICT_SYMBOL,
     base_layout,
 )
+from gate.figures.revision_table import SHARED
 from gate.storage.history import SeriesHistory
 
+# Indexes of customdata as drawn: [revision id, sha, date, message, verdict, (count)].
 HOVER = ("<b>%{customdata[1]}</b> %{customdata[2]}<br>%{customdata[3]}<br>"
          "%{y:.4g} {unit} · %{customdata[4]}{note}<extra>%{fullData.name}</extra>")
 BUCKET_NOTE = " · mean of %{customdata[5]} revisions"
@@ -42,15 +42,23 @@ class HistoryChart:
 
 
 def history_figure(chart: HistoryChart) -> dict:
-    """Lines over commit order; markers coloured and shaped by verdict; customdata[0] = revision."""
+    """Lines over commit order; markers coloured and shaped by verdict; customdata[0] = revision.
+
+    customdata rows are [revision id, verdict, (bucket count)]: the revisions' sha, date and
+    message ship once per page (`revision_table.py`) and the page puts them back before drawing.
+    """
     layout = base_layout(chart.title, chart.y_title)
     layout["xaxis"]["title"] = {"text": "commit order"}
     data = []
+    marked: set[float] = set()      # x of each change marker drawn
     for i, (hist, label) in enumerate(zip(chart.series, chart.labels)):
         color = SERIES_COLOR[i % len(SERIES_COLOR)]
         data.append(_series_trace(hist, label, color))
         for cp in (chart.change_points[i] if i < len(chart.change_points) else []):
-            _change_marker(layout, hist, cp, color)
+            x = int(hist.x[cp.index]) - 0.5
+            if x not in marked:     # the same commit moved another trace: one marker is enough
+                marked.add(x)
+                _change_marker(layout, x, cp)
     for line in chart.thresholds:
         _hline(layout, line, THRESHOLD_COLOR, "dash", f"limit {line.label} {line.value:g}")
     for line in chart.references:
@@ -63,34 +71,32 @@ def history_figure(chart: HistoryChart) -> dict:
 
 
 def _series_trace(hist: SeriesHistory, label: str, color: str) -> dict:
-    pts = hist.points
-    aggregated = any(p.count > 1 for p in pts)
+    """One trace straight from the series' columns: no object per point."""
+    aggregated = bool((hist.count > 1).any())
+    verdicts = hist.verdicts
+    ids = hist.revision_ids.tolist()
     trace = {
         "type": "scatter", "mode": "lines+markers", "name": label,
-        "x": [p.x for p in pts], "y": rounded([p.value for p in pts]),
+        "x": hist.x.tolist(), "y": rounded(hist.value),
         "line": {"color": color, "width": 1.6},
-        "marker": {"color": [VERDICT_COLOR.get(p.verdict, VERDICT_COLOR[""]) for p in pts],
-                   "symbol": [VERDICT_SYMBOL.get(p.verdict, "circle-open") for p in pts],
+        "marker": {"color": [VERDICT_COLOR.get(v, VERDICT_COLOR[""]) for v in verdicts],
+                   "symbol": [VERDICT_SYMBOL.get(v, "circle-open") for v in verdicts],
                    "size": 5 if aggregated else 8, "line": {"width": 1, "color": "#ffffff"}},
-        "customdata": [[p.revision_id, p.sha[:8],
-                        _when(p.committed_at),
-                        _short(p.message), p.verdict or "no verdict",
-                        *([p.count] if aggregated else [])] for p in pts],
+        "customdata": (list(zip(ids, [v or "no verdict" for v in verdicts], hist.count.tolist()))
+                       if aggregated else list(zip(ids, [v or "no verdict" for v in verdicts]))),
+        "meta": {"revisions": SHARED},
         "hovertemplate": HOVER.replace("{unit}", hist.unit).replace(
             "{note}", BUCKET_NOTE if aggregated else ""),
     }
     if aggregated:   # the bucket's min..max as an error bar: the spread is not hidden
         trace["error_y"] = {"type": "data", "symmetric": False, "thickness": 0.8, "width": 0,
                             "color": color,
-                            "array": rounded([p.high - p.value for p in pts]),
-                            "arrayminus": rounded([p.value - p.low for p in pts])}
+                            "array": rounded(hist.high - hist.value),
+                            "arrayminus": rounded(hist.value - hist.low)}
     return trace
 
 
-def _change_marker(layout: dict, hist: SeriesHistory, cp: ChangePoint, color: str) -> None:
-    x = hist.points[cp.index].x - 0.5
-    if any(a.get("x") == x and a["text"].startswith("change") for a in layout["annotations"]):
-        return   # the same commit moved another trace of this chart: one marker is enough
+def _change_marker(layout: dict, x: float, cp: ChangePoint) -> None:
     layout["shapes"].append({"type": "line", "xref": "x", "yref": "paper", "x0": x, "x1": x,
                              "y0": 0, "y1": 1, "line": {"color": CHANGE_COLOR, "width": 1.5,
                                                         "dash": "dashdot"}})
@@ -119,16 +125,6 @@ def rounded(values: Sequence[float], digits: int = DIGITS) -> list[float]:
     if top == 0.0 or not np.isfinite(top):
         return a.tolist()
     return np.round(a, digits - 1 - int(np.floor(np.log10(top)))).tolist()
-
-
-@lru_cache(maxsize=4096)
-def _when(at: datetime | None) -> str:
-    """Commit date for the hover; cached because a kernel page's twenty traces share revisions."""
-    return at.strftime("%Y-%m-%d %H:%M") if at else ""
-
-
-def _short(message: str, limit: int = 72) -> str:
-    return message if len(message) <= limit else message[: limit - 1] + "…"
 
 
 def labels_for(series: Sequence[SeriesHistory], by: str) -> list[str]:

@@ -76,7 +76,7 @@ def kernel_charts(history: KernelHistory, rules: list[dict],
             title = f"{g.title} · {shape}" if shape else g.title
             chart = HistoryChart(
                 title=title, y_title=g.y_title, series=part, labels=[_label(g, s) for s in part],
-                change_points=[detect([p.value for p in s.points]) for s in part],
+                change_points=[detect(s.value) for s in part],
                 thresholds=_thresholds(g, rules),
                 references=[Line(peer, level) for (sh, peer), level
                             in peers.get(g.key, {}).items() if sh == shape] if g.peers else [])

@@ -19,7 +19,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from gate.storage.history_buckets import bucket_series, bucket_width, worst_verdict_codes
-from gate.storage.history_store import HistoryStore, Trace
+from gate.storage.history_store import HistoryStore, RevisionMeta, Trace
 from gate.storage.models import Job, JobState, Metric, Revision, VerdictRecord
 
 MAX_POINTS = 2000
@@ -71,6 +71,8 @@ class RevisionRow:
 
 @dataclass(frozen=True)
 class HistoryPoint:
+    """One point of a trace, for the JSON API; pages read `SeriesHistory`'s columns instead."""
+
     x: int                      # commit order: position of the (last) revision in the kernel's list
     revision_id: int            # the revision a click opens (a bucket's newest)
     value: float                # the value, or a bucket's mean
@@ -83,22 +85,43 @@ class HistoryPoint:
     verdict: str                # "" when none stored; a bucket's worst
 
 
-@dataclass
+@dataclass(frozen=True, eq=False)
 class SeriesHistory:
+    """One trace in commit order, as columns of equal length: a page draws straight from these
+    (a kernel page has ~8,000 points; an object per point cost more than the rest of the build)."""
+
     name: str                   # metric name, e.g. latency_median_us
     shape: str
     series: str                 # candidate, sdpa_flash, sm_90a, ...
     unit: str
-    points: list[HistoryPoint] = field(default_factory=list)
+    x: np.ndarray               # int64: commit order of the point's (newest) revision
+    revision_ids: np.ndarray    # int64: the revision a click opens (a bucket's newest)
+    value: np.ndarray           # float64: the value, or a bucket's mean
+    low: np.ndarray             # = value for single points; a bucket's minimum
+    high: np.ndarray
+    count: np.ndarray           # int64: revisions behind each point (1 unless aggregated)
+    verdicts: list[str]         # per point; a bucket's worst, "" when none stored
+
+    def __len__(self) -> int:
+        return int(self.x.size)
 
 
-@dataclass
+@dataclass(frozen=True)
 class KernelHistory:
     kernel: str
     gpu_kind: str
     revisions: int              # revisions with a verdict on this GPU kind
     bucket_revisions: int       # 1 = every revision is a point
     series: list[SeriesHistory]
+    details: dict[int, RevisionMeta] = field(default_factory=dict)   # of every point's revision
+
+
+def history_points(s: SeriesHistory, details: dict[int, RevisionMeta]) -> list[HistoryPoint]:
+    """`s` as point objects, with each revision's sha, date and message from `details`."""
+    return [HistoryPoint(x, rev, value, low, high, count, *details[rev], verdict)
+            for x, rev, value, low, high, count, verdict in zip(
+                s.x.tolist(), s.revision_ids.tolist(), s.value.tolist(), s.low.tolist(),
+                s.high.tolist(), s.count.tolist(), s.verdicts)]
 
 
 def kernel_overview(session: Session) -> list[KernelSummary]:
@@ -171,6 +194,16 @@ def data_version(session: Session, kernel: str) -> tuple[int, int]:
         select(func.count(), func.max(VerdictRecord.id)).where(VerdictRecord.kernel == kernel)
     ).one()
     return count, newest or 0
+
+
+def recent_histories(session: Session, limit: int) -> list[tuple[str, str]]:
+    """(kernel, GPU kind) pairs with verdicts, the one with the newest verdict first; at most `limit`."""
+    rows = session.execute(
+        select(VerdictRecord.kernel, VerdictRecord.gpu_kind)
+        .group_by(VerdictRecord.kernel, VerdictRecord.gpu_kind)
+        .order_by(func.max(VerdictRecord.id).desc()).limit(limit)
+    ).all()
+    return [(k, g) for k, g in rows]
 
 
 def kernel_gpu_kinds(session: Session, kernel: str) -> list[str]:
@@ -259,18 +292,14 @@ def kernel_history(
     bucketed = [(t, bucket_series(held.traces[t].revision_ids, held.traces[t].values, first_id,
                                   width)) for t in dict.fromkeys(traces)]
     bucketed = [(t, b) for t, b in bucketed if b.newest_ids.size]
-    meta = store.revision_meta(conn, kernel, gpu_kind,
-                               {i for _, b in bucketed for i in b.newest_ids.tolist()})
+    details = store.revision_meta(conn, kernel, gpu_kind,
+                                  {i for _, b in bucketed for i in b.newest_ids.tolist()})
     out = []
     for (name, shape, series), b in bucketed:
         # x: the position of the (last) verdict of the point's revision in commit order.
         xs = np.searchsorted(order, b.newest_ids, side="right") - 1
         codes = worst_verdict_codes(order, held.verdict_codes, first_id, width, b.newest_ids)
-        points = [HistoryPoint(x, rev_id, value, low, high, count, *meta[rev_id],
-                               held.verdicts[code])
-                  for x, rev_id, value, low, high, count, code in zip(
-                      xs.tolist(), b.newest_ids.tolist(), b.mean.tolist(), b.low.tolist(),
-                      b.high.tolist(), b.count.tolist(), codes.tolist())]
-        unit = held.traces[(name, shape, series)].unit
-        out.append(SeriesHistory(name, shape, series, unit, points))
-    return KernelHistory(kernel, gpu_kind, int(order.size), width, out)
+        out.append(SeriesHistory(name, shape, series, held.traces[(name, shape, series)].unit,
+                                 xs, b.newest_ids, b.mean, b.low, b.high, b.count,
+                                 [held.verdicts[c] for c in codes.tolist()]))
+    return KernelHistory(kernel, gpu_kind, int(order.size), width, out, details)

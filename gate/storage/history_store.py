@@ -8,9 +8,11 @@ of those revisions only: a few rows per trace, one index range each.
 
 Everything is read again when the stored verdict count differs from the held count plus the new
 rows: a late result landed below the highest held revision (a rerun of an older revision, or, in
-PostgreSQL, a transaction that took a lower id and committed later). A restart starts empty, so
-its first view pays the full read. Held metric rows are those of revisions with a verdict, so a
-metric read between its verdict's commit and ours is left for the refresh that sees the verdict.
+PostgreSQL, a transaction that took a lower id and committed later). A restart starts empty; the
+server reads the recent histories in the background (`gate/api/history_warmup.py`). Held metric
+rows are those of revisions with a verdict, so a metric read between its verdict's commit and ours
+is left for the refresh that sees the verdict. Full reads go through the DB-API cursor
+(`columns.py`): ~200,000 rows as `Row` objects cost as much as the query.
 
 Arrays are replaced, never changed in place, so a `HeldSeries` handed out stays valid without the lock.
 """
@@ -26,6 +28,7 @@ from datetime import datetime
 import numpy as np
 from sqlalchemy import Connection, bindparam, func, select
 
+from gate.storage.columns import fetch_columns
 from gate.storage.history_buckets import verdict_vocabulary
 from gate.storage.models import Metric, Revision, VerdictRecord
 
@@ -109,14 +112,13 @@ class HistoryStore:
         after = int(held.revision_ids[-1]) if held is not None and held.revision_ids.size else 0
         if held is not None and count == held.revision_ids.size and (newest or 0) == after:
             return held
-        rows = conn.execute(select(VerdictRecord.revision_id, VerdictRecord.verdict)
-                            .where(*where, VerdictRecord.revision_id > after)
-                            .order_by(VerdictRecord.revision_id)).all()
-        if held is None or held.revision_ids.size + len(rows) != count:
+        rev_ids, names = fetch_columns(conn, _VERDICTS, {"kernel": kernel, "gpu_kind": gpu_kind,
+                                                         "after": after})
+        if held is None or held.revision_ids.size + len(rev_ids) != count:
             return self._read_all(conn, kernel, gpu_kind, held)
-        verdicts = verdict_vocabulary((v for _, v in rows), held.verdicts)
-        new_ids = np.fromiter((r for r, _ in rows), dtype=np.int64, count=len(rows))
-        codes = np.fromiter((verdicts.index(v) for _, v in rows), dtype=np.int64, count=len(rows))
+        verdicts = verdict_vocabulary(names, held.verdicts)
+        new_ids = np.array(rev_ids, dtype=np.int64)
+        codes = np.array([verdicts.index(v) for v in names], dtype=np.int64)
         upto = int(new_ids[-1])
         traces = {}
         for t, s in held.traces.items():
@@ -131,20 +133,30 @@ class HistoryStore:
                   held: HeldHistory | None) -> HeldHistory:
         """The history from the start, with the traces `held` had (they will be asked for again)."""
         self.full_reads += 1
-        rows = conn.execute(
-            select(VerdictRecord.revision_id, VerdictRecord.verdict)
-            .where(VerdictRecord.kernel == kernel, VerdictRecord.gpu_kind == gpu_kind)
-            .order_by(VerdictRecord.revision_id)).all()
-        verdicts = verdict_vocabulary(v for _, v in rows)
+        rev_ids, names = fetch_columns(conn, _VERDICTS, {"kernel": kernel, "gpu_kind": gpu_kind,
+                                                         "after": 0})
+        verdicts = verdict_vocabulary(names)
         code = {v: i for i, v in enumerate(verdicts)}
-        ids = np.fromiter((r for r, _ in rows), dtype=np.int64, count=len(rows))
-        fresh = HeldHistory(ids, np.fromiter((code[v] for _, v in rows), dtype=np.int64,
-                                             count=len(rows)), verdicts)
+        ids = np.array(rev_ids, dtype=np.int64)
+        fresh = HeldHistory(ids, np.array([code[v] for v in names], dtype=np.int64), verdicts)
         upto = int(ids[-1]) if ids.size else 0
         for t, s in (held.traces.items() if held is not None else ()):
             fresh.traces[t] = HeldSeries(*_metric_rows(conn, kernel, gpu_kind, t, 0, upto, ids),
                                          s.unit)
         return fresh
+
+
+_VERDICTS = (select(VerdictRecord.revision_id, VerdictRecord.verdict)
+             .where(VerdictRecord.kernel == bindparam("kernel"),
+                    VerdictRecord.gpu_kind == bindparam("gpu_kind"),
+                    VerdictRecord.revision_id > bindparam("after"))
+             .order_by(VerdictRecord.revision_id))
+_METRICS = (select(Metric.revision_id, Metric.value)
+            .where(Metric.kernel == bindparam("kernel"), Metric.gpu_kind == bindparam("gpu_kind"),
+                   Metric.name == bindparam("name"), Metric.series == bindparam("series"),
+                   Metric.shape == bindparam("shape"), Metric.revision_id > bindparam("after"),
+                   Metric.revision_id <= bindparam("upto"))
+            .order_by(Metric.revision_id))
 
 
 def _metric_rows(conn: Connection, kernel: str, gpu_kind: str, trace: Trace, after: int,
@@ -155,14 +167,11 @@ def _metric_rows(conn: Connection, kernel: str, gpu_kind: str, trace: Trace, aft
     answers from that index alone, one range of it.
     """
     name, shape, series = trace
-    rows = conn.execute(
-        select(Metric.revision_id, Metric.value)
-        .where(Metric.kernel == kernel, Metric.gpu_kind == gpu_kind, Metric.name == name,
-               Metric.series == series, Metric.shape == shape,
-               Metric.revision_id > after, Metric.revision_id <= upto)
-        .order_by(Metric.revision_id)).all()
-    ids = np.fromiter((r for r, _ in rows), dtype=np.int64, count=len(rows))
-    values = np.fromiter((v for _, v in rows), dtype=np.float64, count=len(rows))
+    rev_ids, vals = fetch_columns(conn, _METRICS, {
+        "kernel": kernel, "gpu_kind": gpu_kind, "name": name, "series": series, "shape": shape,
+        "after": after, "upto": upto})
+    ids = np.array(rev_ids, dtype=np.int64)
+    values = np.array(vals, dtype=np.float64)
     keep = np.isin(ids, with_verdict)
     return (ids, values) if keep.all() else (ids[keep], values[keep])
 

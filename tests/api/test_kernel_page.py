@@ -72,3 +72,26 @@ def test_unknown_kernel_is_404_and_not_cached(make_client, session_factory):  # 
     assert client.get("/kernels/nope").status_code == 404
     assert client.get("/kernels/nope").status_code == 404
     assert len(client.app.state.page_cache) == 0
+
+
+def test_histories_are_read_at_start_and_the_first_view_reads_nothing_again(make_client,  # noqa: ANN001
+                                                                             session_factory):
+    _seed(session_factory, 12)
+    client = make_client(embedded_executor=False)
+    warmup = client.app.state.history_warmup
+    assert warmup.done.wait(10)
+    store = client.app.state.history_store
+    assert warmup.warmed and store.full_reads == len(warmup.warmed)
+    assert "12 revisions on" in client.get(f"/kernels/{KERNEL}").text
+    assert store.full_reads == len(warmup.warmed)        # served from the held history
+
+
+def test_a_view_racing_the_warm_up_shows_the_whole_history(make_client, session_factory):  # noqa: ANN001
+    _seed(session_factory, 12)
+    client = make_client(embedded_executor=False)
+    page = client.get(f"/kernels/{KERNEL}").text          # whether warm-up has finished or not
+    client.app.state.history_warmup.done.wait(10)
+    assert "12 revisions on" in page
+    assert page == client.get(f"/kernels/{KERNEL}").text  # same data version: one page
+    _add_verdict(session_factory, "reject", latency_us=12345.0)
+    assert "12345" in client.get(f"/kernels/{KERNEL}", params={"shape": SHAPE}).text

@@ -2,21 +2,21 @@
 
 from __future__ import annotations
 
-from datetime import datetime
-
+import numpy as np
 import plotly.graph_objects as go
 
 from gate.figures.history import HistoryChart, Line, history_figure
 from gate.figures.kernel_page import kernel_charts
 from gate.figures.revision import ncu_figure, sass_figure, timing_figure
-from gate.storage.history import HistoryPoint, KernelHistory, SeriesHistory
+from gate.storage.history import KernelHistory, SeriesHistory
 
 
 def _series(values: list[float], verdicts: list[str], name: str = "latency_median_us",
             shape: str = "b1_h8_s512_d64") -> SeriesHistory:
-    pts = [HistoryPoint(i, 100 + i, v, v, v, 1, f"{i:040x}", datetime(2025, 1, 1), f"commit {i}", vd)
-           for i, (v, vd) in enumerate(zip(values, verdicts))]
-    return SeriesHistory(name, shape, "candidate", "us", pts)
+    n = len(values)
+    v = np.asarray(values, dtype=float)
+    return SeriesHistory(name, shape, "candidate", "us", np.arange(n), 100 + np.arange(n), v, v, v,
+                         np.ones(n, dtype=np.int64), list(verdicts))
 
 
 def test_history_figure_is_valid_plotly_with_verdict_markers_and_revision_ids():
@@ -26,13 +26,15 @@ def test_history_figure_is_valid_plotly_with_verdict_markers_and_revision_ids():
     trace = fig["data"][0]
     assert trace["marker"]["symbol"] == ["circle", "x", "diamond"]
     assert [c[0] for c in trace["customdata"]] == [100, 101, 102]
+    assert [c[1] for c in trace["customdata"]] == ["accept", "reject", "inconclusive"]
+    assert trace["meta"] == {"revisions": "shared"}    # sha, date, message come from the table
 
 
 def test_history_figure_draws_thresholds_references_and_change_points():
     s = _series([58.0] * 12 + [46.0] * 12, ["accept"] * 24)
     from gate.changepoints import detect
     fig = history_figure(HistoryChart("Latency", "µs", [s], ["candidate"],
-                                      change_points=[detect([p.value for p in s.points])],
+                                      change_points=[detect(s.value)],
                                       thresholds=[Line("", 60.0)],
                                       references=[Line("sdpa_flash", 31.0)]))
     texts = [a["text"] for a in fig["layout"]["annotations"]]
@@ -86,12 +88,23 @@ def test_rounded_keeps_significant_digits_of_the_largest_value():
 
 
 def test_aggregated_points_carry_their_count_for_the_hover():
-    pts = [HistoryPoint(i, 100 + i, 5.0, 4.0, 6.0, 25, f"{i:040x}", None, "m", "accept")
-           for i in range(3)]
-    fig = history_figure(HistoryChart("Latency", "µs", [SeriesHistory("x", "", "candidate", "us",
-                                                                      pts)], ["candidate"]))
+    s = SeriesHistory("x", "", "candidate", "us", np.arange(3), 100 + np.arange(3),
+                      np.full(3, 5.0), np.full(3, 4.0), np.full(3, 6.0), np.full(3, 25),
+                      ["accept"] * 3)
+    fig = history_figure(HistoryChart("Latency", "µs", [s], ["candidate"]))
     go.Figure(fig)
     trace = fig["data"][0]
-    assert trace["customdata"][0][5] == 25
+    assert list(trace["customdata"][0]) == [100, "accept", 25]   # customdata[5] once drawn
     assert "mean of %{customdata[5]} revisions" in trace["hovertemplate"]
     assert trace["error_y"]["array"] == [1.0, 1.0, 1.0]
+
+
+def test_a_change_shared_by_two_traces_is_marked_once():
+    a = _series([58.0] * 12 + [46.0] * 12, ["accept"] * 24)
+    b = _series([30.0] * 12 + [20.0] * 12, ["accept"] * 24, shape="b4")
+    from gate.changepoints import detect
+    fig = history_figure(HistoryChart("Latency", "µs", [a, b], ["a", "b"],
+                                      change_points=[detect(a.value), detect(b.value)]))
+    texts = [t["text"] for t in fig["layout"]["annotations"]]
+    assert texts == ["change -21 %"]
+    assert [s["x0"] for s in fig["layout"]["shapes"]] == [11.5]

@@ -101,12 +101,13 @@ def kernel_history(session: SessionDep, store: HistoryStoreDep, name: str, metri
                                   max_points=max_points, store=store)
     out = []
     for s in hist.series:
-        cps = detect([p.value for p in s.points])
+        cps = detect(s.value)
+        points = history.history_points(s, hist.details)
         out.append(SeriesOut(
             shape=s.shape, series=s.series, unit=s.unit,
-            points=[PointOut(**{k: getattr(p, k) for k in PointOut.model_fields}) for p in s.points],
-            change_points=[ChangePointOut(x=s.points[c.index].x,
-                                          revision_id=s.points[c.index].revision_id,
+            points=[PointOut(**{k: getattr(p, k) for k in PointOut.model_fields}) for p in points],
+            change_points=[ChangePointOut(x=points[c.index].x,
+                                          revision_id=points[c.index].revision_id,
                                           before=c.before, after=c.after, shift_pct=c.shift_pct)
                            for c in cps]))
     return HistoryOut(kernel=name, metric=metric, gpu_kind=gpu, revisions=hist.revisions,
