@@ -33,7 +33,7 @@ from sqlalchemy.orm import Session
 
 from gate.api.app import create_app
 from gate.config import Settings
-from gate.demo_history import seed_history
+from gate.demo.sample_history import seed_history
 from gate.storage import schema
 from gate.storage.db import make_engine
 from gate.storage.models import Job, Metric, Revision, VerdictRecord

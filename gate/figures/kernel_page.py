@@ -98,6 +98,11 @@ def _thresholds(g: Group, rules: list[dict]) -> list[Line]:
         t = row.get("threshold")
         if row.get("rule") == g.rule and isinstance(t, (int, float)):
             if g.rule == "max_latency_regression_pct":
-                return [Line(f"+{t:g} %", 1.0 + t / 100.0)]
+                # decide() writes the limit in µs (baseline median x (1 + pct)); the chart is a ratio.
+                base = row.get("baseline")
+                if not isinstance(base, (int, float)) or base <= 0:
+                    continue
+                ratio = t / base
+                return [Line(f"+{(ratio - 1) * 100:.3g} %", ratio)]
             return [Line("", float(t))]
     return []

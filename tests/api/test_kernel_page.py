@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from sqlalchemy import select
 
-from gate.demo_history import seed_history
+from gate.demo.sample_history import seed_history
 from gate.storage.models import Job, Metric, Revision, VerdictRecord
 
 KERNEL = "flashcore_wmma"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import plotly.graph_objects as go
+import pytest
 
 from gate.figures.history import HistoryChart, Line, history_figure
 from gate.figures.kernel_page import kernel_charts
@@ -48,12 +49,13 @@ def test_kernel_charts_split_latency_per_shape_and_use_the_latest_rule_threshold
     b = _series([2350.0] * 10, ["accept"] * 10, shape="b4_h16_s4096_d64_causal")
     ratio = _series([1.0] * 10, ["accept"] * 10, name="latency_ratio")
     hist = KernelHistory("flashcore_wmma", "H100", 10, 1, [a, b, ratio])
-    rules = [{"rule": "max_latency_regression_pct", "threshold": 3}]
+    # As decide() writes the row: the limit in µs, baseline median x 1.03.
+    rules = [{"rule": "max_latency_regression_pct", "threshold": 59.74, "baseline": 58.0}]
     charts = kernel_charts(hist, rules, {"latency": {("b1_h8_s512_d64", "sdpa_flash"): 31.0}})
     assert [c.id for c in charts] == ["latency-b1_h8_s512_d64", "latency-b4_h16_s4096_d64_causal",
                                       "ratio"]
     ratio_fig = charts[2].figure
-    assert ratio_fig["layout"]["shapes"][0]["y0"] == 1.03
+    assert ratio_fig["layout"]["shapes"][0]["y0"] == pytest.approx(1.03)
     refs = [a["text"] for a in charts[0].figure["layout"]["annotations"]]
     assert "sdpa_flash 31" in refs
     assert charts[1].figure["layout"]["annotations"] == []   # that shape has no peer stored

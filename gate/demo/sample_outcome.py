@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from gate.demo_measurements import (
+from gate.demo.sample_measurements import (
     A100_SLOWDOWN, FLOPS, PEERS_ON_A100, SHAPES, KernelModel, Outcome, StoryEvent, rule, verdict_of,
 )
 from gate.domain import (
@@ -45,9 +45,10 @@ def gate_commit(m: KernelModel, event: StoryEvent, gpu: str, sha: str) -> Outcom
             outcome, why = RuleOutcome.FAIL, f"{shape}: {pct:+.1f} % slower than the baseline"
         else:
             outcome, why = RuleOutcome.PASS, f"{shape}: {pct:+.1f} %"
-        rules.append(rule("max_latency_regression_pct", outcome, why, shape=shape, value=round(pct, 2),
-                          threshold=limit, baseline=round(base_us, 2),
-                          delta=round(cand_us - base_us, 2), unit="%"))
+        # As decide() writes it: medians in µs, the limit as the baseline median x (1 + pct).
+        rules.append(rule("max_latency_regression_pct", outcome, why, shape=shape, value=round(cand_us, 3),
+                          threshold=round(base_us * (1 + limit / 100.0), 3), baseline=round(base_us, 3),
+                          delta=round(cand_us - base_us, 3), unit="us"))
         peers = {p: m.noisy(v * scale) for p, v in m.kind.peers_us.get(shape, {}).items()
                  if scale == 1.0 or p in PEERS_ON_A100}
         sides = {"candidate": cand_us, "baseline": base_us, **peers}
