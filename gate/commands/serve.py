@@ -18,19 +18,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    import logging
-
     import uvicorn
 
     from gate.api.app import create_app
-    from gate.config import get_settings
-    from gate.storage.db import make_engine
-    from gate.storage.schema import upgrade
+    from gate.commands.startup import start
 
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    settings = get_settings()
-    engine = make_engine(settings.database_url)
-    upgrade(engine)
+    settings, engine = start()
     engine.dispose()
     app = create_app(settings, embedded_executor=not args.no_executor)
     uvicorn.run(app, host=args.host, port=args.port, log_level="info")

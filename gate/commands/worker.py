@@ -17,20 +17,15 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    import logging
     import socket
 
-    from gate.config import get_settings
+    from gate.commands.startup import start
     from gate.executors.base import JobEnvironment, load_gate_job, run_options
     from gate.executors.local import LocalExecutor, local_gpus
     from gate.services.sources import MirrorSources
-    from gate.storage.db import make_engine, make_session_factory
-    from gate.storage.schema import upgrade
+    from gate.storage.db import make_session_factory
 
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    settings = get_settings()
-    engine = make_engine(settings.database_url)
-    upgrade(engine)
+    settings, engine = start()
     gpus = local_gpus()
     kind = args.gpu_kind or (gpus[0] if gpus else "cpu")
     env = JobEnvironment(session_factory=make_session_factory(engine), gate_job=load_gate_job(),

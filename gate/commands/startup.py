@@ -1,0 +1,25 @@
+"""What every long-running command does first: log lines with times, settings, schema at head."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from sqlalchemy import Engine
+
+    from gate.config import Settings
+
+
+def start() -> tuple[Settings, Engine]:
+    """Configure logging, read the settings and migrate the database; the caller owns the engine."""
+    import logging
+
+    from gate.config import get_settings
+    from gate.storage.db import make_engine
+    from gate.storage.schema import upgrade
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    settings = get_settings()
+    engine = make_engine(settings.database_url)
+    upgrade(engine)
+    return settings, engine
