@@ -28,15 +28,13 @@ from collections.abc import Callable
 from pathlib import Path
 
 from fastapi.testclient import TestClient
-from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from gate.api.app import create_app
 from gate.config import Settings
-from gate.demo.sample_history import seed_history
+from gate.demo.sample_history import append_revision, seed_history
 from gate.storage import schema
 from gate.storage.db import make_engine
-from gate.storage.models import Job, Metric, Revision, VerdictRecord
 
 KERNEL = "flashcore_wmma"
 
@@ -54,25 +52,7 @@ def add_verdict(db: Path) -> None:
     """One more revision of the kernel: a copy of the newest one's job, verdict and metrics."""
     engine = make_engine(f"sqlite:///{db}")
     with Session(engine) as session:
-        last = session.scalars(select(VerdictRecord).where(VerdictRecord.kernel == KERNEL)
-                               .order_by(VerdictRecord.revision_id.desc()).limit(1)).one()
-        old = session.get(Revision, last.revision_id)
-        rev = Revision(repository_id=old.repository_id, sha=f"{old.id + 1:040x}", branch="main",
-                       message=old.message, committed_at=old.committed_at, status="done",
-                       source=old.source)
-        session.add(rev)
-        session.flush()
-        job = Job(revision_id=rev.id, kernel=KERNEL, gpu_kind=last.gpu_kind, state="done")
-        session.add(job)
-        session.flush()
-        session.add(VerdictRecord(job_id=job.id, revision_id=rev.id, kernel=KERNEL,
-                                  gpu_kind=last.gpu_kind, verdict=last.verdict, reason=last.reason,
-                                  rules=last.rules))
-        session.add_all(Metric(revision_id=rev.id, job_id=job.id, kernel=m.kernel,
-                               gpu_kind=m.gpu_kind, shape=m.shape, name=m.name, series=m.series,
-                               value=m.value, unit=m.unit, direction=m.direction)
-                        for m in session.scalars(select(Metric).where(
-                            Metric.revision_id == last.revision_id, Metric.kernel == KERNEL)))
+        append_revision(session, KERNEL)
         session.commit()
     engine.dispose()
 

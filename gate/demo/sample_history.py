@@ -15,7 +15,7 @@ import random
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from sqlalchemy import insert
+from sqlalchemy import insert, select
 from sqlalchemy.orm import Session
 
 from gate.demo.sample_measurements import KERNELS, SHAPES, KernelModel, revision_story
@@ -121,3 +121,36 @@ def _add_queue(session: Session, repo_id: int, at: datetime, names: list[str],
             progress=f"bench: {SHAPES['attention'][1]} round {rng.randint(8, 30)}/40"
             if running else None))
     return len(names)
+
+
+def append_revision(session: Session, kernel: str, *, verdict: str | None = None,
+                    reason: str | None = None, metrics: list[dict] | None = None,
+                    sha: str | None = None, message: str | None = None) -> Revision:
+    """One more revision of `kernel` after its newest, judged on that one's GPU kind (sample data).
+
+    By default a copy of the newest revision's verdict and metrics; `verdict` (with `reason`, and an
+    empty rule table) and `metrics` (dicts of shape, name, series, value, unit) replace them. The
+    caller commits."""
+    last = session.scalars(select(VerdictRecord).where(VerdictRecord.kernel == kernel)
+                           .order_by(VerdictRecord.revision_id.desc()).limit(1)).one()
+    old = session.get(Revision, last.revision_id)
+    rev = Revision(repository_id=old.repository_id, sha=sha or f"{old.id + 1:040x}", branch=old.branch,
+                   message=old.message if message is None else message, committed_at=old.committed_at, status=RevisionStatus.DONE,
+                   source=old.source)
+    session.add(rev)
+    session.flush()
+    job = Job(revision_id=rev.id, kernel=kernel, gpu_kind=last.gpu_kind, state=JobState.DONE)
+    session.add(job)
+    session.flush()
+    session.add(VerdictRecord(job_id=job.id, revision_id=rev.id, kernel=kernel, gpu_kind=last.gpu_kind,
+                              verdict=verdict or last.verdict,
+                              reason=last.reason if verdict is None else (reason or verdict),
+                              rules=last.rules if verdict is None else []))
+    if metrics is None:
+        metrics = [{"shape": m.shape, "name": m.name, "series": m.series, "value": m.value, "unit": m.unit,
+                    "direction": m.direction}
+                   for m in session.scalars(select(Metric).where(Metric.revision_id == last.revision_id,
+                                                                 Metric.kernel == kernel))]
+    session.add_all(Metric(revision_id=rev.id, job_id=job.id, kernel=kernel, gpu_kind=last.gpu_kind, **m)
+                    for m in metrics)
+    return rev

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-from sqlalchemy import select
 
-from gate.demo.sample_history import seed_history
-from gate.storage.models import Job, Metric, Revision, VerdictRecord
+from gate.demo.sample_history import append_revision, seed_history
 
 KERNEL = "flashcore_wmma"
 SHAPE = "b1_h8_s512_d64"
@@ -19,21 +17,11 @@ def _seed(session_factory, revisions: int) -> None:  # noqa: ANN001
 
 def _add_verdict(session_factory, verdict: str, latency_us: float | None = None) -> None:  # noqa: ANN001
     """One more revision of the kernel, judged on the GPU kind of its last one (with a latency)."""
+    metrics = [] if latency_us is None else [{"shape": SHAPE, "name": "latency_median_us",
+                                              "series": "candidate", "value": latency_us, "unit": "us"}]
     with session_factory() as session:
-        last = session.scalars(select(VerdictRecord).order_by(VerdictRecord.id.desc())).first()
-        rev = Revision(repository_id=session.get(Revision, last.revision_id).repository_id,
-                       sha="f" * 40, message="One more commit", status="done", source="api")
-        session.add(rev)
-        session.flush()
-        job = Job(revision_id=rev.id, kernel=KERNEL, gpu_kind=last.gpu_kind, state="done")
-        session.add(job)
-        session.flush()
-        session.add(VerdictRecord(job_id=job.id, revision_id=rev.id, kernel=KERNEL,
-                                  gpu_kind=last.gpu_kind, verdict=verdict, reason="r", rules=[]))
-        if latency_us is not None:
-            session.add(Metric(revision_id=rev.id, job_id=job.id, kernel=KERNEL,
-                               gpu_kind=last.gpu_kind, shape=SHAPE, name="latency_median_us",
-                               series="candidate", value=latency_us, unit="us"))
+        append_revision(session, KERNEL, verdict=verdict, reason="r", metrics=metrics, sha="f" * 40,
+                        message="One more commit")
         session.commit()
 
 
