@@ -12,6 +12,8 @@ from pathlib import Path
 from typing import Annotated
 
 from pydantic import BeforeValidator, Field
+
+from gate.domain.job import RunOptions
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 
@@ -50,6 +52,12 @@ class Settings(BaseSettings):
     ncu_clock_control: str = Field("base", pattern="^(base|none)$")
     bench_budget_s: float = 20.0                  # per shape
     warm_history: bool = True                     # read kernel histories into memory at start
+
+    def run_options(self) -> RunOptions:
+        """What a job's GPU child is told of these settings (the one translation of them)."""
+        return RunOptions(nvcc_path=self.nvcc_path, ncu_path=self.ncu_path,
+                          ncu_clock_control=self.ncu_clock_control, bench_budget_s=self.bench_budget_s,
+                          build_cache_dir=str(Path(self.data_dir).resolve() / "build-cache"))
 
 
 @lru_cache

@@ -16,7 +16,7 @@ from gate.api.page_cache import PageCache
 from gate.api.routes import artifacts, github, health, kernels, revisions
 from gate.api.telemetry import make_registry
 from gate.config import Settings, get_settings
-from gate.executors.base import Executor, GateJob, JobEnvironment, load_gate_job, run_options
+from gate.executors.base import Executor, GateJob, JobEnvironment, load_gate_job
 from gate.services.sources import MirrorSources, SourceReader
 from gate.storage.db import make_engine, make_session_factory
 from gate.storage.history_store import HistoryStore
@@ -47,7 +47,7 @@ def create_app(settings: Settings | None = None, *, gate_job: GateJob | None = N
 
     def env_factory() -> JobEnvironment:
         return JobEnvironment(session_factory=session_factory, gate_job=gate_job or load_gate_job(),
-                              data_dir=settings.data_dir, options=run_options(settings),
+                              data_dir=settings.data_dir, options=settings.run_options(),
                               mirror=getattr(sources, "mirror", None))
 
     store = HistoryStore()

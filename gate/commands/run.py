@@ -1,16 +1,15 @@
 """`gate run`: the whole pipeline on this machine, no server. Table for people, JSON with --json.
 
-Reads only the environment (`GATE_DATA_DIR`, `GATE_NVCC_PATH`, `GATE_NCU_PATH`,
-`GATE_NCU_CLOCK_CONTROL`, `GATE_BENCH_BUDGET_S`) rather than the settings class, so that it runs on a
-lean GPU box without pydantic. Progress goes to stderr, the report to stdout; the exit code is the
-worst verdict's (error 2 > reject 1 > incomplete/inconclusive 3 > accept 0).
+Reads the same settings as the server (`GATE_DATA_DIR`, `GATE_NVCC_PATH`, `GATE_NCU_PATH`,
+`GATE_NCU_CLOCK_CONTROL`, `GATE_BENCH_BUDGET_S`); only the GPU child it starts stays lean. Progress goes
+to stderr, the report to stdout; the exit code is the worst verdict's (error 2 > reject 1 >
+incomplete/inconclusive 3 > accept 0).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import time
 from pathlib import Path
@@ -48,25 +47,16 @@ class Progress:
         return show
 
 
-def _options(data_dir: Path):
-    from gate.domain.job import RunOptions
-
-    return RunOptions(
-        nvcc_path=os.environ.get("GATE_NVCC_PATH") or "nvcc",
-        ncu_path=os.environ.get("GATE_NCU_PATH") or "ncu",
-        ncu_clock_control=os.environ.get("GATE_NCU_CLOCK_CONTROL") or "base",
-        bench_budget_s=float(os.environ.get("GATE_BENCH_BUDGET_S") or 20.0),
-        build_cache_dir=str((data_dir / "build-cache").resolve()),
-    )
-
-
 def main(args: argparse.Namespace) -> int:
     from gate.domain.codec import to_json
     from gate.errors import ManifestError
     from gate.pipeline.run import gate_job, manifest_at
     from gate.pipeline.source import Mirror
 
-    data_dir = Path(os.environ.get("GATE_DATA_DIR") or ".gate")
+    from gate.config import get_settings
+
+    settings = get_settings()
+    data_dir = Path(settings.data_dir)
     mirror = Mirror(data_dir / "mirrors")
     sha = mirror.resolve(args.repo, args.sha)
     if args.base:
@@ -83,7 +73,7 @@ def main(args: argparse.Namespace) -> int:
     outcomes = []
     for name in args.kernels or declared:
         outcomes.append(gate_job(repo=args.repo, sha=sha, base_sha=base_sha, kernel=name, data_dir=data_dir,
-                                 options=_options(data_dir), mirror=mirror, on_event=progress.for_kernel(name)))
+                                 options=settings.run_options(), mirror=mirror, on_event=progress.for_kernel(name)))
     verdict = worst_verdict([o.report.verdict.value for o in outcomes])
     if args.json:
         doc = {"repo": args.repo, "sha": sha, "base_sha": base_sha, "verdict": verdict, "kernels": [

@@ -20,7 +20,7 @@ def main(args: argparse.Namespace) -> int:
     import socket
 
     from gate.commands.startup import start
-    from gate.executors.base import JobEnvironment, load_gate_job, run_options
+    from gate.executors.base import JobEnvironment, load_gate_job
     from gate.executors.local import LocalExecutor, local_gpus
     from gate.services.sources import MirrorSources
     from gate.storage.db import make_session_factory
@@ -29,7 +29,7 @@ def main(args: argparse.Namespace) -> int:
     gpus = local_gpus()
     kind = args.gpu_kind or (gpus[0] if gpus else "cpu")
     env = JobEnvironment(session_factory=make_session_factory(engine), gate_job=load_gate_job(),
-                         data_dir=settings.data_dir, options=run_options(settings),
+                         data_dir=settings.data_dir, options=settings.run_options(),
                          mirror=MirrorSources(settings.data_dir).mirror)
     if settings.executor == "celery":
         from gate.executors.celery import CeleryExecutor, queue_name

@@ -16,7 +16,7 @@ from sqlalchemy import select
 from gate.config import Settings
 from gate.demo.history import Step, build_history
 from gate.domain.job import ProgressEvent
-from gate.executors.base import GateJob, JobEnvironment, load_gate_job, run_options
+from gate.executors.base import GateJob, JobEnvironment, load_gate_job
 from gate.executors.local import LocalExecutor
 from gate.services.sources import MirrorSources
 from gate.services.submissions import plan_revision, submit_revision
@@ -59,7 +59,7 @@ def replay(settings: Settings, out: TextIO, steps: tuple[Step, ...] | None = Non
     session_factory = make_session_factory(engine)
     sources = MirrorSources(data_dir)
     env = JobEnvironment(session_factory=session_factory, gate_job=_printing(load_gate_job(), out),
-                         data_dir=data_dir, options=run_options(settings), mirror=sources.mirror)
+                         data_dir=data_dir, options=settings.run_options(), mirror=sources.mirror)
     executor = LocalExecutor(env, role="demo")
     rows = []
     try:

@@ -13,7 +13,6 @@ from typing import Any, Protocol
 
 from sqlalchemy.orm import Session, sessionmaker
 
-from gate.config import Settings
 from gate.domain.job import ProgressEvent, RunOptions
 from gate.storage import claims
 from gate.storage.models import Job
@@ -52,12 +51,6 @@ def load_gate_job() -> GateJob:
     from gate.pipeline.run import gate_job
 
     return gate_job
-
-
-def run_options(settings: Settings) -> RunOptions:
-    return RunOptions(nvcc_path=settings.nvcc_path, ncu_path=settings.ncu_path,
-                      ncu_clock_control=settings.ncu_clock_control, bench_budget_s=settings.bench_budget_s,
-                      build_cache_dir=str(Path(settings.data_dir).resolve() / "build-cache"))
 
 
 @dataclass
