@@ -20,6 +20,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from gate.api.deps import HistoryStoreDep, SessionDep
+from gate.domain.verdict import Verdict
 from gate.figures.kernel_page import PEER_METRIC, kernel_charts, wanted_traces
 from gate.figures.palette import VERDICT_COLOR
 from gate.figures.revision import compare_figure, ncu_figure, sass_figure, timing_figure
@@ -27,7 +28,7 @@ from gate.figures.revision_table import revision_table
 from gate.storage import history
 from gate.storage.history_store import HistoryStore
 from gate.storage.models import Revision
-from gate.storage.queries import VERDICT_SEVERITY, revision_detail
+from gate.storage.queries import revision_detail
 
 DASHBOARDS = Path(__file__).resolve().parents[2] / "dashboards"
 PLOTLY_JS = importlib.resources.files("plotly") / "package_data" / "plotly.min.js"
@@ -147,10 +148,13 @@ def _compare_rows(session: Session, a: int, b: int) -> list[dict]:
     return list(values.values())
 
 
+VERDICTS = frozenset(v.value for v in Verdict)
+
+
 def _worst_first(job) -> int:  # noqa: ANN001 (a JobDetail)
     """Jobs whose verdict decided the revision first (reject before accept)."""
     v = job.verdict.verdict if job.verdict else ""
-    return VERDICT_SEVERITY.index(v) if v in VERDICT_SEVERITY else len(VERDICT_SEVERITY)
+    return Verdict(v).severity if v in VERDICTS else len(VERDICTS)
 
 
 def _job_view(job) -> dict:  # noqa: ANN001 (a JobDetail)

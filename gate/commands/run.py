@@ -3,7 +3,7 @@
 Reads the same settings as the server (`GATE_DATA_DIR`, `GATE_NVCC_PATH`, `GATE_NCU_PATH`,
 `GATE_NCU_CLOCK_CONTROL`, `GATE_BENCH_BUDGET_S`); only the GPU child it starts stays lean. Progress goes
 to stderr, the report to stdout; the exit code is the worst verdict's (error 2 > reject 1 >
-incomplete/inconclusive 3 > accept 0).
+incomplete 3 > inconclusive 3 > accept 0: `gate.domain.verdict.SEVERITY_ORDER`).
 """
 
 from __future__ import annotations
@@ -14,7 +14,6 @@ import sys
 import time
 from pathlib import Path
 
-_SEVERITY = {"accept": 0, "inconclusive": 1, "incomplete": 1, "reject": 2, "error": 3}
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -25,10 +24,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--kernel", action="append", dest="kernels", default=None, help="only this kernel")
     p.add_argument("--json", action="store_true", help="print the results as JSON")
     p.set_defaults(func=main)
-
-
-def worst_verdict(verdicts: list[str]) -> str:
-    return max(verdicts, key=lambda v: _SEVERITY[v], default="error")
 
 
 class Progress:
@@ -49,6 +44,7 @@ class Progress:
 
 def main(args: argparse.Namespace) -> int:
     from gate.domain.codec import to_json
+    from gate.domain.verdict import Verdict, worst_verdict
     from gate.errors import ManifestError
     from gate.pipeline.run import gate_job, manifest_at
     from gate.pipeline.source import Mirror
@@ -74,9 +70,9 @@ def main(args: argparse.Namespace) -> int:
     for name in args.kernels or declared:
         outcomes.append(gate_job(repo=args.repo, sha=sha, base_sha=base_sha, kernel=name, data_dir=data_dir,
                                  options=settings.run_options(), mirror=mirror, on_event=progress.for_kernel(name)))
-    verdict = worst_verdict([o.report.verdict.value for o in outcomes])
+    verdict = worst_verdict(o.report.verdict for o in outcomes) or Verdict.ERROR
     if args.json:
-        doc = {"repo": args.repo, "sha": sha, "base_sha": base_sha, "verdict": verdict, "kernels": [
+        doc = {"repo": args.repo, "sha": sha, "base_sha": base_sha, "verdict": verdict.value, "kernels": [
             {"kernel": o.result.kernel, "verdict": o.report.verdict.value, "reason": o.report.reason,
              "rules": to_json(o.report.rules), "result": to_json(o.result),
              "artifacts": [{"kind": kind, "path": path} for kind, path in o.artifacts]}
@@ -87,4 +83,4 @@ def main(args: argparse.Namespace) -> int:
         from gate.commands.run_report import render
 
         sys.stdout.write(render(outcomes, sha=sha, base_sha=base_sha))
-    return {"accept": 0, "reject": 1, "error": 2}.get(verdict, 3)
+    return verdict.exit_code

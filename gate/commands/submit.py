@@ -12,7 +12,7 @@ import os
 import sys
 import time
 
-EXIT_BY_VERDICT = {"accept": 0, "reject": 1, "error": 2, "incomplete": 3, "inconclusive": 3}
+from gate.domain.verdict import Verdict, worst_verdict
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -32,11 +32,8 @@ def exit_code(revision: dict) -> int:
     """Worst verdict wins: error 2 > reject 1 > incomplete/inconclusive 3 > accept 0."""
     if revision.get("error"):
         return 2
-    verdicts = [j["verdict"]["verdict"] if j.get("verdict") else "error" for j in revision["jobs"]]
-    for worst in ("error", "reject", "incomplete", "inconclusive", "accept"):
-        if worst in verdicts:
-            return EXIT_BY_VERDICT[worst]
-    return 2   # no jobs at all: nothing was gated
+    worst = worst_verdict(j["verdict"]["verdict"] if j.get("verdict") else Verdict.ERROR for j in revision["jobs"])
+    return (worst or Verdict.ERROR).exit_code   # no jobs at all: nothing was gated
 
 
 def verdict_table(revision: dict) -> str:

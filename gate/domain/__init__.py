@@ -13,16 +13,17 @@ from gate.domain.results import (
     ProfileResult,
     ShapeTiming,
     SideResults,
-    StageName,
     StageStatus,
     StaticResult,
     TimingSamples,
 )
-from gate.domain.verdict import RuleOutcome, RuleRow, Verdict, VerdictReport
+from gate.domain.names import Direction, Metric, Rule, Side, Stage
+from gate.domain.verdict import RuleOutcome, RuleRow, Verdict, VerdictReport, worst_verdict
 
 __all__ = [
     "BenchResult", "BuildResult", "CorrectnessCase", "CorrectnessResult", "Fingerprint",
     "FunctionResources", "Gates", "JobResult", "KernelMetrics", "KernelSpec", "Manifest",
-    "ProfileResult", "RuleOutcome", "RuleRow", "Shape", "ShapeTiming", "SideResults", "StageName",
+    "ProfileResult", "RuleOutcome", "RuleRow", "Shape", "ShapeTiming", "SideResults",
     "StageStatus", "StaticResult", "TimingSamples", "Verdict", "VerdictReport",
+    "Direction", "Metric", "Rule", "Side", "Stage", "worst_verdict",
 ]

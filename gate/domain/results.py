@@ -11,15 +11,6 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 
-class StageName(StrEnum):
-    SOURCE = "source"
-    STATIC = "static"
-    BUILD = "build"
-    CORRECTNESS = "correctness"
-    BENCH = "bench"
-    PROFILE = "profile"
-
-
 class StageStatus(StrEnum):
     PASSED = "passed"      # ran, kernel behaved
     FAILED = "failed"      # ran, kernel at fault (compile error, wrong answer, crash, hang)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from enum import StrEnum
 
@@ -17,6 +18,23 @@ class Verdict(StrEnum):
     def exit_code(self) -> int:
         """CLI exit codes of DESIGN.md: 0 accept, 1 reject, 2 error, 3 incomplete or inconclusive."""
         return {"accept": 0, "reject": 1, "error": 2}.get(self.value, 3)
+
+    @property
+    def severity(self) -> int:
+        """0 for the worst (`error`); the rank in `SEVERITY_ORDER`."""
+        return SEVERITY_ORDER.index(self)
+
+
+# Worst first. One kernel's verdict decides a revision's (the worst of its jobs) and the exit code of
+# `gate run`/`gate submit` with several kernels; the same order decides a job's verdict from its rule
+# rows (`gate.pipeline.decide`: any error -> error, any fail -> reject, any not-run -> incomplete, ...).
+SEVERITY_ORDER = (Verdict.ERROR, Verdict.REJECT, Verdict.INCOMPLETE, Verdict.INCONCLUSIVE, Verdict.ACCEPT)
+
+
+def worst_verdict(verdicts: Iterable[Verdict | str]) -> Verdict | None:
+    """The most severe of `verdicts` (strings are read as `Verdict`s); None when there are none."""
+    ranked = [Verdict(v) for v in verdicts]
+    return min(ranked, key=lambda v: v.severity, default=None)
 
 
 class RuleOutcome(StrEnum):
@@ -38,10 +56,25 @@ class RuleRow:
     baseline: float | str | None = None
     delta: float | None = None
     unit: str = ""
+    decisive: bool = False          # this row decided the verdict (`VerdictReport.reason` names it)
 
 
 @dataclass
 class VerdictReport:
+    """A verdict, the one line that says why, and the rule table. `decide` marks the deciding row(s)
+    (`RuleRow.decisive`) once; the CLI, the pages, the commit status, the Check Run and the outbound
+    webhooks all state that row, and never choose again."""
+
     verdict: Verdict
     reason: str                     # the decisive rule in one line
     rules: list[RuleRow] = field(default_factory=list)
+
+    @property
+    def decisive_rows(self) -> list[RuleRow]:
+        return [r for r in self.rules if r.decisive]
+
+    @property
+    def decisive_row(self) -> RuleRow | None:
+        """The first deciding row (the one `reason` names); None for a verdict without rows."""
+        rows = self.decisive_rows
+        return rows[0] if rows else None

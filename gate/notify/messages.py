@@ -43,14 +43,6 @@ _CONCLUSION = {
     Verdict.ERROR: "failure",
 }
 
-# Which outcome decides each verdict, in the order the description looks for it.
-_DECISIVE = {
-    Verdict.REJECT: (RuleOutcome.FAIL,),
-    Verdict.INCONCLUSIVE: (RuleOutcome.INCONCLUSIVE, RuleOutcome.FAIL),
-    Verdict.INCOMPLETE: (RuleOutcome.NOT_RUN,),
-    Verdict.ERROR: (RuleOutcome.FAIL, RuleOutcome.NOT_RUN),
-}
-
 _OUTCOME_MARK = {
     RuleOutcome.PASS: "pass",
     RuleOutcome.FAIL: "**FAIL**",
@@ -73,15 +65,8 @@ def context(kernel: str) -> str:
 
 
 def decisive_rule(report: VerdictReport) -> RuleRow | None:
-    """The row that decided the verdict; for `accept`, the latency row when there is one."""
-    if report.verdict is Verdict.ACCEPT:
-        latency = [r for r in report.rules if r.rule == "max_latency_regression_pct"]
-        return max(latency, key=lambda r: _number(r.value), default=None)
-    for outcome in _DECISIVE[report.verdict]:
-        for row in report.rules:
-            if row.outcome is outcome:
-                return row
-    return None
+    """The row that decided the verdict, as `decide` marked it (never chosen again here)."""
+    return report.decisive_row
 
 
 def figure(row: RuleRow) -> str:
@@ -176,10 +161,6 @@ def _fmt(value: float | str | None, unit: str) -> str:
     if not unit:
         return str(value)
     return f"{value}{unit}" if unit in ("%", "x") else f"{value} {unit}"
-
-
-def _number(value: float | str | None) -> float:
-    return float(value) if isinstance(value, (int, float)) else float("-inf")
 
 
 def _cell(text: str) -> str:

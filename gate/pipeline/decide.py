@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 
 from gate.domain.manifest import Gates
+from gate.domain.names import NCU_RULES, Rule, Stage
 from gate.domain.results import JobResult, StageStatus, StaticResult
 from gate.domain.verdict import RuleOutcome, RuleRow, Verdict, VerdictReport
 from gate.pipeline.decide_rules import correctness_rows, latency_rows, profile_rows
@@ -25,55 +26,53 @@ SIGNIFICANCE = 0.05          # Mann-Whitney p-value below which a difference is 
 REASON_CHARS = 140           # GitHub commit-status descriptions are cut at 140 characters
 _STATUS_OUTCOME = {StageStatus.PASSED: O.PASS, StageStatus.FAILED: O.FAIL,
                    StageStatus.NOT_RUN: O.NOT_RUN, StageStatus.ERROR: O.ERROR}
-_NCU_GATES = ("min_tensor_pipe_pct", "max_bank_conflict_pct", "min_warps_active_pct", "min_dram_pct",
-              "max_tensor_pipe_drop_pct", "max_bank_conflict_increase_pct")
 
 
 def decide(result: JobResult, gates: Gates) -> VerdictReport:
     """The verdict of one job with its rule table; reads nothing but its arguments."""
     cand = result.candidate
     rows: list[RuleRow] = []
-    rows += _stage_row("static", cand.static, required=True)
+    rows += _stage_row(Stage.STATIC, cand.static, required=True)
     rows += static_rows(cand.static, gates)
-    rows += _stage_row("build", cand.build, required=True)
+    rows += _stage_row(Stage.BUILD, cand.build, required=True)
     rows += correctness_rows(cand.correctness)
     bench_needed = gates.max_latency_regression_pct is not None
     if result.bench is not None and result.bench.status is StageStatus.PASSED and bench_needed:
         rows += latency_rows(result.bench, gates.max_latency_regression_pct, SIGNIFICANCE, result.new_kernel)
     else:
-        rows += _stage_row("bench", result.bench, required=bench_needed)
-    profile_needed = any(getattr(gates, name) is not None for name in _NCU_GATES)
+        rows += _stage_row(Stage.BENCH, result.bench, required=bench_needed)
+    profile_needed = any(getattr(gates, rule.value) is not None for rule in NCU_RULES)
     if cand.profile is not None and cand.profile.status is StageStatus.PASSED and profile_needed:
         base_profile = result.baseline.profile if result.baseline else None
         rows += profile_rows(cand.profile, base_profile, gates, result.new_kernel)
     else:
-        rows += _stage_row("profile", cand.profile, required=profile_needed)
+        rows += _stage_row(Stage.PROFILE, cand.profile, required=profile_needed)
     return VerdictReport(*_verdict(rows), rules=rows)
 
 
-def _stage_row(stage: str, res: object | None, *, required: bool) -> list[RuleRow]:
+def _stage_row(stage: Stage, res: object | None, *, required: bool) -> list[RuleRow]:
     """One row for a stage that did not pass (or for static/build, which pass or fail as a whole)."""
     if res is None:
-        return [RuleRow(stage, O.NOT_RUN, "the stage did not report")] if required else []
+        return [RuleRow(Rule(stage), O.NOT_RUN, "the stage did not report")] if required else []
     status: StageStatus = res.status                        # every *Result has status and reason
     if status is StageStatus.NOT_RUN and not required:
         return []
-    if status is StageStatus.PASSED and stage not in ("static", "build"):
+    if status is StageStatus.PASSED and stage not in (Stage.STATIC, Stage.BUILD):
         return []
     reason = res.reason or status.value
     value = round(res.duration_s, 2) if status is StageStatus.PASSED else None
-    return [RuleRow(stage, _STATUS_OUTCOME[status], reason, value=value, unit="s" if value is not None else "")]
+    return [RuleRow(Rule(stage), _STATUS_OUTCOME[status], reason, value=value, unit="s" if value is not None else "")]
 
 
 def static_rows(static: StaticResult | None, gates: Gates) -> list[RuleRow]:
     """max_registers, max_spill_bytes, max_smem_bytes (worst function per arch) and require_sass."""
-    limits: list[tuple[str, int | None, Callable, str]] = [
-        ("max_registers", gates.max_registers, lambda f: f.registers, "registers"),
-        ("max_spill_bytes", gates.max_spill_bytes, lambda f: f.spill_bytes, "bytes"),
-        ("max_smem_bytes", gates.max_smem_bytes, lambda f: f.smem_bytes, "bytes"),
+    limits: list[tuple[Rule, int | None, Callable, str]] = [
+        (Rule.MAX_REGISTERS, gates.max_registers, lambda f: f.registers, "registers"),
+        (Rule.MAX_SPILL_BYTES, gates.max_spill_bytes, lambda f: f.spill_bytes, "bytes"),
+        (Rule.MAX_SMEM_BYTES, gates.max_smem_bytes, lambda f: f.smem_bytes, "bytes"),
     ]
     wanted = [name for name, limit, _, _ in limits if limit is not None] + (
-        ["require_sass"] if gates.require_sass else [])
+        [Rule.REQUIRE_SASS] if gates.require_sass else [])
     if not wanted:
         return []
     if static is None or static.status is not StageStatus.PASSED or not static.functions:
@@ -100,7 +99,7 @@ def static_rows(static: StaticResult | None, gates: Gates) -> list[RuleRow]:
 
 def _sass_rows(static: StaticResult, archs: list[str], required: list[str]) -> list[RuleRow]:
     if not static.sass_available:
-        return [RuleRow("require_sass", O.NOT_RUN, "no SASS: cuobjdump/nvdisasm not found",
+        return [RuleRow(Rule.REQUIRE_SASS, O.NOT_RUN, "no SASS: cuobjdump/nvdisasm not found",
                         threshold=",".join(required))]
     rows = []
     for arch in archs:
@@ -109,7 +108,7 @@ def _sass_rows(static: StaticResult, archs: list[str], required: list[str]) -> l
         missing = [op for op, n in counts.items() if n == 0]
         shown = ", ".join(f"{op} x{n}" for op, n in counts.items())
         reason = f"{arch}: missing {', '.join(missing)}" if missing else f"{arch}: {shown}"
-        rows.append(RuleRow("require_sass", O.FAIL if missing else O.PASS, reason,
+        rows.append(RuleRow(Rule.REQUIRE_SASS, O.FAIL if missing else O.PASS, reason,
                             value=shown, threshold=",".join(required)))
     return rows
 
@@ -142,30 +141,42 @@ def _severity(row: RuleRow) -> float:
 def _cause_first(row: RuleRow) -> int:
     """Of several failing rules the reason names the cause before the symptom: a broken build or a
     wrong answer, then what the compiler and the profiler measured, then the latency they explain."""
-    if row.rule in ("static", "build", "correctness"):
+    if row.rule in (Rule.STATIC, Rule.BUILD, Rule.CORRECTNESS):
         return 0
-    return 2 if row.rule == "max_latency_regression_pct" else 1
+    return 2 if row.rule == Rule.MAX_LATENCY_REGRESSION_PCT else 1
 
 
 def _verdict(rows: list[RuleRow]) -> tuple[Verdict, str]:
+    """The verdict and its one-line reason; marks the row the reason names as `decisive` (for
+    `accept`, the worst latency row, when there is one). Nothing downstream chooses again."""
     for outcome, verdict in ((O.ERROR, Verdict.ERROR), (O.FAIL, Verdict.REJECT),
                              (O.NOT_RUN, Verdict.INCOMPLETE), (O.INCONCLUSIVE, Verdict.INCONCLUSIVE)):
         hits = sorted((r for r in rows if r.outcome is outcome), key=_cause_first)
         if hits:
             same_rule = [r for r in hits if r.rule == hits[0].rule]
             decisive = max(same_rule, key=_severity) if outcome is O.FAIL else hits[0]
+            decisive.decisive = True
             more = f" (+{len(hits) - 1} more)" if len(hits) > 1 else ""
             return verdict, _one_line(f"{verdict.value}: {_where(decisive)}: {decisive.reason}", more)
-    return Verdict.ACCEPT, _one_line(f"accept: all {len(rows)} rules pass{_latency_note(rows)}", "")
+    latency = [r for r in rows if r.rule == Rule.MAX_LATENCY_REGRESSION_PCT and _delta_pct(r) is not None]
+    if latency:
+        max(latency, key=_delta_pct).decisive = True
+    return Verdict.ACCEPT, _one_line(f"accept: all {len(rows)} rules pass{_latency_note(latency)}", "")
 
 
 def _where(row: RuleRow) -> str:
     return f"{row.rule} {row.shape}" if row.shape else row.rule
 
 
-def _latency_note(rows: Iterable[RuleRow]) -> str:
-    deltas = [(r.value / r.baseline - 1) * 100 for r in rows if r.rule == "max_latency_regression_pct"
-              and isinstance(r.value, float) and isinstance(r.baseline, float) and r.baseline > 0]
+def _delta_pct(row: RuleRow) -> float | None:
+    """A latency row's change against the baseline, in percent (None without a baseline)."""
+    if isinstance(row.value, float) and isinstance(row.baseline, float) and row.baseline > 0:
+        return (row.value / row.baseline - 1) * 100
+    return None
+
+
+def _latency_note(latency: Iterable[RuleRow]) -> str:
+    deltas = [d for d in map(_delta_pct, latency) if d is not None]
     return f"; latency {max(deltas):+.1f} % at worst" if deltas else ""
 
 

@@ -6,6 +6,7 @@ import math
 
 from gate.domain.launches import by_shape, weighted
 from gate.domain.manifest import Gates
+from gate.domain.names import Metric, Rule
 from gate.domain.results import (
     BenchResult,
     CorrectnessCase,
@@ -23,7 +24,7 @@ O = RuleOutcome
 def correctness_rows(res: CorrectnessResult | None) -> list[RuleRow]:
     """One row per shape (worst case of its seeds and dtypes); a stage row when there are no cases."""
     if res is None:
-        return [RuleRow("correctness", O.NOT_RUN, "the stage did not report")]
+        return [RuleRow(Rule.CORRECTNESS, O.NOT_RUN, "the stage did not report")]
     stage_level = res.status in (StageStatus.NOT_RUN, StageStatus.ERROR) or not res.cases or (
         res.status is StageStatus.FAILED and all(c.passed for c in res.cases))   # e.g. a crash mid-run
     if stage_level:
@@ -33,13 +34,13 @@ def correctness_rows(res: CorrectnessResult | None) -> list[RuleRow]:
             outcome, why = O.NOT_RUN, "passed without a single case"
         else:
             why = res.reason or res.status.value
-        return [RuleRow("correctness", outcome, why)]
+        return [RuleRow(Rule.CORRECTNESS, outcome, why)]
     rows = []
     for shape in dict.fromkeys(c.shape for c in res.cases):
         cases = [c for c in res.cases if c.shape == shape]
         failed = [c for c in cases if not c.passed]
         worst = max(failed or cases, key=_case_badness)
-        rows.append(RuleRow("correctness", O.FAIL if failed else O.PASS, _case_reason(worst, len(cases)),
+        rows.append(RuleRow(Rule.CORRECTNESS, O.FAIL if failed else O.PASS, _case_reason(worst, len(cases)),
                             shape=shape, value=_finite(worst.max_abs_err), threshold=worst.tolerance,
                             baseline=worst.torch_max_abs_err, unit="abs err"))
     return rows
@@ -74,11 +75,11 @@ def latency_rows(bench: BenchResult, max_regression_pct: float, alpha: float,
                  new_kernel: bool = False) -> list[RuleRow]:
     """Per shape: fail only when the whole 95 % interval is above the threshold and p < alpha."""
     rows = [_latency_row(st, max_regression_pct, alpha, new_kernel) for st in bench.shapes]
-    return rows or [RuleRow("max_latency_regression_pct", O.NOT_RUN, "bench timed no shape")]
+    return rows or [RuleRow(Rule.MAX_LATENCY_REGRESSION_PCT, O.NOT_RUN, "bench timed no shape")]
 
 
 def _latency_row(st: ShapeTiming, pct: float, alpha: float, new_kernel: bool) -> RuleRow:
-    rule, limit = "max_latency_regression_pct", 1.0 + pct / 100.0
+    rule, limit = Rule.MAX_LATENCY_REGRESSION_PCT, 1.0 + pct / 100.0
     cand = st.candidate.median_us
     if st.baseline is None and new_kernel:
         return RuleRow(rule, O.PASS, NEW_KERNEL, shape=st.shape, value=cand, threshold=pct, unit="us")
@@ -108,8 +109,8 @@ def conflict_pct(kernels: list[KernelMetrics]) -> float | None:
     return max(rates) if rates else None
 
 
-_ABSOLUTE_MIN = (("min_tensor_pipe_pct", "tensor_pipe_pct"), ("min_warps_active_pct", "warps_active_pct"),
-                 ("min_dram_pct", "dram_pct"))
+_ABSOLUTE_MIN = ((Rule.MIN_TENSOR_PIPE_PCT, Metric.TENSOR_PIPE_PCT), (Rule.MIN_WARPS_ACTIVE_PCT, Metric.WARPS_ACTIVE_PCT),
+                 (Rule.MIN_DRAM_PCT, Metric.DRAM_PCT))
 
 
 def profile_rows(cand: ProfileResult, base: ProfileResult | None, gates: Gates,
@@ -126,15 +127,15 @@ def profile_rows(cand: ProfileResult, base: ProfileResult | None, gates: Gates,
             rows.append(_compare(rule, shape, weighted(shapes.get(shape, []), metric), limit, minimum=True))
     if gates.max_bank_conflict_pct is not None:
         for shape, kernels in shapes.items():
-            rows.append(_compare("max_bank_conflict_pct", shape, conflict_pct(kernels),
+            rows.append(_compare(Rule.MAX_BANK_CONFLICT_PCT, shape, conflict_pct(kernels),
                                  gates.max_bank_conflict_pct, minimum=False))
-    relative = ((gates.max_tensor_pipe_drop_pct, "max_tensor_pipe_drop_pct", True),
-                (gates.max_bank_conflict_increase_pct, "max_bank_conflict_increase_pct", False))
+    relative = ((gates.max_tensor_pipe_drop_pct, Rule.MAX_TENSOR_PIPE_DROP_PCT, True),
+                (gates.max_bank_conflict_increase_pct, Rule.MAX_BANK_CONFLICT_INCREASE_PCT, False))
     for allowed, rule, is_drop in relative:
         if allowed is None:
             continue
         for shape, kernels in shapes.items():
-            figure = (lambda ks: weighted(ks, "tensor_pipe_pct")) if is_drop else conflict_pct
+            figure = (lambda ks: weighted(ks, Metric.TENSOR_PIPE_PCT)) if is_drop else conflict_pct
             value, before = figure(kernels), figure(base_shapes.get(shape, []))
             if before is None:
                 outcome, why = (O.PASS, NEW_KERNEL) if new_kernel else (O.NOT_RUN, "no baseline profile for this shape")
@@ -147,7 +148,7 @@ def profile_rows(cand: ProfileResult, base: ProfileResult | None, gates: Gates,
     return rows
 
 
-def _compare(rule: str, shape: str, value: float | None, limit: float, *, minimum: bool) -> RuleRow:
+def _compare(rule: Rule, shape: str, value: float | None, limit: float, *, minimum: bool) -> RuleRow:
     if value is None:
         return RuleRow(rule, O.NOT_RUN, "metric not collected for this shape", shape=shape,
                        threshold=limit, unit="%")

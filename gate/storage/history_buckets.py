@@ -13,7 +13,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from gate.storage.queries import VERDICT_SEVERITY
+from gate.domain.verdict import SEVERITY_ORDER
+
+VERDICT_SEVERITY = tuple(v.value for v in SEVERITY_ORDER)
 
 
 @dataclass(frozen=True)

@@ -9,15 +9,8 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session, selectinload
 
+from gate.domain.verdict import Verdict, worst_verdict
 from gate.storage.models import Job, Revision
-
-# Worst first: the order in which one kernel's verdict decides a revision's (and `gate submit`'s).
-VERDICT_SEVERITY = ("error", "reject", "incomplete", "inconclusive", "accept")
-
-
-def worst_verdict(verdicts: list[str]) -> str | None:
-    ranked = [v for v in VERDICT_SEVERITY if v in verdicts]
-    return ranked[0] if ranked else None
 
 
 @dataclass
@@ -123,9 +116,10 @@ def revision_detail(session: Session, revision_id: int) -> RevisionDetail | None
     if rev is None:
         return None
     jobs = [_job(j) for j in rev.jobs]
-    verdict = "error" if rev.error else None
+    verdict = Verdict.ERROR.value if rev.error else None
     if rev.status == "done" and not rev.error:
-        verdict = worst_verdict([j.verdict.verdict for j in jobs if j.verdict])
+        worst = worst_verdict(j.verdict.verdict for j in jobs if j.verdict)
+        verdict = worst.value if worst else None
     return RevisionDetail(
         id=rev.id, repo=rev.repository.name, repo_url=rev.repository.url, sha=rev.sha, branch=rev.branch,
         base_sha=rev.base_sha, parent_sha=rev.parent_sha, author=rev.author, message=rev.message,

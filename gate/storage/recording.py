@@ -1,13 +1,12 @@
 """From a job's typed results to rows: metrics (pure extraction), stage records, the verdict.
 
-Metric names are a contract with the dashboards (they query exactly these):
-    bench, per shape      latency_median_us, latency_p10_us, latency_p90_us, tflops
+Metric names, units and directions are `gate.domain.names.Metric`; what is stored where:
+    bench, per shape      latency median/p10/p90, tflops
                           series: candidate | baseline | <BenchResult peer name>
                           latency_ratio (candidate / baseline median), series candidate
     static, per arch      registers, spill_bytes, smem_bytes: the max over the kernel's functions,
                           shape "", series = arch (sm_80, sm_90a, ...)
-    ncu, per shape        tensor_pipe_pct, ld_bank_conflict_pct, st_bank_conflict_pct,
-                          warps_active_pct, dram_pct, sm_throughput_pct; series candidate | baseline
+    ncu, per shape        `NCU_METRICS`, duration-weighted over launches; series candidate | baseline
 """
 
 from __future__ import annotations
@@ -26,31 +25,22 @@ from gate.domain import (
 )
 from gate.domain.codec import to_json
 from gate.domain.launches import by_shape, weighted
+from gate.domain.names import NCU_METRICS, Side, Stage
+from gate.domain.names import Metric as M
 from gate.storage.models import Metric, StageRecord, VerdictRecord
 
-LOWER, HIGHER = "lower", "higher"
 
-# name -> (KernelMetrics attribute, unit, direction)
-NCU_METRICS: dict[str, tuple[str, str, str]] = {
-    "tensor_pipe_pct": ("tensor_pipe_pct", "%", HIGHER),
-    "ld_bank_conflict_pct": ("ld_bank_conflict_pct", "%", LOWER),
-    "st_bank_conflict_pct": ("st_bank_conflict_pct", "%", LOWER),
-    "warps_active_pct": ("warps_active_pct", "%", HIGHER),
-    "dram_pct": ("dram_pct", "%", HIGHER),
-    "sm_throughput_pct": ("sm_throughput_pct", "%", HIGHER),
-}
-
-
-def _metric(name: str, value: float, unit: str, direction: str, *, shape: str = "", series: str) -> Metric:
-    return Metric(name=name, value=float(value), unit=unit, direction=direction, shape=shape, series=series)
+def _metric(name: M, value: float, *, shape: str = "", series: str) -> Metric:
+    return Metric(name=name.value, value=float(value), unit=name.unit, direction=name.direction.value,
+                  shape=shape, series=str(series))
 
 
 def _timing_metrics(timing: TimingSamples, shape: str, series: str) -> Iterable[Metric]:
-    yield _metric("latency_median_us", timing.median_us, "us", LOWER, shape=shape, series=series)
-    yield _metric("latency_p10_us", timing.p10_us, "us", LOWER, shape=shape, series=series)
-    yield _metric("latency_p90_us", timing.p90_us, "us", LOWER, shape=shape, series=series)
+    yield _metric(M.LATENCY_MEDIAN_US, timing.median_us, shape=shape, series=series)
+    yield _metric(M.LATENCY_P10_US, timing.p10_us, shape=shape, series=series)
+    yield _metric(M.LATENCY_P90_US, timing.p90_us, shape=shape, series=series)
     if timing.tflops is not None:
-        yield _metric("tflops", timing.tflops, "TFLOP/s", HIGHER, shape=shape, series=series)
+        yield _metric(M.TFLOPS, timing.tflops, shape=shape, series=series)
 
 
 def bench_metrics(bench: BenchResult) -> list[Metric]:
@@ -59,13 +49,13 @@ def bench_metrics(bench: BenchResult) -> list[Metric]:
     out: list[Metric] = []
     for t in bench.shapes:
         shape = f"{t.shape}_{t.dtype}" if several_dtypes else t.shape
-        out += _timing_metrics(t.candidate, shape, "candidate")
+        out += _timing_metrics(t.candidate, shape, Side.CANDIDATE)
         if t.baseline is not None:
-            out += _timing_metrics(t.baseline, shape, "baseline")
+            out += _timing_metrics(t.baseline, shape, Side.BASELINE)
         for peer, timing in sorted(t.peers.items()):
             out += _timing_metrics(timing, shape, peer)
         if t.ratio is not None:
-            out.append(_metric("latency_ratio", t.ratio, "x", LOWER, shape=shape, series="candidate"))
+            out.append(_metric(M.LATENCY_RATIO, t.ratio, shape=shape, series=Side.CANDIDATE))
     return out
 
 
@@ -76,9 +66,9 @@ def static_metrics(static: StaticResult) -> list[Metric]:
         by_arch[f.arch].append(f)
     out: list[Metric] = []
     for arch, functions in sorted(by_arch.items()):
-        out.append(_metric("registers", max(f.registers for f in functions), "regs/thread", LOWER, series=arch))
-        out.append(_metric("spill_bytes", max(f.spill_bytes for f in functions), "B", LOWER, series=arch))
-        out.append(_metric("smem_bytes", max(f.smem_bytes for f in functions), "B", LOWER, series=arch))
+        out.append(_metric(M.REGISTERS, max(f.registers for f in functions), series=arch))
+        out.append(_metric(M.SPILL_BYTES, max(f.spill_bytes for f in functions), series=arch))
+        out.append(_metric(M.SMEM_BYTES, max(f.smem_bytes for f in functions), series=arch))
     return out
 
 
@@ -86,10 +76,10 @@ def profile_metrics(profile: ProfileResult, series: str) -> list[Metric]:
     launches_by_shape = by_shape(profile.kernels)
     out: list[Metric] = []
     for shape, launches in sorted(launches_by_shape.items()):
-        for name, (attr, unit, direction) in NCU_METRICS.items():
-            value = weighted(launches, attr)
+        for name in NCU_METRICS:                       # each is a KernelMetrics attribute too
+            value = weighted(launches, name)
             if value is not None:
-                out.append(_metric(name, value, unit, direction, shape=shape, series=series))
+                out.append(_metric(name, value, shape=shape, series=series))
     return out
 
 
@@ -100,7 +90,7 @@ def extract_metrics(result: JobResult) -> list[Metric]:
         out += bench_metrics(result.bench)
     if result.candidate.static is not None:
         out += static_metrics(result.candidate.static)
-    for series, side in (("candidate", result.candidate), ("baseline", result.baseline)):
+    for series, side in ((Side.CANDIDATE, result.candidate), (Side.BASELINE, result.baseline)):
         if side is not None and side.profile is not None:
             out += profile_metrics(side.profile, series)
     return out
@@ -110,19 +100,20 @@ def stage_records(result: JobResult) -> list[StageRecord]:
     """One row per (side, stage) that produced a result, with the result as JSON."""
     rows: list[StageRecord] = []
 
-    def add(side: str, stage: str, value: object) -> None:
+    def add(side: Side, stage: Stage, value: object) -> None:
         if value is not None:
-            rows.append(StageRecord(side=side, stage=stage, status=str(value.status),
+            rows.append(StageRecord(side=side.value, stage=stage.value, status=str(value.status),
                                     reason=value.reason or None, duration_s=value.duration_s,
                                     payload=to_json(value)))
 
-    sides: list[tuple[str, SideResults | None]] = [("candidate", result.candidate), ("baseline", result.baseline)]
+    sides: list[tuple[Side, SideResults | None]] = [(Side.CANDIDATE, result.candidate),
+                                                     (Side.BASELINE, result.baseline)]
     for side_name, side in sides:
         if side is None:
             continue
-        for stage in ("static", "build", "correctness", "profile"):
-            add(side_name, stage, getattr(side, stage))
-    add("joint", "bench", result.bench)
+        for stage in (Stage.STATIC, Stage.BUILD, Stage.CORRECTNESS, Stage.PROFILE):
+            add(side_name, stage, getattr(side, stage.value))
+    add(Side.JOINT, Stage.BENCH, result.bench)
     return rows
 
 

@@ -13,8 +13,9 @@ _PASSING = [
 
 
 def _latency(outcome: RuleOutcome, ratio_pct: float, reason: str) -> RuleRow:
+    """The latency row; `decide` marks it decisive for these reports (accept names its latency)."""
     return RuleRow("max_latency_regression_pct", outcome, reason, shape=SHAPE, value=ratio_pct,
-                   threshold=3.0, baseline=812.4, delta=ratio_pct, unit="%")
+                   threshold=3.0, baseline=812.4, delta=ratio_pct, unit="%", decisive=True)
 
 
 REPORTS = {
@@ -26,7 +27,7 @@ REPORTS = {
     "reject_bank_conflicts": VerdictReport(
         Verdict.REJECT, "max_bank_conflict_pct: 12.5% of shared loads conflict (limit 5%)", _PASSING + [
             RuleRow("max_bank_conflict_pct", RuleOutcome.FAIL, "shared loads conflict: pad the K tile",
-                    shape=SHAPE, value=12.5, threshold=5.0, baseline=0.4, delta=12.1, unit="%"),
+                    shape=SHAPE, value=12.5, threshold=5.0, baseline=0.4, delta=12.1, unit="%", decisive=True),
         ]),
     "reject_latency": VerdictReport(
         Verdict.REJECT, "7.9% slower than the baseline (p<0.001)", _PASSING + [
@@ -38,7 +39,7 @@ REPORTS = {
         ]),
     "incomplete": VerdictReport(
         Verdict.INCOMPLETE, "correctness, bench and profile not run: no CUDA device", [
-            RuleRow("correctness", RuleOutcome.NOT_RUN, "not run: no CUDA device"),
+            RuleRow("correctness", RuleOutcome.NOT_RUN, "not run: no CUDA device", decisive=True),
             RuleRow("max_registers", RuleOutcome.PASS, "96 registers", value=96, threshold=128, unit="regs"),
         ]),
     "error": VerdictReport(Verdict.ERROR, "the GPU child exited with signal 9 (out of memory?)"),

@@ -2,7 +2,7 @@ import io
 
 import pytest
 
-from gate.commands.run import Progress, worst_verdict
+from gate.commands.run import Progress
 from gate.commands.run_report import render
 from gate.domain import (
     FunctionResources,
@@ -14,6 +14,7 @@ from gate.domain import (
     StaticResult,
     Verdict,
     VerdictReport,
+    worst_verdict,
 )
 from gate.domain.job import GateOutcome, ProgressEvent
 
@@ -26,6 +27,10 @@ from gate.domain.job import GateOutcome, ProgressEvent
 ])
 def test_worst_verdict_orders_error_reject_incomplete_accept(verdicts, worst):
     assert worst_verdict(verdicts) == worst
+
+
+def test_worst_verdict_is_none_without_verdicts():
+    assert worst_verdict([]) is None
 
 
 def test_progress_prints_one_line_per_transition_with_elapsed_time():

@@ -1,0 +1,139 @@
+"""The gate's vocabulary, defined once: stages, sides, rule names, metric names (with unit and
+direction) and the order of verdicts by severity. Every other module, the GPU child, the storage,
+the pages and the messages, names these things through this module and never by a string literal.
+
+The values are the strings stored in the database and sent in JSON: they are part of the public
+contract (DESIGN.md), so a value never changes; a new member may be added.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+
+class Stage(StrEnum):
+    """The stages of a job, in the order the child runs them (`gate.pipeline.run.measure`)."""
+
+    SOURCE = "source"              # parent side: the checkouts
+    STATIC = "static"              # ptxas resource report + SASS histogram
+    BUILD = "build"                # the torch extension
+    CORRECTNESS = "correctness"
+    BENCH = "bench"                # candidate vs baseline vs peers, interleaved
+    PROFILE = "profile"            # Nsight Compute
+
+
+class Side(StrEnum):
+    """Which revision a stage measured: the candidate, its baseline, or both at once (the bench)."""
+
+    CANDIDATE = "candidate"
+    BASELINE = "baseline"
+    JOINT = "joint"
+
+
+class Rule(StrEnum):
+    """Rows of a verdict's rule table. A stage that failed as a whole (it did not build, or did not
+    run) has a row named after the stage; every other rule is named after its `Gates` field."""
+
+    STATIC = "static"
+    BUILD = "build"
+    CORRECTNESS = "correctness"
+    BENCH = "bench"
+    PROFILE = "profile"
+    MAX_LATENCY_REGRESSION_PCT = "max_latency_regression_pct"
+    MIN_TENSOR_PIPE_PCT = "min_tensor_pipe_pct"
+    MAX_BANK_CONFLICT_PCT = "max_bank_conflict_pct"
+    MIN_WARPS_ACTIVE_PCT = "min_warps_active_pct"
+    MIN_DRAM_PCT = "min_dram_pct"
+    MAX_REGISTERS = "max_registers"
+    MAX_SPILL_BYTES = "max_spill_bytes"
+    MAX_SMEM_BYTES = "max_smem_bytes"
+    REQUIRE_SASS = "require_sass"
+    MAX_TENSOR_PIPE_DROP_PCT = "max_tensor_pipe_drop_pct"
+    MAX_BANK_CONFLICT_INCREASE_PCT = "max_bank_conflict_increase_pct"
+
+    @property
+    def is_stage(self) -> bool:
+        """A whole stage's row (it failed, or could not run), not a threshold."""
+        return self.value in STAGE_RULES
+
+    @property
+    def is_floor(self) -> bool:
+        """A minimum: the measured value must stay at or above the threshold."""
+        return self.value.startswith("min_")
+
+
+STAGE_RULES = frozenset(s.value for s in Stage)
+
+# The rules that read the Nsight Compute profile: without one of them the profile stage is optional.
+NCU_RULES = (Rule.MIN_TENSOR_PIPE_PCT, Rule.MAX_BANK_CONFLICT_PCT, Rule.MIN_WARPS_ACTIVE_PCT,
+             Rule.MIN_DRAM_PCT, Rule.MAX_TENSOR_PIPE_DROP_PCT, Rule.MAX_BANK_CONFLICT_INCREASE_PCT)
+# The relative ncu rules: only these read the baseline's profile.
+RELATIVE_NCU_RULES = (Rule.MAX_TENSOR_PIPE_DROP_PCT, Rule.MAX_BANK_CONFLICT_INCREASE_PCT)
+
+
+class Direction(StrEnum):
+    LOWER = "lower"                # lower is better (latency, conflicts, registers)
+    HIGHER = "higher"              # higher is better (throughput, % of peak)
+
+
+@dataclass(frozen=True)
+class MetricInfo:
+    name: str
+    unit: str
+    direction: Direction
+    label: str                     # how a page or a table names it
+
+
+class Metric(StrEnum):
+    """Figures stored per job (`gate.storage.recording`) and charted by the pages."""
+
+    LATENCY_MEDIAN_US = "latency_median_us"
+    LATENCY_P10_US = "latency_p10_us"
+    LATENCY_P90_US = "latency_p90_us"
+    TFLOPS = "tflops"
+    LATENCY_RATIO = "latency_ratio"            # candidate / baseline median
+    REGISTERS = "registers"                    # static, per arch: the worst function
+    SPILL_BYTES = "spill_bytes"
+    SMEM_BYTES = "smem_bytes"
+    TENSOR_PIPE_PCT = "tensor_pipe_pct"        # ncu, per shape: duration-weighted over launches
+    LD_BANK_CONFLICT_PCT = "ld_bank_conflict_pct"
+    ST_BANK_CONFLICT_PCT = "st_bank_conflict_pct"
+    WARPS_ACTIVE_PCT = "warps_active_pct"
+    DRAM_PCT = "dram_pct"
+    SM_THROUGHPUT_PCT = "sm_throughput_pct"
+
+    @property
+    def info(self) -> MetricInfo:
+        return METRICS[self]
+
+    @property
+    def unit(self) -> str:
+        return METRICS[self].unit
+
+    @property
+    def direction(self) -> Direction:
+        return METRICS[self].direction
+
+
+_L, _H = Direction.LOWER, Direction.HIGHER
+METRICS: dict[Metric, MetricInfo] = {m: MetricInfo(m.value, unit, d, label) for m, unit, d, label in (
+    (Metric.LATENCY_MEDIAN_US, "us", _L, "latency (median)"),
+    (Metric.LATENCY_P10_US, "us", _L, "latency (p10)"),
+    (Metric.LATENCY_P90_US, "us", _L, "latency (p90)"),
+    (Metric.TFLOPS, "TFLOP/s", _H, "throughput"),
+    (Metric.LATENCY_RATIO, "x", _L, "latency vs baseline"),
+    (Metric.REGISTERS, "regs/thread", _L, "registers"),
+    (Metric.SPILL_BYTES, "B", _L, "spills"),
+    (Metric.SMEM_BYTES, "B", _L, "static shared memory"),
+    (Metric.TENSOR_PIPE_PCT, "%", _H, "tensor pipe"),
+    (Metric.LD_BANK_CONFLICT_PCT, "%", _L, "ld conflicts"),
+    (Metric.ST_BANK_CONFLICT_PCT, "%", _L, "st conflicts"),
+    (Metric.WARPS_ACTIVE_PCT, "%", _H, "warps active"),
+    (Metric.DRAM_PCT, "%", _H, "DRAM"),
+    (Metric.SM_THROUGHPUT_PCT, "%", _H, "SM throughput"),
+)}
+
+# The ncu figures stored per shape, each read from the `KernelMetrics` attribute of the same name.
+NCU_METRICS = (Metric.TENSOR_PIPE_PCT, Metric.LD_BANK_CONFLICT_PCT, Metric.ST_BANK_CONFLICT_PCT,
+               Metric.WARPS_ACTIVE_PCT, Metric.DRAM_PCT, Metric.SM_THROUGHPUT_PCT)
