@@ -111,8 +111,8 @@ def subject_repo(work: Path) -> tuple[Path, dict[int, str]]:
 
 def verdict_time(data_dir: Path, repo: Path, sha: str, base: str, label: str) -> dict:
     """One whole verdict through `gate_job`, as the service runs it; seconds in all and per stage."""
-    from gate.pipeline.run import gate_job
-    from gate.pipeline.source import Mirror
+    from gate.executors.job import gate_job
+    from gate.sources.mirror import Mirror
 
     options = RunOptions(ncu_path=shutil.which("ncu") or "/usr/local/cuda/bin/ncu", ncu_clock_control="none",
                          build_cache_dir=str(data_dir / "build-cache"), bench_budget_s=5.0)

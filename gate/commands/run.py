@@ -46,8 +46,8 @@ def main(args: argparse.Namespace) -> int:
     from gate.domain.codec import to_json
     from gate.domain.verdict import Verdict, worst_verdict
     from gate.errors import ManifestError
-    from gate.pipeline.run import gate_job, manifest_at
-    from gate.pipeline.source import Mirror
+    from gate.executors.job import gate_job, manifest_at
+    from gate.sources.mirror import Mirror
 
     from gate.config import get_settings
 

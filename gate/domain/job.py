@@ -51,7 +51,7 @@ class ProgressEvent:
 
 @dataclass
 class GateOutcome:
-    """What gating one kernel at one revision produced, on the parent side (`pipeline.run.gate_job`)."""
+    """What gating one kernel at one revision produced, on the parent side (`gate.executors.job.gate_job`)."""
 
     result: JobResult
     report: VerdictReport

@@ -35,7 +35,7 @@ class Executor(Protocol):
 
 
 class GateJob(Protocol):
-    """`gate.pipeline.run.gate_job`: one kernel of one revision, through every stage, to a verdict."""
+    """`gate.executors.job.gate_job`: one kernel of one revision, through every stage, to a verdict."""
 
     def __call__(self, *, repo: str, sha: str, base_sha: str | None, kernel: str, data_dir: Path,
                  options: RunOptions, mirror: Any, on_event: Callable[[ProgressEvent], None]) -> Outcome: ...
@@ -48,7 +48,7 @@ def load_gate_job() -> GateJob:
         module, _, name = spec.partition(":")
         log.warning("%s=%s: jobs run a test pipeline, not the real one", TEST_PIPELINE_ENV, spec)
         return getattr(importlib.import_module(module), name)
-    from gate.pipeline.run import gate_job
+    from gate.executors.job import gate_job
 
     return gate_job
 

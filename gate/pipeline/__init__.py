@@ -1,10 +1,10 @@
-"""The gate's stages, one module each, typed in and out. Only `run.py` knows their order.
+"""The gate's stages, one module each, typed in and out: what the GPU child runs. Only `run.py`
+knows their order. Nothing here imports the runner, the executors, the database, the web or the
+notifications (import-linter contracts in pyproject.toml).
 
-Parent side (no GPU needed):
+Pure, also read by the parent side of a job (`gate.executors.job`):
     manifest.load_manifest(repo_dir) -> Manifest                       raises ManifestError
-    source.Mirror(mirrors_root).checkout(repo, rev, workspace) -> Checkout   raises SourceError
     decide.decide(result: JobResult, gates: Gates) -> VerdictReport    pure (rows: decide_rules)
-    run.gate_job(...) -> GateOutcome                                   source -> child -> decide
 
 Child side (`python -m gate.runner`, imports only gate.domain, gate.pipeline, torch, ncu_report):
     static.run_static(kernel, src_dir, out_dir, nvcc) -> StaticResult  ptxas -v + SASS histogram (sass.py)

@@ -1,25 +1,24 @@
-"""The one module that knows the order of the stages.
+"""The one module that knows the order of the stages, run inside the GPU child (`gate.runner`).
 
-Child side, `measure`: static (candidate) -> with a GPU: build (candidate, baseline) -> correctness
--> bench (candidate vs baseline vs peers, interleaved) -> profile (candidate, baseline) ->
-fingerprint. Without a GPU those stages are NOT_RUN "not run: no CUDA device". The GPU stage modules
-are imported inside the GPU branch only, so a CPU machine never imports torch.
+`measure`: static (candidate) -> with a GPU: build (candidate, baseline) -> correctness -> bench
+(candidate vs baseline vs peers, interleaved) -> profile (candidate, baseline) -> fingerprint.
+Without a GPU those stages are NOT_RUN "not run: no CUDA device". The GPU stage modules are imported
+inside the GPU branch only, so a CPU machine never imports torch.
 
-Parent side, `gate_job`: source checkout (candidate + baseline) -> manifest -> the child
-(`gate.runner`) -> `decide` -> the outcome with its artifacts; workspaces are removed afterwards.
+The parent side of a job (checkouts, starting this child, `decide`, storing, notifying) is
+`gate.executors.job`: nothing here imports it, the runner, the database or the network.
 """
 
 from __future__ import annotations
 
-import shutil
 import socket
-import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from gate.domain.job import GateOutcome, JobRequest, ProgressEvent, RunOptions
-from gate.domain.manifest import Gates, KernelSpec, Manifest
+from gate.domain.job import JobRequest, ProgressEvent
+from gate.domain.manifest import Gates
+from gate.domain.names import RELATIVE_NCU_RULES, Side, Stage
 from gate.domain.results import (
     BenchResult,
     BuildResult,
@@ -31,11 +30,8 @@ from gate.domain.results import (
     StageStatus,
     StaticResult,
 )
-from gate.errors import GateError, ManifestError
+from gate.errors import GateError
 from gate.pipeline import static
-from gate.pipeline.decide import decide
-from gate.pipeline.manifest import load_manifest
-from gate.pipeline.source import Mirror
 
 NO_DEVICE = "not run: no CUDA device"
 Emit = Callable[[ProgressEvent], None]
@@ -50,7 +46,7 @@ def cuda_available() -> bool:
     return bool(torch.cuda.is_available())
 
 
-def _stage(emit: Emit, stage: str, side: str, result_type: type, run: Callable[[], Any]) -> Any:
+def _stage(emit: Emit, stage: Stage, side: Side, result_type: type, run: Callable[[], Any]) -> Any:
     """Run one stage between its progress events; a GateError becomes the stage's ERROR status."""
     emit(ProgressEvent(stage=stage, side=side, state="started"))
     try:
@@ -61,7 +57,7 @@ def _stage(emit: Emit, stage: str, side: str, result_type: type, run: Callable[[
     return res
 
 
-def _not_run(emit: Emit, stage: str, side: str, result_type: type, reason: str) -> Any:
+def _not_run(emit: Emit, stage: Stage, side: Side, result_type: type, reason: str) -> Any:
     emit(ProgressEvent(stage=stage, side=side, state=StageStatus.NOT_RUN.value, detail=reason))
     return result_type(status=StageStatus.NOT_RUN, reason=reason)
 
@@ -74,8 +70,8 @@ def measure(request: JobRequest, emit: Emit,
     artifacts = Path(request.artifacts_dir)
     result = JobResult(kernel=kernel.name, candidate=SideResults(sha=request.candidate.sha),
                        baseline=SideResults(sha=request.baseline.sha) if request.baseline else None)
-    result.candidate.static = _stage(emit, "static", "candidate", StaticResult, lambda: static.run_static(
-        kernel, Path(request.candidate.path), artifacts / "candidate" / "static", nvcc=options.nvcc_path))
+    result.candidate.static = _stage(emit, Stage.STATIC, Side.CANDIDATE, StaticResult, lambda: static.run_static(
+        kernel, Path(request.candidate.path), artifacts / Side.CANDIDATE / Stage.STATIC, nvcc=options.nvcc_path))
     save(result)
     if result.candidate.static.status is StageStatus.FAILED:
         skip = "not run: static compile failed"
@@ -86,10 +82,10 @@ def measure(request: JobRequest, emit: Emit,
     else:
         _measure_on_gpu(request, result, emit, save)
         return result
-    result.candidate.build = _not_run(emit, "build", "candidate", BuildResult, skip)
-    result.candidate.correctness = _not_run(emit, "correctness", "candidate", CorrectnessResult, skip)
-    result.bench = _not_run(emit, "bench", "joint", BenchResult, skip)
-    result.candidate.profile = _not_run(emit, "profile", "candidate", ProfileResult, skip)
+    result.candidate.build = _not_run(emit, Stage.BUILD, Side.CANDIDATE, BuildResult, skip)
+    result.candidate.correctness = _not_run(emit, Stage.CORRECTNESS, Side.CANDIDATE, CorrectnessResult, skip)
+    result.bench = _not_run(emit, Stage.BENCH, Side.JOINT, BenchResult, skip)
+    result.candidate.profile = _not_run(emit, Stage.PROFILE, Side.CANDIDATE, ProfileResult, skip)
     result.fingerprint = Fingerprint(host=socket.gethostname())
     save(result)
     return result
@@ -104,8 +100,8 @@ def _measure_on_gpu(request: JobRequest, result: JobResult, emit: Emit,
     cache = Path(options.build_cache_dir) if options.build_cache_dir else artifacts / "build-cache"
     modules: dict[str, Any] = {}
 
-    def build_side(side: str, src: Path) -> BuildResult:
-        res = build.build_extension(kernel, src, cache, artifacts / side / "build")
+    def build_side(side: Side, src: Path) -> BuildResult:
+        res = build.build_extension(kernel, src, cache, artifacts / side / Stage.BUILD)
         if res.status is StageStatus.PASSED:
             try:
                 modules[side] = build.load_module(res.module_path)
@@ -114,13 +110,13 @@ def _measure_on_gpu(request: JobRequest, result: JobResult, emit: Emit,
         return res
 
     cand_src = Path(request.candidate.path)
-    result.candidate.build = _stage(emit, "build", "candidate", BuildResult,
-                                    lambda: build_side("candidate", cand_src))
+    result.candidate.build = _stage(emit, Stage.BUILD, Side.CANDIDATE, BuildResult,
+                                    lambda: build_side(Side.CANDIDATE, cand_src))
     if request.baseline and result.baseline:
-        result.baseline.build = _stage(emit, "build", "baseline", BuildResult,
-                                       lambda: build_side("baseline", Path(request.baseline.path)))
+        result.baseline.build = _stage(emit, Stage.BUILD, Side.BASELINE, BuildResult,
+                                       lambda: build_side(Side.BASELINE, Path(request.baseline.path)))
     save(result)
-    if "candidate" not in modules:
+    if Side.CANDIDATE not in modules:
         _skip_rest(result, emit, "not run: build failed")
     else:
         def check() -> CorrectnessResult:
@@ -131,15 +127,15 @@ def _measure_on_gpu(request: JobRequest, result: JobResult, emit: Emit,
             except Exception as exc:   # the repository's own workload code failed
                 return CorrectnessResult(StageStatus.FAILED, reason=f"workload {kernel.workload}: {exc}")
             modules["workload"] = workload
-            return correctness.check(kernel, modules["candidate"], workload, options.correctness_seeds)
+            return correctness.check(kernel, modules[Side.CANDIDATE], workload, options.correctness_seeds)
 
-        result.candidate.correctness = _stage(emit, "correctness", "candidate", CorrectnessResult, check)
+        result.candidate.correctness = _stage(emit, Stage.CORRECTNESS, Side.CANDIDATE, CorrectnessResult, check)
         save(result)
         if result.candidate.correctness.status is not StageStatus.PASSED:
             _skip_rest(result, emit, f"not run: correctness {result.candidate.correctness.status.value}")
         else:
-            result.bench = _stage(emit, "bench", "joint", BenchResult, lambda: bench.time_revisions(
-                kernel, modules["workload"], modules["candidate"], modules.get("baseline"), options))
+            result.bench = _stage(emit, Stage.BENCH, Side.JOINT, BenchResult, lambda: bench.time_revisions(
+                kernel, modules["workload"], modules[Side.CANDIDATE], modules.get(Side.BASELINE), options))
             save(result)
             _profile_sides(request, result, emit, save, profile.profile)
     result.fingerprint = fingerprint.collect(options.ncu_path)
@@ -148,15 +144,15 @@ def _measure_on_gpu(request: JobRequest, result: JobResult, emit: Emit,
 
 def _skip_rest(result: JobResult, emit: Emit, reason: str) -> None:
     if result.candidate.correctness is None:
-        result.candidate.correctness = _not_run(emit, "correctness", "candidate", CorrectnessResult, reason)
-    result.bench = _not_run(emit, "bench", "joint", BenchResult, reason)
-    result.candidate.profile = _not_run(emit, "profile", "candidate", ProfileResult, reason)
+        result.candidate.correctness = _not_run(emit, Stage.CORRECTNESS, Side.CANDIDATE, CorrectnessResult, reason)
+    result.bench = _not_run(emit, Stage.BENCH, Side.JOINT, BenchResult, reason)
+    result.candidate.profile = _not_run(emit, Stage.PROFILE, Side.CANDIDATE, ProfileResult, reason)
 
 
 def needs_baseline_profile(gates: Gates) -> bool:
     """Only the relative ncu rules read the baseline's profile. Profiling it otherwise would cost a
     second ncu session (about 6 s on an H200, half of a warm verdict) for figures no rule uses."""
-    return gates.max_tensor_pipe_drop_pct is not None or gates.max_bank_conflict_increase_pct is not None
+    return any(getattr(gates, rule.value) is not None for rule in RELATIVE_NCU_RULES)
 
 
 def _profile_sides(request: JobRequest, result: JobResult, emit: Emit, save: Callable[[JobResult], None],
@@ -164,90 +160,15 @@ def _profile_sides(request: JobRequest, result: JobResult, emit: Emit, save: Cal
     kernel, options = request.kernel, request.options
     artifacts = Path(request.artifacts_dir)
     if not (options.profile and kernel.profile):
-        result.candidate.profile = _not_run(emit, "profile", "candidate", ProfileResult,
+        result.candidate.profile = _not_run(emit, Stage.PROFILE, Side.CANDIDATE, ProfileResult,
                                             "not run: profiling disabled")
         return
-    sides = [("candidate", request.candidate, result.candidate)]
+    sides = [(Side.CANDIDATE, request.candidate, result.candidate)]
     if request.baseline and result.baseline and result.baseline.build \
             and result.baseline.build.status is StageStatus.PASSED and needs_baseline_profile(kernel.gates):
-        sides.append(("baseline", request.baseline, result.baseline))
+        sides.append((Side.BASELINE, request.baseline, result.baseline))
     for side, checkout, target in sides:
         module_path = target.build.module_path
-        target.profile = _stage(emit, "profile", side, ProfileResult, lambda: run_profile(
-            kernel, module_path, Path(checkout.path), artifacts / side / "profile", options))
+        target.profile = _stage(emit, Stage.PROFILE, side, ProfileResult, lambda: run_profile(
+            kernel, module_path, Path(checkout.path), artifacts / side / Stage.PROFILE, options))
         save(result)
-
-
-# ---- parent side -------------------------------------------------------------------------------
-
-ARTIFACT_KINDS = {"ptxas.log": "ptxas_log", "build.log": "build_log", "result.json": "result_json",
-                  "request.json": "request_json"}
-
-
-def manifest_at(mirror: Mirror, repo: str, sha: str, scratch: Path) -> Manifest:
-    """The manifest of `repo` at `sha` (read from a throw-away checkout)."""
-    workspace = scratch / f"manifest-{uuid.uuid4().hex[:8]}"
-    try:
-        mirror.checkout(repo, sha, workspace)
-        return load_manifest(workspace)
-    finally:
-        shutil.rmtree(workspace, ignore_errors=True)
-
-
-def collect_artifacts(artifacts_dir: Path) -> list[tuple[str, str]]:
-    found = []
-    for path in sorted(artifacts_dir.rglob("*")):
-        kind = "ncu_report" if path.suffix == ".ncu-rep" else ARTIFACT_KINDS.get(path.name)
-        if kind and path.is_file():
-            found.append((kind, str(path)))
-    return found
-
-
-def gate_job(*, repo: str, sha: str, base_sha: str | None, kernel: str, data_dir: Path,
-             options: RunOptions, mirror: Mirror, on_event: Emit | None = None,
-             job_key: str | None = None) -> GateOutcome:
-    """Gate one kernel at `sha` (a full sha) against `base_sha` on this machine."""
-    from gate.runner.spawn import run_child
-
-    emit = on_event or (lambda _event: None)
-    key = job_key or f"{sha[:12]}-{kernel}-{uuid.uuid4().hex[:8]}"
-    workspace = Path(data_dir) / "workspaces" / key
-    artifacts = Path(data_dir) / "artifacts" / key
-    try:
-        emit(ProgressEvent(stage="source", side="joint", state="started"))
-        candidate = mirror.checkout(repo, sha, workspace / "candidate")
-        spec = _kernel_spec(load_manifest(Path(candidate.path)), kernel)
-        baseline = mirror.checkout(repo, base_sha, workspace / "baseline") if base_sha else None
-        # A root commit, or a baseline whose manifest lacks the kernel: nothing to regress against.
-        new_kernel = baseline is None or not declares(Path(baseline.path), kernel)
-        if new_kernel:
-            baseline = None
-        emit(ProgressEvent(stage="source", side="joint", state="passed", detail=f"{sha[:12]}" + (
-            f" vs {base_sha[:12]}" if baseline else ", new kernel: no baseline declares it")))
-        request = JobRequest(kernel=spec, candidate=candidate, baseline=baseline,
-                             artifacts_dir=str(artifacts), options=options)
-        result = run_child(request, timeout_s=spec.timeout_s, on_event=emit)
-        result.new_kernel = new_kernel
-    finally:
-        shutil.rmtree(workspace, ignore_errors=True)
-    report = decide(result, spec.gates)
-    return GateOutcome(result=result, report=report, artifacts=collect_artifacts(artifacts))
-
-
-def declares(repo_dir: Path, kernel: str) -> bool:
-    """Whether the manifest at `repo_dir` declares `kernel`. A baseline whose manifest is unreadable
-    declares nothing we could compare with, but that is not a *new* kernel: the caller keeps it and
-    its build fails visibly."""
-    try:
-        return any(k.name == kernel for k in load_manifest(repo_dir).kernels)
-    except ManifestError:
-        return True
-
-
-def _kernel_spec(manifest: Manifest, name: str) -> KernelSpec:
-    try:
-        return manifest.kernel(name)
-    except KeyError:
-        known = ", ".join(k.name for k in manifest.kernels)
-        raise ManifestError(f"no kernel named {name!r} (declared: {known})", file=manifest.path,
-                            key="kernel") from None

@@ -1,6 +1,6 @@
 """What planning needs to know about a repository at a revision, behind a small protocol.
 
-The default reads through the pipeline's bare-mirror cache (`gate.pipeline.source.Mirror`) and the
+The default reads through the pipeline's bare-mirror cache (`gate.sources.mirror.Mirror`) and the
 manifest loader (`gate.pipeline.manifest.load_manifest`); tests hand in their own implementation.
 """
 
@@ -30,7 +30,7 @@ class MirrorSources:
     """The production reader: a bare mirror per repository under `<data_dir>/mirrors`."""
 
     def __init__(self, data_dir: Path):
-        from gate.pipeline.source import Mirror
+        from gate.sources.mirror import Mirror
 
         self.mirror = Mirror(Path(data_dir) / "mirrors")
         self.workspaces = Path(data_dir) / "workspaces"

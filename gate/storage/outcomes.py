@@ -25,7 +25,7 @@ log = logging.getLogger(__name__)
 
 
 class Outcome(Protocol):
-    """What `gate.pipeline.run.gate_job` returns (`GateOutcome`)."""
+    """What `gate.executors.job.gate_job` returns (`GateOutcome`)."""
 
     result: JobResult
     report: VerdictReport

@@ -10,7 +10,7 @@ from gate.domain import KernelSpec, StageStatus
 from gate.domain.job import Checkout, JobRequest
 from gate.errors import RunnerError, ToolMissingError
 from gate.runner.protocol import RESULT_NAME, ExitCode
-from gate.runner.spawn import run_child
+from gate.executors.child import run_child
 
 PRELUDE = textwrap.dedent("""
     import json, os, signal, subprocess, sys, time

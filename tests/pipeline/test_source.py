@@ -5,7 +5,7 @@ import subprocess
 import pytest
 
 from gate.errors import SourceError
-from gate.pipeline.source import Mirror
+from gate.sources.mirror import Mirror
 from tests.samples.build import commit_files, make_repo
 
 

@@ -1,6 +1,6 @@
 from pathlib import Path
 
-from gate.pipeline.run import declares
+from gate.executors.job import declares
 
 MANIFEST = """
 [[kernel]]

@@ -23,6 +23,7 @@ from pathlib import Path
 import gate
 import gate.errors
 from gate.domain.job import JobRequest, ProgressEvent
+from gate.domain.names import Side, Stage
 from gate.domain.results import (
     BenchResult,
     BuildResult,
@@ -45,8 +46,8 @@ from gate.runner.protocol import (
 )
 
 STDERR_TAIL_LINES = 60
-_STAGE_TYPES = {"static": StaticResult, "build": BuildResult, "correctness": CorrectnessResult,
-                "profile": ProfileResult, "bench": BenchResult}
+_STAGE_TYPES = {Stage.STATIC: StaticResult, Stage.BUILD: BuildResult, Stage.CORRECTNESS: CorrectnessResult,
+                Stage.PROFILE: ProfileResult, Stage.BENCH: BenchResult}
 _EOF = object()
 
 
@@ -199,10 +200,10 @@ def _synthesise(request: JobRequest, result_path: Path, stage: str, side: str, r
     failed = stage_type(status=StageStatus.FAILED, reason=detail[:500])
     if hasattr(failed, "log"):
         failed.log = evidence
-    if stage == "bench":
+    if stage == Stage.BENCH:
         result.bench = failed
     else:
-        target = result.baseline if side == "baseline" and result.baseline else result.candidate
+        target = result.baseline if side == Side.BASELINE and result.baseline else result.candidate
         setattr(target, stage, failed)
     result.notes.append(f"{reason}; stderr tail:\n{evidence}")
     return result

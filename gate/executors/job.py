@@ -1,0 +1,96 @@
+"""The parent side of one job, on the worker: checkouts -> the GPU child -> `decide`.
+
+`gate_job` checks out the candidate and its baseline from the git mirror (`gate.sources`), reads the
+manifest, runs every measuring stage in a child process (`gate.executors.child`, which starts
+`python -m gate.runner`), and decides the verdict with the pure `gate.pipeline.decide`. Storing the
+outcome and notifying is the executor's (`gate.executors.base.run_claimed`); `gate run` calls this
+directly. Workspaces are removed afterwards; artifacts stay for the caller to keep.
+"""
+
+from __future__ import annotations
+
+import shutil
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+
+from gate.domain.job import GateOutcome, JobRequest, ProgressEvent, RunOptions
+from gate.domain.manifest import KernelSpec, Manifest
+from gate.domain.names import Side, Stage
+from gate.errors import ManifestError
+from gate.executors.child import run_child
+from gate.pipeline.decide import decide
+from gate.pipeline.manifest import load_manifest
+from gate.sources.mirror import Mirror
+
+Emit = Callable[[ProgressEvent], None]
+
+ARTIFACT_KINDS = {"ptxas.log": "ptxas_log", "build.log": "build_log", "result.json": "result_json",
+                  "request.json": "request_json"}
+
+
+def manifest_at(mirror: Mirror, repo: str, sha: str, scratch: Path) -> Manifest:
+    """The manifest of `repo` at `sha` (read from a throw-away checkout)."""
+    workspace = scratch / f"manifest-{uuid.uuid4().hex[:8]}"
+    try:
+        mirror.checkout(repo, sha, workspace)
+        return load_manifest(workspace)
+    finally:
+        shutil.rmtree(workspace, ignore_errors=True)
+
+
+def collect_artifacts(artifacts_dir: Path) -> list[tuple[str, str]]:
+    found = []
+    for path in sorted(artifacts_dir.rglob("*")):
+        kind = "ncu_report" if path.suffix == ".ncu-rep" else ARTIFACT_KINDS.get(path.name)
+        if kind and path.is_file():
+            found.append((kind, str(path)))
+    return found
+
+
+def gate_job(*, repo: str, sha: str, base_sha: str | None, kernel: str, data_dir: Path,
+             options: RunOptions, mirror: Mirror, on_event: Emit | None = None,
+             job_key: str | None = None) -> GateOutcome:
+    """Gate one kernel at `sha` (a full sha) against `base_sha` on this machine."""
+    emit = on_event or (lambda _event: None)
+    key = job_key or f"{sha[:12]}-{kernel}-{uuid.uuid4().hex[:8]}"
+    workspace = Path(data_dir) / "workspaces" / key
+    artifacts = Path(data_dir) / "artifacts" / key
+    try:
+        emit(ProgressEvent(stage=Stage.SOURCE, side=Side.JOINT, state="started"))
+        candidate = mirror.checkout(repo, sha, workspace / "candidate")
+        spec = _kernel_spec(load_manifest(Path(candidate.path)), kernel)
+        baseline = mirror.checkout(repo, base_sha, workspace / "baseline") if base_sha else None
+        # A root commit, or a baseline whose manifest lacks the kernel: nothing to regress against.
+        new_kernel = baseline is None or not declares(Path(baseline.path), kernel)
+        if new_kernel:
+            baseline = None
+        emit(ProgressEvent(stage=Stage.SOURCE, side=Side.JOINT, state="passed", detail=f"{sha[:12]}" + (
+            f" vs {base_sha[:12]}" if baseline else ", new kernel: no baseline declares it")))
+        request = JobRequest(kernel=spec, candidate=candidate, baseline=baseline,
+                             artifacts_dir=str(artifacts), options=options)
+        result = run_child(request, timeout_s=spec.timeout_s, on_event=emit)
+        result.new_kernel = new_kernel
+    finally:
+        shutil.rmtree(workspace, ignore_errors=True)
+    report = decide(result, spec.gates)
+    return GateOutcome(result=result, report=report, artifacts=collect_artifacts(artifacts))
+
+
+def declares(repo_dir: Path, kernel: str) -> bool:
+    """Whether the manifest at `repo_dir` declares `kernel`. A baseline whose manifest is unreadable
+    declares nothing we could compare with, but that is not a *new* kernel: the caller keeps it and
+    its build fails visibly."""
+    try:
+        return any(k.name == kernel for k in load_manifest(repo_dir).kernels)
+    except ManifestError:
+        return True
+
+
+def _kernel_spec(manifest: Manifest, name: str) -> KernelSpec:
+    try:
+        return manifest.kernel(name)
+    except KeyError:
+        known = ", ".join(k.name for k in manifest.kernels)
+        raise ManifestError(f"no kernel named {name!r} (declared: {known})", file=manifest.path,
+                            key="kernel") from None
