@@ -17,6 +17,7 @@ from gate.api.routes import artifacts, github, health, kernels, revisions
 from gate.api.telemetry import make_registry
 from gate.config import Settings, get_settings
 from gate.executors.base import Executor, GateJob, JobEnvironment, load_gate_job
+from gate.services.outbox import start_sweeper
 from gate.services.sources import MirrorSources, SourceReader
 from gate.storage.db import make_engine, make_session_factory
 from gate.storage.history_store import HistoryStore
@@ -58,7 +59,7 @@ def create_app(settings: Settings | None = None, *, gate_job: GateJob | None = N
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         notify.configure(settings)      # GitHub statuses / Check Runs / webhooks, from the settings
-        sweeper = notify.start_sweeper(settings, session_factory)
+        sweeper = start_sweeper(settings, session_factory)
         if settings.warm_history:
             warmup.start()
         else:

@@ -13,6 +13,7 @@ from typing import Any, Protocol
 
 from sqlalchemy.orm import Session, sessionmaker
 
+from gate import notify
 from gate.domain.job import ProgressEvent, RunOptions
 from gate.storage import claims
 from gate.storage.models import Job
@@ -91,18 +92,19 @@ def run_claimed(env: JobEnvironment, job_id: int, attempt: int) -> None:
         log.exception("job %s failed in the gate", job_id)
         stop.set()
         with env.session_factory() as s:
-            store_error(s, job_id, attempt, f"{type(exc).__name__}: {exc}")
+            store_error(s, job_id, attempt, f"{type(exc).__name__}: {exc}", notify.on_verdict)
         return
     finally:
         stop.set()
         beat.join()
     try:
         with env.session_factory() as s:
-            store_outcome(s, job_id, attempt, outcome, env.data_dir)
+            store_outcome(s, job_id, attempt, outcome, env.data_dir, notify.on_verdict)
     except Exception as exc:   # e.g. a result that does not fit the schema: still an `error`, not lost
         log.exception("job %s: storing the outcome failed", job_id)
         with env.session_factory() as s:
-            store_error(s, job_id, attempt, f"storing the result failed: {type(exc).__name__}: {exc}")
+            store_error(s, job_id, attempt, f"storing the result failed: {type(exc).__name__}: {exc}",
+                        notify.on_verdict)
 
 
 def _heartbeats(env: JobEnvironment, job_id: int, attempt: int, stop: threading.Event) -> None:

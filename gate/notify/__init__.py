@@ -1,13 +1,13 @@
 """Outbound notifications: GitHub commit statuses / Check Runs and signed outbound webhooks.
 
-The executor calls two hooks inside its own database session. Listeners only *store*
-`Notification` rows there (no network I/O in a job's path); a sender delivers them later with
-retries, so a verdict is never lost to a flaky network:
-    on_jobs_queued(session, jobs)   -> e.g. `pending` commit statuses
-    on_verdict(session, job)        -> e.g. the final status, a completed Check Run, webhooks
+Pure values and HTTP: nothing here reads or writes the database. Two hooks turn job events into
+`Delivery` values; the caller stores them (`gate.storage.outbox`) in the transaction of the event, so
+no network I/O is in a job's path and a verdict is never lost to a flaky network:
+    on_jobs_queued(jobs)            -> e.g. `pending` commit statuses
+    on_verdict(job, report)         -> e.g. the final status, a completed Check Run, webhooks
 
-Listeners are registered once at start-up, from the settings: `configure(settings)`. A `Sweeper`
-thread (`start_sweeper`) delivers the stored rows: see `sender.py` for the states of a row.
+Listeners are registered once at start-up, from the settings: `configure(settings)`. The sweep that
+sends the stored rows is `gate.services.outbox`; `sender.py` sends one row.
 """
 
 from __future__ import annotations
@@ -16,18 +16,14 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
-
-    from sqlalchemy.orm import Session
-
     from gate.config import Settings
-    from gate.notify.sweeper import Sweeper
-    from gate.storage.models import Job
+    from gate.domain.notices import Delivery, JobFacts
+    from gate.domain.verdict import VerdictReport
 
 
 class Listener(Protocol):
-    def jobs_queued(self, session: Session, jobs: Sequence[Job]) -> None: ...
-    def verdict(self, session: Session, job: Job) -> None: ...
+    def jobs_queued(self, jobs: Sequence[JobFacts]) -> list[Delivery]: ...
+    def verdict(self, job: JobFacts, report: VerdictReport) -> list[Delivery]: ...
 
 
 _listeners: list[Listener] = []
@@ -42,14 +38,12 @@ def clear() -> None:
     _listeners.clear()
 
 
-def on_jobs_queued(session: Session, jobs: Sequence[Job]) -> None:
-    for listener in _listeners:
-        listener.jobs_queued(session, jobs)
+def on_jobs_queued(jobs: Sequence[JobFacts]) -> list[Delivery]:
+    return [d for listener in _listeners for d in listener.jobs_queued(jobs)]
 
 
-def on_verdict(session: Session, job: Job) -> None:
-    for listener in _listeners:
-        listener.verdict(session, job)
+def on_verdict(job: JobFacts, report: VerdictReport) -> list[Delivery]:
+    return [d for listener in _listeners for d in listener.verdict(job, report)]
 
 
 def configure(settings: Settings) -> list[Listener]:
@@ -57,11 +51,3 @@ def configure(settings: Settings) -> list[Listener]:
     from gate.notify.listeners import configure as configure_listeners
 
     return configure_listeners(settings)
-
-
-def start_sweeper(settings: Settings, session_factory: Callable[[], Session]) -> Sweeper:
-    """Start the thread that delivers stored notifications; call `.stop()` at shutdown."""
-    from gate.notify.sender import Sender
-    from gate.notify.sweeper import Sweeper
-
-    return Sweeper(Sender.from_settings(settings), session_factory).start()

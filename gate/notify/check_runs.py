@@ -10,15 +10,15 @@ check run already completed, so a verdict is never lost to a failed `queued` pos
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
+from typing import Any
 
 import httpx
-from sqlalchemy import select
-from sqlalchemy.orm import Session
 
+from gate.domain.notices import Delivery, DeliveryState, StoredDelivery
 from gate.notify.app_auth import AppAuth, github_headers
 from gate.notify.retry import DeliveryError, RetryPolicy, call
-from gate.storage.models import Notification
 
 TARGET = "check_run"
 CONCLUSIONS = ("action_required", "cancelled", "failure", "neutral", "success", "skipped",
@@ -26,15 +26,15 @@ CONCLUSIONS = ("action_required", "cancelled", "failure", "neutral", "success", 
 
 
 def new_check_run(api_url: str, repo: str, sha: str, name: str, details_url: str,
-                  job_id: int | None) -> Notification:
+                  job_id: int | None) -> Delivery:
     body = {"name": name, "head_sha": sha, "status": "queued", "details_url": details_url}
-    return Notification(job_id=job_id, target=TARGET, url=_runs_url(api_url, repo),
-                        payload={"repo": repo, "action": "create", "body": body})
+    return Delivery(job_id=job_id, target=TARGET, url=_runs_url(api_url, repo),
+                    payload={"repo": repo, "action": "create", "body": body})
 
 
 def complete_check_run(api_url: str, repo: str, sha: str, name: str, details_url: str,
                        conclusion: str, title: str, summary: str,
-                       job_id: int | None) -> Notification:
+                       job_id: int | None) -> Delivery:
     if conclusion not in CONCLUSIONS:
         raise ValueError(f"check run conclusion {conclusion!r} is not one of {CONCLUSIONS}")
     body = {
@@ -45,21 +45,22 @@ def complete_check_run(api_url: str, repo: str, sha: str, name: str, details_url
         "details_url": details_url,
         "output": {"title": title, "summary": summary},
     }
-    return Notification(job_id=job_id, target=TARGET, url=_runs_url(api_url, repo),
-                        payload={"repo": repo, "action": "complete", "body": body})
+    return Delivery(job_id=job_id, target=TARGET, url=_runs_url(api_url, repo),
+                    payload={"repo": repo, "action": "complete", "body": body})
 
 
-def send_check_run(session: Session, client: httpx.Client, notification: Notification,
-                   auth: AppAuth, policy: RetryPolicy) -> None:
+def send_check_run(client: httpx.Client, notification: StoredDelivery, auth: AppAuth, policy: RetryPolicy,
+                   siblings: Callable[[], Sequence[StoredDelivery]]) -> dict[str, Any] | None:
+    """Send one row; for a create, the row's new payload (with GitHub's `check_run_id`).
+    `siblings`: the job's other check-run rows, newest first (read only for a completion)."""
     payload = notification.payload
     headers = github_headers(auth.token_for(payload["repo"]))
     body = dict(payload["body"])
     if payload["action"] == "create":
         response = call(client, "POST", notification.url, headers=headers, json=body, policy=policy)
-        notification.payload = {**payload, "check_run_id": int(response.json()["id"])}
-        return
+        return {**payload, "check_run_id": int(response.json()["id"])}
     body["completed_at"] = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    created = _created_run(session, notification)
+    created = created_run(notification, siblings())
     if isinstance(created, int):
         body.pop("head_sha")       # not part of the PATCH schema
         call(client, "PATCH", f"{notification.url}/{created}", headers=headers, json=body,
@@ -68,25 +69,19 @@ def send_check_run(session: Session, client: httpx.Client, notification: Notific
         raise DeliveryError("the check run's create is not delivered yet", transient=True)
     else:
         call(client, "POST", notification.url, headers=headers, json=body, policy=policy)
+    return None
 
 
-def _created_run(session: Session, completion: Notification) -> int | str:
+def created_run(completion: StoredDelivery, siblings: Sequence[StoredDelivery]) -> int | str:
     """The id of this job's created check run, "waiting" while its create is pending, else "none"."""
     if completion.job_id is None:
         return "none"
-    creates = session.scalars(
-        select(Notification).where(
-            Notification.job_id == completion.job_id,
-            Notification.target == TARGET,
-            Notification.id != completion.id,
-        ).order_by(Notification.id.desc())
-    )
-    for row in creates:
+    for row in siblings:
         if row.payload.get("action") != "create":
             continue
-        if row.state == "sent" and "check_run_id" in row.payload:
+        if row.state is DeliveryState.SENT and "check_run_id" in row.payload:
             return int(row.payload["check_run_id"])
-        if row.state == "pending":
+        if row.state is DeliveryState.PENDING:
             return "waiting"
     return "none"
 

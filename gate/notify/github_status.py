@@ -6,12 +6,14 @@ context, so `pending` and the final state are two posts to the same context.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import httpx
 
+from gate.domain.notices import Delivery, StoredDelivery
 from gate.notify.app_auth import github_headers
 from gate.notify.messages import DESCRIPTION_MAX_CHARS
 from gate.notify.retry import RetryPolicy, call
-from gate.storage.models import Notification
 
 TARGET = "github_status"
 STATES = ("error", "failure", "pending", "success")     # GitHub's documented enum
@@ -30,9 +32,9 @@ def status_body(state: str, description: str, context: str, target_url: str) -> 
 
 
 def new_status(api_url: str, repo: str, sha: str, body: dict[str, str],
-               job_id: int | None) -> Notification:
-    """A pending row; nothing is sent until the sender picks it up."""
-    return Notification(
+               job_id: int | None) -> Delivery:
+    """A delivery to store; nothing is sent until the sender picks it up."""
+    return Delivery(
         job_id=job_id,
         target=TARGET,
         url=f"{api_url.rstrip('/')}/repos/{repo}/statuses/{sha}",
@@ -40,7 +42,15 @@ def new_status(api_url: str, repo: str, sha: str, body: dict[str, str],
     )
 
 
-def send_status(client: httpx.Client, notification: Notification, token: str,
+def send_status(client: httpx.Client, notification: StoredDelivery, token: str,
                 policy: RetryPolicy) -> None:
     call(client, "POST", notification.url, headers=github_headers(token),
          json=notification.payload["body"], policy=policy)
+
+
+def superseded(row: StoredDelivery, newer_sent: Sequence[StoredDelivery]) -> bool:
+    """A status whose newer sibling (same sha and context) went out must not be sent: sent late it
+    would overwrite it (e.g. a deferred `pending` over the final `success`). Rows are swept oldest
+    first, so in the ordinary case `pending` goes out before the final state."""
+    context = row.payload["body"]["context"]
+    return any(n.payload["body"]["context"] == context for n in newer_sent)

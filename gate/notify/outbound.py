@@ -15,8 +15,8 @@ from typing import Any
 
 import httpx
 
+from gate.domain.notices import Delivery, StoredDelivery
 from gate.notify.retry import RetryPolicy, call
-from gate.storage.models import Notification
 
 TARGET = "webhook"
 SIGNATURE_HEADER = "X-Gate-Signature-256"
@@ -39,11 +39,11 @@ def encode(body: dict[str, Any]) -> bytes:
     return json.dumps(body, sort_keys=True, separators=(",", ":")).encode()
 
 
-def new_webhook(url: str, body: dict[str, Any], job_id: int | None) -> Notification:
-    return Notification(job_id=job_id, target=TARGET, url=url, payload={"body": body})
+def new_webhook(url: str, body: dict[str, Any], job_id: int | None) -> Delivery:
+    return Delivery(job_id=job_id, target=TARGET, url=url, payload={"body": body})
 
 
-def send_webhook(client: httpx.Client, notification: Notification, secret: str | None,
+def send_webhook(client: httpx.Client, notification: StoredDelivery, secret: str | None,
                  policy: RetryPolicy) -> None:
     content = encode(notification.payload["body"])
     headers = {

@@ -21,6 +21,8 @@ from gate import notify
 from gate.errors import GateError, ManifestError, SourceError, StorageError
 from gate.services.baseline import choose_baseline
 from gate.services.sources import SourceReader, as_naive_utc
+from gate.storage import outbox
+from gate.storage.queries import job_facts
 from gate.storage.models import Job, JobEvent, JobState, Repository, Revision, RevisionStatus
 
 log = logging.getLogger(__name__)
@@ -118,7 +120,7 @@ def plan_revision(session: Session, revision: Revision, *, sources: SourceReader
     session.flush()
     for job in jobs:
         session.add(JobEvent(job_id=job.id, state="queued", detail=f"{revision.sha[:12]} vs {revision.base_sha or '-'}"))
-    notify.on_jobs_queued(session, jobs)
+    outbox.add(session, notify.on_jobs_queued([job_facts(job) for job in jobs]))
     session.commit()
     return PlanResult(jobs=jobs)
 

@@ -8,17 +8,20 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Protocol
 
 from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
-from gate import notify
 from gate.domain import JobResult, Verdict, VerdictReport
 from gate.domain.codec import to_json
+from gate.domain.notices import Delivery, JobFacts
 from gate.storage import artifacts as artifact_files
+from gate.storage import outbox
 from gate.storage.models import Job, JobEvent, JobState, Revision, RevisionStatus, utcnow
+from gate.storage.queries import job_facts
 from gate.storage.recording import extract_metrics, stage_records, verdict_record
 
 log = logging.getLogger(__name__)
@@ -30,6 +33,11 @@ class Outcome(Protocol):
     result: JobResult
     report: VerdictReport
     artifacts: list[tuple[str, Path]]
+
+
+# What to tell the world about a stored verdict (the executor passes the notifications' `on_verdict`):
+# the deliveries it returns are stored with the verdict.
+Notices = Callable[[JobFacts, VerdictReport], Sequence[Delivery]]
 
 
 def _finish(session: Session, job_id: int, attempt: int, verdict: str, error: str | None) -> Job | None:
@@ -47,7 +55,8 @@ def _finish(session: Session, job_id: int, attempt: int, verdict: str, error: st
     return session.get(Job, job_id, populate_existing=True)
 
 
-def _close(session: Session, job: Job) -> None:
+def _close(session: Session, job: Job, report: VerdictReport, fingerprint: dict | None,
+           notices: Notices | None) -> None:
     session.flush()
     open_jobs = session.scalar(
         select(func.count()).select_from(Job).where(Job.revision_id == job.revision_id, Job.state != JobState.DONE)
@@ -56,14 +65,17 @@ def _close(session: Session, job: Job) -> None:
         session.execute(update(Revision).where(Revision.id == job.revision_id).values(status=RevisionStatus.DONE))
     try:
         with session.begin_nested():   # a failing listener must not lose the verdict
-            notify.on_verdict(session, job)
+            if notices is not None:
+                outbox.add(session, notices(job_facts(job, fingerprint), report))
     except Exception:
         log.exception("job %s: a notification listener failed; the verdict is kept", job.id)
     session.commit()
 
 
-def store_outcome(session: Session, job_id: int, attempt: int, outcome: Outcome, data_dir: Path) -> bool:
-    """Store a finished job. False: the job is no longer this attempt's (nothing was written)."""
+def store_outcome(session: Session, job_id: int, attempt: int, outcome: Outcome, data_dir: Path,
+                  notices: Notices | None = None) -> bool:
+    """Store a finished job, and the deliveries `notices` makes of it, in one transaction.
+    False: the job is no longer this attempt's (nothing was written)."""
     report, result = outcome.report, outcome.result
     job = _finish(session, job_id, attempt, str(report.verdict), None)
     if job is None:
@@ -83,11 +95,12 @@ def store_outcome(session: Session, job_id: int, attempt: int, outcome: Outcome,
     for kind, path in outcome.artifacts:
         if Path(path).is_file():
             session.add(artifact_files.keep(data_dir, job.id, kind, Path(path)))
-    _close(session, job)
+    _close(session, job, report, record.fingerprint, notices)
     return True
 
 
-def store_error(session: Session, job_id: int, attempt: int, message: str) -> bool:
+def store_error(session: Session, job_id: int, attempt: int, message: str,
+                notices: Notices | None = None) -> bool:
     """End a job as `error` (the gate failed, not the kernel). Never `accept`."""
     job = _finish(session, job_id, attempt, str(Verdict.ERROR), message)
     if job is None:
@@ -96,5 +109,5 @@ def store_error(session: Session, job_id: int, attempt: int, message: str) -> bo
     record = verdict_record(report, None, kernel=job.kernel, gpu_kind=job.gpu_kind)
     record.job_id, record.revision_id = job.id, job.revision_id
     session.add(record)
-    _close(session, job)
+    _close(session, job, report, record.fingerprint, notices)
     return True

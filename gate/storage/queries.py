@@ -9,7 +9,9 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session, selectinload
 
-from gate.domain.verdict import Verdict, worst_verdict
+from gate.domain.codec import from_json
+from gate.domain.notices import JobFacts
+from gate.domain.verdict import RuleRow, Verdict, VerdictReport, worst_verdict
 from gate.storage.models import Job, Revision
 
 
@@ -126,3 +128,25 @@ def revision_detail(session: Session, revision_id: int) -> RevisionDetail | None
         committed_at=rev.committed_at, submitted_at=rev.submitted_at, status=rev.status, source=rev.source,
         kernels=rev.kernels, pull_request=rev.pull_request, error=rev.error, verdict=verdict, jobs=jobs,
     )
+
+
+def job_facts(job: Job, fingerprint: dict[str, Any] | None = None) -> JobFacts:
+    """What the messages about `job` name: its revision and repository, and the fingerprint stored
+    with its verdict (given by the caller: a queued job has none, and reading the relationship
+    here would cache its absence in the session)."""
+    revision = job.revision
+    return JobFacts(
+        job_id=job.id, kernel=job.kernel, gpu_kind=job.gpu_kind, revision_id=revision.id,
+        repo=revision.repository.name, sha=revision.sha, branch=revision.branch,
+        base_sha=revision.base_sha, pull_request=revision.pull_request,
+        fingerprint=fingerprint,
+    )
+
+
+def stored_report(job: Job) -> VerdictReport:
+    """The stored verdict; a job that ended without one reads as `error`, never as passing."""
+    record = job.verdict
+    if record is None:
+        return VerdictReport(Verdict.ERROR, job.error or "the job ended without a verdict")
+    rules = from_json(list[RuleRow], record.rules or [], path="rules")
+    return VerdictReport(Verdict(record.verdict), record.reason, rules)

@@ -12,9 +12,9 @@ from sqlalchemy import func, select
 from gate.config import Settings
 from gate.domain.verdict import Verdict
 from gate.notify import messages
-from gate.notify.listeners import job_report
 from gate.storage.db import make_engine, make_session_factory
 from gate.storage.models import Job, Repository, Revision, WebhookDelivery
+from gate.storage.queries import stored_report
 from tests.api.github_app_server import SECRET, make_pr_repo, post_event, pull_request_payload, serve, signed
 from tests.fakes.github_server import FakeGitHub, make_app_key
 from tests.service_fakes import FakePipeline, FakeSources
@@ -79,7 +79,7 @@ def test_signed_pull_request_runs_the_job_and_posts_pending_then_the_final_statu
     revision_id = reply.json()["revision_id"]
     with db() as session:
         (job,) = session.scalars(select(Job)).all()
-        expected = messages.describe(job_report(job))
+        expected = messages.describe(stored_report(job))
         revision = session.get(Revision, revision_id)
         assert revision.repository.name == "octo/flashcore" and revision.pull_request == 7
     assert pending["state"] == "pending" and pending["context"] == "gate/attn"

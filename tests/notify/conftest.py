@@ -11,7 +11,10 @@ from sqlalchemy.orm import Session
 from gate import notify
 from gate.domain.codec import to_json
 from gate.domain.verdict import VerdictReport
+from gate.notify import Listener
+from gate.storage import outbox
 from gate.storage.models import Job, Repository, Revision, VerdictRecord
+from gate.storage.queries import job_facts, stored_report
 from tests.fakes.github_server import FakeGitHub, make_app_key
 
 SHA = "3f786850e387550fdab836ed7e6dc881de23001b"
@@ -53,3 +56,14 @@ def finish(session: Session, job: Job, report: VerdictReport) -> None:
                                 gpu_kind="NVIDIA H100", verdict=report.verdict.value, reason=report.reason,
                                 rules=to_json(report.rules))
     session.flush()
+
+
+def store_queued(session: Session, listener: Listener, jobs: list[Job]) -> None:
+    """What the submission service does: the listener's deliveries for queued jobs, into the outbox."""
+    outbox.add(session, listener.jobs_queued([job_facts(job) for job in jobs]))
+
+
+def store_verdict(session: Session, listener: Listener, job: Job) -> None:
+    """What the executor does with a stored verdict: the listener's deliveries, into the outbox."""
+    fingerprint = job.verdict.fingerprint if job.verdict else None
+    outbox.add(session, listener.verdict(job_facts(job, fingerprint), stored_report(job)))

@@ -8,9 +8,10 @@ from gate.notify.app_auth import AppAuth, load_private_key
 from gate.notify.listeners import CheckRunListener
 from gate.notify.retry import RetryPolicy
 from gate.notify.sender import Sender
+from gate.services.outbox import sweep
 from gate.storage.models import Notification
 from tests.fakes.github_server import FakeGitHub
-from tests.notify.conftest import PUBLIC_URL, SHA, add_job, finish
+from tests.notify.conftest import PUBLIC_URL, SHA, add_job, finish, store_queued, store_verdict
 from tests.notify.sample_reports import REPORTS
 
 FAST = RetryPolicy(attempts=3, backoff_s=0.01)
@@ -60,15 +61,15 @@ def test_github_app_creates_then_completes_a_check_run_with_the_rule_table(
     sender = Sender(client=client, app_auth=AppAuth("1234", app_key[0], app_github.url, client), policy=FAST)
     with session_factory() as session:
         job = add_job(session)
-        listener.jobs_queued(session, [job])
+        store_queued(session, listener, [job])
         session.commit()
-    assert sender.sweep(session_factory).sent == 1
+    assert sweep(sender, session_factory).sent == 1
     with session_factory() as session:
         job = session.merge(job)
         finish(session, job, REPORTS["reject_bank_conflicts"])
-        listener.verdict(session, job)
+        store_verdict(session, listener, job)
         session.commit()
-    assert sender.sweep(session_factory).sent == 1
+    assert sweep(sender, session_factory).sent == 1
 
     (create,) = app_github.accepted("POST", "^/repos/octo/flashcore/check-runs$")
     (complete,) = app_github.accepted("PATCH", r"^/repos/octo/flashcore/check-runs/1$")
@@ -86,14 +87,14 @@ def test_completion_creates_a_completed_run_when_the_create_failed_for_good(
     listener = CheckRunListener(app_github.url, PUBLIC_URL)
     with session_factory() as session:
         job = add_job(session)
-        listener.jobs_queued(session, [job])
+        store_queued(session, listener, [job])
         session.flush()
         session.query(Notification).update({"state": "failed"})
         finish(session, job, REPORTS["accept"])
-        listener.verdict(session, job)
+        store_verdict(session, listener, job)
         session.commit()
     sender = Sender(client=client, app_auth=AppAuth("1234", app_key[0], app_github.url, client), policy=FAST)
-    assert sender.sweep(session_factory).sent == 1
+    assert sweep(sender, session_factory).sent == 1
     (created,) = app_github.accepted("POST", "/check-runs$")
     assert created.body["status"] == "completed" and created.body["conclusion"] == "success"
     assert app_github.problems == []
@@ -104,13 +105,13 @@ def test_completion_waits_while_the_create_is_still_pending(app_key, app_github,
     listener = CheckRunListener(app_github.url, PUBLIC_URL)
     with session_factory() as session:
         job = add_job(session)
-        listener.jobs_queued(session, [job])
+        store_queued(session, listener, [job])
         finish(session, job, REPORTS["accept"])
-        listener.verdict(session, job)
+        store_verdict(session, listener, job)
         session.commit()
     sender = Sender(client=client, app_auth=AppAuth("1234", app_key[0], app_github.url, client),
                     policy=RetryPolicy(attempts=1), backoff_base_s=0)
-    assert sender.sweep(session_factory).deferred == 2
-    assert sender.sweep(session_factory).sent == 2
+    assert sweep(sender, session_factory).deferred == 2
+    assert sweep(sender, session_factory).sent == 2
     taken = [r.method for r in app_github.requests if "check-runs" in r.path and r.answered < 300]
     assert taken == ["POST", "PATCH"]

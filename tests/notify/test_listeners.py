@@ -9,11 +9,11 @@ from gate.notify.listeners import (
     GitHubStatusListener,
     WebhookListener,
     configure,
-    job_report,
     verdict_event,
 )
 from gate.storage.models import Notification
-from tests.notify.conftest import PUBLIC_URL, SHA, add_job, finish
+from gate.storage.queries import job_facts, stored_report
+from tests.notify.conftest import PUBLIC_URL, SHA, add_job, finish, store_queued, store_verdict
 from tests.notify.sample_reports import REPORTS
 
 API = "https://api.github.example"
@@ -27,7 +27,7 @@ def test_queued_jobs_store_one_pending_status_per_kernel_context(session_factory
     listener = GitHubStatusListener(API, PUBLIC_URL)
     with session_factory() as session:
         jobs = [add_job(session, kernel="a"), add_job(session, kernel="b")]
-        listener.jobs_queued(session, jobs)
+        store_queued(session, listener, jobs)
         rows = _rows(session)
     assert [r.payload["body"]["context"] for r in rows] == ["gate/a", "gate/b"]
     assert {r.payload["body"]["state"] for r in rows} == {"pending"}
@@ -41,7 +41,7 @@ def test_verdict_stores_the_final_state_description_and_target_url(session_facto
     with session_factory() as session:
         job = add_job(session)
         finish(session, job, REPORTS["reject_bank_conflicts"])
-        listener.verdict(session, job)
+        store_verdict(session, listener, job)
         (row,) = _rows(session)
     body = row.payload["body"]
     assert body["state"] == "failure"
@@ -54,8 +54,8 @@ def test_incomplete_verdict_is_stored_as_error_never_success(session_factory):
     with session_factory() as session:
         job = add_job(session)
         finish(session, job, REPORTS["incomplete"])
-        GitHubStatusListener(API, PUBLIC_URL).verdict(session, job)
-        CheckRunListener(API, PUBLIC_URL).verdict(session, job)
+        store_verdict(session, GitHubStatusListener(API, PUBLIC_URL), job)
+        store_verdict(session, CheckRunListener(API, PUBLIC_URL), job)
         status, check = _rows(session)
     assert status.payload["body"]["state"] == "error"
     assert check.payload["body"]["conclusion"] == "action_required"
@@ -65,14 +65,14 @@ def test_job_without_a_verdict_reads_as_error(session_factory):
     with session_factory() as session:
         job = add_job(session)
         job.error = "worker lost"
-        assert job_report(job) == VerdictReport(Verdict.ERROR, "worker lost")
+        assert stored_report(job) == VerdictReport(Verdict.ERROR, "worker lost")
 
 
 def test_local_repository_gets_no_github_notifications(session_factory):
     with session_factory() as session:
         job = add_job(session, repo="flashcore")          # a path's name, not owner/name
-        GitHubStatusListener(API, PUBLIC_URL).jobs_queued(session, [job])
-        CheckRunListener(API, PUBLIC_URL).jobs_queued(session, [job])
+        store_queued(session, GitHubStatusListener(API, PUBLIC_URL), [job])
+        store_queued(session, CheckRunListener(API, PUBLIC_URL), [job])
         assert _rows(session) == []
 
 
@@ -80,7 +80,7 @@ def test_check_run_completion_carries_conclusion_title_and_rule_table(session_fa
     with session_factory() as session:
         job = add_job(session)
         finish(session, job, REPORTS["reject_latency"])
-        CheckRunListener(API, PUBLIC_URL).verdict(session, job)
+        store_verdict(session, CheckRunListener(API, PUBLIC_URL), job)
         (row,) = _rows(session)
     body = row.payload["body"]
     assert row.payload["action"] == "complete"
@@ -93,9 +93,9 @@ def test_webhook_listener_stores_the_verdict_for_every_url(session_factory):
     with session_factory() as session:
         job = add_job(session)
         finish(session, job, REPORTS["accept"])
-        WebhookListener(["http://a/hook", "http://b/hook"], PUBLIC_URL).verdict(session, job)
+        store_verdict(session, WebhookListener(["http://a/hook", "http://b/hook"], PUBLIC_URL), job)
         rows = _rows(session)
-        event = verdict_event(job, PUBLIC_URL)
+        event = verdict_event(job_facts(job, job.verdict.fingerprint), stored_report(job), PUBLIC_URL)
     assert [r.url for r in rows] == ["http://a/hook", "http://b/hook"]
     assert rows[0].payload["body"] == event
     assert event["verdict"] == "accept" and event["revision"]["sha"] == SHA

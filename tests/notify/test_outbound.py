@@ -6,6 +6,8 @@ import httpx
 from gate.notify import outbound
 from gate.notify.retry import RetryPolicy
 from gate.notify.sender import Sender
+from gate.services.outbox import sweep
+from gate.storage import outbox
 from tests.fakes.github_server import FakeGitHub
 
 FAST = RetryPolicy(attempts=3, backoff_s=0.01)
@@ -29,10 +31,10 @@ def test_signed_webhook_is_retried_after_5xx_and_accepted_by_the_receiver(sessio
     with FakeGitHub(webhook_secret="hook-secret") as receiver, httpx.Client() as client:
         receiver.fail("POST", "^/hooks/ci", status=503, times=2)
         with session_factory() as session:
-            session.add(outbound.new_webhook(f"{receiver.url}/hooks/ci", {"verdict": "reject"}, None))
+            outbox.add(session, [outbound.new_webhook(f"{receiver.url}/hooks/ci", {"verdict": "reject"}, None)])
             session.commit()
         sender = Sender(client=client, webhook_secret="hook-secret", policy=FAST)
-        result = sender.sweep(session_factory)
+        result = sweep(sender, session_factory)
         assert result.sent == 1
         accepted = receiver.accepted("POST", "^/hooks/ci")
         assert len(accepted) == 1 and accepted[0].body == {"verdict": "reject"}
@@ -43,8 +45,8 @@ def test_signed_webhook_is_retried_after_5xx_and_accepted_by_the_receiver(sessio
 def test_webhook_signed_with_the_wrong_secret_is_refused_and_not_retried(session_factory):
     with FakeGitHub(webhook_secret="right") as receiver, httpx.Client() as client:
         with session_factory() as session:
-            session.add(outbound.new_webhook(f"{receiver.url}/hooks/ci", {"verdict": "accept"}, None))
+            outbox.add(session, [outbound.new_webhook(f"{receiver.url}/hooks/ci", {"verdict": "accept"}, None)])
             session.commit()
-        result = Sender(client=client, webhook_secret="wrong", policy=FAST).sweep(session_factory)
+        result = sweep(Sender(client=client, webhook_secret="wrong", policy=FAST), session_factory)
         assert result.failed == 1
         assert len(receiver.requests) == 1

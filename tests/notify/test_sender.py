@@ -6,6 +6,8 @@ import pytest
 from gate.notify import github_status
 from gate.notify.retry import RetryPolicy
 from gate.notify.sender import Sender
+from gate.services.outbox import claim_and_deliver, sweep
+from gate.storage import outbox
 from gate.storage.models import Notification, utcnow
 from tests.notify.conftest import SHA
 
@@ -16,8 +18,7 @@ STATUS_PATH = f"^/repos/octo/flashcore/statuses/{SHA}$"
 def _store_status(session_factory, api_url: str, state: str, context: str = "gate/k") -> int:
     body = github_status.status_body(state, f"{state} text", context, "https://gate.example.com/revisions/1")
     with session_factory() as session:
-        row = github_status.new_status(api_url, "octo/flashcore", SHA, body, None)
-        session.add(row)
+        (row,) = outbox.add(session, [github_status.new_status(api_url, "octo/flashcore", SHA, body, None)])
         session.commit()
         return row.id
 
@@ -35,7 +36,7 @@ def client():
 
 def test_status_reaches_github_with_documented_headers_and_body(session_factory, github, client):
     row_id = _store_status(session_factory, github.url, "success")
-    assert Sender(client=client, github_token="test-token", policy=FAST).sweep(session_factory).sent == 1
+    assert sweep(Sender(client=client, github_token="test-token", policy=FAST), session_factory).sent == 1
     (request,) = github.accepted("POST", STATUS_PATH)
     assert request.headers["authorization"] == "Bearer test-token"
     assert request.body["state"] == "success" and request.body["context"] == "gate/k"
@@ -47,8 +48,8 @@ def test_two_502s_then_success_delivers_the_status_exactly_once(session_factory,
     github.fail("POST", "/statuses/", status=502, times=2)
     row_id = _store_status(session_factory, github.url, "failure")
     sender = Sender(client=client, github_token="test-token", policy=FAST)
-    assert sender.sweep(session_factory).sent == 1
-    assert sender.sweep(session_factory).sent == 0          # a sent row is never sent again
+    assert sweep(sender, session_factory).sent == 1
+    assert sweep(sender, session_factory).sent == 0          # a sent row is never sent again
     assert [r.answered for r in github.requests] == [502, 502, 201]
     assert len(github.accepted("POST", STATUS_PATH)) == 1
     assert _row(session_factory, row_id).attempts == 1
@@ -57,7 +58,7 @@ def test_two_502s_then_success_delivers_the_status_exactly_once(session_factory,
 def test_secondary_rate_limit_waits_retry_after_then_succeeds(session_factory, github, client):
     github.rate_limit("POST", "/statuses/", retry_after_s=1)
     _store_status(session_factory, github.url, "success")
-    Sender(client=client, github_token="test-token", policy=FAST).sweep(session_factory)
+    sweep(Sender(client=client, github_token="test-token", policy=FAST), session_factory)
     assert [r.answered for r in github.requests] == [403, 201]
 
 
@@ -65,7 +66,7 @@ def test_long_retry_after_defers_the_row_to_a_later_sweep(session_factory, githu
     github.rate_limit("POST", "/statuses/", retry_after_s=120)
     row_id = _store_status(session_factory, github.url, "success")
     before = utcnow()
-    result = Sender(client=client, github_token="test-token", policy=FAST).sweep(session_factory)
+    result = sweep(Sender(client=client, github_token="test-token", policy=FAST), session_factory)
     assert result.deferred == 1 and len(github.requests) == 1     # not slept in the call
     row = _row(session_factory, row_id)
     assert row.state == "pending" and row.next_attempt_at >= before + timedelta(seconds=119)
@@ -76,15 +77,15 @@ def test_unreachable_github_leaves_the_row_pending_and_a_later_sweep_sends_it(se
     row_id = _store_status(session_factory, dead_url, "success")
     now = [utcnow()]
     sender = Sender(client=client, github_token="test-token", policy=FAST, clock=lambda: now[0])
-    assert sender.sweep(session_factory).deferred == 1
+    assert sweep(sender, session_factory).deferred == 1
     row = _row(session_factory, row_id)
     assert row.state == "pending" and row.attempts == 1 and "ConnectError" in row.last_error
-    assert sender.sweep(session_factory).deferred == 0              # not due yet: backoff
+    assert sweep(sender, session_factory).deferred == 0              # not due yet: backoff
     with session_factory() as session:                              # GitHub is back
         session.get(Notification, row_id).url = row.url.replace(dead_url, github.url)
         session.commit()
     now[0] += timedelta(seconds=31)
-    assert sender.sweep(session_factory).sent == 1
+    assert sweep(sender, session_factory).sent == 1
     assert len(github.accepted("POST", STATUS_PATH)) == 1
 
 
@@ -94,7 +95,7 @@ def test_validation_error_is_failed_for_good_not_retried(session_factory, github
         row = session.get(Notification, row_id)
         row.payload = {**row.payload, "body": {**row.payload["body"], "state": "neutral"}}
         session.commit()
-    assert Sender(client=client, github_token="test-token", policy=FAST).sweep(session_factory).failed == 1
+    assert sweep(Sender(client=client, github_token="test-token", policy=FAST), session_factory).failed == 1
     assert len(github.requests) == 1 and "state 'neutral'" in github.problems[0]
 
 
@@ -103,8 +104,8 @@ def test_row_out_of_attempts_is_marked_failed(session_factory, github, client):
     row_id = _store_status(session_factory, github.url, "success")
     sender = Sender(client=client, github_token="test-token", policy=RetryPolicy(attempts=1),
                     max_attempts=2, backoff_base_s=0)
-    sender.sweep(session_factory)
-    sender.sweep(session_factory)
+    sweep(sender, session_factory)
+    sweep(sender, session_factory)
     assert _row(session_factory, row_id).state == "failed"
 
 
@@ -113,8 +114,8 @@ def test_late_pending_is_superseded_by_the_final_state_already_sent(session_fact
     pending_id = _store_status(session_factory, github.url, "pending")
     final_id = _store_status(session_factory, github.url, "success")
     sender = Sender(client=client, github_token="test-token", policy=RetryPolicy(attempts=1), backoff_base_s=0)
-    sender.sweep(session_factory)                    # pending: 500, deferred; success: sent
-    sender.sweep(session_factory)                    # pending must not overwrite success
+    sweep(sender, session_factory)                    # pending: 500, deferred; success: sent
+    sweep(sender, session_factory)                    # pending must not overwrite success
     assert _row(session_factory, final_id).state == "sent"
     assert _row(session_factory, pending_id).state == "superseded"
     assert [r.body["state"] for r in github.accepted("POST", STATUS_PATH)] == ["success"]
@@ -123,7 +124,7 @@ def test_late_pending_is_superseded_by_the_final_state_already_sent(session_fact
 def test_pending_and_final_go_out_oldest_first(session_factory, github, client):
     _store_status(session_factory, github.url, "pending")
     _store_status(session_factory, github.url, "failure")
-    Sender(client=client, github_token="test-token", policy=FAST).sweep(session_factory)
+    sweep(Sender(client=client, github_token="test-token", policy=FAST), session_factory)
     assert [r.body["state"] for r in github.accepted("POST", STATUS_PATH)] == ["pending", "failure"]
 
 
@@ -133,8 +134,8 @@ def test_a_row_claimed_by_one_sweeper_is_skipped_by_another(session_factory, git
     second = Sender(client=client, github_token="test-token", policy=FAST)
     now = utcnow()
     with session_factory() as one, session_factory() as two:
-        assert first._claim_and_deliver(one, row_id, now) == "sent"
-        assert second._claim_and_deliver(two, row_id, now) is None
+        assert claim_and_deliver(first, one, row_id, now) == "sent"
+        assert claim_and_deliver(second, two, row_id, now) is None
     assert len(github.accepted("POST", STATUS_PATH)) == 1
 
 

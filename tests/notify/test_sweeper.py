@@ -1,19 +1,21 @@
 import httpx
 
-from gate.notify import github_status, sweeper
+from gate.notify import github_status
+from gate.services import outbox as sweeper
+from gate.storage import outbox
 from gate.notify.retry import RetryPolicy
 from gate.notify.sender import Sender
 from tests.notify.conftest import SHA
 
 
 def test_wake_waits_for_the_outermost_commit_not_a_savepoint(session_factory):
-    sweeper._due.clear()
+    outbox._due.clear()
     with session_factory() as session:
         with session.begin_nested():          # the executor calls listeners inside a SAVEPOINT
-            sweeper.wake_after_commit(session)
-        assert not sweeper._due.is_set()
+            outbox.wake_after_commit(session)
+        assert not outbox._due.is_set()
         session.commit()
-    assert sweeper._due.is_set()
+    assert outbox._due.is_set()
 
 
 def test_running_sweeper_delivers_a_row_soon_after_its_commit(session_factory, github):
@@ -22,8 +24,7 @@ def test_running_sweeper_delivers_a_row_soon_after_its_commit(session_factory, g
     try:
         body = github_status.status_body("pending", "queued", "gate/k", "https://gate.example.com/revisions/1")
         with session_factory() as session:
-            session.add(github_status.new_status(github.url, "octo/flashcore", SHA, body, None))
-            sweeper.wake_after_commit(session)
+            outbox.add(session, [github_status.new_status(github.url, "octo/flashcore", SHA, body, None)])
             session.commit()
         github.wait_for(lambda: github.accepted("POST", "/statuses/"), timeout_s=5)   # not the 60 s poll
     finally:

@@ -28,10 +28,12 @@ def test_plan_creates_one_queued_job_per_kernel_and_notifies(session_factory):
     seen = []
 
     class Listener:
-        def jobs_queued(self, session, jobs):
+        def jobs_queued(self, jobs):
             seen.extend(j.kernel for j in jobs)
+            return []
 
-        def verdict(self, session, job): ...
+        def verdict(self, job, report):
+            return []
 
     notify.register(Listener())
     try:

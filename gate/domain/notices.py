@@ -1,0 +1,73 @@
+"""Values that cross between the notifications and the storage without either importing the other.
+
+    JobFacts          what a message about a job needs, read once from its rows by the storage
+    Delivery          an outbound message a listener made: stored (the outbox) before it is sent
+    StoredDelivery    a delivery read back from the outbox: its id and how often it was tried
+    DeliveryResult    what sending a stored delivery did, for the storage to record on its row
+
+The executor hands `JobFacts` and the `VerdictReport` to `gate.notify`, and the deliveries it gets
+back to `gate.storage.outbox`, inside the verdict's transaction.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+
+
+class DeliveryState(StrEnum):
+    PENDING = "pending"            # waiting for its `next_attempt_at`
+    SENT = "sent"                  # delivered; never sent again
+    FAILED = "failed"              # refused for good, or out of attempts
+    SUPERSEDED = "superseded"      # a newer message for the same place was already sent
+
+
+@dataclass(frozen=True)
+class JobFacts:
+    """One job of one revision, as the messages about it name it."""
+
+    job_id: int
+    kernel: str
+    gpu_kind: str                  # the job's routing key ("any" = first free GPU)
+    revision_id: int
+    repo: str                      # `Repository.name`: "owner/name" for a GitHub repository
+    sha: str
+    branch: str | None = None
+    base_sha: str | None = None
+    pull_request: int | None = None
+    fingerprint: dict[str, Any] | None = None   # the stored verdict's fingerprint JSON
+
+
+@dataclass(frozen=True)
+class Delivery:
+    """An outbound message: where it goes, what it carries, which job it is about."""
+
+    target: str                    # github_status | check_run | webhook
+    url: str
+    payload: dict[str, Any]
+    job_id: int | None = None
+
+
+@dataclass(frozen=True)
+class StoredDelivery:
+    id: int
+    target: str
+    url: str
+    payload: dict[str, Any]
+    job_id: int | None
+    state: DeliveryState
+    attempts: int
+
+
+@dataclass(frozen=True)
+class DeliveryResult:
+    """The row's new state; None leaves a field as it is."""
+
+    state: DeliveryState
+    attempts: int
+    last_error: str | None = None
+    next_attempt_at: datetime | None = None
+    sent_at: datetime | None = None
+    payload: dict[str, Any] | None = None

@@ -1,0 +1,111 @@
+"""Sending the outbox: claim each due row in the storage, send it through `gate.notify`, record what
+became of it in the storage. The only place that holds both sides of a delivery.
+
+A `Sweeper` daemon thread sweeps every few seconds, and at once after a transaction that stored
+deliveries commits (so `pending` reaches GitHub promptly).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from sqlalchemy.orm import Session
+
+from gate.config import Settings
+from gate.domain.notices import DeliveryState, StoredDelivery
+from gate.notify.sender import Sender
+from gate.storage import outbox
+
+log = logging.getLogger(__name__)
+
+SWEEP_INTERVAL_S = 5.0
+LEASE_S = 300.0             # longer than one row's in-call retries can take
+
+
+@dataclass(frozen=True)
+class SweepResult:
+    sent: int = 0
+    deferred: int = 0       # still pending, retried by a later sweep
+    failed: int = 0
+    superseded: int = 0
+
+
+_COUNTED = {DeliveryState.SENT: "sent", DeliveryState.PENDING: "deferred", DeliveryState.FAILED: "failed",
+            DeliveryState.SUPERSEDED: "superseded"}
+
+
+class _SessionOutbox:
+    """`notify.sender.OutboxView` answered from the outbox through one session."""
+
+    def __init__(self, session: Session):
+        self.session = session
+
+    def newer_sent(self, row: StoredDelivery) -> Sequence[StoredDelivery]:
+        return outbox.newer_sent(self.session, row)
+
+    def job_siblings(self, row: StoredDelivery) -> Sequence[StoredDelivery]:
+        return outbox.job_siblings(self.session, row)
+
+
+def sweep(sender: Sender, session_factory: Callable[[], Session], limit: int = 100) -> SweepResult:
+    """Send every due pending row, oldest first. Safe to run from several places at once."""
+    now = sender.clock()
+    with session_factory() as session:
+        due = outbox.due_ids(session, now, limit)
+    counts = dict.fromkeys(_COUNTED.values(), 0)
+    for row_id in due:
+        with session_factory() as session:
+            outcome = claim_and_deliver(sender, session, row_id, now)
+        if outcome:
+            counts[outcome] += 1
+    return SweepResult(**counts)
+
+
+def claim_and_deliver(sender: Sender, session: Session, row_id: int, now: datetime) -> str | None:
+    """Claim one row, send it, record the outcome; None when another sweeper took it first."""
+    row = outbox.claim(session, row_id, now, LEASE_S)
+    if row is None:
+        return None
+    result = sender.deliver(row, _SessionOutbox(session))
+    outbox.record(session, row_id, result)
+    session.commit()
+    return _COUNTED[result.state]
+
+
+class Sweeper:
+    """Runs `sweep(sender, session_factory)` until `stop()`; a failed sweep is logged, not fatal."""
+
+    def __init__(self, sender: Sender, session_factory: Callable[[], Session],
+                 interval_s: float = SWEEP_INTERVAL_S):
+        self.sender = sender
+        self.session_factory = session_factory
+        self.interval_s = interval_s
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="gate-notify-sweeper", daemon=True)
+
+    def start(self) -> Sweeper:
+        self._thread.start()
+        return self
+
+    def stop(self, timeout_s: float = 10.0) -> None:
+        self._stop.set()
+        outbox.wake_all()
+        self._thread.join(timeout_s)
+        self.sender.client.close()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                sweep(self.sender, self.session_factory)
+            except Exception:     # the database may be briefly away; the next sweep retries
+                log.exception("notification sweep failed")
+            outbox.wait_due(self.interval_s)
+
+
+def start_sweeper(settings: Settings, session_factory: Callable[[], Session]) -> Sweeper:
+    """Start the thread that delivers stored notifications; call `.stop()` at shutdown."""
+    return Sweeper(Sender.from_settings(settings), session_factory).start()
