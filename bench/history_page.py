@@ -9,7 +9,7 @@ median and p95 of the server time over repeated requests:
 - miss: a new revision with its verdict and metrics (a copy of the newest one's) is stored before
   each request (not timed), so every request is the first view after a new verdict;
 - cold, racing: the first request of a freshly started app, sent as soon as it has started, while
-  its history warm-up (`gate/api/history_warmup.py`) is still reading: a restart under load;
+  its history warm-up (`gate/api/series_warmup.py`) is still reading: a restart under load;
 - cold, warmed: the first request of a freshly started app sent once its warm-up has finished.
   Both are first views: the page cache is empty, so the page is built.
 
@@ -76,7 +76,7 @@ def main() -> None:
         with TestClient(create_app(settings, embedded_executor=False)) as client:
             racing += _times_ms(client, url, 1)
         with TestClient(create_app(settings, embedded_executor=False)) as client:
-            client.app.state.history_warmup.done.wait()
+            client.app.state.series_warmup.done.wait()
             warmed += _times_ms(client, url, 1)
     with TestClient(create_app(settings, embedded_executor=False)) as client:
         response = client.get(url)

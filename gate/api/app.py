@@ -11,7 +11,7 @@ from starlette.concurrency import run_in_threadpool
 from gate.api.context import GateContext, NoExecutor
 from gate import notify
 from gate.api import pages
-from gate.api.history_warmup import HistoryWarmup
+from gate.api.series_warmup import SeriesWarmup
 from gate.api.page_cache import PageCache
 from gate.api.routes import artifacts, github, health, kernels, revisions
 from gate.api.telemetry import make_registry
@@ -20,7 +20,7 @@ from gate.executors.base import Executor, GateJob, JobEnvironment, load_gate_job
 from gate.services.outbox import start_sweeper
 from gate.services.sources import MirrorSources, SourceReader
 from gate.storage.db import make_engine, make_session_factory
-from gate.storage.history_store import HistoryStore
+from gate.storage.series_cache import SeriesCache
 
 ROUTERS = [revisions.router, kernels.router, artifacts.router, github.router, health.router, pages.router]
 
@@ -51,8 +51,8 @@ def create_app(settings: Settings | None = None, *, gate_job: GateJob | None = N
                               data_dir=settings.data_dir, options=settings.run_options(),
                               mirror=getattr(sources, "mirror", None))
 
-    store = HistoryStore()
-    warmup = HistoryWarmup(session_factory, store, max_points=pages.PAGE_POINTS)
+    store = SeriesCache()
+    warmup = SeriesWarmup(session_factory, store, max_points=pages.PAGE_POINTS)
     gate = GateContext(settings=settings, engine=engine, session_factory=session_factory, sources=sources,
                        executor=executor or _executor(settings, env_factory, embedded_executor))
 
@@ -79,8 +79,8 @@ def create_app(settings: Settings | None = None, *, gate_job: GateJob | None = N
     app.state.gate = gate
     app.state.metrics_registry = make_registry(session_factory)
     app.state.page_cache = PageCache()
-    app.state.history_store = store
-    app.state.history_warmup = warmup
+    app.state.series_cache = store
+    app.state.series_warmup = warmup
     for router in ROUTERS:
         app.include_router(router)
     app.mount("/static", pages.static_files, name="static")

@@ -11,7 +11,7 @@ from sqlalchemy.orm import Session
 from gate.api.auth import require_write_token
 from gate.api.context import GateContext
 from gate.config import Settings
-from gate.storage.history_store import HistoryStore
+from gate.storage.series_cache import SeriesCache
 
 
 def get_gate(request: Request) -> GateContext:
@@ -27,12 +27,12 @@ def get_session(request: Request) -> Iterator[Session]:
         yield session
 
 
-def get_history_store(request: Request) -> HistoryStore:
-    return request.app.state.history_store
+def get_series_cache(request: Request) -> SeriesCache:
+    return request.app.state.series_cache
 
 
 GateDep = Annotated[GateContext, Depends(get_gate)]
 SettingsDep = Annotated[Settings, Depends(get_settings_dep)]
 SessionDep = Annotated[Session, Depends(get_session)]
-HistoryStoreDep = Annotated[HistoryStore, Depends(get_history_store)]
+SeriesCacheDep = Annotated[SeriesCache, Depends(get_series_cache)]
 WriteAuth = Depends(require_write_token)

@@ -19,14 +19,14 @@ from markupsafe import Markup
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from gate.api.deps import HistoryStoreDep, SessionDep
+from gate.api.deps import SeriesCacheDep, SessionDep
 from gate.domain.verdict import Verdict
 from gate.figures.kernel_page import PEER_METRIC, kernel_charts, wanted_traces
 from gate.figures.palette import VERDICT_COLOR
 from gate.figures.revision import compare_figure, ncu_figure, sass_figure, timing_figure
 from gate.figures.revision_table import revision_table
-from gate.storage import history
-from gate.storage.history_store import HistoryStore
+from gate.storage import dashboard, kernel_series
+from gate.storage.series_cache import SeriesCache
 from gate.storage.models import Revision
 from gate.storage.queries import revision_detail
 
@@ -57,38 +57,38 @@ def _render(request: Request, session: Session, name: str, **context: object) ->
 @router.get("/", response_class=HTMLResponse)
 def overview(request: Request, session: SessionDep) -> HTMLResponse:
     """Every kernel's latest verdict per GPU kind, the queue, recent revisions."""
-    return _render(request, session, "index.html", kernels=history.kernel_overview(session),
-                   queue=history.queue(session), revisions=history.recent_revisions(session))
+    return _render(request, session, "index.html", kernels=dashboard.kernel_overview(session),
+                   queue=dashboard.queue(session), revisions=dashboard.recent_revisions(session))
 
 
 @router.get("/kernels/{name}", response_class=HTMLResponse)
-def kernel_page(request: Request, session: SessionDep, store: HistoryStoreDep, name: str,
+def kernel_page(request: Request, session: SessionDep, store: SeriesCacheDep, name: str,
                 gpu: Annotated[str | None, Query()] = None,
                 shape: Annotated[str | None, Query()] = None) -> HTMLResponse:
     """A kernel's history per metric group on one GPU kind, optionally one shape."""
     # Reading and bucketing 10,000 revisions costs more than the page's 200 ms budget; the result
     # changes only when a verdict (with its metrics) is stored, which the version sees.
-    key = ("kernel", name, gpu, shape, history.data_version(session, name))
+    key = ("kernel", name, gpu, shape, kernel_series.data_version(session, name))
     view = request.app.state.page_cache.get_or_build(
         key, lambda: _kernel_view(session, store, name, gpu, shape))
     return _render(request, session, "kernel.html", **view)
 
 
-def _kernel_view(session: Session, store: HistoryStore, name: str, gpu: str | None,
+def _kernel_view(session: Session, store: SeriesCache, name: str, gpu: str | None,
                  shape: str | None) -> dict:
     """The kernel template's context, each chart's figure already serialized to page-safe JSON."""
-    gpus = history.kernel_gpu_kinds(session, name)
+    gpus = kernel_series.kernel_gpu_kinds(session, name)
     if not gpus:
         raise HTTPException(404, f"no verdicts for kernel {name!r}")
     gpu = gpu if gpu in gpus else gpus[0]
-    shapes = history.kernel_shapes(session, name, gpu)
+    shapes = kernel_series.kernel_shapes(session, name, gpu)
     chosen = [shape] if shape in shapes else shapes
-    hist = history.kernel_history(session, name, gpu,
-                                  wanted_traces(chosen, history.kernel_archs(session, name, gpu)),
+    hist = kernel_series.kernel_history(session, name, gpu,
+                                  wanted_traces(chosen, kernel_series.kernel_archs(session, name, gpu)),
                                   max_points=PAGE_POINTS, store=store)
-    peers = {key: history.peer_levels(session, name, gpu, metric, chosen)
+    peers = {key: kernel_series.peer_levels(session, name, gpu, metric, chosen)
              for key, metric in PEER_METRIC.items()}
-    charts = kernel_charts(hist, history.latest_rules(session, name, gpu), peers)
+    charts = kernel_charts(hist, kernel_series.latest_rules(session, name, gpu), peers)
     return {"kernel": name, "gpu": gpu, "gpus": gpus, "shape": shape if shape in shapes else "",
             "shapes": shapes, "history": hist,
             "revisions": figure_json(revision_table(hist.details)),

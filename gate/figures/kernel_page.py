@@ -6,8 +6,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from gate.changepoints import detect
-from gate.figures.history import HistoryChart, Line, history_figure
-from gate.storage.history import KernelHistory, SeriesHistory
+from gate.figures.series_charts import HistoryChart, Line, history_figure
+from gate.read_models.kernel_series import KernelHistory, SeriesHistory
 
 
 @dataclass(frozen=True)

@@ -1,9 +1,8 @@
-"""Read models: everything the API and the pages show about a revision, in one loaded structure."""
+"""A revision with everything the API and the pages show about it, loaded once (`RevisionDetail`);
+the facts and the stored report the notifications need of a job."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any
 
 from sqlalchemy import select
@@ -12,83 +11,15 @@ from sqlalchemy.orm import Session, selectinload
 from gate.domain.codec import from_json
 from gate.domain.notices import JobFacts
 from gate.domain.verdict import RuleRow, Verdict, VerdictReport, worst_verdict
+from gate.read_models.revision import (
+    ArtifactDetail,
+    EventDetail,
+    JobDetail,
+    RevisionDetail,
+    StageDetail,
+    VerdictDetail,
+)
 from gate.storage.models import Job, Revision
-
-
-@dataclass
-class VerdictDetail:
-    verdict: str
-    reason: str
-    gpu_kind: str
-    rules: list[dict[str, Any]]
-    fingerprint: dict[str, Any] | None
-    created_at: datetime
-
-
-@dataclass
-class StageDetail:
-    side: str
-    stage: str
-    status: str
-    reason: str | None
-    duration_s: float | None
-    payload: dict[str, Any] | None
-
-
-@dataclass
-class ArtifactDetail:
-    id: int
-    kind: str
-    path: str
-    size_bytes: int
-
-
-@dataclass
-class EventDetail:
-    state: str
-    detail: str | None
-    at: datetime
-
-
-@dataclass
-class JobDetail:
-    id: int
-    kernel: str
-    gpu_kind: str
-    state: str
-    attempts: int
-    worker: str | None
-    progress: str | None
-    error: str | None
-    queued_at: datetime
-    started_at: datetime | None
-    finished_at: datetime | None
-    verdict: VerdictDetail | None
-    stages: list[StageDetail] = field(default_factory=list)
-    artifacts: list[ArtifactDetail] = field(default_factory=list)
-    events: list[EventDetail] = field(default_factory=list)
-
-
-@dataclass
-class RevisionDetail:
-    id: int
-    repo: str
-    repo_url: str
-    sha: str
-    branch: str | None
-    base_sha: str | None
-    parent_sha: str | None
-    author: str | None
-    message: str | None
-    committed_at: datetime | None
-    submitted_at: datetime
-    status: str
-    source: str
-    kernels: list[str] | None
-    pull_request: int | None
-    error: str | None
-    verdict: str | None            # worst over the jobs once done; "error" when planning failed
-    jobs: list[JobDetail] = field(default_factory=list)
 
 
 def _job(job: Job) -> JobDetail:

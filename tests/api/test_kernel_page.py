@@ -42,7 +42,7 @@ def test_kernel_page_charts_a_verdict_stored_after_its_history_was_held(make_cli
     page = client.get(f"/kernels/{KERNEL}", params={"shape": SHAPE}).text
     assert '"ffffffff"' in page        # the new revision's sha, in the hover table
     assert "12345" in page             # its latency, a point of the chart
-    assert client.app.state.history_store.full_reads == 1   # read incrementally
+    assert client.app.state.series_cache.full_reads == 1   # read incrementally
 
 
 def test_kernel_page_caches_each_filter_apart(make_client, session_factory):  # noqa: ANN001
@@ -66,9 +66,9 @@ def test_histories_are_read_at_start_and_the_first_view_reads_nothing_again(make
                                                                              session_factory):
     _seed(session_factory, 12)
     client = make_client(embedded_executor=False)
-    warmup = client.app.state.history_warmup
+    warmup = client.app.state.series_warmup
     assert warmup.done.wait(10)
-    store = client.app.state.history_store
+    store = client.app.state.series_cache
     assert warmup.warmed and store.full_reads == len(warmup.warmed)
     assert "12 revisions on" in client.get(f"/kernels/{KERNEL}").text
     assert store.full_reads == len(warmup.warmed)        # served from the held history
@@ -78,7 +78,7 @@ def test_a_view_racing_the_warm_up_shows_the_whole_history(make_client, session_
     _seed(session_factory, 12)
     client = make_client(embedded_executor=False)
     page = client.get(f"/kernels/{KERNEL}").text          # whether warm-up has finished or not
-    client.app.state.history_warmup.done.wait(10)
+    client.app.state.series_warmup.done.wait(10)
     assert "12 revisions on" in page
     assert page == client.get(f"/kernels/{KERNEL}").text  # same data version: one page
     _add_verdict(session_factory, "reject", latency_us=12345.0)

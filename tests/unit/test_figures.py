@@ -6,10 +6,10 @@ import numpy as np
 import plotly.graph_objects as go
 import pytest
 
-from gate.figures.history import HistoryChart, Line, history_figure
+from gate.figures.series_charts import HistoryChart, Line, history_figure
 from gate.figures.kernel_page import kernel_charts
 from gate.figures.revision import ncu_figure, sass_figure, timing_figure
-from gate.storage.history import KernelHistory, SeriesHistory
+from gate.read_models.kernel_series import KernelHistory, SeriesHistory
 
 
 def _series(values: list[float], verdicts: list[str], name: str = "latency_median_us",
@@ -82,7 +82,7 @@ def test_ncu_and_sass_figures_are_valid_plotly():
 
 
 def test_rounded_keeps_significant_digits_of_the_largest_value():
-    from gate.figures.history import rounded
+    from gate.figures.series_charts import rounded
     assert rounded([57.741063834676616, 2350.123456, 0.0]) == [57.7, 2350.1, 0.0]
     assert rounded([0.0123456, 0.00101]) == [0.012346, 0.00101]
     assert rounded([]) == []

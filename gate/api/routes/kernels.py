@@ -8,9 +8,10 @@ from typing import Annotated
 from fastapi import APIRouter, HTTPException, Query
 from pydantic import BaseModel
 
-from gate.api.deps import HistoryStoreDep, SessionDep
+from gate.api.deps import SeriesCacheDep, SessionDep
 from gate.changepoints import detect
-from gate.storage import history
+from gate.read_models.kernel_series import history_points
+from gate.storage import dashboard, kernel_series
 
 router = APIRouter(prefix="/api/v1", tags=["kernels"])
 
@@ -73,36 +74,36 @@ def list_kernels(session: SessionDep) -> list[KernelOut]:
     """Every kernel with its latest verdict per GPU kind."""
     return [KernelOut(name=k.name, revisions=k.revisions,
                       latest=[LatestVerdictOut(**v.__dict__) for v in k.latest])
-            for k in history.kernel_overview(session)]
+            for k in dashboard.kernel_overview(session)]
 
 
 @router.get("/kernels/{name}/history", response_model=HistoryOut)
-def kernel_history(session: SessionDep, store: HistoryStoreDep, name: str, metric: str,
+def kernel_history(session: SessionDep, store: SeriesCacheDep, name: str, metric: str,
                    gpu: Annotated[str | None, Query()] = None,
                    shape: Annotated[str | None, Query()] = None,
                    series: Annotated[list[str] | None, Query()] = None,
-                   max_points: Annotated[int, Query(ge=10, le=history.MAX_POINTS)] = 1000,
+                   max_points: Annotated[int, Query(ge=10, le=kernel_series.MAX_POINTS)] = 1000,
                    ) -> HistoryOut:
     """One metric's history (candidate by default; `series` adds peers or archs), with change points."""
-    gpus = history.kernel_gpu_kinds(session, name)
+    gpus = kernel_series.kernel_gpu_kinds(session, name)
     if not gpus:
         raise HTTPException(404, f"no verdicts for kernel {name!r}")
     if gpu is not None and gpu not in gpus:
         raise HTTPException(404, f"kernel {name!r} has no verdicts on {gpu!r}")
     gpu = gpu or gpus[0]
-    wanted_series = series or (history.kernel_archs(session, name, gpu)
+    wanted_series = series or (kernel_series.kernel_archs(session, name, gpu)
                                if metric in ("registers", "spill_bytes", "smem_bytes")
                                else ["candidate"])
     shapes = [shape] if shape is not None else (
         [""] if metric in ("registers", "spill_bytes", "smem_bytes")
-        else history.kernel_shapes(session, name, gpu))
-    hist = history.kernel_history(session, name, gpu,
+        else kernel_series.kernel_shapes(session, name, gpu))
+    hist = kernel_series.kernel_history(session, name, gpu,
                                   [(metric, sh, s) for sh in shapes for s in wanted_series],
                                   max_points=max_points, store=store)
     out = []
     for s in hist.series:
         cps = detect(s.value)
-        points = history.history_points(s, hist.details)
+        points = history_points(s, hist.details)
         out.append(SeriesOut(
             shape=s.shape, series=s.series, unit=s.unit,
             points=[PointOut(**{k: getattr(p, k) for k in PointOut.model_fields}) for p in points],

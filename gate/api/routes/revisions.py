@@ -10,7 +10,8 @@ from fastapi.responses import JSONResponse
 from gate.api.deps import GateDep, SessionDep, WriteAuth
 from gate.api.schemas import ArtifactOut, JobOut, RevisionCreatedOut, RevisionIn, RevisionOut
 from gate.services.submissions import is_local_repo, plan_revision, submit_revision
-from gate.storage.queries import RevisionDetail, revision_detail
+from gate.read_models.revision import RevisionDetail
+from gate.storage.queries import revision_detail
 
 router = APIRouter(prefix="/api/v1", tags=["revisions"])
 

@@ -1,7 +1,7 @@
-"""Read kernel histories into the `HistoryStore` at server start, in a background thread.
+"""Read kernel histories into the `SeriesCache` at server start, in a background thread.
 
 After a restart the store is empty, and the first view of a 10,000-revision kernel page paid the
-full read of its twenty traces (~0.3-0.5 s) on top of building the page. `HistoryWarmup` reads them
+full read of its twenty traces (~0.3-0.5 s) on top of building the page. `SeriesWarmup` reads them
 before anyone asks: every (kernel, GPU kind) with verdicts, the most recently judged first, no more
 than the store holds (so warm-up never evicts what it read), each with the traces and revision
 details the unfiltered kernel page asks for.
@@ -21,14 +21,14 @@ import threading
 from sqlalchemy.orm import Session, sessionmaker
 
 from gate.figures.kernel_page import wanted_traces
-from gate.storage import history
-from gate.storage.history_store import HistoryStore
+from gate.storage import kernel_series
+from gate.storage.series_cache import SeriesCache
 
 log = logging.getLogger(__name__)
 
 
-class HistoryWarmup:
-    def __init__(self, session_factory: sessionmaker[Session], store: HistoryStore,
+class SeriesWarmup:
+    def __init__(self, session_factory: sessionmaker[Session], store: SeriesCache,
                  max_points: int) -> None:
         self.session_factory = session_factory
         self.store = store
@@ -50,7 +50,7 @@ class HistoryWarmup:
     def _run(self) -> None:
         try:
             with self.session_factory() as session:
-                pairs = history.recent_histories(session, self.store.max_histories)
+                pairs = kernel_series.recent_histories(session, self.store.max_histories)
             for kernel, gpu_kind in pairs:
                 if self._stop.is_set():
                     return
@@ -64,7 +64,7 @@ class HistoryWarmup:
             self.done.set()
 
     def _warm(self, session: Session, kernel: str, gpu_kind: str) -> None:
-        traces = wanted_traces(history.kernel_shapes(session, kernel, gpu_kind),
-                               history.kernel_archs(session, kernel, gpu_kind))
-        history.kernel_history(session, kernel, gpu_kind, traces, max_points=self.max_points,
+        traces = wanted_traces(kernel_series.kernel_shapes(session, kernel, gpu_kind),
+                               kernel_series.kernel_archs(session, kernel, gpu_kind))
+        kernel_series.kernel_history(session, kernel, gpu_kind, traces, max_points=self.max_points,
                                store=self.store)

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from gate.storage.history import history_points, kernel_history
-from gate.storage.history_store import HistoryStore
+from gate.read_models.kernel_series import history_points
+from gate.storage.kernel_series import kernel_history
+from gate.storage.series_cache import SeriesCache
 from gate.storage.models import Job, Metric, Repository, Revision, VerdictRecord
 
 KERNEL, GPU = "k", "NVIDIA H100"
@@ -34,7 +35,7 @@ def _judge(session_factory, rev_id: int, value: float, verdict: str = "accept", 
         s.commit()
 
 
-def _held(session_factory, store: HistoryStore):  # noqa: ANN001, ANN202
+def _held(session_factory, store: SeriesCache):  # noqa: ANN001, ANN202
     with session_factory() as s:
         return store.history(s.connection(), KERNEL, GPU, [TRACE])
 
@@ -42,7 +43,7 @@ def _held(session_factory, store: HistoryStore):  # noqa: ANN001, ANN202
 def test_a_new_verdict_is_read_without_reading_everything_again(session_factory):  # noqa: ANN001
     ids = _revisions(session_factory, 3)
     _judge(session_factory, ids[0], 1.0)
-    store = HistoryStore()
+    store = SeriesCache()
     assert _held(session_factory, store).traces[TRACE].values.tolist() == [1.0]
     _judge(session_factory, ids[1], 2.0, "reject")
     held = _held(session_factory, store)
@@ -57,7 +58,7 @@ def test_a_late_verdict_below_the_newest_held_reads_everything_again(session_fac
     ids = _revisions(session_factory, 3)
     _judge(session_factory, ids[0], 1.0)
     _judge(session_factory, ids[2], 3.0)
-    store = HistoryStore()
+    store = SeriesCache()
     _held(session_factory, store)
     _judge(session_factory, ids[1], 2.0)
     held = _held(session_factory, store)
@@ -70,12 +71,12 @@ def test_metrics_without_a_stored_verdict_are_not_held(session_factory):  # noqa
     ids = _revisions(session_factory, 2)
     _judge(session_factory, ids[0], 1.0)
     _judge(session_factory, ids[1], 9.0, with_verdict=False)
-    assert _held(session_factory, HistoryStore()).traces[TRACE].values.tolist() == [1.0]
+    assert _held(session_factory, SeriesCache()).traces[TRACE].values.tolist() == [1.0]
 
 
 def test_kernel_history_from_a_store_matches_a_fresh_read(session_factory):  # noqa: ANN001
     ids = _revisions(session_factory, 30)
-    store = HistoryStore()
+    store = SeriesCache()
     for i, rev_id in enumerate(ids):
         _judge(session_factory, rev_id, float(i), "reject" if i == 7 else "accept")
         if i % 10 == 0:

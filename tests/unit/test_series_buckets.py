@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from gate.storage.history_buckets import (
+from gate.storage.series_buckets import (
     bucket_series, bucket_width, verdict_vocabulary, worst_verdict_codes,
 )
 

@@ -9,7 +9,7 @@ of those revisions only: a few rows per trace, one index range each.
 Everything is read again when the stored verdict count differs from the held count plus the new
 rows: a late result landed below the highest held revision (a rerun of an older revision, or, in
 PostgreSQL, a transaction that took a lower id and committed later). A restart starts empty; the
-server reads the recent histories in the background (`gate/api/history_warmup.py`). Held metric
+server reads the recent histories in the background (`gate/api/series_warmup.py`). Held metric
 rows are those of revisions with a verdict, so a metric read between its verdict's commit and ours
 is left for the refresh that sees the verdict. Full reads go through the DB-API cursor
 (`columns.py`): ~200,000 rows as `Row` objects cost as much as the query.
@@ -23,17 +23,15 @@ import threading
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
 
 import numpy as np
 from sqlalchemy import Connection, bindparam, func, select
 
+from gate.read_models.kernel_series import RevisionMeta, Trace
 from gate.storage.columns import fetch_columns
-from gate.storage.history_buckets import verdict_vocabulary
+from gate.storage.series_buckets import verdict_vocabulary
 from gate.storage.models import Metric, Revision, VerdictRecord
 
-Trace = tuple[str, str, str]                          # (metric name, shape, series)
-RevisionMeta = tuple[str, datetime | None, str]       # sha, commit date, first line of the message
 
 
 @dataclass(frozen=True)
@@ -60,7 +58,7 @@ class _Entry:
     meta: dict[int, RevisionMeta] = field(default_factory=dict)   # revisions never change
 
 
-class HistoryStore:
+class SeriesCache:
     def __init__(self, max_histories: int = 32) -> None:
         self.max_histories = max_histories
         self._entries: OrderedDict[tuple[str, str], _Entry] = OrderedDict()

@@ -13,7 +13,7 @@ from gate.figures.palette import (
     base_layout,
 )
 from gate.figures.revision_table import SHARED
-from gate.storage.history import SeriesHistory
+from gate.read_models.kernel_series import SeriesHistory
 
 # Indexes of customdata as drawn: [revision id, sha, date, message, verdict, (count)].
 HOVER = ("<b>%{customdata[1]}</b> %{customdata[2]}<br>%{customdata[3]}<br>"

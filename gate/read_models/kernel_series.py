@@ -1,0 +1,113 @@
+"""What the dashboards and the JSON API read about kernels: overview rows, the queue, recent
+revisions and each kernel's metric series. Plain values (dataclasses, numpy columns): the storage
+fills them (`gate.storage.dashboard`, `gate.storage.kernel_series`), the figures and the API read
+them, and neither of those imports the storage.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+
+import numpy as np
+
+Trace = tuple[str, str, str]                          # (metric name, shape, series)
+RevisionMeta = tuple[str, datetime | None, str]       # sha, commit date, first line of the message
+
+
+@dataclass(frozen=True)
+class LatestVerdict:
+    gpu_kind: str
+    verdict: str
+    reason: str
+    revision_id: int
+    sha: str
+    at: datetime
+
+
+@dataclass(frozen=True)
+class KernelSummary:
+    name: str
+    revisions: int                       # revisions with a verdict for this kernel (any GPU)
+    latest: list[LatestVerdict]          # one per GPU kind, newest revision first
+
+
+@dataclass(frozen=True)
+class QueueEntry:
+    job_id: int
+    revision_id: int
+    sha: str
+    kernel: str
+    gpu_kind: str
+    state: str
+    progress: str
+    worker: str
+    queued_at: datetime
+    started_at: datetime | None
+
+
+@dataclass(frozen=True)
+class RevisionRow:
+    id: int
+    sha: str
+    branch: str
+    message: str
+    author: str
+    submitted_at: datetime
+    status: str
+    verdicts: list[tuple[str, str, str]]   # (kernel, gpu_kind, verdict)
+
+
+@dataclass(frozen=True)
+class HistoryPoint:
+    """One point of a trace, for the JSON API; pages read `SeriesHistory`'s columns instead."""
+
+    x: int                      # commit order: position of the (last) revision in the kernel's list
+    revision_id: int            # the revision a click opens (a bucket's newest)
+    sha: str
+    committed_at: datetime | None
+    message: str
+    verdict: str                # "" when none stored; a bucket's worst
+    value: float                # the value, or a bucket's mean
+    low: float                  # = value for single points; a bucket's minimum
+    high: float
+    count: int                  # revisions behind this point (1 unless aggregated)
+
+
+@dataclass(frozen=True, eq=False)
+class SeriesHistory:
+    """One trace in commit order, as columns of equal length: a page draws straight from these
+    (a kernel page has ~8,000 points; an object per point cost more than the rest of the build)."""
+
+    name: str                   # metric name, e.g. latency_median_us
+    shape: str
+    series: str                 # candidate, sdpa_flash, sm_90a, ...
+    unit: str
+    x: np.ndarray               # int64: commit order of the point's (newest) revision
+    revision_ids: np.ndarray    # int64: the revision a click opens (a bucket's newest)
+    value: np.ndarray           # float64: the value, or a bucket's mean
+    low: np.ndarray             # = value for single points; a bucket's minimum
+    high: np.ndarray
+    count: np.ndarray           # int64: revisions behind each point (1 unless aggregated)
+    verdicts: list[str]         # per point; a bucket's worst, "" when none stored
+
+    def __len__(self) -> int:
+        return int(self.x.size)
+
+
+@dataclass(frozen=True)
+class KernelHistory:
+    kernel: str
+    gpu_kind: str
+    revisions: int              # revisions with a verdict on this GPU kind
+    bucket_revisions: int       # 1 = every revision is a point
+    series: list[SeriesHistory]
+    details: dict[int, RevisionMeta] = field(default_factory=dict)   # of every point's revision
+
+
+def history_points(s: SeriesHistory, details: dict[int, RevisionMeta]) -> list[HistoryPoint]:
+    """`s` as point objects, with each revision's sha, date and message from `details`."""
+    return [HistoryPoint(x, rev, *details[rev], verdict, value, low, high, count)
+            for x, rev, value, low, high, count, verdict in zip(
+                s.x.tolist(), s.revision_ids.tolist(), s.value.tolist(), s.low.tolist(),
+                s.high.tolist(), s.count.tolist(), s.verdicts)]

@@ -1,0 +1,84 @@
+"""One revision as the revision page and `GET /api/v1/revisions/{id}` show it (`gate.storage.queries`
+fills it)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+
+@dataclass
+class VerdictDetail:
+    verdict: str
+    reason: str
+    gpu_kind: str
+    rules: list[dict[str, Any]]
+    fingerprint: dict[str, Any] | None
+    created_at: datetime
+
+
+@dataclass
+class StageDetail:
+    side: str
+    stage: str
+    status: str
+    reason: str | None
+    duration_s: float | None
+    payload: dict[str, Any] | None
+
+
+@dataclass
+class ArtifactDetail:
+    id: int
+    kind: str
+    path: str
+    size_bytes: int
+
+
+@dataclass
+class EventDetail:
+    state: str
+    detail: str | None
+    at: datetime
+
+
+@dataclass
+class JobDetail:
+    id: int
+    kernel: str
+    gpu_kind: str
+    state: str
+    attempts: int
+    worker: str | None
+    progress: str | None
+    error: str | None
+    queued_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
+    verdict: VerdictDetail | None
+    stages: list[StageDetail] = field(default_factory=list)
+    artifacts: list[ArtifactDetail] = field(default_factory=list)
+    events: list[EventDetail] = field(default_factory=list)
+
+
+@dataclass
+class RevisionDetail:
+    id: int
+    repo: str
+    repo_url: str
+    sha: str
+    branch: str | None
+    base_sha: str | None
+    parent_sha: str | None
+    author: str | None
+    message: str | None
+    committed_at: datetime | None
+    submitted_at: datetime
+    status: str
+    source: str
+    kernels: list[str] | None
+    pull_request: int | None
+    error: str | None
+    verdict: str | None            # worst over the jobs once done; "error" when planning failed
+    jobs: list[JobDetail] = field(default_factory=list)
