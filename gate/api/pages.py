@@ -16,7 +16,6 @@ from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
 from jinja2.utils import htmlsafe_json_dumps
 from markupsafe import Markup
-from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from gate.api.deps import SeriesCacheDep, SessionDep
@@ -27,7 +26,6 @@ from gate.figures.revision import compare_figure, ncu_figure, sass_figure, timin
 from gate.figures.revision_table import revision_table
 from gate.storage import dashboard, kernel_series
 from gate.storage.series_cache import SeriesCache
-from gate.storage.models import Revision
 from gate.storage.queries import revision_detail
 
 DASHBOARDS = Path(__file__).resolve().parents[2] / "dashboards"
@@ -50,8 +48,8 @@ def plotly_js() -> FileResponse:
 
 
 def _render(request: Request, session: Session, name: str, **context: object) -> HTMLResponse:
-    synthetic = session.scalar(select(Revision.id).where(Revision.source == "synthetic").limit(1))
-    return templates.TemplateResponse(request, name, {"synthetic": synthetic is not None, **context})
+    return templates.TemplateResponse(request, name,
+                                      {"synthetic": dashboard.has_synthetic_revisions(session), **context})
 
 
 @router.get("/", response_class=HTMLResponse)
@@ -125,19 +123,12 @@ def compare_page(request: Request, session: SessionDep, a: int, b: int) -> HTMLR
 
 
 def _compare_rows(session: Session, a: int, b: int) -> list[dict]:
-    from gate.storage.models import Metric   # local: only this page reads metrics by revision
-
     values: dict[tuple, dict] = {}
-    for rev, kernel, gpu, shape, name, series, value, unit, direction in session.execute(
-        select(Metric.revision_id, Metric.kernel, Metric.gpu_kind, Metric.shape, Metric.name,
-               Metric.series, Metric.value, Metric.unit, Metric.direction)
-        .where(Metric.revision_id.in_([a, b]), Metric.series.notin_(["baseline"]))
-        .order_by(Metric.kernel, Metric.gpu_kind, Metric.name, Metric.shape, Metric.series)
-    ):
-        row = values.setdefault((kernel, gpu, name, shape, series), {
-            "kernel": kernel, "gpu": gpu, "name": name, "shape": shape, "series": series,
-            "unit": unit, "direction": direction, "a": None, "b": None})
-        row["a" if rev == a else "b"] = value
+    for m in dashboard.compared_metrics(session, a, b):
+        row = values.setdefault((m.kernel, m.gpu_kind, m.name, m.shape, m.series), {
+            "kernel": m.kernel, "gpu": m.gpu_kind, "name": m.name, "shape": m.shape, "series": m.series,
+            "unit": m.unit, "direction": m.direction, "a": None, "b": None})
+        row["a" if m.revision_id == a else "b"] = m.value
     for row in values.values():
         va, vb = row["a"], row["b"]
         row["delta_pct"] = (100.0 * (vb - va) / abs(va)) if va and vb is not None else None

@@ -10,10 +10,10 @@ from collections.abc import Iterator
 
 from prometheus_client import CollectorRegistry
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
-from sqlalchemy import case, func, select
 from sqlalchemy.orm import Session, sessionmaker
 
-from gate.storage.models import Job, JobState, Revision, StageRecord, VerdictRecord
+from gate.storage import telemetry_counts
+from gate.storage.models import JobState
 
 STAGE_BUCKETS_S = (1.0, 5.0, 15.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1800.0)
 
@@ -34,7 +34,7 @@ class DatabaseCollector:
 
     @staticmethod
     def _jobs(session: Session) -> Metric:
-        counts = dict(session.execute(select(Job.state, func.count()).group_by(Job.state)).all())
+        counts = telemetry_counts.jobs_by_state(session)
         g = GaugeMetricFamily("gate_jobs", "Jobs by state", labels=["state"])
         for state in JobState:
             g.add_metric([state.value], counts.get(state.value, 0))
@@ -43,29 +43,22 @@ class DatabaseCollector:
     @staticmethod
     def _revisions(session: Session) -> Metric:
         g = GaugeMetricFamily("gate_revisions", "Revisions by status", labels=["status"])
-        for status, n in session.execute(select(Revision.status, func.count()).group_by(Revision.status)):
+        for status, n in telemetry_counts.revisions_by_status(session):
             g.add_metric([status], n)
         return g
 
     @staticmethod
     def _verdicts(session: Session) -> Metric:
         c = CounterMetricFamily("gate_verdicts", "Verdicts stored, by verdict", labels=["verdict"])
-        rows = session.execute(select(VerdictRecord.verdict, func.count()).group_by(VerdictRecord.verdict))
-        for verdict, n in rows:
+        for verdict, n in telemetry_counts.verdicts_by_verdict(session):
             c.add_metric([verdict], n)
         return c
 
     @staticmethod
     def _stage_durations(session: Session) -> Metric:
-        d = StageRecord.duration_s
-        columns = [func.sum(case((d <= b, 1), else_=0)) for b in STAGE_BUCKETS_S]
-        rows = session.execute(
-            select(StageRecord.stage, func.count(), func.coalesce(func.sum(d), 0.0), *columns)
-            .where(d.is_not(None)).group_by(StageRecord.stage)
-        )
         h = HistogramMetricFamily("gate_stage_duration_seconds", "Stage durations", labels=["stage"])
-        for stage, count, total, *cumulative in rows:
-            buckets = [(str(b), int(n or 0)) for b, n in zip(STAGE_BUCKETS_S, cumulative)]
+        for stage, count, total, cumulative in telemetry_counts.stage_durations(session, STAGE_BUCKETS_S):
+            buckets = [(str(b), n) for b, n in zip(STAGE_BUCKETS_S, cumulative)]
             h.add_metric([stage], buckets + [("+Inf", int(count))], float(total))
         return h
 

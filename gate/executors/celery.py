@@ -13,11 +13,9 @@ import re
 import threading
 
 from celery import Celery
-from sqlalchemy import select
 
 from gate.executors.base import JobEnvironment, run_claimed
 from gate.storage import claims
-from gate.storage.models import Job, JobState
 
 log = logging.getLogger(__name__)
 
@@ -71,7 +69,7 @@ class CeleryExecutor:
     def dispatch_queued(self) -> list[int]:
         """Send a message for every queued job not yet sent by this process."""
         with self.env.session_factory() as session:
-            rows = session.execute(select(Job.id, Job.gpu_kind).where(Job.state == JobState.QUEUED)).all()
+            rows = claims.queued_jobs(session)
         sent = []
         with self._lock:
             for job_id, gpu_kind in rows:

@@ -1,7 +1,7 @@
 """Outbound notifications: GitHub commit statuses / Check Runs and signed outbound webhooks.
 
 Pure values and HTTP: nothing here reads or writes the database. Two hooks turn job events into
-`Delivery` values; the caller stores them (`gate.storage.outbox`) in the transaction of the event, so
+`Delivery` values; the caller stores them (the outbox, `storage/outbox.py`) in the transaction of the event, so
 no network I/O is in a job's path and a verdict is never lost to a flaky network:
     on_jobs_queued(jobs)            -> e.g. `pending` commit statuses
     on_verdict(job, report)         -> e.g. the final status, a completed Check Run, webhooks

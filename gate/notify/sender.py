@@ -1,5 +1,5 @@
 """Sends one stored delivery with in-call retries and says what became of it. No database here:
-the outbox (`gate.storage.outbox`) and the sweep that claims its rows (`gate.services.outbox`) are
+the outbox (`storage/outbox.py`) and the sweep that claims its rows (`services/outbox.py`) are
 elsewhere; this module gets a row as a value and returns a `DeliveryResult`.
 
 States of a row (`DeliveryState`):

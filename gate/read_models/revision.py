@@ -82,3 +82,18 @@ class RevisionDetail:
     error: str | None
     verdict: str | None            # worst over the jobs once done; "error" when planning failed
     jobs: list[JobDetail] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class RevisionMetric:
+    """One stored figure of a revision (the compare page lays two revisions' side by side)."""
+
+    revision_id: int
+    kernel: str
+    gpu_kind: str
+    shape: str
+    name: str                      # `gate.domain.names.Metric` value
+    series: str
+    value: float
+    unit: str
+    direction: str                 # `gate.domain.names.Direction` value

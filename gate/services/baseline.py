@@ -2,27 +2,17 @@
 
 from __future__ import annotations
 
-from sqlalchemy import select
-from sqlalchemy.orm import Session, selectinload
+from sqlalchemy.orm import Session
 
-from gate.storage.models import Job, Revision, RevisionStatus
+from gate.domain.verdict import Verdict
+from gate.storage.models import Revision
+from gate.storage.revisions import earlier_default_branch_revisions
 
 
 def last_accepted_sha(session: Session, revision: Revision) -> str | None:
     """The newest earlier revision of the repository's default branch whose every job ended `accept`."""
-    repo = revision.repository
-    candidates = session.scalars(
-        select(Revision)
-        .where(Revision.repository_id == repo.id, Revision.branch == repo.default_branch,
-               Revision.status == RevisionStatus.DONE, Revision.error.is_(None),
-               Revision.id != revision.id, Revision.sha != revision.sha,
-               Revision.submitted_at <= revision.submitted_at)
-        .order_by(Revision.submitted_at.desc(), Revision.id.desc())
-        .options(selectinload(Revision.jobs).selectinload(Job.verdict))
-        .limit(50)
-    )
-    for rev in candidates:
-        if rev.jobs and all(j.verdict is not None and j.verdict.verdict == "accept" for j in rev.jobs):
+    for rev in earlier_default_branch_revisions(session, revision):
+        if rev.jobs and all(j.verdict is not None and j.verdict.verdict == Verdict.ACCEPT for j in rev.jobs):
             return rev.sha
     return None
 

@@ -8,13 +8,11 @@
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
 from gate import notify
@@ -22,8 +20,10 @@ from gate.errors import GateError, ManifestError, SourceError, StorageError
 from gate.services.baseline import choose_baseline
 from gate.services.sources import SourceReader, as_naive_utc
 from gate.storage import outbox
+from gate.storage.models import Job, JobEvent, JobState, Revision, RevisionStatus
 from gate.storage.queries import job_facts
-from gate.storage.models import Job, JobEvent, JobState, Repository, Revision, RevisionStatus
+from gate.storage.repositories import ensure_repository
+from gate.storage.revisions import unplanned_revision_ids
 
 log = logging.getLogger(__name__)
 
@@ -44,23 +44,11 @@ def canonical_repo(repo: str) -> tuple[str, str]:
     return url, "/".join(tail[-2:])
 
 
-def _repository(session: Session, repo: str) -> Repository:
-    url, name = canonical_repo(repo)
-    found = session.scalar(select(Repository).where(Repository.url == url))
-    if found is not None:
-        return found
-    if session.scalar(select(Repository.id).where(Repository.name == name)) is not None:
-        name = f"{name}-{hashlib.sha1(url.encode()).hexdigest()[:8]}"   # same name, other place
-    found = Repository(url=url, name=name)
-    session.add(found)
-    return found
-
-
 def submit_revision(session: Session, *, repo: str, sha: str, branch: str | None = None,
                     base_sha: str | None = None, kernels: list[str] | None = None, source: str = "api",
                     pull_request: int | None = None) -> Revision:
     """Store a revision and commit; only then may the caller reply. Its jobs come from `plan_revision`."""
-    revision = Revision(repository=_repository(session, repo), sha=sha, branch=branch, base_sha=base_sha,
+    revision = Revision(repository=ensure_repository(session, *canonical_repo(repo)), sha=sha, branch=branch, base_sha=base_sha,
                         kernels=kernels or None, source=source, pull_request=pull_request,
                         status=RevisionStatus.QUEUED)
     session.add(revision)
@@ -137,10 +125,7 @@ def plan_by_id(session_factory: sessionmaker[Session], revision_id: int, *, sour
 def plan_pending(session_factory: sessionmaker[Session], *, sources: SourceReader) -> list[int]:
     """Plan every revision left queued without jobs (the server stopped before planning it)."""
     with session_factory() as session:
-        ids = session.scalars(
-            select(Revision.id).where(Revision.status == RevisionStatus.QUEUED, ~Revision.jobs.any())
-            .order_by(Revision.id)
-        ).all()
+        ids = unplanned_revision_ids(session)
     for revision_id in ids:
         plan_by_id(session_factory, revision_id, sources=sources)
     return list(ids)

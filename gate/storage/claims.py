@@ -107,3 +107,9 @@ def requeue_orphans(session: Session, *, worker_prefix: str | None = None,
             requeued.append(job_id)
     session.commit()
     return requeued
+
+
+def queued_jobs(session: Session) -> list[tuple[int, str]]:
+    """(job id, GPU kind) of every queued job: what a distributed executor has to send."""
+    return [(job_id, gpu_kind) for job_id, gpu_kind in
+            session.execute(select(Job.id, Job.gpu_kind).where(Job.state == JobState.QUEUED)).all()]

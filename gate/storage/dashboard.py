@@ -6,8 +6,12 @@ from __future__ import annotations
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from gate.domain.names import Side
 from gate.read_models.kernel_series import KernelSummary, LatestVerdict, QueueEntry, RevisionRow
-from gate.storage.models import Job, JobState, Revision, VerdictRecord
+from gate.read_models.revision import RevisionMetric
+from gate.storage.models import Job, JobState, Metric, Revision, VerdictRecord
+
+SYNTHETIC_SOURCE = "synthetic"     # `Revision.source` of sample data: the pages label it as such
 
 
 def kernel_overview(session: Session) -> list[KernelSummary]:
@@ -66,3 +70,21 @@ def recent_revisions(session: Session, limit: int = 15) -> list[RevisionRow]:
             verdicts[rev_id].append((kernel, gpu, verdict))
     return [RevisionRow(r[0], r[1], r[2] or "", (r[3] or "").split("\n", 1)[0], r[4] or "",
                         r[5], r[6], verdicts[r[0]]) for r in revs]
+
+
+def has_synthetic_revisions(session: Session) -> bool:
+    """Whether any revision is sample data (written by the sample writers, not gated)."""
+    found = session.scalar(select(Revision.id).where(Revision.source == SYNTHETIC_SOURCE).limit(1))
+    return found is not None
+
+
+def compared_metrics(session: Session, a: int, b: int) -> list[RevisionMetric]:
+    """Every figure of revisions `a` and `b` except the baselines' (each job's own reference),
+    ordered by kernel, GPU kind, metric, shape, series."""
+    rows = session.execute(
+        select(Metric.revision_id, Metric.kernel, Metric.gpu_kind, Metric.shape, Metric.name,
+               Metric.series, Metric.value, Metric.unit, Metric.direction)
+        .where(Metric.revision_id.in_([a, b]), Metric.series.notin_([Side.BASELINE.value]))
+        .order_by(Metric.kernel, Metric.gpu_kind, Metric.name, Metric.shape, Metric.series)
+    )
+    return [RevisionMetric(*row) for row in rows]

@@ -18,9 +18,6 @@ import logging
 from fastapi import APIRouter, BackgroundTasks, Header, HTTPException, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ValidationError
-from sqlalchemy import select
-from sqlalchemy.exc import IntegrityError
-from sqlalchemy.orm import Session
 from starlette.concurrency import run_in_threadpool
 
 from gate.api.context import GateContext
@@ -37,7 +34,8 @@ from gate.api.github_events import (
 from gate.notify.outbound import verify
 from gate.services.merge_base import find_merge_base
 from gate.services.submissions import canonical_repo, submit_revision
-from gate.storage.models import Repository, Revision, WebhookDelivery
+from gate.storage.repositories import claim_repository
+from gate.storage.webhook_deliveries import delivered_revision, first_delivery, set_merge_base
 
 log = logging.getLogger(__name__)
 router = APIRouter(prefix="/api/v1/webhooks", tags=["webhooks"])
@@ -106,37 +104,17 @@ async def github_webhook(
 def _record(gate: GateContext, wanted: GateRequest, delivery_id: str, event: str) -> tuple[int | None, bool]:
     """Store the delivery and the revision in one transaction. (revision id, False) for a redelivery."""
     with gate.session_factory() as session:
-        delivery = WebhookDelivery(delivery_id=delivery_id, event=event)
-        session.add(delivery)
-        try:
-            session.flush()
-        except IntegrityError:
-            session.rollback()
-            earlier = session.scalar(select(WebhookDelivery).where(WebhookDelivery.delivery_id == delivery_id))
-            return (earlier.revision_id if earlier else None), False
-        _claim_repository(session, wanted)
+        delivery = first_delivery(session, delivery_id, event)
+        if delivery is None:
+            return delivered_revision(session, delivery_id), False
+        url, _ = canonical_repo(wanted.clone_url)
+        claim_repository(session, url, wanted.full_name, wanted.default_branch)
         revision = submit_revision(session, repo=wanted.clone_url, sha=wanted.sha, branch=wanted.branch,
                                    base_sha=wanted.base_sha, source="webhook",
                                    pull_request=wanted.pull_request)   # commits delivery + revision
         delivery.revision_id = revision.id
         session.commit()
         return revision.id, True
-
-
-def _claim_repository(session: Session, wanted: GateRequest) -> None:
-    """The repository row is named `owner/name` (the GitHub API path) and points at the clone URL."""
-    url, _ = canonical_repo(wanted.clone_url)
-    repo = session.scalar(select(Repository).where(Repository.url == url))
-    repo = repo or session.scalar(select(Repository).where(Repository.name == wanted.full_name))
-    if repo is None:
-        repo = Repository(name=wanted.full_name, url=url)
-        session.add(repo)
-    elif repo.name != wanted.full_name:
-        clash = session.scalar(select(Repository.id).where(Repository.name == wanted.full_name))
-        if clash is None:
-            repo.name = wanted.full_name
-    repo.url, repo.default_branch = url, wanted.default_branch
-    session.flush()
 
 
 def _plan(gate: GateContext, revision_id: int, wanted: GateRequest) -> None:
@@ -146,8 +124,5 @@ def _plan(gate: GateContext, revision_id: int, wanted: GateRequest) -> None:
                                 getattr(gate.sources, "mirror", None))
         if found and found != wanted.base_sha:
             with gate.session_factory() as session:
-                revision = session.get(Revision, revision_id)
-                if revision is not None and not revision.jobs:
-                    revision.base_sha = found
-                    session.commit()
+                set_merge_base(session, revision_id, found)
     gate.plan_later(revision_id)

@@ -1,0 +1,39 @@
+"""`X-GitHub-Delivery` ids already seen, so a redelivered webhook creates no second revision."""
+
+from __future__ import annotations
+
+from sqlalchemy import select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from gate.storage.models import Revision, WebhookDelivery
+
+
+def first_delivery(session: Session, delivery_id: str, event: str) -> WebhookDelivery | None:
+    """Store `delivery_id` (flushed, not committed); None when it was received before (the session
+    is then rolled back). The unique constraint decides, so two racing requests cannot both win."""
+    delivery = WebhookDelivery(delivery_id=delivery_id, event=event)
+    session.add(delivery)
+    try:
+        session.flush()
+    except IntegrityError:
+        session.rollback()
+        return None
+    return delivery
+
+
+def delivered_revision(session: Session, delivery_id: str) -> int | None:
+    """The revision an earlier delivery with this id stored, if any."""
+    earlier = session.scalar(select(WebhookDelivery).where(WebhookDelivery.delivery_id == delivery_id))
+    return earlier.revision_id if earlier else None
+
+
+def set_merge_base(session: Session, revision_id: int, base_sha: str) -> bool:
+    """Time a not yet planned revision against `base_sha` (a PR's merge base) and commit; False when
+    the revision is gone or already has jobs."""
+    revision = session.get(Revision, revision_id)
+    if revision is None or revision.jobs:
+        return False
+    revision.base_sha = base_sha
+    session.commit()
+    return True
