@@ -1,11 +1,23 @@
-"""HTTP shapes: `XIn` validated at the edge (unknown fields refused), `XOut` what the API returns."""
+"""HTTP shapes: `XIn` validated at the edge (unknown fields refused), `XOut` what the API returns.
+
+The `XOut` of a read model (`gate.read_models`) is derived from its dataclass, never retyped."""
 
 from __future__ import annotations
 
-from datetime import datetime
-from typing import Annotated, Any
+import dataclasses
+from typing import Annotated, Any, get_type_hints
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, create_model
+
+from gate.read_models.kernel_series import HistoryPoint, KernelSummary, LatestVerdict
+from gate.read_models.revision import (
+    ArtifactDetail,
+    EventDetail,
+    JobDetail,
+    RevisionDetail,
+    StageDetail,
+    VerdictDetail,
+)
 
 # Revisions and branch names reach git as arguments: no leading "-", no whitespace or control chars.
 REV_PATTERN = r"^[A-Za-z0-9_.][A-Za-z0-9_./~^@{}+-]*$"
@@ -35,75 +47,28 @@ class RevisionCreatedOut(BaseModel):
     status_url: str
 
 
-class VerdictOut(BaseModel):
-    verdict: str
-    reason: str
-    gpu_kind: str
-    rules: list[dict[str, Any]]
-    fingerprint: dict[str, Any] | None
-    created_at: datetime
+def response_model(name: str, read_model: type, **fields: Any) -> type[BaseModel]:
+    """`XOut` of a read model's dataclass: its fields in its order, each required (as the API has
+    always documented them). `fields` gives a nested read model's `XOut` by field name, or adds one
+    at the end (`name=type`)."""
+    hints = get_type_hints(read_model)
+    spec: dict[str, Any] = {f.name: (fields.pop(f.name, hints[f.name]), ...)
+                            for f in dataclasses.fields(read_model)}
+    spec.update({field_name: (kind, ...) for field_name, kind in fields.items()})
+    return create_model(name, __module__=__name__, **spec)
 
 
-class StageOut(BaseModel):
-    side: str
-    stage: str
-    status: str
-    reason: str | None
-    duration_s: float | None
-    payload: dict[str, Any] | None
+VerdictOut = response_model("VerdictOut", VerdictDetail)
+StageOut = response_model("StageOut", StageDetail)
+ArtifactOut = response_model("ArtifactOut", ArtifactDetail, url=str)
+EventOut = response_model("EventOut", EventDetail)
+JobOut = response_model("JobOut", JobDetail, verdict=VerdictOut | None, stages=list[StageOut],
+                        artifacts=list[ArtifactOut], events=list[EventOut])
+RevisionOut = response_model("RevisionOut", RevisionDetail, jobs=list[JobOut])
 
-
-class ArtifactOut(BaseModel):
-    id: int
-    kind: str
-    path: str
-    size_bytes: int
-    url: str
-
-
-class EventOut(BaseModel):
-    state: str
-    detail: str | None
-    at: datetime
-
-
-class JobOut(BaseModel):
-    id: int
-    kernel: str
-    gpu_kind: str
-    state: str
-    attempts: int
-    worker: str | None
-    progress: str | None          # live: the last stage transition of a running job
-    error: str | None
-    queued_at: datetime
-    started_at: datetime | None
-    finished_at: datetime | None
-    verdict: VerdictOut | None
-    stages: list[StageOut]
-    artifacts: list[ArtifactOut]
-    events: list[EventOut]
-
-
-class RevisionOut(BaseModel):
-    id: int
-    repo: str
-    repo_url: str
-    sha: str
-    branch: str | None
-    base_sha: str | None
-    parent_sha: str | None
-    author: str | None
-    message: str | None
-    committed_at: datetime | None
-    submitted_at: datetime
-    status: str
-    source: str
-    kernels: list[str] | None
-    pull_request: int | None
-    error: str | None
-    verdict: str | None
-    jobs: list[JobOut]
+LatestVerdictOut = response_model("LatestVerdictOut", LatestVerdict)
+KernelOut = response_model("KernelOut", KernelSummary, latest=list[LatestVerdictOut])
+PointOut = response_model("PointOut", HistoryPoint)
 
 
 class HealthOut(BaseModel):

@@ -2,46 +2,18 @@
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Annotated
 
 from fastapi import APIRouter, HTTPException, Query
 from pydantic import BaseModel
 
 from gate.api.deps import SeriesCacheDep, SessionDep
+from gate.api.schemas import KernelOut, LatestVerdictOut, PointOut
 from gate.changepoints import detect
 from gate.read_models.kernel_series import history_points
 from gate.storage import dashboard, kernel_series
 
 router = APIRouter(prefix="/api/v1", tags=["kernels"])
-
-
-class LatestVerdictOut(BaseModel):
-    gpu_kind: str
-    verdict: str
-    reason: str
-    revision_id: int
-    sha: str
-    at: datetime
-
-
-class KernelOut(BaseModel):
-    name: str
-    revisions: int
-    latest: list[LatestVerdictOut]
-
-
-class PointOut(BaseModel):
-    x: int
-    revision_id: int
-    sha: str
-    committed_at: datetime | None
-    message: str
-    verdict: str
-    value: float
-    low: float
-    high: float
-    count: int
 
 
 class ChangePointOut(BaseModel):
