@@ -19,6 +19,7 @@ from markupsafe import Markup
 from sqlalchemy.orm import Session
 
 from gate.api.deps import SeriesCacheDep, SessionDep
+from gate.domain.names import Direction, Metric, Side, Stage
 from gate.domain.verdict import Verdict
 from gate.figures.kernel_page import PEER_METRIC, kernel_charts, wanted_traces
 from gate.figures.palette import VERDICT_COLOR
@@ -116,7 +117,7 @@ def compare_page(request: Request, session: SessionDep, a: int, b: int) -> HTMLR
     if left is None or right is None:
         raise HTTPException(404, f"no revision {a if left is None else b}")
     rows = _compare_rows(session, a, b)
-    lat = [r for r in rows if r["name"] == "latency_median_us" and r["series"] == "candidate"]
+    lat = [r for r in rows if r["name"] == Metric.LATENCY_MEDIAN_US and r["series"] == Side.CANDIDATE]
     chart = compare_figure([f"{r['kernel']} · {r['shape']}" for r in lat], [r["a"] for r in lat],
                             [r["b"] for r in lat], left.sha[:8], right.sha[:8]) if lat else None
     return _render(request, session, "compare.html", a=left, b=right, rows=rows, chart=chart)
@@ -133,7 +134,7 @@ def _compare_rows(session: Session, a: int, b: int) -> list[dict]:
         va, vb = row["a"], row["b"]
         row["delta_pct"] = (100.0 * (vb - va) / abs(va)) if va and vb is not None else None
         better = row["delta_pct"] is not None and abs(row["delta_pct"]) >= 1.0 and (
-            (row["delta_pct"] < 0) == (row["direction"] == "lower"))
+            (row["delta_pct"] < 0) == (row["direction"] == Direction.LOWER))
         row["tone"] = "" if row["delta_pct"] is None or abs(row["delta_pct"]) < 1.0 else (
             "good" if better else "bad")
     return list(values.values())
@@ -151,9 +152,9 @@ def _worst_first(job) -> int:  # noqa: ANN001 (a JobDetail)
 def _job_view(job) -> dict:  # noqa: ANN001 (a JobDetail)
     """What the revision template needs of one job, figures built."""
     stages = {(s.side, s.stage): s for s in job.stages}
-    bench = stages.get(("joint", "bench"))
-    static = stages.get(("candidate", "static"))
-    prof_c, prof_b = stages.get(("candidate", "profile")), stages.get(("baseline", "profile"))
+    bench = stages.get((Side.JOINT, Stage.BENCH))
+    static = stages.get((Side.CANDIDATE, Stage.STATIC))
+    prof_c, prof_b = stages.get((Side.CANDIDATE, Stage.PROFILE)), stages.get((Side.BASELINE, Stage.PROFILE))
     payload = lambda s: (s.payload or {}) if s else {}   # noqa: E731
     timings = [timing_figure(t) for t in payload(bench).get("shapes", [])]
     ncu_c, ncu_b = payload(prof_c).get("kernels", []), payload(prof_b).get("kernels", [])
@@ -164,8 +165,8 @@ def _job_view(job) -> dict:  # noqa: ANN001 (a JobDetail)
         "ncu_rows": ncu_c, "ncu_base": {k.get("shape"): k for k in ncu_b},
         "functions": functions,
         "sass": sass_figure(functions) if any(f.get("sass_opcodes") for f in functions) else None,
-        "cases": payload(stages.get(("candidate", "correctness"))).get("cases", []),
-        "build_log": payload(stages.get(("candidate", "build"))).get("log", ""),
+        "cases": payload(stages.get((Side.CANDIDATE, Stage.CORRECTNESS))).get("cases", []),
+        "build_log": payload(stages.get((Side.CANDIDATE, Stage.BUILD))).get("log", ""),
         "ptxas_log": payload(static).get("log", ""),
         "report": next((a for a in job.artifacts if a.kind in ("ncu_report", "ncu-rep")
                         or a.path.endswith(".ncu-rep")), None),

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from gate.changepoints import detect
+from gate.domain.names import Metric, Rule, Side
 from gate.figures.series_charts import HistoryChart, Line, history_figure
 from gate.read_models.kernel_series import KernelHistory, SeriesHistory
 
@@ -15,29 +16,29 @@ class Group:
     key: str
     title: str
     y_title: str
-    metrics: tuple[str, ...]
-    rule: str = ""               # the Gates rule whose threshold is drawn
+    metrics: tuple[Metric, ...]
+    rule: Rule | None = None     # the Gates rule whose threshold is drawn
     per_shape: bool = False      # one chart per shape (scales differ by orders of magnitude)
     per_arch: bool = False       # series are target archs (ptxas figures), shape ""
     peers: bool = False          # draw SDPA / cuBLAS levels as reference lines
 
 
 GROUPS = (
-    Group("latency", "Latency", "median µs", ("latency_median_us",), per_shape=True, peers=True),
-    Group("tflops", "Throughput", "TFLOP/s", ("tflops",), per_shape=True, peers=True),
-    Group("ratio", "Latency vs baseline", "candidate / baseline", ("latency_ratio",),
-          rule="max_latency_regression_pct"),
-    Group("tensor", "Tensor pipe active", "% of peak", ("tensor_pipe_pct",),
-          rule="min_tensor_pipe_pct"),
+    Group("latency", "Latency", "median µs", (Metric.LATENCY_MEDIAN_US,), per_shape=True, peers=True),
+    Group("tflops", "Throughput", "TFLOP/s", (Metric.TFLOPS,), per_shape=True, peers=True),
+    Group("ratio", "Latency vs baseline", "candidate / baseline", (Metric.LATENCY_RATIO,),
+          rule=Rule.MAX_LATENCY_REGRESSION_PCT),
+    Group("tensor", "Tensor pipe active", "% of peak", (Metric.TENSOR_PIPE_PCT,),
+          rule=Rule.MIN_TENSOR_PIPE_PCT),
     Group("conflicts", "Shared-memory bank conflicts", "% of wavefronts",
-          ("ld_bank_conflict_pct", "st_bank_conflict_pct"), rule="max_bank_conflict_pct"),
-    Group("warps", "Warps active", "% of peak", ("warps_active_pct",), rule="min_warps_active_pct"),
-    Group("dram", "DRAM throughput", "% of peak", ("dram_pct",), rule="min_dram_pct"),
-    Group("registers", "Registers per thread", "registers", ("registers",), rule="max_registers",
+          (Metric.LD_BANK_CONFLICT_PCT, Metric.ST_BANK_CONFLICT_PCT), rule=Rule.MAX_BANK_CONFLICT_PCT),
+    Group("warps", "Warps active", "% of peak", (Metric.WARPS_ACTIVE_PCT,), rule=Rule.MIN_WARPS_ACTIVE_PCT),
+    Group("dram", "DRAM throughput", "% of peak", (Metric.DRAM_PCT,), rule=Rule.MIN_DRAM_PCT),
+    Group("registers", "Registers per thread", "registers", (Metric.REGISTERS,), rule=Rule.MAX_REGISTERS,
           per_arch=True),
-    Group("spills", "Spills", "bytes", ("spill_bytes",), rule="max_spill_bytes", per_arch=True),
+    Group("spills", "Spills", "bytes", (Metric.SPILL_BYTES,), rule=Rule.MAX_SPILL_BYTES, per_arch=True),
 )
-PEER_METRIC = {"latency": "latency_median_us", "tflops": "tflops"}
+PEER_METRIC = {"latency": Metric.LATENCY_MEDIAN_US.value, "tflops": Metric.TFLOPS.value}
 
 
 @dataclass(frozen=True)
@@ -52,8 +53,8 @@ def wanted_traces(shapes: Sequence[str], archs: Sequence[str]) -> list[tuple[str
     out = []
     for g in GROUPS:
         for metric in g.metrics:
-            out += ([(metric, "", a) for a in archs] if g.per_arch
-                    else [(metric, s, "candidate") for s in shapes])
+            out += ([(metric.value, "", a) for a in archs] if g.per_arch
+                    else [(metric.value, s, Side.CANDIDATE.value) for s in shapes])
     return out
 
 
@@ -89,15 +90,15 @@ def _label(g: Group, s: SeriesHistory) -> str:
     if g.per_arch:
         return s.series
     prefix = s.name.split("_", 1)[0] + " · " if len(g.metrics) > 1 else ""
-    return prefix + (s.shape if not g.per_shape else "candidate")
+    return prefix + (s.shape if not g.per_shape else Side.CANDIDATE.value)
 
 
 def _thresholds(g: Group, rules: list[dict]) -> list[Line]:
     """The latest verdict's threshold for the group's rule (latency: as a ratio of the baseline)."""
     for row in rules:
         t = row.get("threshold")
-        if row.get("rule") == g.rule and isinstance(t, (int, float)):
-            if g.rule == "max_latency_regression_pct":
+        if g.rule is not None and row.get("rule") == g.rule and isinstance(t, (int, float)):
+            if g.rule is Rule.MAX_LATENCY_REGRESSION_PCT:
                 # decide() writes the limit in µs (baseline median x (1 + pct)); the chart is a ratio.
                 base = row.get("baseline")
                 if not isinstance(base, (int, float)) or base <= 0:

@@ -2,21 +2,27 @@
 
 from __future__ import annotations
 
+from gate.domain.names import Side
+from gate.domain.verdict import Verdict
+
 FONT = "Inter, 'Segoe UI', system-ui, -apple-system, sans-serif"
 INK = "#1f2933"
 MUTED = "#6b7785"
 GRID = "#e6e9ee"
 
 # Distinct by colour *and* symbol, so they read in grey print and for colour-blind readers.
-VERDICT_COLOR = {"accept": "#1a7f37", "reject": "#cf222e", "inconclusive": "#b07d00",
-                 "incomplete": "#6e7781", "error": "#8250df", "": "#9aa4b1"}
-VERDICT_SYMBOL = {"accept": "circle", "reject": "x", "inconclusive": "diamond",
-                  "incomplete": "square-open", "error": "star", "": "circle-open"}
+# Keyed by the stored strings ("" = no verdict stored); a `Verdict` looks up the same entry.
+VERDICT_COLOR = {Verdict.ACCEPT.value: "#1a7f37", Verdict.REJECT.value: "#cf222e",
+                 Verdict.INCONCLUSIVE.value: "#b07d00", Verdict.INCOMPLETE.value: "#6e7781",
+                 Verdict.ERROR.value: "#8250df", "": "#9aa4b1"}
+VERDICT_SYMBOL = {Verdict.ACCEPT.value: "circle", Verdict.REJECT.value: "x",
+                  Verdict.INCONCLUSIVE.value: "diamond", Verdict.INCOMPLETE.value: "square-open",
+                  Verdict.ERROR.value: "star", "": "circle-open"}
 
 SERIES_COLOR = ["#2563eb", "#0891b2", "#7c3aed", "#db2777", "#ea580c", "#65a30d"]
 PEER_COLOR = {"sdpa_flash": "#ea580c", "sdpa_cudnn": "#0d9488", "sdpa_efficient": "#a16207",
               "cublas": "#0d9488"}
-SIDE_COLOR = {"candidate": "#2563eb", "baseline": "#94a3b8"}
+SIDE_COLOR = {Side.CANDIDATE.value: "#2563eb", Side.BASELINE.value: "#94a3b8"}
 THRESHOLD_COLOR = "#cf222e"
 CHANGE_COLOR = "#7c3aed"
 

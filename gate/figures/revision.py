@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
+from gate.domain.names import NCU_METRICS, Side
 from gate.figures.palette import PEER_COLOR, SIDE_COLOR, base_layout
 
-NCU_FIELDS = (("tensor_pipe_pct", "tensor pipe"), ("ld_bank_conflict_pct", "ld conflicts"),
-              ("st_bank_conflict_pct", "st conflicts"), ("warps_active_pct", "warps active"),
-              ("dram_pct", "DRAM"), ("sm_throughput_pct", "SM throughput"))
+NCU_FIELDS = tuple((m.value, m.info.label) for m in NCU_METRICS)   # (KernelMetrics key, bar label)
 
 
 def timing_figure(shape_timing: dict) -> dict:
     """Box plots of one shape's samples: candidate, baseline and every peer (a stored ShapeTiming)."""
-    sides = [("candidate", shape_timing.get("candidate")), ("baseline", shape_timing.get("baseline"))]
+    sides = [(side.value, shape_timing.get(side.value)) for side in (Side.CANDIDATE, Side.BASELINE)]
     sides += sorted((shape_timing.get("peers") or {}).items())
     data = []
     for name, timing in sides:
@@ -40,7 +39,7 @@ def timing_figure(shape_timing: dict) -> dict:
 def ncu_figure(candidate: list[dict], baseline: list[dict]) -> dict:
     """Grouped bars: the gate's ncu ratios per shape, candidate beside baseline (KernelMetrics JSON)."""
     data = []
-    for side, rows in (("baseline", baseline), ("candidate", candidate)):
+    for side, rows in ((Side.BASELINE.value, baseline), (Side.CANDIDATE.value, candidate)):
         for row in rows:
             present = [(label, row.get(key)) for key, label in NCU_FIELDS if row.get(key) is not None]
             if not present:

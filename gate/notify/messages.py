@@ -88,7 +88,7 @@ def describe(report: VerdictReport) -> str:
     row = decisive_rule(report)
     passed = sum(r.outcome is RuleOutcome.PASS for r in report.rules)
     if report.verdict is Verdict.ACCEPT:
-        head = f"accept: {passed}/{len(report.rules)} rules pass"
+        head = f"{report.verdict.value}: {passed}/{len(report.rules)} rules pass"
         text = f"{head}; {figure(row)}" if row is not None and row.value is not None else head
     elif row is not None:
         text = f"{report.verdict.value}: {figure(row)}"

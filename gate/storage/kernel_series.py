@@ -16,6 +16,8 @@ import numpy as np
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from gate.domain.names import Metric as M
+from gate.domain.names import Side
 from gate.read_models.kernel_series import KernelHistory, SeriesHistory, Trace
 from gate.storage.models import Metric, VerdictRecord
 from gate.storage.series_buckets import bucket_series, bucket_width, worst_verdict_codes
@@ -61,12 +63,12 @@ def kernel_gpu_kinds(session: Session, kernel: str) -> list[str]:
 
 def kernel_shapes(session: Session, kernel: str, gpu_kind: str) -> list[str]:
     """Shape labels with a candidate latency history on this GPU kind."""
-    return _distinct(session, Metric.shape, kernel, gpu_kind, "latency_median_us", "candidate")
+    return _distinct(session, Metric.shape, kernel, gpu_kind, M.LATENCY_MEDIAN_US.value, Side.CANDIDATE.value)
 
 
 def kernel_archs(session: Session, kernel: str, gpu_kind: str) -> list[str]:
     """Target archs with register counts (the series of the per-kernel ptxas figures)."""
-    return _distinct(session, Metric.series, kernel, gpu_kind, "registers", None)
+    return _distinct(session, Metric.series, kernel, gpu_kind, M.REGISTERS.value, None)
 
 
 def _distinct(session: Session, column, kernel: str, gpu_kind: str, name: str,  # noqa: ANN001

@@ -14,6 +14,8 @@ from sqlalchemy import JSON, Float, ForeignKey, Index, Integer, String, Text, Un
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
 from gate.domain.clock import utcnow
+from gate.domain.names import Direction, Side
+from gate.domain.notices import DeliveryState
 
 
 class Base(DeclarativeBase):
@@ -101,7 +103,7 @@ class StageRecord(Base):
     id: Mapped[int] = mapped_column(primary_key=True)
     job_id: Mapped[int] = mapped_column(ForeignKey("jobs.id"), index=True)
     side: Mapped[str] = mapped_column(String(20))          # candidate | baseline | joint
-    stage: Mapped[str] = mapped_column(String(20))         # StageName
+    stage: Mapped[str] = mapped_column(String(20))         # `gate.domain.names.Stage`
     status: Mapped[str] = mapped_column(String(20))        # StageStatus
     reason: Mapped[str | None] = mapped_column(Text)
     duration_s: Mapped[float | None] = mapped_column(Float)
@@ -119,10 +121,10 @@ class Metric(Base):
     gpu_kind: Mapped[str] = mapped_column(String(100))
     shape: Mapped[str] = mapped_column(String(200), default="")
     name: Mapped[str] = mapped_column(String(100))          # latency_median_us, tensor_pipe_pct, ...
-    series: Mapped[str] = mapped_column(String(50), default="candidate")  # or baseline, sdpa_flash ...
+    series: Mapped[str] = mapped_column(String(50), default=Side.CANDIDATE.value)  # or baseline, sdpa_flash ...
     value: Mapped[float] = mapped_column(Float)
     unit: Mapped[str] = mapped_column(String(30), default="")
-    direction: Mapped[str] = mapped_column(String(10), default="lower")   # lower | higher is better
+    direction: Mapped[str] = mapped_column(String(10), default=Direction.LOWER.value)   # lower | higher is better
     __table_args__ = (
         Index("ix_metrics_history", "kernel", "name", "gpu_kind", "shape", "revision_id"),
         # Covering index of the history pages: one trace is read from the index alone.
@@ -171,7 +173,7 @@ class Notification(Base):
     target: Mapped[str] = mapped_column(String(30))          # github_status | check_run | webhook
     url: Mapped[str] = mapped_column(Text)
     payload: Mapped[dict[str, Any]] = mapped_column(JSON)
-    state: Mapped[str] = mapped_column(String(20), default="pending")   # pending | sent | failed
+    state: Mapped[str] = mapped_column(String(20), default=DeliveryState.PENDING.value)   # DeliveryState
     attempts: Mapped[int] = mapped_column(default=0)
     last_error: Mapped[str | None] = mapped_column(Text)
     next_attempt_at: Mapped[datetime] = mapped_column(default=utcnow, index=True)

@@ -51,7 +51,7 @@ def _finish(session: Session, job_id: int, attempt: int, verdict: str, error: st
         session.rollback()
         log.warning("job %s attempt %s: result dropped, the job was re-queued meanwhile", job_id, attempt)
         return None
-    session.add(JobEvent(job_id=job_id, state="done", detail=verdict if not error else f"{verdict}: {error}", at=now))
+    session.add(JobEvent(job_id=job_id, state=JobState.DONE.value, detail=verdict if not error else f"{verdict}: {error}", at=now))
     return session.get(Job, job_id, populate_existing=True)
 
 

@@ -19,7 +19,7 @@ from gate.read_models.revision import (
     StageDetail,
     VerdictDetail,
 )
-from gate.storage.models import Job, Revision
+from gate.storage.models import Job, Revision, RevisionStatus
 
 
 def _job(job: Job) -> JobDetail:
@@ -50,7 +50,7 @@ def revision_detail(session: Session, revision_id: int) -> RevisionDetail | None
         return None
     jobs = [_job(j) for j in rev.jobs]
     verdict = Verdict.ERROR.value if rev.error else None
-    if rev.status == "done" and not rev.error:
+    if rev.status == RevisionStatus.DONE and not rev.error:
         worst = worst_verdict(j.verdict.verdict for j in jobs if j.verdict)
         verdict = worst.value if worst else None
     return RevisionDetail(

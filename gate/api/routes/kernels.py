@@ -10,10 +10,13 @@ from pydantic import BaseModel
 from gate.api.deps import SeriesCacheDep, SessionDep
 from gate.api.schemas import KernelOut, LatestVerdictOut, PointOut
 from gate.changepoints import detect
+from gate.domain.names import Metric, Side
 from gate.read_models.kernel_series import history_points
 from gate.storage import dashboard, kernel_series
 
 router = APIRouter(prefix="/api/v1", tags=["kernels"])
+# The ptxas figures: stored per target arch (series = sm_90a, ...) with shape "", not per shape.
+PER_ARCH_METRICS = frozenset(m.value for m in (Metric.REGISTERS, Metric.SPILL_BYTES, Metric.SMEM_BYTES))
 
 
 class ChangePointOut(BaseModel):
@@ -64,10 +67,9 @@ def kernel_history(session: SessionDep, store: SeriesCacheDep, name: str, metric
         raise HTTPException(404, f"kernel {name!r} has no verdicts on {gpu!r}")
     gpu = gpu or gpus[0]
     wanted_series = series or (kernel_series.kernel_archs(session, name, gpu)
-                               if metric in ("registers", "spill_bytes", "smem_bytes")
-                               else ["candidate"])
+                               if metric in PER_ARCH_METRICS else [Side.CANDIDATE.value])
     shapes = [shape] if shape is not None else (
-        [""] if metric in ("registers", "spill_bytes", "smem_bytes")
+        [""] if metric in PER_ARCH_METRICS
         else kernel_series.kernel_shapes(session, name, gpu))
     hist = kernel_series.kernel_history(session, name, gpu,
                                   [(metric, sh, s) for sh in shapes for s in wanted_series],
