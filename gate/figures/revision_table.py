@@ -5,7 +5,7 @@ hundred revisions recur in all twenty traces, and those strings were two thirds 
 trace's customdata rows carry [revision id, verdict, (count)] only and the trace is marked
 `meta.revisions = "shared"`; `revision_table` writes the details once, keyed by revision id, and
 `dashboards/static/gate.js` puts them back as customdata[1:4] before plotly draws, so hovers and
-clicks read [revision id, sha, date, message, verdict, (count)] (see `gate/figures/history.py`).
+clicks read [revision id, sha, date, message, verdict, (count)] (see `gate/figures/series_charts.py`).
 """
 
 from __future__ import annotations
