@@ -32,7 +32,7 @@ from sqlalchemy.orm import Session
 
 from gate.api.app import create_app
 from gate.config import Settings
-from gate.demo.sample_history import append_revision, seed_history
+from gate.sample.seed import append_revision, seed_history
 from gate.storage import schema
 from gate.storage.db import make_engine
 

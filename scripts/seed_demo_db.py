@@ -13,7 +13,7 @@ import sys
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from gate.demo.sample_history import seed_history
+from gate.sample.seed import seed_history
 from gate.storage import schema
 from gate.storage.db import make_engine
 from gate.storage.models import Revision

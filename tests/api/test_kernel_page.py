@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 
-from gate.demo.sample_history import append_revision, seed_history
+from gate.sample.seed import append_revision, seed_history
 
 KERNEL = "flashcore_wmma"
 SHAPE = "b1_h8_s512_d64"

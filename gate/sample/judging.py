@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from gate.demo.sample_measurements import (
+from gate.sample.kernels import (
     A100_SLOWDOWN, FLOPS, PEERS_ON_A100, SHAPES, KernelModel, Outcome, StoryEvent, rule, verdict_of,
 )
 from gate.domain import (

@@ -18,7 +18,7 @@ from datetime import datetime, timedelta
 from sqlalchemy import insert, select
 from sqlalchemy.orm import Session
 
-from gate.demo.sample_measurements import KERNELS, SHAPES, KernelModel, revision_story
+from gate.sample.kernels import KERNELS, SHAPES, KernelModel, revision_story
 from gate.storage.models import (
     Artifact, Job, JobState, Metric, Repository, Revision, RevisionStatus, StageRecord, VerdictRecord,
 )

@@ -1,4 +1,4 @@
-"""The synthetic measurements behind `gate.demo.sample_history` (SYNTHETIC SAMPLE DATA, nothing measured).
+"""The synthetic measurements behind `gate.sample.seed` (SYNTHETIC SAMPLE DATA, nothing measured).
 
 Latency levels follow a story of commits; each job's numbers are that level with ~1 % noise, the
 way an interleaved benchmark reports them. Rule tables use the gate's own `RuleRow` type.
@@ -123,7 +123,7 @@ class KernelModel:
         self.registers = kind.registers
 
     def measure(self, event: StoryEvent, gpu: str, sha: str) -> Outcome:
-        from gate.demo.sample_outcome import gate_commit   # keeps this module about the numbers
+        from gate.sample.judging import gate_commit   # keeps this module about the numbers
         return gate_commit(self, event, gpu, sha)
 
     def noisy(self, value: float, rel: float = 0.01) -> float:

@@ -1,0 +1,1 @@
+"""Synthetic sample data (generated, never measured): see `gate.sample.seed`."""
