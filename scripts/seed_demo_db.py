@@ -13,7 +13,7 @@ import sys
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from gate.sample.seed import seed_history
+from gate.sample import seed_judged_history
 from gate.storage import schema
 from gate.storage.db import make_engine
 from gate.storage.models import Revision
@@ -32,7 +32,7 @@ def main(argv: list[str] | None = None) -> int:
         if session.scalar(select(Revision.id).limit(1)) is not None:
             print("refusing: the database already holds revisions", file=sys.stderr)
             return 1
-        summary = seed_history(session, revisions=args.revisions, kernels=args.kernels,
+        summary = seed_judged_history(session, revisions=args.revisions, kernels=args.kernels,
                                stages=not args.no_stages)
     print(f"seeded {summary.revisions} revisions, {summary.jobs} jobs, {summary.metrics} metrics "
           "(synthetic sample data)")

@@ -1,4 +1,4 @@
-"""A synthetic but realistic gate history, for screenshots, browser tests and the history benchmark.
+"""Write a synthetic but realistic judged history: revisions, jobs, verdicts, metrics, stages.
 
 SYNTHETIC SAMPLE DATA: every number here is generated, none was measured. Revisions carry
 `source="synthetic"` and the pages say so in their footer.
@@ -18,7 +18,10 @@ from datetime import datetime, timedelta
 from sqlalchemy import insert, select
 from sqlalchemy.orm import Session
 
-from gate.sample.kernels import KERNELS, SHAPES, KernelModel, revision_story
+from gate.sample.judging import judge_commit
+from gate.sample.kernel_model import KernelModel
+from gate.sample.kernels import KERNELS, SHAPES
+from gate.sample.story import revision_story
 from gate.storage.models import (
     Artifact, Job, JobState, Metric, Repository, Revision, RevisionStatus, StageRecord, VerdictRecord,
 )
@@ -34,7 +37,7 @@ class SeedSummary:
     metrics: int
 
 
-def seed_history(session: Session, *, revisions: int = 60, kernels: list[str] | None = None,
+def seed_judged_history(session: Session, *, revisions: int = 60, kernels: list[str] | None = None,
                  a100: bool = True, stages: bool = True, queue: bool = True,
                  seed: int = 20250214) -> SeedSummary:
     """Fill an empty database with `revisions` synthetic revisions of the chosen kernels."""
@@ -73,7 +76,7 @@ def seed_history(session: Session, *, revisions: int = 60, kernels: list[str] | 
                 session.add(job)
                 session.flush()
                 n_jobs += 1
-                outcome = models[name, gpu].measure(event, gpu, rev.sha)
+                outcome = judge_commit(models[name, gpu], event, gpu, rev.sha)
                 session.add(VerdictRecord(job_id=job.id, revision_id=rev.id, kernel=name,
                                           gpu_kind=gpu, verdict=outcome.verdict,
                                           reason=outcome.reason, rules=outcome.rules,
@@ -123,7 +126,7 @@ def _add_queue(session: Session, repo_id: int, at: datetime, names: list[str],
     return len(names)
 
 
-def append_revision(session: Session, kernel: str, *, verdict: str | None = None,
+def append_judged_revision(session: Session, kernel: str, *, verdict: str | None = None,
                     reason: str | None = None, metrics: list[dict] | None = None,
                     sha: str | None = None, message: str | None = None) -> Revision:
     """One more revision of `kernel` after its newest, judged on that one's GPU kind (sample data).
