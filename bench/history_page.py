@@ -44,7 +44,7 @@ def build(db: Path, revisions: int) -> None:
     schema.upgrade(engine)
     with Session(engine) as session:
         seed_judged_history(session, revisions=revisions, kernels=["flashcore_wmma"], a100=False,
-                     stages=False, queue=False)
+                            stages=False, queue=False)
     engine.dispose()
 
 

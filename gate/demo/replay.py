@@ -11,8 +11,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
-from sqlalchemy import select
-
 from gate.config import Settings
 from gate.demo.flashcore_commits import Step, build_demo_repo
 from gate.domain.job import ProgressEvent
@@ -21,7 +19,7 @@ from gate.executors.local import LocalExecutor
 from gate.services.sources import MirrorSources
 from gate.services.submissions import plan_revision, submit_revision
 from gate.storage.db import make_engine, make_session_factory
-from gate.storage.models import Job, Revision, VerdictRecord
+from gate.storage.samples import job_verdicts, revision_error
 from gate.storage.schema import upgrade
 
 
@@ -82,13 +80,9 @@ def replay(settings: Settings, out: TextIO, steps: tuple[Step, ...] | None = Non
 
 def _verdicts(session_factory: Any, revision_id: int) -> list[tuple[str, str, str]]:
     with session_factory() as session:
-        found = session.execute(
-            select(Job.kernel, VerdictRecord.verdict, VerdictRecord.reason)
-            .join(VerdictRecord, VerdictRecord.job_id == Job.id, isouter=True)
-            .where(Job.revision_id == revision_id).order_by(Job.id)).all()
+        found = job_verdicts(session, revision_id)
         if not found:
-            error = session.get(Revision, revision_id).error or "no jobs"
-            return [("-", "error", error)]
+            return [("-", "error", revision_error(session, revision_id) or "no jobs")]
     return [(k, v or "none", r or "") for k, v, r in found]
 
 
