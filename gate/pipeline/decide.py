@@ -47,7 +47,7 @@ def decide(result: JobResult, gates: Gates) -> VerdictReport:
         rows += profile_rows(cand.profile, base_profile, gates, result.new_kernel)
     else:
         rows += _stage_row(Stage.PROFILE, cand.profile, required=profile_needed)
-    return VerdictReport(*_verdict(rows), rules=rows)
+    return VerdictReport(*verdict_of(rows), rules=rows)
 
 
 def _stage_row(stage: Stage, res: object | None, *, required: bool) -> list[RuleRow]:
@@ -146,7 +146,7 @@ def _cause_first(row: RuleRow) -> int:
     return 2 if row.rule == Rule.MAX_LATENCY_REGRESSION_PCT else 1
 
 
-def _verdict(rows: list[RuleRow]) -> tuple[Verdict, str]:
+def verdict_of(rows: list[RuleRow]) -> tuple[Verdict, str]:
     """The verdict and its one-line reason; marks the row the reason names as `decisive` (for
     `accept`, the worst latency row, when there is one). Nothing downstream chooses again."""
     for outcome, verdict in ((O.ERROR, Verdict.ERROR), (O.FAIL, Verdict.REJECT),

@@ -8,11 +8,13 @@ from __future__ import annotations
 from typing import Any
 
 from gate.domain import RuleOutcome, RuleRow, Verdict
-from gate.domain.codec import to_json
+from gate.domain.codec import from_json, to_json
+from gate.pipeline import decide
 from gate.sample.kernel_model import KernelModel, Outcome
 from gate.sample.kernels import A100_SLOWDOWN, ARCHES, FLOPS, PEERS_ON_A100, SHAPES
 from gate.sample.stage_payloads import stage_payloads
 from gate.sample.story import StoryEvent
+from gate.domain.names import Metric, Rule, Side
 
 
 def judge_commit(m: KernelModel, event: StoryEvent, gpu: str, sha: str) -> Outcome:
@@ -37,7 +39,7 @@ def judge_commit(m: KernelModel, event: StoryEvent, gpu: str, sha: str) -> Outco
         base_us = m.noisy(m.level[shape] * scale)
         cand_us = m.noisy(m.level[shape] * scale * factor)
         pct = 100.0 * (cand_us / base_us - 1.0)
-        limit = gates["max_latency_regression_pct"]
+        limit = gates[Rule.MAX_LATENCY_REGRESSION_PCT]
         if event.kind == "inconclusive" and mine and shape.endswith("causal"):
             outcome, why = RuleOutcome.INCONCLUSIVE, f"{shape}: +{pct:.1f} % straddles {limit} %"
         elif pct > limit:
@@ -45,28 +47,27 @@ def judge_commit(m: KernelModel, event: StoryEvent, gpu: str, sha: str) -> Outco
         else:
             outcome, why = RuleOutcome.PASS, f"{shape}: {pct:+.1f} %"
         # As decide() writes it: medians in µs, the limit as the baseline median x (1 + pct).
-        rules.append(rule("max_latency_regression_pct", outcome, why, shape=shape, value=round(cand_us, 3),
+        rules.append(rule(Rule.MAX_LATENCY_REGRESSION_PCT, outcome, why, shape=shape, value=round(cand_us, 3),
                           threshold=round(base_us * (1 + limit / 100.0), 3), baseline=round(base_us, 3),
                           delta=round(cand_us - base_us, 3), unit="us"))
         peers = {p: m.noisy(v * scale) for p, v in m.kind.peers_us.get(shape, {}).items()
                  if scale == 1.0 or p in PEERS_ON_A100}
-        sides = {"candidate": cand_us, "baseline": base_us, **peers}
+        sides = {Side.CANDIDATE: cand_us, Side.BASELINE: base_us, **peers}
         for series, us in sides.items():
-            metrics.append(_metric("latency_median_us", shape, series, us, "us", "lower"))
-            metrics.append(_metric("tflops", shape, series, FLOPS[shape] / us / 1e6, "TFLOP/s",
-                                   "higher"))
-        for series, us in (("candidate", cand_us), ("baseline", base_us)):
-            metrics.append(_metric("latency_p10_us", shape, series, us * 0.985, "us", "lower"))
-            metrics.append(_metric("latency_p90_us", shape, series, us * 1.02, "us", "lower"))
-        metrics.append(_metric("latency_ratio", shape, "candidate", cand_us / base_us, "x", "lower"))
+            metrics.append(_metric(Metric.LATENCY_MEDIAN_US, shape, series, us))
+            metrics.append(_metric(Metric.TFLOPS, shape, series, FLOPS[shape] / us / 1e6))
+        for series, us in ((Side.CANDIDATE, cand_us), (Side.BASELINE, base_us)):
+            metrics.append(_metric(Metric.LATENCY_P10_US, shape, series, us * 0.985))
+            metrics.append(_metric(Metric.LATENCY_P90_US, shape, series, us * 1.02))
+        metrics.append(_metric(Metric.LATENCY_RATIO, shape, Side.CANDIDATE, cand_us / base_us))
         if profiled:
             metrics.extend(_ncu_metrics(m, shape, pipe, conflicts))
         timings.append((shape, cand_us, base_us, peers))
     rules.extend(_resource_rules(m, gates, pipe, conflicts, regs, profiled))
     for arch in ARCHES:
-        metrics.append(_metric("registers", "", arch, regs, "regs/thread", "lower"))
-        metrics.append(_metric("spill_bytes", "", arch, 0, "B", "lower"))
-        metrics.append(_metric("smem_bytes", "", arch, m.kind.smem_bytes, "B", "lower"))
+        metrics.append(_metric(Metric.REGISTERS, "", arch, regs))
+        metrics.append(_metric(Metric.SPILL_BYTES, "", arch, 0))
+        metrics.append(_metric(Metric.SMEM_BYTES, "", arch, m.kind.smem_bytes))
     verdict, reason = verdict_of(rules, profiled)
     if verdict == "accept":
         m.level = {s: v * factor for s, v in m.level.items()}
@@ -80,24 +81,23 @@ def judge_commit(m: KernelModel, event: StoryEvent, gpu: str, sha: str) -> Outco
     return out
 
 
-def _metric(name: str, shape: str, series: str, value: float, unit: str, direction: str) -> dict:
-    return {"name": name, "shape": shape, "series": series, "value": float(value), "unit": unit,
-            "direction": direction}
+def _metric(name: Metric, shape: str, series: str, value: float) -> dict:
+    return {"name": name.value, "shape": shape, "series": str(series), "value": float(value),
+            "unit": name.unit, "direction": name.direction.value}
 
 
 def _ncu_metrics(m: KernelModel, shape: str, pipe: float, conflicts: float) -> list[dict]:
     big = shape.endswith("causal") or shape.startswith("m4096")
     out = []
-    for series, p, c in (("candidate", pipe, conflicts),
-                         ("baseline", m.tensor_pipe_pct, m.conflict_pct)):
+    for series, p, c in ((Side.CANDIDATE, pipe, conflicts),
+                         (Side.BASELINE, m.tensor_pipe_pct, m.conflict_pct)):
         out += [
-            _metric("tensor_pipe_pct", shape, series, max(0.0, m.noisy(p, 0.02)), "%", "higher"),
-            _metric("ld_bank_conflict_pct", shape, series, max(0.0, m.noisy(c, 0.05)), "%", "lower"),
-            _metric("st_bank_conflict_pct", shape, series, m.noisy(0.4, 0.1), "%", "lower"),
-            _metric("warps_active_pct", shape, series, m.noisy(41.0 if big else 23.0, 0.02), "%",
-                    "higher"),
-            _metric("dram_pct", shape, series, m.noisy(58.0 if big else 21.0, 0.03), "%", "higher"),
-            _metric("sm_throughput_pct", shape, series, m.noisy(p + 18.0, 0.02), "%", "higher"),
+            _metric(Metric.TENSOR_PIPE_PCT, shape, series, max(0.0, m.noisy(p, 0.02))),
+            _metric(Metric.LD_BANK_CONFLICT_PCT, shape, series, max(0.0, m.noisy(c, 0.05))),
+            _metric(Metric.ST_BANK_CONFLICT_PCT, shape, series, m.noisy(0.4, 0.1)),
+            _metric(Metric.WARPS_ACTIVE_PCT, shape, series, m.noisy(41.0 if big else 23.0, 0.02)),
+            _metric(Metric.DRAM_PCT, shape, series, m.noisy(58.0 if big else 21.0, 0.03)),
+            _metric(Metric.SM_THROUGHPUT_PCT, shape, series, m.noisy(p + 18.0, 0.02)),
         ]
     return out
 
@@ -105,11 +105,11 @@ def _ncu_metrics(m: KernelModel, shape: str, pipe: float, conflicts: float) -> l
 def _resource_rules(m: KernelModel, gates: dict, pipe: float, conflicts: float, regs: int,
                     profiled: bool) -> list[Any]:
     rows = []
-    checks = [("min_tensor_pipe_pct", pipe, m.tensor_pipe_pct, lambda v, t: v >= t, True),
-              ("max_bank_conflict_pct", conflicts, m.conflict_pct, lambda v, t: v <= t, True),
-              ("min_warps_active_pct", 41.0, 41.0, lambda v, t: v >= t, True),
-              ("max_registers", regs, m.registers, lambda v, t: v <= t, False),
-              ("max_spill_bytes", 0, 0, lambda v, t: v <= t, False)]
+    checks = [(Rule.MIN_TENSOR_PIPE_PCT, pipe, m.tensor_pipe_pct, lambda v, t: v >= t, True),
+              (Rule.MAX_BANK_CONFLICT_PCT, conflicts, m.conflict_pct, lambda v, t: v <= t, True),
+              (Rule.MIN_WARPS_ACTIVE_PCT, 41.0, 41.0, lambda v, t: v >= t, True),
+              (Rule.MAX_REGISTERS, regs, m.registers, lambda v, t: v <= t, False),
+              (Rule.MAX_SPILL_BYTES, 0, 0, lambda v, t: v <= t, False)]
     for name, value, base, ok, needs_profile in checks:
         if name not in gates:
             continue
@@ -132,12 +132,10 @@ def rule(name: str, outcome: RuleOutcome, reason: str, **kw: Any) -> Any:
 
 
 def verdict_of(rules: list[Any], profiled: bool) -> tuple[str, str]:
-    """The verdict the gate's rules give: any fail rejects, then inconclusive, then incomplete."""
-    for outcome, verdict in ((RuleOutcome.FAIL, Verdict.REJECT),
-                             (RuleOutcome.INCONCLUSIVE, Verdict.INCONCLUSIVE),
-                             (RuleOutcome.NOT_RUN, Verdict.INCOMPLETE)):
-        hits = [r for r in rules if r["outcome"] == outcome]
-        if hits:
-            return verdict.value, hits[0]["reason"]
-    assert profiled
-    return Verdict.ACCEPT.value, "every rule passed"
+    """The verdict the gate's own precedence gives these rows (`gate.pipeline.decide.verdict_of`);
+    the deciding row is marked in `rules`, as a real job's is."""
+    rows = from_json(list[RuleRow], rules, path="rules")
+    verdict, reason = decide.verdict_of(rows)
+    rules[:] = to_json(rows)
+    assert verdict is not Verdict.ACCEPT or profiled
+    return verdict.value, reason

@@ -7,6 +7,7 @@ with ~1 % noise, the way an interleaved benchmark reports them (`gate.sample.jud
 from __future__ import annotations
 
 from dataclasses import dataclass
+from gate.domain.names import Rule
 
 SHAPES = {
     "attention": ["b1_h8_s512_d64", "b4_h16_s4096_d64_causal"],
@@ -34,20 +35,20 @@ class KernelKind:
 KERNELS: dict[str, KernelKind] = {
     "flashcore_scalar": KernelKind(
         "attention", {"b1_h8_s512_d64": 310.0, "b4_h16_s4096_d64_causal": 41_000.0},
-        {}, 0.0, 72, 16_384, {"max_latency_regression_pct": 3, "max_spill_bytes": 0}),
+        {}, 0.0, 72, 16_384, {Rule.MAX_LATENCY_REGRESSION_PCT: 3, Rule.MAX_SPILL_BYTES: 0}),
     "flashcore_wmma": KernelKind(
         "attention", {"b1_h8_s512_d64": 58.0, "b4_h16_s4096_d64_causal": 2_350.0},
         {"b1_h8_s512_d64": {"sdpa_flash": 31.0, "sdpa_cudnn": 27.5, "sdpa_efficient": 38.0},
          "b4_h16_s4096_d64_causal": {"sdpa_flash": 1_290.0, "sdpa_cudnn": 1_140.0,
                                      "sdpa_efficient": 1_720.0}},
         34.0, 96, 32_768,
-        {"max_latency_regression_pct": 3, "min_tensor_pipe_pct": 25, "max_bank_conflict_pct": 5,
-         "min_warps_active_pct": 20, "max_registers": 128, "max_spill_bytes": 0}),
+        {Rule.MAX_LATENCY_REGRESSION_PCT: 3, Rule.MIN_TENSOR_PIPE_PCT: 25, Rule.MAX_BANK_CONFLICT_PCT: 5,
+         Rule.MIN_WARPS_ACTIVE_PCT: 20, Rule.MAX_REGISTERS: 128, Rule.MAX_SPILL_BYTES: 0}),
     "gemm_tiled": KernelKind(
         "gemm", {"m2048_n2048_k1024": 21.0, "m4096_n4096_k4096": 198.0},
         {"m2048_n2048_k1024": {"cublas": 13.5}, "m4096_n4096_k4096": {"cublas": 151.0}},
         52.0, 128, 49_152,
-        {"max_latency_regression_pct": 3, "min_tensor_pipe_pct": 40, "max_registers": 168}),
+        {Rule.MAX_LATENCY_REGRESSION_PCT: 3, Rule.MIN_TENSOR_PIPE_PCT: 40, Rule.MAX_REGISTERS: 168}),
 }
 ARCHES = ("sm_80", "sm_90")                                   # each kernel is built for both
 PEERS_ON_A100 = {"sdpa_flash", "sdpa_efficient", "cublas"}   # cuDNN SDPA needs sm_90 here

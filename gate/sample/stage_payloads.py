@@ -13,6 +13,7 @@ from gate.domain import (
 from gate.domain.codec import to_json
 from gate.sample.kernel_model import KernelModel
 from gate.sample.kernels import ARCHES
+from gate.domain.names import Side, Stage
 
 
 def stage_payloads(m: KernelModel, sha: str, timings: list, pipe: float, conflicts: float, regs: int,
@@ -54,9 +55,9 @@ def stage_payloads(m: KernelModel, sha: str, timings: list, pipe: float, conflic
                if profiled else
                ProfileResult(StageStatus.NOT_RUN, reason="not run: ncu is not installed on this worker"))
     return [(side, name, r.status.value, r.reason, to_json(r)) for side, name, r in (
-        ("candidate", "static", static), ("candidate", "build", build),
-        ("candidate", "correctness", correctness), ("joint", "bench", bench),
-        ("candidate", "profile", profile))]
+        (Side.CANDIDATE, Stage.STATIC, static), (Side.CANDIDATE, Stage.BUILD, build),
+        (Side.CANDIDATE, Stage.CORRECTNESS, correctness), (Side.JOINT, Stage.BENCH, bench),
+        (Side.CANDIDATE, Stage.PROFILE, profile))]
 
 
 def _samples(m: KernelModel, median_us: float) -> TimingSamples:
