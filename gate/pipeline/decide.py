@@ -38,7 +38,9 @@ def decide(result: JobResult, gates: Gates) -> VerdictReport:
     rows += correctness_rows(cand.correctness)
     bench_needed = gates.max_latency_regression_pct is not None
     if result.bench is not None and result.bench.status is StageStatus.PASSED and bench_needed:
-        rows += latency_rows(result.bench, gates.max_latency_regression_pct, SIGNIFICANCE, result.new_kernel)
+        latency = latency_rows(result.bench, gates.max_latency_regression_pct, SIGNIFICANCE, result.new_kernel)
+        watch = result.bench.gpu_watch
+        rows += _untrusted(latency, watch.problems) if watch is not None and watch.problems else latency
     else:
         rows += _stage_row(Stage.BENCH, result.bench, required=bench_needed)
     profile_needed = any(getattr(gates, rule.value) is not None for rule in NCU_RULES)
@@ -48,6 +50,15 @@ def decide(result: JobResult, gates: Gates) -> VerdictReport:
     else:
         rows += _stage_row(Stage.PROFILE, cand.profile, required=profile_needed)
     return VerdictReport(*verdict_of(rows), rules=rows)
+
+
+def _untrusted(latency: list[RuleRow], problems: list[str]) -> list[RuleRow]:
+    """Latency rows timed on a GPU whose clocks moved, that throttled or that another process used:
+    inconclusive with the reason, never a verdict (a pass or a fail) on such data."""
+    why = "GPU not steady while timing: " + "; ".join(problems)
+    return [RuleRow(r.rule, O.INCONCLUSIVE, f"{why} ({r.reason})", shape=r.shape, value=r.value,
+                    threshold=r.threshold, baseline=r.baseline, delta=r.delta, unit=r.unit)
+            if r.outcome in (O.PASS, O.FAIL) and r.baseline is not None else r for r in latency]
 
 
 def _stage_row(stage: Stage, res: object | None, *, required: bool) -> list[RuleRow]:
