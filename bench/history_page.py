@@ -32,7 +32,7 @@ from sqlalchemy.orm import Session
 
 from gate.api.app import create_app
 from gate.config import Settings
-from gate.demo.sample_history import append_revision, seed_history
+from gate.sample import append_judged_revision, seed_judged_history
 from gate.storage import schema
 from gate.storage.db import make_engine
 
@@ -43,8 +43,8 @@ def build(db: Path, revisions: int) -> None:
     engine = make_engine(f"sqlite:///{db}")
     schema.upgrade(engine)
     with Session(engine) as session:
-        seed_history(session, revisions=revisions, kernels=["flashcore_wmma"], a100=False,
-                     stages=False, queue=False)
+        seed_judged_history(session, revisions=revisions, kernels=["flashcore_wmma"], a100=False,
+                            stages=False, queue=False)
     engine.dispose()
 
 
@@ -52,7 +52,7 @@ def add_verdict(db: Path) -> None:
     """One more revision of the kernel: a copy of the newest one's job, verdict and metrics."""
     engine = make_engine(f"sqlite:///{db}")
     with Session(engine) as session:
-        append_revision(session, KERNEL)
+        append_judged_revision(session, KERNEL)
         session.commit()
     engine.dispose()
 

@@ -10,13 +10,12 @@ from __future__ import annotations
 import argparse
 import sys
 
-from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from gate.demo.sample_history import seed_history
+from gate.sample import seed_judged_history
 from gate.storage import schema
 from gate.storage.db import make_engine
-from gate.storage.models import Revision
+from gate.storage.samples import holds_revisions
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -29,11 +28,11 @@ def main(argv: list[str] | None = None) -> int:
     engine = make_engine(args.database_url)
     schema.upgrade(engine)
     with Session(engine) as session:
-        if session.scalar(select(Revision.id).limit(1)) is not None:
+        if holds_revisions(session):
             print("refusing: the database already holds revisions", file=sys.stderr)
             return 1
-        summary = seed_history(session, revisions=args.revisions, kernels=args.kernels,
-                               stages=not args.no_stages)
+        summary = seed_judged_history(session, revisions=args.revisions, kernels=args.kernels,
+                                      stages=not args.no_stages)
     print(f"seeded {summary.revisions} revisions, {summary.jobs} jobs, {summary.metrics} metrics "
           "(synthetic sample data)")
     return 0

@@ -82,7 +82,8 @@ def main(args: argparse.Namespace) -> int:
                 print(f"gate submit: {'.'.join(map(str, problem['loc'][1:]))}: {problem['msg']}", file=sys.stderr)
             if "status_url" not in created:
                 return 2
-        print(f"revision {created['id']}: {created['status_url']}")
+        page = f"{args.server.rstrip('/')}/revisions/{created['id']}"
+        print(f"revision {created['id']}: {page}  (API: {created['status_url']})")
         if not args.wait:
             return 0 if reply.status_code == 202 else 2
         revision = follow(client, created["status_url"])
@@ -90,4 +91,5 @@ def main(args: argparse.Namespace) -> int:
         print(f"error: {revision['error']}")
     else:
         print(verdict_table(revision))
+    print(f"details: {page}")
     return exit_code(revision)

@@ -1,4 +1,4 @@
-"""Gate the demo history in commit order through the real pipeline, printing as it goes.
+"""Gate the demo repository's commits in order through the real pipeline, printing as it goes.
 
 Each commit is submitted and planned like any other revision (so its baseline is the last accepted
 revision of `main`), then the embedded executor runs its jobs before the next commit is submitted.
@@ -11,17 +11,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
-from sqlalchemy import select
-
 from gate.config import Settings
-from gate.demo.history import Step, build_history
+from gate.demo.flashcore_commits import Step, build_demo_repo
 from gate.domain.job import ProgressEvent
 from gate.executors.base import GateJob, JobEnvironment, load_gate_job
 from gate.executors.local import LocalExecutor
 from gate.services.sources import MirrorSources
 from gate.services.submissions import plan_revision, submit_revision
 from gate.storage.db import make_engine, make_session_factory
-from gate.storage.models import Job, Revision, VerdictRecord
+from gate.storage.samples import job_verdicts, revision_error
 from gate.storage.schema import upgrade
 
 
@@ -52,8 +50,8 @@ def _printing(gate_job: GateJob, out: TextIO) -> GateJob:
 def replay(settings: Settings, out: TextIO, steps: tuple[Step, ...] | None = None) -> list[DemoRow]:
     data_dir = Path(settings.data_dir).resolve()
     repo = data_dir / "demo" / "flashcore"
-    history = build_history(repo) if steps is None else build_history(repo, steps)
-    print(f"Demo repository: {repo} ({len(history)} commits)", file=out)
+    commits = build_demo_repo(repo) if steps is None else build_demo_repo(repo, steps)
+    print(f"Demo repository: {repo} ({len(commits)} commits)", file=out)
     engine = make_engine(settings.database_url)
     upgrade(engine)
     session_factory = make_session_factory(engine)
@@ -63,8 +61,8 @@ def replay(settings: Settings, out: TextIO, steps: tuple[Step, ...] | None = Non
     executor = LocalExecutor(env, role="demo")
     rows = []
     try:
-        for i, (sha, step) in enumerate(history, 1):
-            print(f"\n[{i}/{len(history)}] {sha[:10]}  {step.message}", file=out, flush=True)
+        for i, (sha, step) in enumerate(commits, 1):
+            print(f"\n[{i}/{len(commits)}] {sha[:10]}  {step.message}", file=out, flush=True)
             with session_factory() as session:
                 revision = submit_revision(session, repo=str(repo), sha=sha, branch="main", source="demo")
                 plan = plan_revision(session, revision, sources=sources)
@@ -82,13 +80,9 @@ def replay(settings: Settings, out: TextIO, steps: tuple[Step, ...] | None = Non
 
 def _verdicts(session_factory: Any, revision_id: int) -> list[tuple[str, str, str]]:
     with session_factory() as session:
-        found = session.execute(
-            select(Job.kernel, VerdictRecord.verdict, VerdictRecord.reason)
-            .join(VerdictRecord, VerdictRecord.job_id == Job.id, isouter=True)
-            .where(Job.revision_id == revision_id).order_by(Job.id)).all()
+        found = job_verdicts(session, revision_id)
         if not found:
-            error = session.get(Revision, revision_id).error or "no jobs"
-            return [("-", "error", error)]
+            return [("-", "error", revision_error(session, revision_id) or "no jobs")]
     return [(k, v or "none", r or "") for k, v, r in found]
 
 

@@ -8,6 +8,7 @@ from gate.domain.results import (
     CorrectnessResult,
     Fingerprint,
     FunctionResources,
+    GpuWatch,
     JobResult,
     KernelMetrics,
     ProfileResult,
@@ -22,7 +23,7 @@ from gate.domain.verdict import RuleOutcome, RuleRow, Verdict, VerdictReport, wo
 
 __all__ = [
     "BenchResult", "BuildResult", "CorrectnessCase", "CorrectnessResult", "Fingerprint",
-    "FunctionResources", "Gates", "JobResult", "KernelMetrics", "KernelSpec", "Manifest",
+    "FunctionResources", "Gates", "GpuWatch", "JobResult", "KernelMetrics", "KernelSpec", "Manifest",
     "ProfileResult", "RuleOutcome", "RuleRow", "Shape", "ShapeTiming", "SideResults",
     "StageStatus", "StaticResult", "TimingSamples", "Verdict", "VerdictReport",
     "Direction", "Metric", "Rule", "Side", "Stage", "worst_verdict",

@@ -3,7 +3,7 @@ direction) and the order of verdicts by severity. Every other module, the GPU ch
 the pages and the messages, names these things through this module and never by a string literal.
 
 The values are the strings stored in the database and sent in JSON: they are part of the public
-contract (DESIGN.md), so a value never changes; a new member may be added.
+contract (docs/design.md), so a value never changes; a new member may be added.
 """
 
 from __future__ import annotations

@@ -104,12 +104,34 @@ class ShapeTiming:
 
 
 @dataclass
+class GpuWatch:
+    """What NVML saw of the GPU while the bench timed (`gate.pipeline.gpu_watch`). Figures are over
+    the samples taken while the GPU was busy (the idle reason not set); `problems` says in words why
+    the timings are not to be trusted (clocks moved, throttling, another process on the GPU)."""
+
+    available: bool = False
+    reason: str = ""                          # why not available ("no NVML: ...")
+    samples: int = 0
+    interval_ms: float = 0.0
+    sm_clock_mhz_min: int | None = None
+    sm_clock_mhz_max: int | None = None
+    mem_clock_mhz_min: int | None = None
+    mem_clock_mhz_max: int | None = None
+    temperature_c_max: int | None = None
+    power_w_max: float | None = None
+    clock_events: list[str] = field(default_factory=list)     # throttle reasons seen while busy
+    other_processes: list[str] = field(default_factory=list)  # "pid 1234: 2048 MiB"
+    problems: list[str] = field(default_factory=list)
+
+
+@dataclass
 class BenchResult:
     status: StageStatus
     reason: str = ""
     duration_s: float = 0.0
     shapes: list[ShapeTiming] = field(default_factory=list)
     attempts: int = 1                     # > 1 when an inconclusive comparison was rerun
+    gpu_watch: GpuWatch | None = None     # clocks, throttling and other processes while timing
 
 
 @dataclass

@@ -16,7 +16,7 @@ class Verdict(StrEnum):
 
     @property
     def exit_code(self) -> int:
-        """CLI exit codes of DESIGN.md: 0 accept, 1 reject, 2 error, 3 incomplete or inconclusive."""
+        """The CLI's exit codes (docs/design.md): 0 accept, 1 reject, 2 error, 3 incomplete or inconclusive."""
         return {"accept": 0, "reject": 1, "error": 2}.get(self.value, 3)
 
     @property

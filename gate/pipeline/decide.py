@@ -38,7 +38,9 @@ def decide(result: JobResult, gates: Gates) -> VerdictReport:
     rows += correctness_rows(cand.correctness)
     bench_needed = gates.max_latency_regression_pct is not None
     if result.bench is not None and result.bench.status is StageStatus.PASSED and bench_needed:
-        rows += latency_rows(result.bench, gates.max_latency_regression_pct, SIGNIFICANCE, result.new_kernel)
+        latency = latency_rows(result.bench, gates.max_latency_regression_pct, SIGNIFICANCE, result.new_kernel)
+        watch = result.bench.gpu_watch
+        rows += _untrusted(latency, watch.problems) if watch is not None and watch.problems else latency
     else:
         rows += _stage_row(Stage.BENCH, result.bench, required=bench_needed)
     profile_needed = any(getattr(gates, rule.value) is not None for rule in NCU_RULES)
@@ -47,7 +49,16 @@ def decide(result: JobResult, gates: Gates) -> VerdictReport:
         rows += profile_rows(cand.profile, base_profile, gates, result.new_kernel)
     else:
         rows += _stage_row(Stage.PROFILE, cand.profile, required=profile_needed)
-    return VerdictReport(*_verdict(rows), rules=rows)
+    return VerdictReport(*verdict_of(rows), rules=rows)
+
+
+def _untrusted(latency: list[RuleRow], problems: list[str]) -> list[RuleRow]:
+    """Latency rows timed on a GPU whose clocks moved, that throttled or that another process used:
+    inconclusive with the reason, never a verdict (a pass or a fail) on such data."""
+    why = "GPU not steady while timing: " + "; ".join(problems)
+    return [RuleRow(r.rule, O.INCONCLUSIVE, f"{why} ({r.reason})", shape=r.shape, value=r.value,
+                    threshold=r.threshold, baseline=r.baseline, delta=r.delta, unit=r.unit)
+            if r.outcome in (O.PASS, O.FAIL) and r.baseline is not None else r for r in latency]
 
 
 def _stage_row(stage: Stage, res: object | None, *, required: bool) -> list[RuleRow]:
@@ -146,7 +157,7 @@ def _cause_first(row: RuleRow) -> int:
     return 2 if row.rule == Rule.MAX_LATENCY_REGRESSION_PCT else 1
 
 
-def _verdict(rows: list[RuleRow]) -> tuple[Verdict, str]:
+def verdict_of(rows: list[RuleRow]) -> tuple[Verdict, str]:
     """The verdict and its one-line reason; marks the row the reason names as `decisive` (for
     `accept`, the worst latency row, when there is one). Nothing downstream chooses again."""
     for outcome, verdict in ((O.ERROR, Verdict.ERROR), (O.FAIL, Verdict.REJECT),

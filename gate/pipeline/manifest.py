@@ -1,4 +1,4 @@
-"""Load and validate `gate.toml` (the format of DESIGN.md) into `gate.domain.Manifest`.
+"""Load and validate `gate.toml` (every key: docs/manifest.md) into `gate.domain.Manifest`.
 
 Every refusal is a `ManifestError` whose message names the file and the dotted key, e.g.
 `gate.toml: kernel[0].gates.max_bank_conflict_pct: must be >= 0, got -1`.

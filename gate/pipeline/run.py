@@ -93,7 +93,7 @@ def measure(request: JobRequest, emit: Emit,
 
 def _measure_on_gpu(request: JobRequest, result: JobResult, emit: Emit,
                     save: Callable[[JobResult], None]) -> None:
-    from gate.pipeline import bench, build, correctness, fingerprint, profile, workloads
+    from gate.pipeline import bench, build, correctness, fingerprint, gpu_watch, profile, workloads
 
     kernel, options = request.kernel, request.options
     artifacts = Path(request.artifacts_dir)
@@ -134,8 +134,14 @@ def _measure_on_gpu(request: JobRequest, result: JobResult, emit: Emit,
         if result.candidate.correctness.status is not StageStatus.PASSED:
             _skip_rest(result, emit, f"not run: correctness {result.candidate.correctness.status.value}")
         else:
-            result.bench = _stage(emit, Stage.BENCH, Side.JOINT, BenchResult, lambda: bench.time_revisions(
-                kernel, modules["workload"], modules[Side.CANDIDATE], modules.get(Side.BASELINE), options))
+            def timed() -> BenchResult:
+                with gpu_watch.watch_gpu() as watch:
+                    res = bench.time_revisions(kernel, modules["workload"], modules[Side.CANDIDATE],
+                                               modules.get(Side.BASELINE), options)
+                res.gpu_watch = watch.result
+                return res
+
+            result.bench = _stage(emit, Stage.BENCH, Side.JOINT, BenchResult, timed)
             save(result)
             _profile_sides(request, result, emit, save, profile.profile)
     result.fingerprint = fingerprint.collect(options.ncu_path)

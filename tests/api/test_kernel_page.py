@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 
-from gate.demo.sample_history import append_revision, seed_history
+from gate.sample import append_judged_revision, seed_judged_history
 
 KERNEL = "flashcore_wmma"
 SHAPE = "b1_h8_s512_d64"
@@ -11,8 +11,8 @@ SHAPE = "b1_h8_s512_d64"
 
 def _seed(session_factory, revisions: int) -> None:  # noqa: ANN001
     with session_factory() as session:
-        seed_history(session, revisions=revisions, kernels=[KERNEL], a100=False, stages=False,
-                     queue=False)
+        seed_judged_history(session, revisions=revisions, kernels=[KERNEL], a100=False, stages=False,
+                            queue=False)
 
 
 def _add_verdict(session_factory, verdict: str, latency_us: float | None = None) -> None:  # noqa: ANN001
@@ -20,8 +20,8 @@ def _add_verdict(session_factory, verdict: str, latency_us: float | None = None)
     metrics = [] if latency_us is None else [{"shape": SHAPE, "name": "latency_median_us",
                                               "series": "candidate", "value": latency_us, "unit": "us"}]
     with session_factory() as session:
-        append_revision(session, KERNEL, verdict=verdict, reason="r", metrics=metrics, sha="f" * 40,
-                        message="One more commit")
+        append_judged_revision(session, KERNEL, verdict=verdict, reason="r", metrics=metrics,
+                               sha="f" * 40, message="One more commit")
         session.commit()
 
 

@@ -40,6 +40,7 @@ def test_serve_and_submit_wait_agree_with_gate_run(tmp_path, database_url):
     assert (run.returncode, run_verdict) == (3, "incomplete")
     assert submit.returncode == run.returncode, submit.stdout + submit.stderr
     assert "wmma_gemm" in submit.stdout and run_verdict in submit.stdout
+    assert f"http://127.0.0.1:{port}/revisions/" in submit.stdout   # the page, not only the API URL
 
     engine = make_engine(database_url)
     with make_session_factory(engine)() as session:

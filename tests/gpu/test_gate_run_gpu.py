@@ -1,15 +1,14 @@
 """`gate run` on a real GPU, every stage, on the WMMA GEMM sample and the variants it must reject."""
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-import gate
 from tests.samples.build import make_repo
+from tests.gate_env import gate_env
 
 pytestmark = pytest.mark.gpu
 
@@ -26,8 +25,7 @@ def data_dir(tmp_path_factory):
 
 
 def gate_run(data_dir: Path, repo: Path, *args: str) -> tuple[int, dict, str]:
-    env = {**os.environ, "GATE_DATA_DIR": str(data_dir), "GATE_BENCH_BUDGET_S": "3",
-           "PYTHONPATH": str(Path(gate.__file__).resolve().parent.parent)}
+    env = gate_env(GATE_DATA_DIR=str(data_dir), GATE_BENCH_BUDGET_S="3")
     proc = subprocess.run([sys.executable, "-m", "gate.cli", "run", "--repo", str(repo), *args, "--json"],
                           capture_output=True, text=True, env=env, timeout=900)
     print(proc.stderr[-4000:])   # the live progress, kept in the log as evidence

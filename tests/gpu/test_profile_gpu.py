@@ -17,6 +17,7 @@ import pytest
 
 from gate.domain import KernelSpec, Shape, StageStatus
 from gate.domain.job import RunOptions
+from tests.gate_env import with_pythonpath
 
 pytestmark = pytest.mark.gpu
 
@@ -93,7 +94,7 @@ def test_profile_tells_a_conflicting_transpose_from_a_padded_one(tmp_path: Path,
     x = torch.randn(256, 256, device="cuda")
     assert torch.equal(module.transpose(x, False), x.t()) and torch.equal(module.transpose(x, True), x.t())
 
-    monkeypatch.setenv("PYTHONPATH", str(tmp_path))
+    monkeypatch.setenv("PYTHONPATH", with_pythonpath(tmp_path))   # keep the carried wheels
     kernel = KernelSpec(name="tiny_transpose", sources=["transpose.cu", "binding.cpp"],
                         function="transpose", workload="tiny_workload:get_workload",
                         shapes=[Shape({"n": 4096, "padded": False}), Shape({"n": 4096, "padded": True})],

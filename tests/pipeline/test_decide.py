@@ -1,6 +1,7 @@
 import pytest
 
 from gate.domain import (
+    GpuWatch,
     BenchResult,
     BuildResult,
     CorrectnessCase,
@@ -292,3 +293,27 @@ def test_short_name_reads_itanium_names():
     assert short_name(FN) == "wmma_gemm_kernel"
     assert short_name("_Z11bank_kernelPfii") == "bank_kernel"
     assert short_name("plain") == "plain"
+
+
+def test_the_deciding_row_is_marked_once_and_the_reason_names_it():
+    cand = [KernelMetrics("k", shape="m1024", ld_bank_conflict_pct=86.3, st_bank_conflict_pct=0)]
+    report = decide(full(timings=[timing(ratio=2.4, lo=2.3, hi=2.5, p=1e-6)], cand_kernels=cand), GATES)
+    (row,) = report.decisive_rows
+    assert row.rule == "max_bank_conflict_pct" and row is report.decisive_row
+    assert report.reason.startswith(f"reject: {row.rule} {row.shape}: {row.reason}")
+
+
+def test_accept_marks_its_worst_latency_row():
+    report = decide(full(timings=[timing("a", ratio=0.95, lo=0.94, hi=0.96, p=0.001),
+                                  timing("b", ratio=1.01, lo=1.00, hi=1.02, p=0.001)]), GATES)
+    assert report.verdict is Verdict.ACCEPT
+    assert report.decisive_row.shape == "b" and "+1.0 % at worst" in report.reason
+
+
+def test_latency_timed_on_an_unsteady_gpu_is_inconclusive_never_a_verdict():
+    result = full(timings=[timing(ratio=1.10, lo=1.08, hi=1.12, p=0.001)])
+    result.bench.gpu_watch = GpuWatch(available=True, problems=["the GPU was shared while timing (pid 7: 900 MiB)"])
+    report = decide(result, GATES)
+    (row,) = rows(report, "max_latency_regression_pct")
+    assert row.outcome is RuleOutcome.INCONCLUSIVE and "pid 7" in row.reason
+    assert report.verdict is Verdict.INCONCLUSIVE and "GPU not steady" in report.reason

@@ -1,7 +1,6 @@
 """`gate run` end to end on this machine: real git, real nvcc, the real child process."""
 
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -9,15 +8,14 @@ from pathlib import Path
 
 import pytest
 
-import gate
 from tests.samples.build import commit_files, make_repo
+from tests.gate_env import gate_env
 
 needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not on PATH")
 
 
 def gate_run(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "GATE_DATA_DIR": str(tmp_path / "data"),
-           "PYTHONPATH": str(Path(gate.__file__).resolve().parent.parent)}
+    env = gate_env(GATE_DATA_DIR=str(tmp_path / "data"))
     return subprocess.run([sys.executable, "-m", "gate.cli", "run", *args], capture_output=True, text=True,
                           env=env, timeout=600)
 

@@ -1,4 +1,4 @@
-"""Build the demo repository: FlashCore's history as real commits, each a step a kernel engineer took.
+"""Build the demo repository: FlashCore's revisions as real git commits, each a step a kernel engineer took.
 
     1. scalar baseline                        -> accept (new kernel)
     2. the WMMA kernel                        -> accept
@@ -145,7 +145,7 @@ def _git(repo: Path, *args: str) -> str:
     return out.stdout.strip()
 
 
-def build_history(repo: Path, steps: tuple[Step, ...] = STEPS) -> list[tuple[str, Step]]:
+def build_demo_repo(repo: Path, steps: tuple[Step, ...] = STEPS) -> list[tuple[str, Step]]:
     """Create `repo` anew with one commit per step; returns (sha, step) in commit order."""
     src = project_root()
     if repo.exists():

@@ -1,8 +1,8 @@
-"""`gate demo`'s repository: FlashCore's history as real commits, edited at the kernel's own marks."""
+"""`gate demo`'s repository: FlashCore's revisions as real commits, edited at the kernel's own marks."""
 
 import subprocess
 
-from gate.demo.history import STEPS, build_history
+from gate.demo.flashcore_commits import STEPS, build_demo_repo
 from gate.demo.replay import DemoRow, summary
 
 
@@ -11,9 +11,9 @@ def show(repo, sha: str, path: str) -> str:
                           check=True).stdout
 
 
-def test_the_history_replays_scalar_wmma_unpadded_fixed_and_slower(tmp_path):
+def test_the_demo_repo_commits_scalar_wmma_unpadded_fixed_and_slower(tmp_path):
     repo = tmp_path / "flashcore"
-    shas = [sha for sha, _ in build_history(repo)]
+    shas = [sha for sha, _ in build_demo_repo(repo)]
     assert len(shas) == len(STEPS) == 5
     log = subprocess.run(["git", "log", "--format=%s", "--reverse"], cwd=repo, capture_output=True,
                          text=True, check=True).stdout.splitlines()

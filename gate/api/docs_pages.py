@@ -1,0 +1,35 @@
+"""The OpenAPI page (`/docs`) served with no CDN: FastAPI's default loads Swagger UI from a CDN, so
+the docs were blank on any machine without internet. The assets come from the `fastapi-offline`
+distribution (Swagger UI 5, which renders OpenAPI 3.1), served under `/static-docs`; the page is
+FastAPI's own HTML pointed at them. ReDoc is not offered: its page fetches a logo from a CDN."""
+
+from __future__ import annotations
+
+import importlib.resources
+
+from fastapi import FastAPI
+from fastapi.openapi.docs import get_swagger_ui_html, get_swagger_ui_oauth2_redirect_html
+from fastapi.responses import HTMLResponse
+from fastapi.staticfiles import StaticFiles
+
+ASSETS_URL = "/static-docs"
+
+
+def install(app: FastAPI) -> None:
+    """Add `/docs` and its assets to an app created with docs_url=redoc_url=None."""
+    assets = importlib.resources.files("fastapi_offline") / "static"
+    app.mount(ASSETS_URL, StaticFiles(directory=str(assets)), name="static-docs")
+    openapi_url = app.openapi_url or "/openapi.json"
+    redirect_url = app.swagger_ui_oauth2_redirect_url or "/docs/oauth2-redirect"
+
+    @app.get("/docs", include_in_schema=False)
+    def swagger_ui() -> HTMLResponse:
+        return get_swagger_ui_html(openapi_url=openapi_url, title=f"{app.title}: API",
+                                   oauth2_redirect_url=redirect_url,
+                                   swagger_js_url=f"{ASSETS_URL}/swagger-ui-bundle.js",
+                                   swagger_css_url=f"{ASSETS_URL}/swagger-ui.css",
+                                   swagger_favicon_url=f"{ASSETS_URL}/favicon.png")
+
+    @app.get(redirect_url, include_in_schema=False)
+    def swagger_ui_redirect() -> HTMLResponse:
+        return get_swagger_ui_oauth2_redirect_html()

@@ -1,0 +1,155 @@
+"""Watch the GPU while the bench times: clocks, clock-event (throttle) reasons, temperature, power,
+and other processes on the device, sampled through NVML (nvidia-ml-py) in a background thread.
+
+    with watch_gpu(device_index) as watch:     # samples every `interval_s`
+        ...timing...
+    watch.result -> GpuWatch                    # summary + `problems` in words
+
+A comparison is only fair when both sides ran at the same clocks on a GPU nobody else used, so
+`problems` names what breaks that: an SM or memory clock that moved by more than `CLOCK_SPREAD_PCT`
+while the GPU was busy, a throttle reason (power cap, thermal or hardware slowdown: NVML's
+`nvmlClocksEventReason*` bits), or another process holding the GPU. `decide` then turns the latency
+rows inconclusive: never a verdict on such data. Samples taken while NVML reports the GPU idle
+(between rounds) are not counted: idle clocks drop by design.
+
+Without NVML (no driver, no nvidia-ml-py) the watch is `available=False` with the reason, and the
+timings stand as before: the watch adds evidence, it is not required.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+from gate.domain.results import GpuWatch
+
+INTERVAL_S = 0.1
+CLOCK_SPREAD_PCT = 2.0     # GPU Boost moves the SM clock in ~15 MHz steps; 2 % of ~1980 MHz is 40 MHz
+# NVML's clock-event reasons (nvml.h, `nvmlClocksEventReason*`) that slow a kernel down. GpuIdle,
+# ApplicationsClocksSetting, SyncBoost and DisplayClockSetting are settings or states, not throttling.
+THROTTLE_REASONS = {0x4: "software power cap", 0x8: "hardware slowdown", 0x20: "software thermal slowdown",
+                    0x40: "hardware thermal slowdown", 0x80: "hardware power brake"}
+IDLE_REASON = 0x1
+
+
+@dataclass
+class Sample:
+    sm_clock_mhz: int
+    mem_clock_mhz: int
+    temperature_c: int
+    power_w: float
+    reasons: int                       # bit mask of nvmlClocksEventReason*
+    processes: dict[int, int] = field(default_factory=dict)   # pid -> used GPU memory, bytes
+
+
+def summarise(samples: list[Sample], own_pids: set[int], interval_s: float = INTERVAL_S) -> GpuWatch:
+    """The `GpuWatch` of a list of samples: ranges over the busy ones, and the problems. Pure."""
+    busy = [s for s in samples if not s.reasons & IDLE_REASON] or samples
+    watch = GpuWatch(available=True, samples=len(samples), interval_ms=interval_s * 1000)
+    if not busy:
+        watch.problems.append("no NVML sample was taken while timing")
+        return watch
+    sm = [s.sm_clock_mhz for s in busy]
+    mem = [s.mem_clock_mhz for s in busy]
+    watch.sm_clock_mhz_min, watch.sm_clock_mhz_max = min(sm), max(sm)
+    watch.mem_clock_mhz_min, watch.mem_clock_mhz_max = min(mem), max(mem)
+    watch.temperature_c_max = max(s.temperature_c for s in busy)
+    watch.power_w_max = round(max(s.power_w for s in busy), 1)
+    for label, low, high in (("SM", min(sm), max(sm)), ("memory", min(mem), max(mem))):
+        if high and (high - low) / high * 100 > CLOCK_SPREAD_PCT:
+            watch.problems.append(f"{label} clock moved {low}..{high} MHz while timing")
+    seen = 0
+    for s in busy:
+        seen |= s.reasons
+    watch.clock_events = [name for bit, name in THROTTLE_REASONS.items() if seen & bit]
+    if watch.clock_events:
+        watch.problems.append(f"clocks throttled while timing: {', '.join(watch.clock_events)}")
+    others: dict[int, int] = {}
+    for s in samples:
+        for pid, used in s.processes.items():
+            if pid not in own_pids:
+                others[pid] = max(others.get(pid, 0), used)
+    watch.other_processes = [f"pid {pid}: {used // 2**20} MiB" for pid, used in sorted(others.items())]
+    if others:
+        watch.problems.append(f"the GPU was shared while timing ({', '.join(watch.other_processes)})")
+    return watch
+
+
+class _Watcher:
+    def __init__(self, read: Callable[[], Sample], interval_s: float):
+        self.read, self.interval_s = read, interval_s
+        self.samples: list[Sample] = []
+        self.error = ""
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="gpu-watch", daemon=True)
+        self.result: GpuWatch | None = None
+
+    def _run(self) -> None:
+        while True:
+            try:
+                self.samples.append(self.read())
+            except Exception as exc:   # a failing NVML query ends the watch, never the bench
+                self.error = f"NVML query failed: {exc}"
+                return
+            if self._stop.wait(self.interval_s):
+                return
+
+
+@contextmanager
+def watch_gpu(device_index: int | None = None, *, interval_s: float = INTERVAL_S,
+              nvml: Any = None) -> Iterator[_Watcher]:
+    """Sample the GPU while the block runs; `.result` holds the `GpuWatch` afterwards. The device is
+    the one torch uses unless `device_index` (NVML's) is given; `nvml` stands in for `pynvml` (tests)."""
+    try:
+        nvml = nvml or _import_nvml()
+        nvml.nvmlInit()
+        handle = nvml.nvmlDeviceGetHandleByIndex(nvml_index() if device_index is None else device_index)
+    except Exception as exc:       # no driver, no library: say so, time as before
+        watcher = _Watcher(lambda: Sample(0, 0, 0, 0.0, 0), interval_s)
+        yield watcher
+        watcher.result = GpuWatch(available=False, reason=f"no NVML: {exc}")
+        return
+    watcher = _Watcher(lambda: _read(nvml, handle), interval_s)
+    watcher._thread.start()
+    try:
+        yield watcher
+    finally:
+        watcher._stop.set()
+        watcher._thread.join(timeout=5)
+        watcher.result = summarise(watcher.samples, {os.getpid()}, interval_s)
+        if watcher.error:
+            watcher.result.problems.append(watcher.error)
+        try:
+            nvml.nvmlShutdown()
+        except Exception:   # noqa: S110 (shutting down a library that already failed)
+            pass
+
+
+def nvml_index() -> int:
+    """NVML's index of the CUDA device torch uses (they differ under CUDA_VISIBLE_DEVICES)."""
+    import torch
+
+    device = torch.cuda.current_device()
+    to_nvml = getattr(torch.cuda, "_get_nvml_device_index", None)
+    return int(to_nvml(device)) if to_nvml else device
+
+
+def _import_nvml() -> Any:
+    import pynvml
+
+    return pynvml
+
+
+def _read(nvml: Any, handle: Any) -> Sample:
+    reasons_of = getattr(nvml, "nvmlDeviceGetCurrentClocksEventReasons", None) or \
+        nvml.nvmlDeviceGetCurrentClocksThrottleReasons
+    processes = {p.pid: int(p.usedGpuMemory or 0) for p in nvml.nvmlDeviceGetComputeRunningProcesses(handle)}
+    return Sample(sm_clock_mhz=nvml.nvmlDeviceGetClockInfo(handle, nvml.NVML_CLOCK_SM),
+                  mem_clock_mhz=nvml.nvmlDeviceGetClockInfo(handle, nvml.NVML_CLOCK_MEM),
+                  temperature_c=nvml.nvmlDeviceGetTemperature(handle, nvml.NVML_TEMPERATURE_GPU),
+                  power_w=nvml.nvmlDeviceGetPowerUsage(handle) / 1000.0,
+                  reasons=int(reasons_of(handle)), processes=processes)

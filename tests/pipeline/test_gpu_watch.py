@@ -1,0 +1,81 @@
+"""The GPU watch: what NVML samples say about a timing (pure summary) and the sampler thread."""
+
+from __future__ import annotations
+
+import time
+from types import SimpleNamespace
+
+from gate.pipeline.gpu_watch import Sample, summarise, watch_gpu
+
+OWN = {100}
+
+
+def steady(n: int = 5, **kw) -> list[Sample]:
+    base = dict(sm_clock_mhz=1980, mem_clock_mhz=2619, temperature_c=45, power_w=300.0, reasons=0)
+    return [Sample(**{**base, **kw}) for _ in range(n)]
+
+
+def test_a_steady_unshared_gpu_has_no_problems():
+    watch = summarise(steady(processes={100: 2**30}), OWN)
+    assert watch.available and watch.problems == []
+    assert (watch.sm_clock_mhz_min, watch.sm_clock_mhz_max, watch.power_w_max) == (1980, 1980, 300.0)
+
+
+def test_a_clock_that_moves_while_busy_is_a_problem_but_idle_samples_do_not_count():
+    moved = summarise(steady(3) + steady(2, sm_clock_mhz=1755), OWN)
+    assert moved.problems == ["SM clock moved 1755..1980 MHz while timing"]
+    idle_between_rounds = summarise(steady(3) + steady(2, sm_clock_mhz=345, reasons=0x1), OWN)
+    assert idle_between_rounds.problems == []
+
+
+def test_throttle_reasons_are_named_and_settings_are_not():
+    watch = summarise(steady(2) + steady(1, reasons=0x4 | 0x40) + steady(1, reasons=0x2), OWN)
+    assert watch.clock_events == ["software power cap", "hardware thermal slowdown"]
+    assert watch.problems == ["clocks throttled while timing: software power cap, hardware thermal slowdown"]
+
+
+def test_another_process_on_the_gpu_is_named_with_its_memory():
+    watch = summarise(steady(2) + steady(1, processes={100: 1, 4242: 3 * 2**30}), OWN)
+    assert watch.other_processes == ["pid 4242: 3072 MiB"]
+    assert "the GPU was shared" in watch.problems[0]
+
+
+class FakeNvml(SimpleNamespace):
+    NVML_CLOCK_SM, NVML_CLOCK_MEM, NVML_TEMPERATURE_GPU = 1, 2, 0
+
+    def __init__(self, clocks):
+        super().__init__(calls=0, clocks=iter(clocks), shut=False)
+
+    def nvmlInit(self): pass
+    def nvmlShutdown(self): self.shut = True
+    def nvmlDeviceGetHandleByIndex(self, i): return f"gpu{i}"
+    def nvmlDeviceGetClockInfo(self, h, kind):
+        return next(self.clocks, 1980) if kind == self.NVML_CLOCK_SM else 2619
+    def nvmlDeviceGetTemperature(self, h, kind): return 50
+    def nvmlDeviceGetPowerUsage(self, h): return 250_000          # milliwatts
+    def nvmlDeviceGetCurrentClocksEventReasons(self, h): return 0
+    def nvmlDeviceGetComputeRunningProcesses(self, h):
+        return [SimpleNamespace(pid=999_999, usedGpuMemory=2**30)]
+
+
+def test_the_sampler_reads_nvml_until_the_block_ends():
+    nvml = FakeNvml([1980, 1980, 1500])
+    with watch_gpu(0, interval_s=0.01, nvml=nvml) as watch:
+        time.sleep(0.2)
+    result = watch.result
+    assert result.available and result.samples >= 3 and nvml.shut
+    assert result.power_w_max == 250.0 and result.sm_clock_mhz_min == 1500
+    assert any("SM clock moved" in p for p in result.problems)
+    assert any("pid 999999: 1024 MiB" in p for p in result.problems)
+
+
+def test_without_nvml_the_watch_says_why_and_the_block_still_runs():
+    class Broken:
+        def nvmlInit(self):
+            raise OSError("libnvidia-ml.so.1: cannot open shared object file")
+
+    ran = []
+    with watch_gpu(0, nvml=Broken()) as watch:
+        ran.append(True)
+    assert ran and not watch.result.available and "libnvidia-ml" in watch.result.reason
+    assert watch.result.problems == []
