@@ -10,8 +10,7 @@ from gate.domain.names import Side
 from gate.read_models.kernel_series import KernelSummary, LatestVerdict, QueueEntry, RevisionRow
 from gate.read_models.revision import RevisionMetric
 from gate.storage.models import Job, JobState, Metric, Revision, VerdictRecord
-
-SYNTHETIC_SOURCE = "synthetic"     # `Revision.source` of sample data: the pages label it as such
+from gate.storage.samples import SYNTHETIC
 
 
 def kernel_overview(session: Session) -> list[KernelSummary]:
@@ -74,7 +73,7 @@ def recent_revisions(session: Session, limit: int = 15) -> list[RevisionRow]:
 
 def has_synthetic_revisions(session: Session) -> bool:
     """Whether any revision is sample data (written by the sample writers, not gated)."""
-    found = session.scalar(select(Revision.id).where(Revision.source == SYNTHETIC_SOURCE).limit(1))
+    found = session.scalar(select(Revision.id).where(Revision.source == SYNTHETIC).limit(1))
     return found is not None
 
 
