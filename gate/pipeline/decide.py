@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable
 from gate.domain.manifest import Gates
 from gate.domain.results import JobResult, StageStatus, StaticResult
 from gate.domain.verdict import RuleOutcome, RuleRow, Verdict, VerdictReport
-from gate.pipeline.decide_rules import correctness_rows, latency_rows, profile_rows
+from gate.pipeline.decide_rules import correctness_rows, integrity_rows, latency_rows, profile_rows
 
 O = RuleOutcome
 SIGNIFICANCE = 0.05          # Mann-Whitney p-value below which a difference is significant
@@ -42,6 +42,8 @@ def decide(result: JobResult, gates: Gates) -> VerdictReport:
         rows += latency_rows(result.bench, gates.max_latency_regression_pct, SIGNIFICANCE, result.new_kernel)
     else:
         rows += _stage_row("bench", result.bench, required=bench_needed)
+    if result.bench is not None and result.bench.status is StageStatus.PASSED:
+        rows += integrity_rows(result.bench)
     profile_needed = any(getattr(gates, name) is not None for name in _NCU_GATES)
     if cand.profile is not None and cand.profile.status is StageStatus.PASSED and profile_needed:
         base_profile = result.baseline.profile if result.baseline else None

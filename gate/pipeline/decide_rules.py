@@ -101,6 +101,43 @@ def _latency_row(st: ShapeTiming, pct: float, alpha: float, new_kernel: bool) ->
     return RuleRow(rule, O.INCONCLUSIVE, f"{change} ({interval}): {why} at {pct:g} %", **common)
 
 
+# Rules of the measurement's own integrity (constants until `gate.domain.names` holds rule names).
+ALL_STREAMS_RULE = "all_streams_time"
+FLOOR_RULE = "physical_floor"
+# The busy time on every stream may exceed the caller-stream event time by this factor plus this slack
+# before the difference counts as hidden work: the trace runs eagerly with warm L2 (so it is usually
+# *below* the cold-L2 event time), and a joined side stream adds only its fork/join gaps.
+ALL_STREAMS_RATIO, ALL_STREAMS_SLACK_US = 1.25, 2.0
+
+
+def integrity_rows(bench: BenchResult) -> list[RuleRow]:
+    """Per shape: the candidate's event time against its busy time on every stream (work hidden on
+    a private stream) and against the physical floor (a time no hardware allows). A shape without a
+    floor (a custom workload declaring neither FLOPs nor bytes, an unknown GPU) gets no floor row."""
+    rows = []
+    for st in bench.shapes:
+        events = st.candidate.median_us
+        if st.all_streams_us is None:
+            rows.append(RuleRow(ALL_STREAMS_RULE, O.NOT_RUN, "no all-streams trace (CUPTI unavailable)",
+                                shape=st.shape, value=events, unit="us"))
+        else:
+            limit = round(events * ALL_STREAMS_RATIO + ALL_STREAMS_SLACK_US, 3)
+            figures = (f"{st.all_streams_us:.3g} us busy on all streams vs {events:.3g} us on the caller's "
+                       f"stream")
+            hidden = st.all_streams_us > limit
+            rows.append(RuleRow(ALL_STREAMS_RULE, O.FAIL if hidden else O.PASS,
+                                f"work outside the caller's stream: {figures} (limit {limit:g} us)" if hidden
+                                else figures, shape=st.shape, value=round(st.all_streams_us, 3),
+                                threshold=limit, baseline=events, unit="us"))
+        if st.floor_us is not None:
+            below = events < st.floor_us
+            figures = f"{events:.3g} us vs floor {st.floor_us:.3g} us ({st.floor_basis})"
+            rows.append(RuleRow(FLOOR_RULE, O.FAIL if below else O.PASS,
+                                f"faster than the hardware allows: {figures}" if below else figures,
+                                shape=st.shape, value=events, threshold=round(st.floor_us, 4), unit="us"))
+    return rows
+
+
 def conflict_pct(kernels: list[KernelMetrics]) -> float | None:
     """The worst shared-memory bank-conflict rate of a shape's launches (`shared_conflict_pct`:
     excess wavefronts over all shared wavefronts, loads and stores pooled)."""
