@@ -1,16 +1,28 @@
 """Interleaved GPU timing of several callables ("sides"), the measuring core of `bench.py`.
 
-One *round* runs every side once, in an order drawn at random for that round. Each repetition is
+One *round* runs every side once, in an order drawn at random for that round, on one of several input
+sets (rotating; the set is refilled with new values right after its round). Each repetition is
 
-    [reset persisting L2 once per batch]  L2 flush  start-event  side()  end-event
+    [reset persisting L2 once per batch]  L2 flush  start-event  side(set)  end-event
 
 The flush writes a buffer of 2 x the L2 size, so every repetition starts from a cold L2, and it keeps
 the GPU busy long enough (tens of µs) for the CPU to enqueue start event, launch and end event before
 the GPU reaches them: the events then bracket the kernel, not the CPU's launch latency. That latency
 is what made naive A-then-B interleaving of one 10 µs SDPA call read B 7.5 % slower (measured on an
 H200 while planning). For launch-bound sides (a few µs) even that is not enough, so such sides are
-timed as CUDA graphs of `graph_launches` back-to-back launches (captured once per side) and a sample
-is the replay time divided by the launch count; the flush stays outside the graph.
+timed as CUDA graphs of `graph_launches` back-to-back launches cycling over the input sets (captured
+once per side) and a sample is the replay time divided by the launch count; the flush stays outside
+the graph. A replay runs no host code, so host-side caching cannot act inside it.
+
+Rotation and L2: the flush already makes every repetition cold, so rotating sets costs no L2 hits;
+what it costs is the refill (one normal_ per input tensor per round, outside the events) and the
+memory of `INPUT_SETS` sets. What it buys: no timed call sees the pointer and content its side saw
+on the call before, so a result cached by pointer or by content is never valid while timed.
+
+The events see only the caller's stream. `all_streams_busy_us` sees every stream: it runs the calls
+under CUPTI activity tracing (torch.profiler) and takes the union of all GPU activity intervals, on
+any stream, from the first call to a device-wide synchronisation. A side that does its work on a
+private stream never joined to the caller's shows a busy time far above its event time.
 """
 
 from __future__ import annotations
@@ -42,10 +54,36 @@ def reset_persisting_l2() -> str:
     return "persisting L2 not reset: libcudart not loadable"
 
 
+def all_streams_busy_us(fn: Callable[[int], Any], input_sets: int, calls: int) -> float | None:
+    """GPU busy time per call of `fn`, on every stream: the union of the CUDA activity intervals that
+    CUPTI records for `calls` eager calls followed by a device-wide synchronize; None when the
+    profiler recorded no GPU activity at all (no CUPTI), so the caller cannot claim a check it lacks."""
+    import torch
+    from torch.autograd import DeviceType
+    from torch.profiler import ProfilerActivity, profile
+
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for i in range(calls):
+            fn(i % input_sets)
+        torch.cuda.synchronize()
+    spans = sorted((e.time_range.start, e.time_range.end) for e in prof.events()
+                   if e.device_type == DeviceType.CUDA and e.time_range.end > e.time_range.start)
+    if not spans:
+        return None
+    busy, (lo, hi) = 0.0, spans[0]
+    for start, end in spans[1:]:
+        if start > hi:
+            busy, lo, hi = busy + hi - lo, start, end
+        else:
+            hi = max(hi, end)
+    return (busy + hi - lo) / calls
+
+
 @dataclass
 class Side:
     label: str
-    fn: Callable[[], Any]
+    fn: Callable[[int], Any]          # fn(input_set_index) -> output
     samples_us: list[float] = field(default_factory=list)
     launches: int = 1                 # per timed repetition (graph method: launches per replay)
     graph: Any = None                 # torch.cuda.CUDAGraph when timed as a graph
@@ -59,30 +97,32 @@ class InterleavedTimer:
         l2_bytes = int(getattr(props, "L2_cache_size", 0) or 50 * 2**20)
         self._flush = torch.empty(2 * l2_bytes // 4, dtype=torch.int32, device="cuda")
         self._rng = random.Random(seed)
+        self._next_set = 0
         self.notes: list[str] = []
 
     def flush_l2(self) -> None:
         self._flush.zero_()
 
-    def estimate_us(self, fn: Callable[[], Any], reps: int = 5) -> float:
+    def estimate_us(self, fn: Callable[[int], Any], reps: int = 5) -> float:
         """Warm up `fn` and return its median time (events, L2 flushed) over `reps` calls."""
         import torch
 
         for _ in range(3):
-            fn()
+            fn(0)
         times = []
         for _ in range(reps):
             self.flush_l2()
             start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             start.record()
-            fn()
+            fn(0)
             end.record()
             end.synchronize()
             times.append(start.elapsed_time(end) * 1e3)
         return sorted(times)[len(times) // 2]
 
-    def prepare(self, sides: list[Side], use_graph: bool, launches: int) -> str:
-        """Capture each side as a graph of `launches` calls; 'graph' or 'events' (on capture failure)."""
+    def prepare(self, sides: list[Side], use_graph: bool, launches: int, input_sets: int) -> str:
+        """Capture each side as a graph of `launches` calls cycling over the input sets; 'graph' or
+        'events' (on capture failure)."""
         import torch
 
         if not use_graph:
@@ -91,8 +131,8 @@ class InterleavedTimer:
             for side in sides:
                 graph = torch.cuda.CUDAGraph()
                 with torch.cuda.graph(graph):
-                    for _ in range(launches):
-                        side.fn()
+                    for i in range(launches):
+                        side.fn(i % input_sets)
                 graph.replay()
                 side.graph, side.launches = graph, launches
             torch.cuda.current_stream().synchronize()
@@ -103,8 +143,10 @@ class InterleavedTimer:
             return "events"
         return "graph"
 
-    def run_rounds(self, sides: list[Side], rounds: int) -> None:
-        """`rounds` interleaved rounds, order shuffled per round; appends one sample per side."""
+    def run_rounds(self, sides: list[Side], rounds: int, refill: Callable[[int], None],
+                   input_sets: int) -> None:
+        """`rounds` interleaved rounds, order shuffled per round, input set rotating per round and
+        refilled (`refill(set_index)`) right after it; appends one sample per side."""
         import torch
 
         note = reset_persisting_l2()
@@ -114,6 +156,8 @@ class InterleavedTimer:
         for _ in range(rounds):
             order = sides[:]
             self._rng.shuffle(order)
+            current = self._next_set
+            self._next_set = (current + 1) % input_sets
             for side in order:
                 self.flush_l2()
                 start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -121,9 +165,10 @@ class InterleavedTimer:
                 if side.graph is not None:
                     side.graph.replay()
                 else:
-                    side.fn()
+                    side.fn(current)
                 end.record()
                 pending.append((side, start, end))
+            refill(current)
         pending[-1][2].synchronize()
         for side, start, end in pending:
             side.samples_us.append(start.elapsed_time(end) * 1e3 / side.launches)
