@@ -79,13 +79,15 @@ def time_revisions(kernel: KernelSpec, workload: Any, candidate_module: Any, bas
         for run in straddling:
             _sample(run, workload, timer, options.bench_budget_s * scale, options.target_rel_se_pct / scale)
 
+    traced = time.perf_counter()
     try:
         _integrity_figures(runs, workload, timer)
     except Exception as exc:  # noqa: BLE001  a kernel that raises while traced is a kernel fault
         return BenchResult(StageStatus.FAILED, f"raised while traced: {type(exc).__name__}: {exc}"[:2000],
                            time.perf_counter() - start)
     shapes = [_timing(r, workload) for r in runs]
-    reason = f"{len(shapes)} shape(s) timed" + (f"; {'; '.join(timer.notes)}" if timer.notes else "")
+    reason = (f"{len(shapes)} shape(s) timed, integrity figures in {time.perf_counter() - traced:.2f} s"
+              + (f"; {'; '.join(timer.notes)}" if timer.notes else ""))
     return BenchResult(StageStatus.PASSED, reason, time.perf_counter() - start, shapes, attempts)
 
 

@@ -29,10 +29,22 @@ JOINED_TOLERANCE = 0.02
 TABLE: list[tuple[str, str, str, float, str]] = []   # variant, verdict, expected rule, seconds, reason
 
 
-def options(data: Path, profile: bool) -> RunOptions:
-    # Clocks stay as they are on shared machines; the profile stage only where a rule reads it.
-    return RunOptions(bench_budget_s=2.0, build_cache_dir=str(data / "objects"), ncu_clock_control="none",
-                      profile=profile)
+def options(data: Path) -> RunOptions:
+    # Clocks stay as they are on shared machines (ncu --clock-control none).
+    return RunOptions(bench_budget_s=2.0, build_cache_dir=str(data / "objects"), ncu_clock_control="none")
+
+
+def _evidence(outcome) -> str:
+    """What decided, for the log: every row that did not pass, and the bench's per-shape figures."""
+    rows = [f"{r.rule} {r.shape}: {r.outcome.value}: {r.reason}" for r in outcome.report.rules
+            if r.outcome.value != "pass"]
+    bench = outcome.result.bench
+    if bench is not None:
+        rows.append(f"bench: {bench.reason}")
+        rows += [f"  {st.shape} {st.method}: cand {st.candidate.median_us:.2f} us, base "
+                 f"{st.baseline.median_us if st.baseline else float('nan'):.2f} us, ratio {st.ratio}, "
+                 f"all streams {st.all_streams_us}" for st in bench.shapes]
+    return "\n".join(rows)
 
 
 def _prebuild(repo: Path, sha: str, where: Path, cache: Path) -> None:
@@ -63,7 +75,7 @@ def _gate(catalogue, variant: str):
     repo, shas, data, mirror = catalogue
     start = time.perf_counter()
     outcome = gate_job(repo=str(repo), sha=shas[variant], base_sha=shas["base"], kernel=KERNEL, data_dir=data,
-                       options=options(data, profile=variant in ("bank_conflicts", "base")), mirror=mirror)
+                       options=options(data), mirror=mirror)
     return outcome, time.perf_counter() - start
 
 
@@ -74,6 +86,7 @@ def test_each_cheat_ends_with_its_named_rule(catalogue, variant):
     report = outcome.report
     TABLE.append((variant, report.verdict.value, rule or "-", seconds, report.reason))
     print(f"\n| {variant} | {report.verdict.value} | {rule or '-'} | {seconds:.1f} | {report.reason} |")
+    print(_evidence(outcome))
     assert report.verdict.value == verdict, report.reason
     if rule:
         assert report.reason.startswith(f"{verdict}: {rule}"), report.reason

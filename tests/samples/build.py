@@ -186,9 +186,11 @@ def out_of_bounds(source: str) -> str:
 
 
 def endless_loop(source: str) -> str:
+    # A volatile *global* flag nobody clears: a volatile local was dropped by the compiler (measured).
+    source = _replace(source, "using namespace nvcuda;\n",
+                      "using namespace nvcuda;\n\n__device__ volatile int keep_spinning = 1;\n")
     return _replace(source, "    wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc[2][2];\n",
-                    "    if (p.k > 0) {   // never ends: volatile keeps the compiler from dropping the loop\n"
-                    "        volatile int forever = 1;\n        while (forever) {\n        }\n    }\n"
+                    "    while (keep_spinning) {   // never ends\n    }\n"
                     "    wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc[2][2];\n")
 
 

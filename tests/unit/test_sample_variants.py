@@ -19,7 +19,7 @@ BASE = (SAMPLES_DIR / "wmma_gemm" / KERNEL_FILE).read_text()
     ("cache_by_checksum", "cudaMemcpyDeviceToHost"),
     ("input_modified", "const_cast<__half*>(p.a)"),
     ("out_of_bounds", "kk <= p.k"),
-    ("endless_loop", "while (forever)"),
+    ("endless_loop", "while (keep_spinning)"),
 ])
 def test_each_variant_edits_the_kernel_where_it_says(variant, marker):
     edited = apply_variant(BASE, variant)
