@@ -5,8 +5,8 @@ interleaved rounds (`gpu_timing.InterleavedTimer`: random order per round, L2 fl
 repetition, one input set per round, refilled right after it, CUDA graphs for launch-bound kernels),
 until the candidate's and the baseline's medians are known to `options.target_rel_se_pct` or
 `options.bench_budget_s` is spent. Afterwards, per shape, the figures that keep the timing honest:
-the candidate's GPU busy time on *every* stream (`all_streams_busy_us`, to compare with its event
-time) and the physical floor of one call on this GPU (`roofline`); `decide_rules.integrity_rows`
+the candidate's time per call until *every* stream has finished (`all_streams_time`, to compare with
+its event time) and the physical floor of one call on this GPU (`roofline`); `decide_rules.integrity_rows`
 judges them. Every sample is kept. The candidate/baseline comparison (median ratio, 95 % bootstrap interval,
 Mann-Whitney p) comes from `stats`. When the kernel has a latency gate and some shape's interval
 straddles 1 + threshold, those shapes go on sampling with twice the budget and half the target error,
@@ -25,15 +25,16 @@ from gate.domain import BenchResult, KernelSpec, ShapeTiming, StageStatus, Timin
 from gate.domain.job import RunOptions
 from gate.pipeline import roofline, stats
 from gate.pipeline.gpu_timing import (GRAPH_BELOW_US, GRAPH_TARGET_US, MAX_GRAPH_LAUNCHES,
-                                      InterleavedTimer, Side, all_streams_busy_us)
+                                      AllStreams, InterleavedTimer, Side, all_streams_time)
 
 ROUNDS_PER_BATCH = 16
 MIN_ROUNDS = 32
 # Input sets rotated through the rounds. Two would do against caching by pointer (each set is refilled
 # right after its round); three leave a margin against a cache that remembers the last two results.
 INPUT_SETS = 3
-# Eager calls traced for the all-streams busy time: about 2 ms of GPU work, between these bounds.
-BUSY_TRACE_US, BUSY_MIN_CALLS, BUSY_MAX_CALLS = 2000.0, 3, 64
+# Eager calls for the all-streams time: about 2 ms of work, so the first launch's latency and the
+# final synchronisation (~20 µs together) stay near 1 % of it.
+ALL_STREAMS_WORK_US, ALL_STREAMS_MIN_CALLS, ALL_STREAMS_MAX_CALLS = 2000.0, 3, 64
 
 
 @dataclass
@@ -45,7 +46,7 @@ class _ShapeRun:
     method: str
     estimate_us: float
     rounds: int = 0
-    all_streams_us: float | None = None
+    all_streams: AllStreams | None = None
     floor: roofline.Floor | None = None
 
 
@@ -82,8 +83,8 @@ def time_revisions(kernel: KernelSpec, workload: Any, candidate_module: Any, bas
     traced = time.perf_counter()
     try:
         _integrity_figures(runs, workload, timer)
-    except Exception as exc:  # noqa: BLE001  a kernel that raises while traced is a kernel fault
-        return BenchResult(StageStatus.FAILED, f"raised while traced: {type(exc).__name__}: {exc}"[:2000],
+    except Exception as exc:  # noqa: BLE001  a kernel that raises there is a kernel fault
+        return BenchResult(StageStatus.FAILED, f"raised in the all-streams check: {type(exc).__name__}: {exc}"[:2000],
                            time.perf_counter() - start)
     shapes = [_timing(r, workload) for r in runs]
     reason = (f"{len(shapes)} shape(s) timed, integrity figures in {time.perf_counter() - traced:.2f} s"
@@ -129,19 +130,17 @@ def _sample(run: _ShapeRun, workload: Any, timer: InterleavedTimer, budget_s: fl
 
 
 def _integrity_figures(runs: list[_ShapeRun], workload: Any, timer: InterleavedTimer) -> None:
-    """After all timing (CUPTI tracing must not overlap a timed round): the candidate's busy time on
-    every stream, and the physical floor of one call on this GPU."""
+    """After all timing: the candidate's time per call on every stream, and the physical floor of
+    one call on this GPU."""
     import torch
 
     peak = roofline.peak_for(torch.cuda.get_device_name())
     if peak is None:
         timer.notes.append(f"no datasheet peaks for {torch.cuda.get_device_name()}: no physical floor")
     for run in runs:
-        calls = max(BUSY_MIN_CALLS, min(BUSY_MAX_CALLS, math.ceil(BUSY_TRACE_US / max(run.estimate_us, 1.0))))
-        try:
-            run.all_streams_us = all_streams_busy_us(run.sides[0].fn, INPUT_SETS, calls)
-        except RuntimeError as exc:     # the profiler itself could not start (CUPTI unavailable)
-            timer.notes.append(f"all-streams trace failed: {str(exc)[:200]}")
+        calls = max(ALL_STREAMS_MIN_CALLS,
+                    min(ALL_STREAMS_MAX_CALLS, math.ceil(ALL_STREAMS_WORK_US / max(run.estimate_us, 1.0))))
+        run.all_streams = all_streams_time(run.sides[0].fn, INPUT_SETS, calls)
         if peak is not None:
             flops = getattr(workload, "flops", None)
             dram_bytes = getattr(workload, "dram_bytes", None)
@@ -169,7 +168,9 @@ def _timing(run: _ShapeRun, workload: Any) -> ShapeTiming:
         shape=run.shape.label, dtype=run.dtype, candidate=_samples(cand, flops),
         peers={s.label: _samples(s, flops) for s in run.sides if s.label not in ("candidate", "baseline")},
         rounds=run.rounds, rel_se_pct=stats.median_rel_se_pct(cand.samples_us), method=run.method,
-        all_streams_us=run.all_streams_us, floor_us=run.floor.floor_us if run.floor else None,
+        all_streams_us=run.all_streams.per_call_us if run.all_streams else None,
+        enqueue_us=run.all_streams.enqueue_us if run.all_streams else None,
+        floor_us=run.floor.floor_us if run.floor else None,
         floor_basis=run.floor.basis if run.floor else "")
     if "baseline" in by_label:
         timing.baseline = _samples(by_label["baseline"], flops)

@@ -20,6 +20,8 @@ BASE = (SAMPLES_DIR / "wmma_gemm" / KERNEL_FILE).read_text()
     ("input_modified", "const_cast<__half*>(p.a)"),
     ("out_of_bounds", "kk <= p.k"),
     ("endless_loop", "while (keep_spinning)"),
+    ("more_work", "p.k / 16 * 5 + 99"),
+    ("more_work:10", "p.k / 16 * 10 + 99"),
 ])
 def test_each_variant_edits_the_kernel_where_it_says(variant, marker):
     edited = apply_variant(BASE, variant)
