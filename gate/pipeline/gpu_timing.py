@@ -37,13 +37,10 @@ from typing import Any
 
 # Sides faster than this are timed as graphs. The estimate is taken with events, which for a call
 # dispatched through Python (SDPA: ~30 µs of CPU per call) reads the CPU time, not the GPU's: a 10 µs
-# SDPA call estimated at > 20 µs was timed with events on an H200 and showed a 1.5 % A/A bias. On an
-# H100 a 44 µs WMMA GEMM estimated at 57-62 µs flipped between methods at a 60 µs limit, and its
-# event time (57 µs) was the CPU's: the limit sits well above that.
-GRAPH_BELOW_US = 100.0
-# A graph replay should last about this long, so its head and tail cost is negligible: at 200 µs (6
-# launches of a 9 µs GEMM) a private stream joined both ways read 2-8 % slower than the plain launch.
-GRAPH_TARGET_US = 1000.0
+# SDPA call estimated at > 20 µs was timed with events on an H200 and showed a 1.5 % A/A bias.
+GRAPH_BELOW_US = 60.0
+# A graph replay should last about this long, so its own launch cost is negligible.
+GRAPH_TARGET_US = 200.0
 MAX_GRAPH_LAUNCHES = 64
 
 

@@ -16,7 +16,8 @@ The cheat catalogue (issue 10; `CATALOGUE` names the rule each must end with). C
 launcher are host code of the kernel's own translation unit, the place a submitter controls:
     private_stream       every launch on a private non-blocking stream, never joined
     private_stream_late  honest for the first 16 calls (correctness), then the private stream
-    joined_stream        the private stream joined both ways (event record + wait): legitimate
+    joined_stream        the private stream joined both ways (event record + wait): legitimate;
+                         gated at 2048³ only (see MANIFEST_EDITS)
     deferred_thread      the launch happens on a detached host thread 300 µs after the call returns
     cache_by_pointer     the output is remembered per (A, B) pointer pair and copied back on a repeat
     cache_by_checksum    ... per a checksum of the first four elements of A and of B
@@ -232,8 +233,14 @@ VARIANTS: dict[str, Callable[..., str]] = {
     "out_of_bounds": out_of_bounds, "endless_loop": endless_loop, "more_work": more_work,
 }
 # Variants that also change the manifest: the endless loop needs a timeout shorter than the default.
+# The joined stream is gated at the 2048³ shape only: its fork/join costs 1-1.6 µs per launch on an
+# H100 (eager and in a graph alike: +19 % at 528x784x272, +2.5 % at 1024³), a real cost the gate
+# rightly reports; at 2048³ (~315 µs) it is within 0.3 %.
 MANIFEST_EDITS: dict[str, Callable[[str], str]] = {
     "endless_loop": lambda text: _replace(text, 'dtypes = ["float16"]\n', 'dtypes = ["float16"]\ntimeout_s = 60\n'),
+    "joined_stream": lambda text: _replace(
+        text, "shapes = [{m = 1024, n = 1024, k = 1024}, {m = 2048, n = 2048, k = 2048}, {m = 528, n = 784, k = 272}]",
+        "shapes = [{m = 2048, n = 2048, k = 2048}]"),
 }
 # The cheat catalogue: variant -> (verdict, the rule that must decide it). `joined_stream` must be
 # accepted with a time within 2 % of the plain launch.
