@@ -102,6 +102,9 @@ def test_the_worker_accepts_the_correct_kernel_after_the_catalogue(catalogue):
     for variant, verdict, rule, secs, reason in TABLE:
         print(f"| {variant} | {verdict} | {rule} | {secs:.1f} | {reason} |")
     assert outcome.report.verdict.value == "accept", outcome.report.reason
+    cand = outcome.result.candidate
+    print(f"correctness {cand.correctness.duration_s:.2f} s; bench {outcome.result.bench.duration_s:.2f} s: "
+          f"{outcome.result.bench.reason}")
     for st in outcome.result.bench.shapes:   # the honest kernel's figures the integrity rows judged
         print(f"{st.shape}: events {st.candidate.median_us:.2f} us ({st.method}), all streams "
               f"{st.all_streams_us} us, floor {st.floor_us} us ({st.floor_basis})")
