@@ -131,7 +131,9 @@ def verdict_time(data_dir: Path, repo: Path, sha: str, base: str, label: str) ->
             "reason": outcome.report.reason, "stages_s": stages,
             "profile_s": stages.get("profile_candidate", 0.0) + stages.get("profile_baseline", 0.0),
             "cand_cache": [build_c.cache_hits, build_c.cache_misses] if build_c else None,
-            "ratios": [round(t.ratio or 0, 4) for t in (res.bench.shapes if res.bench else [])]}
+            "ratios": [round(t.ratio or 0, 4) for t in (res.bench.shapes if res.bench else [])],
+            # "... integrity figures in X s": the cost of the all-streams check and the floor (issue 10)
+            "bench_reason": res.bench.reason if res.bench else ""}
 
 
 def trials(spec: KernelSpec, wl: object, cand: object, base: object, n: int) -> dict:

@@ -51,6 +51,8 @@ class Rule(StrEnum):
     REQUIRE_SASS = "require_sass"
     MAX_TENSOR_PIPE_DROP_PCT = "max_tensor_pipe_drop_pct"
     MAX_BANK_CONFLICT_INCREASE_PCT = "max_bank_conflict_increase_pct"
+    ALL_STREAMS_TIME = "all_streams_time"      # integrity: the call's work on every stream was timed
+    PHYSICAL_FLOOR = "physical_floor"          # integrity: not faster than the hardware allows
 
     @property
     def is_stage(self) -> bool:

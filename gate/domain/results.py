@@ -101,6 +101,10 @@ class ShapeTiming:
     rounds: int = 0                       # interleaved rounds taken
     rel_se_pct: float | None = None       # relative standard error of the candidate median
     method: str = "events"                # "events" or "graph" (launch-bound kernels)
+    all_streams_us: float | None = None   # candidate's time per call until every stream finished
+    enqueue_us: float | None = None       # ... of which the host's time to enqueue one call
+    floor_us: float | None = None         # physical floor of one call on this GPU (roofline.py)
+    floor_basis: str = ""                 # what bound the floor: "compute 2.1 GFLOP at 989 TFLOP/s"
 
 
 @dataclass

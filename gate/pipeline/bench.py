@@ -1,10 +1,13 @@
 """Bench stage: candidate vs baseline vs PyTorch's own, interleaved in one process on one GPU.
 
-For every shape x dtype: one set of inputs shared by all sides, warm-up, then batches of interleaved
-rounds (`gpu_timing.InterleavedTimer`: random order per round, L2 flushed before every repetition,
-CUDA graphs for launch-bound kernels) with new input values between batches, until the candidate's
-and the baseline's medians are known to `options.target_rel_se_pct` or `options.bench_budget_s` is
-spent. Every sample is kept. The candidate/baseline comparison (median ratio, 95 % bootstrap interval,
+For every shape x dtype: `INPUT_SETS` input sets shared by all sides, warm-up, then batches of
+interleaved rounds (`gpu_timing.InterleavedTimer`: random order per round, L2 flushed before every
+repetition, one input set per round, refilled right after it, CUDA graphs for launch-bound kernels),
+until the candidate's and the baseline's medians are known to `options.target_rel_se_pct` or
+`options.bench_budget_s` is spent. Afterwards, per shape, the figures that keep the timing honest:
+the candidate's time per call until *every* stream has finished (`all_streams_time`, to compare with
+its event time) and the physical floor of one call on this GPU (`roofline`); `decide_rules.integrity_rows`
+judges them. Every sample is kept. The candidate/baseline comparison (median ratio, 95 % bootstrap interval,
 Mann-Whitney p) comes from `stats`. When the kernel has a latency gate and some shape's interval
 straddles 1 + threshold, those shapes go on sampling with twice the budget and half the target error,
 up to `options.max_reruns` times; `attempts` records how many passes were made.
@@ -20,23 +23,31 @@ from typing import Any
 
 from gate.domain import BenchResult, KernelSpec, ShapeTiming, StageStatus, TimingSamples
 from gate.domain.job import RunOptions
-from gate.pipeline import stats
+from gate.pipeline import roofline, stats
 from gate.pipeline.gpu_timing import (GRAPH_BELOW_US, GRAPH_TARGET_US, MAX_GRAPH_LAUNCHES,
-                                      InterleavedTimer, Side)
+                                      AllStreams, InterleavedTimer, Side, all_streams_time)
 
 ROUNDS_PER_BATCH = 16
 MIN_ROUNDS = 32
+# Input sets rotated through the rounds. Two would do against caching by pointer (each set is refilled
+# right after its round); three leave a margin against a cache that remembers the last two results.
+INPUT_SETS = 3
+# Eager calls for the all-streams time: about 2 ms of work, so the first launch's latency and the
+# final synchronisation (~20 µs together) stay near 1 % of it.
+ALL_STREAMS_WORK_US, ALL_STREAMS_MIN_CALLS, ALL_STREAMS_MAX_CALLS = 2000.0, 3, 64
 
 
 @dataclass
 class _ShapeRun:
     shape: Any
     dtype: str
-    inputs: dict[str, Any]
+    input_sets: list[dict[str, Any]]
     sides: list[Side]
     method: str
-    flops: float
+    estimate_us: float
     rounds: int = 0
+    all_streams: AllStreams | None = None
+    floor: roofline.Floor | None = None
 
 
 def time_revisions(kernel: KernelSpec, workload: Any, candidate_module: Any, baseline_module: Any | None,
@@ -69,42 +80,73 @@ def time_revisions(kernel: KernelSpec, workload: Any, candidate_module: Any, bas
         for run in straddling:
             _sample(run, workload, timer, options.bench_budget_s * scale, options.target_rel_se_pct / scale)
 
-    shapes = [_timing(r) for r in runs]
-    reason = f"{len(shapes)} shape(s) timed" + (f"; {'; '.join(timer.notes)}" if timer.notes else "")
+    traced = time.perf_counter()
+    try:
+        _integrity_figures(runs, workload, timer)
+    except Exception as exc:  # noqa: BLE001  a kernel that raises there is a kernel fault
+        return BenchResult(StageStatus.FAILED, f"raised in the all-streams check: {type(exc).__name__}: {exc}"[:2000],
+                           time.perf_counter() - start)
+    shapes = [_timing(r, workload) for r in runs]
+    reason = (f"{len(shapes)} shape(s) timed, integrity figures in {time.perf_counter() - traced:.2f} s"
+              + (f"; {'; '.join(timer.notes)}" if timer.notes else ""))
     return BenchResult(StageStatus.PASSED, reason, time.perf_counter() - start, shapes, attempts)
 
 
 def _prepare(kernel: KernelSpec, workload: Any, cand: Any, base: Any | None, shape: Any, dtype: str,
              timer: InterleavedTimer) -> _ShapeRun:
-    inputs = workload.make_inputs(shape, dtype, secrets.randbits(31), "cuda")
+    sets = [workload.make_inputs(shape, dtype, secrets.randbits(31), "cuda") for _ in range(INPUT_SETS)]
 
     def calling(module: Any) -> Any:
-        return lambda: workload.call(module, kernel.function, inputs)
+        return lambda i: workload.call(module, kernel.function, sets[i])
 
     sides = [Side("candidate", calling(cand))]
     if base is not None:
         sides.append(Side("baseline", calling(base)))
-    sides += [Side(label, fn) for label, fn in workload.peers(shape, inputs).items()]
+    peer_sets = [workload.peers(shape, inputs) for inputs in sets]
+    sides += [Side(label, lambda i, label=label: peer_sets[i][label]()) for label in peer_sets[0]]
     fastest_us = min(timer.estimate_us(s.fn) for s in sides[:2])
     use_graph = fastest_us < GRAPH_BELOW_US
     launches = max(2, min(MAX_GRAPH_LAUNCHES, math.ceil(GRAPH_TARGET_US / max(fastest_us, 0.5))))
     for side in sides[2 if base is not None else 1:]:
         timer.estimate_us(side.fn, reps=1)    # warm-up of the peers (handles, autotuning)
-    method = timer.prepare(sides, use_graph, launches)
-    return _ShapeRun(shape, dtype, inputs, sides, method, workload.flops(shape))
+    method = timer.prepare(sides, use_graph, launches, INPUT_SETS)
+    return _ShapeRun(shape, dtype, sets, sides, method, fastest_us)
 
 
 def _sample(run: _ShapeRun, workload: Any, timer: InterleavedTimer, budget_s: float,
             target_rel_se_pct: float) -> None:
     deadline = time.perf_counter() + budget_s
     gated = [s for s in run.sides if s.label in ("candidate", "baseline")]
+
+    def refill(i: int) -> None:                # fresh values, same buffers
+        workload.refill(run.input_sets[i], secrets.randbits(31))
+
     while True:
-        workload.refill(run.inputs, secrets.randbits(31))   # fresh values, same buffers
-        timer.run_rounds(run.sides, ROUNDS_PER_BATCH)
+        timer.run_rounds(run.sides, ROUNDS_PER_BATCH, refill, INPUT_SETS)
         run.rounds += ROUNDS_PER_BATCH
         done = all(stats.enough_samples(s.samples_us, target_rel_se_pct, MIN_ROUNDS) for s in gated)
         if done or time.perf_counter() >= deadline:
             return
+
+
+def _integrity_figures(runs: list[_ShapeRun], workload: Any, timer: InterleavedTimer) -> None:
+    """After all timing: the candidate's time per call on every stream, and the physical floor of
+    one call on this GPU."""
+    import torch
+
+    peak = roofline.peak_for(torch.cuda.get_device_name())
+    if peak is None:
+        timer.notes.append(f"no datasheet peaks for {torch.cuda.get_device_name()}: no physical floor")
+    for run in runs:
+        calls = max(ALL_STREAMS_MIN_CALLS,
+                    min(ALL_STREAMS_MAX_CALLS, math.ceil(ALL_STREAMS_WORK_US / max(run.estimate_us, 1.0))))
+        run.all_streams = all_streams_time(run.sides[0].fn, INPUT_SETS, calls)
+        if peak is not None:
+            flops = getattr(workload, "flops", None)
+            dram_bytes = getattr(workload, "dram_bytes", None)
+            run.floor = roofline.floor_us(peak, run.dtype, flops(run.shape) if flops else None,
+                                          dram_bytes(run.shape, run.dtype) if dram_bytes else None,
+                                          cold_memory=run.method == "events")
 
 
 def _call(run: _ShapeRun, threshold_pct: float) -> stats.RegressionCall:
@@ -118,15 +160,20 @@ def _samples(side: Side, flops: float) -> TimingSamples:
     return TimingSamples(list(side.samples_us), s.median_us, s.p10_us, s.p90_us, tflops)
 
 
-def _timing(run: _ShapeRun) -> ShapeTiming:
+def _timing(run: _ShapeRun, workload: Any) -> ShapeTiming:
     by_label = {s.label: s for s in run.sides}
     cand = by_label["candidate"]
+    flops = workload.flops(run.shape) if hasattr(workload, "flops") else 0.0
     timing = ShapeTiming(
-        shape=run.shape.label, dtype=run.dtype, candidate=_samples(cand, run.flops),
-        peers={s.label: _samples(s, run.flops) for s in run.sides if s.label not in ("candidate", "baseline")},
-        rounds=run.rounds, rel_se_pct=stats.median_rel_se_pct(cand.samples_us), method=run.method)
+        shape=run.shape.label, dtype=run.dtype, candidate=_samples(cand, flops),
+        peers={s.label: _samples(s, flops) for s in run.sides if s.label not in ("candidate", "baseline")},
+        rounds=run.rounds, rel_se_pct=stats.median_rel_se_pct(cand.samples_us), method=run.method,
+        all_streams_us=run.all_streams.per_call_us if run.all_streams else None,
+        enqueue_us=run.all_streams.enqueue_us if run.all_streams else None,
+        floor_us=run.floor.floor_us if run.floor else None,
+        floor_basis=run.floor.basis if run.floor else "")
     if "baseline" in by_label:
-        timing.baseline = _samples(by_label["baseline"], run.flops)
+        timing.baseline = _samples(by_label["baseline"], flops)
         c = stats.compare(cand.samples_us, by_label["baseline"].samples_us)
         timing.ratio, timing.ratio_ci_low, timing.ratio_ci_high, timing.p_value = (
             c.ratio, c.ci_low, c.ci_high, c.p_value)

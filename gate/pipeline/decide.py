@@ -19,7 +19,7 @@ from gate.domain.manifest import Gates
 from gate.domain.names import NCU_RULES, Rule, Stage
 from gate.domain.results import JobResult, StageStatus, StaticResult
 from gate.domain.verdict import RuleOutcome, RuleRow, Verdict, VerdictReport
-from gate.pipeline.decide_rules import correctness_rows, latency_rows, profile_rows
+from gate.pipeline.decide_rules import correctness_rows, integrity_rows, latency_rows, profile_rows
 
 O = RuleOutcome
 SIGNIFICANCE = 0.05          # Mann-Whitney p-value below which a difference is significant
@@ -43,6 +43,8 @@ def decide(result: JobResult, gates: Gates) -> VerdictReport:
         rows += _untrusted(latency, watch.problems) if watch is not None and watch.problems else latency
     else:
         rows += _stage_row(Stage.BENCH, result.bench, required=bench_needed)
+    if result.bench is not None and result.bench.status is StageStatus.PASSED:
+        rows += integrity_rows(result.bench)
     profile_needed = any(getattr(gates, rule.value) is not None for rule in NCU_RULES)
     if cand.profile is not None and cand.profile.status is StageStatus.PASSED and profile_needed:
         base_profile = result.baseline.profile if result.baseline else None

@@ -1,22 +1,36 @@
 """Interleaved GPU timing of several callables ("sides"), the measuring core of `bench.py`.
 
-One *round* runs every side once, in an order drawn at random for that round. Each repetition is
+One *round* runs every side once, in an order drawn at random for that round, on one of several input
+sets (rotating; the set is refilled with new values right after its round). Each repetition is
 
-    [reset persisting L2 once per batch]  L2 flush  start-event  side()  end-event
+    [reset persisting L2 once per batch]  L2 flush  start-event  side(set)  end-event
 
 The flush writes a buffer of 2 x the L2 size, so every repetition starts from a cold L2, and it keeps
 the GPU busy long enough (tens of µs) for the CPU to enqueue start event, launch and end event before
 the GPU reaches them: the events then bracket the kernel, not the CPU's launch latency. That latency
 is what made naive A-then-B interleaving of one 10 µs SDPA call read B 7.5 % slower (measured on an
 H200 while planning). For launch-bound sides (a few µs) even that is not enough, so such sides are
-timed as CUDA graphs of `graph_launches` back-to-back launches (captured once per side) and a sample
-is the replay time divided by the launch count; the flush stays outside the graph.
+timed as CUDA graphs of `graph_launches` back-to-back launches cycling over the input sets (captured
+once per side) and a sample is the replay time divided by the launch count; the flush stays outside
+the graph. A replay runs no host code, so host-side caching cannot act inside it.
+
+Rotation and L2: the flush already makes every repetition cold, so rotating sets costs no L2 hits;
+what it costs is the refill (one normal_ per input tensor per round, outside the events) and the
+memory of `INPUT_SETS` sets. What it buys: no timed call sees the pointer and content its side saw
+on the call before, so a result cached by pointer or by content is never valid while timed.
+
+The events see only the caller's stream. `all_streams_time` sees every stream: eager calls between
+two device-wide synchronisations. A side that does its work on a private stream never joined to the
+caller's takes far longer per call there than its event time. (A CUPTI activity trace would see the
+same without host pacing, but enabling it loads every CUDA module of the process: 6 s per job on an
+H100, three times the cost budget of all these defences.)
 """
 
 from __future__ import annotations
 
 import ctypes
 import random
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -42,10 +56,33 @@ def reset_persisting_l2() -> str:
     return "persisting L2 not reset: libcudart not loadable"
 
 
+@dataclass(frozen=True)
+class AllStreams:
+    per_call_us: float        # wall time per call until every stream of the device had finished
+    enqueue_us: float         # host time per call to enqueue it (what bounds a launch-bound loop)
+
+
+def all_streams_time(fn: Callable[[int], Any], input_sets: int, calls: int) -> AllStreams:
+    """`calls` eager calls between two device-wide synchronisations (`cudaDeviceSynchronize` waits for
+    every stream, the private ones included). For a GPU-bound call the per-call time is its GPU time
+    on all streams; for a launch-bound one it is the host's enqueue time, which is returned beside it
+    so the judge can tell the two apart."""
+    import torch
+
+    torch.cuda.synchronize()
+    start = time.perf_counter()
+    for i in range(calls):
+        fn(i % input_sets)
+    enqueued = time.perf_counter()
+    torch.cuda.synchronize()
+    done = time.perf_counter()
+    return AllStreams((done - start) / calls * 1e6, (enqueued - start) / calls * 1e6)
+
+
 @dataclass
 class Side:
     label: str
-    fn: Callable[[], Any]
+    fn: Callable[[int], Any]          # fn(input_set_index) -> output
     samples_us: list[float] = field(default_factory=list)
     launches: int = 1                 # per timed repetition (graph method: launches per replay)
     graph: Any = None                 # torch.cuda.CUDAGraph when timed as a graph
@@ -59,30 +96,32 @@ class InterleavedTimer:
         l2_bytes = int(getattr(props, "L2_cache_size", 0) or 50 * 2**20)
         self._flush = torch.empty(2 * l2_bytes // 4, dtype=torch.int32, device="cuda")
         self._rng = random.Random(seed)
+        self._next_set = 0
         self.notes: list[str] = []
 
     def flush_l2(self) -> None:
         self._flush.zero_()
 
-    def estimate_us(self, fn: Callable[[], Any], reps: int = 5) -> float:
+    def estimate_us(self, fn: Callable[[int], Any], reps: int = 5) -> float:
         """Warm up `fn` and return its median time (events, L2 flushed) over `reps` calls."""
         import torch
 
         for _ in range(3):
-            fn()
+            fn(0)
         times = []
         for _ in range(reps):
             self.flush_l2()
             start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             start.record()
-            fn()
+            fn(0)
             end.record()
             end.synchronize()
             times.append(start.elapsed_time(end) * 1e3)
         return sorted(times)[len(times) // 2]
 
-    def prepare(self, sides: list[Side], use_graph: bool, launches: int) -> str:
-        """Capture each side as a graph of `launches` calls; 'graph' or 'events' (on capture failure)."""
+    def prepare(self, sides: list[Side], use_graph: bool, launches: int, input_sets: int) -> str:
+        """Capture each side as a graph of `launches` calls cycling over the input sets; 'graph' or
+        'events' (on capture failure)."""
         import torch
 
         if not use_graph:
@@ -91,8 +130,8 @@ class InterleavedTimer:
             for side in sides:
                 graph = torch.cuda.CUDAGraph()
                 with torch.cuda.graph(graph):
-                    for _ in range(launches):
-                        side.fn()
+                    for i in range(launches):
+                        side.fn(i % input_sets)
                 graph.replay()
                 side.graph, side.launches = graph, launches
             torch.cuda.current_stream().synchronize()
@@ -103,8 +142,10 @@ class InterleavedTimer:
             return "events"
         return "graph"
 
-    def run_rounds(self, sides: list[Side], rounds: int) -> None:
-        """`rounds` interleaved rounds, order shuffled per round; appends one sample per side."""
+    def run_rounds(self, sides: list[Side], rounds: int, refill: Callable[[int], None],
+                   input_sets: int) -> None:
+        """`rounds` interleaved rounds, order shuffled per round, input set rotating per round and
+        refilled (`refill(set_index)`) right after it; appends one sample per side."""
         import torch
 
         note = reset_persisting_l2()
@@ -114,6 +155,8 @@ class InterleavedTimer:
         for _ in range(rounds):
             order = sides[:]
             self._rng.shuffle(order)
+            current = self._next_set
+            self._next_set = (current + 1) % input_sets
             for side in order:
                 self.flush_l2()
                 start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -121,9 +164,10 @@ class InterleavedTimer:
                 if side.graph is not None:
                     side.graph.replay()
                 else:
-                    side.fn()
+                    side.fn(current)
                 end.record()
                 pending.append((side, start, end))
+            refill(current)
         pending[-1][2].synchronize()
         for side, start, end in pending:
             side.samples_us.append(start.elapsed_time(end) * 1e3 / side.launches)

@@ -3,11 +3,28 @@
 Built in: `attention` (scaled-dot-product attention forward, q/k/v `[B,H,S,D]`, scale 1/sqrt(D),
 `module.forward(q, k, v, causal)`) and `gemm` (A·Bᵀ, A `[M,K]`, B `[N,K]`, `module.forward(a, b)`).
 A manifest may instead name `"module:callable"` inside the repository: the callable returns an
-object with the same methods as `Workload` below.
+object with the methods of `Workload` below (`flops` and `dram_bytes` optional).
 
-Inputs are a `dict[str, Tensor]`; `refill` writes new random values into the *same* buffers, so a
-kernel that caches results keyed on pointers fails the next check. Random values are normal(0, 1):
-never zeros, which hide unwritten outputs and can run faster than real data.
+The protocol, and why each part is there:
+
+- `make_inputs(shape, dtype, seed, device)` -> `dict[str, Tensor]` (non-tensors allowed, e.g. a
+  `causal` flag). Built-ins allocate every tensor with `guarded_empty`: a view in the middle of a
+  NaN-filled buffer, so an out-of-bounds read returns NaN into the output and an out-of-bounds write
+  shows up in `guard_damage`. Values are normal(0, 1): never zeros, which hide unwritten outputs and
+  can run faster than real data.
+- `refill(inputs, seed)` writes new values into the *same* buffers: a kernel that caches results by
+  pointer returns the old answer and fails. `perturb_one` changes one element only: a kernel that
+  caches by a cheap checksum of its inputs (a few sampled values) returns the old answer and fails.
+- `call(module, function_name, inputs)` runs the kernel on the caller's current stream and returns
+  its output. `reference` (float32/float64) and `lowp_reference` (PyTorch in the input dtype) are
+  what correctness compares against (k x PyTorch's own error, see `correctness`).
+- `flops(shape)` and `dram_bytes(shape, dtype)` (the compulsory DRAM traffic: every input read once,
+  the output written once) give the physical floor of a call (`roofline`); a custom workload without
+  them gets no floor.
+- `peers(shape, inputs)` are PyTorch's own implementations, timed beside the kernel for reference.
+
+The bench times rotating input sets (`bench.INPUT_SETS`), each refilled right after it is used, so no
+timed call sees the pointer+content pair of the call before it.
 """
 
 from __future__ import annotations
@@ -33,6 +50,7 @@ class Workload(Protocol):
     def reference(self, shape: Shape, inputs: Inputs) -> Any: ...
     def lowp_reference(self, shape: Shape, inputs: Inputs) -> Any: ...
     def flops(self, shape: Shape) -> float: ...
+    def dram_bytes(self, shape: Shape, dtype: str) -> float: ...
     def peers(self, shape: Shape, inputs: Inputs) -> dict[str, Callable[[], Any]]: ...
 
 
@@ -41,10 +59,60 @@ class Workload(Protocol):
 _FLOAT64_MAX_MACS = 2**28
 
 
+def _element_bytes(dtype: str) -> int:
+    return 4 if dtype == "float32" else 2
+
+
 def _torch_dtype(dtype: str) -> Any:
     import torch
 
     return getattr(torch, dtype)
+
+
+# Canary elements on each side of every built-in input: NaN, so a read past either end poisons the
+# output. 16384 elements (32 KiB in fp16) covers a stray K slice or row of any built-in shape.
+GUARD_ELEMS = 16384
+
+
+def guarded_empty(size: tuple[int, ...], dtype: str, device: str) -> Any:
+    """A contiguous tensor of `size` inside a NaN-filled buffer with `GUARD_ELEMS` on each side."""
+    import torch
+
+    numel = math.prod(size)
+    base = torch.full((numel + 2 * GUARD_ELEMS,), float("nan"), dtype=_torch_dtype(dtype), device=device)
+    return base[GUARD_ELEMS:GUARD_ELEMS + numel].view(size)
+
+
+def guard_damage(inputs: Inputs) -> list[str]:
+    """Names of guarded inputs whose canaries were overwritten (something wrote out of bounds)."""
+    import torch
+
+    damaged = []
+    for name, t in inputs.items():
+        if not isinstance(t, torch.Tensor) or not t.is_floating_point():
+            continue
+        whole = torch.empty(0, dtype=t.dtype, device=t.device).set_(t.untyped_storage())
+        start, end = t.storage_offset(), t.storage_offset() + t.numel()
+        if whole.numel() == t.numel():
+            continue                                        # not guarded (a custom workload's input)
+        if not (bool(whole[:start].isnan().all()) and bool(whole[end:].isnan().all())):
+            damaged.append(name)
+    return damaged
+
+
+def perturb_one(inputs: Inputs, seed: int) -> str:
+    """Change one element of one floating input to a new value; returns "name[index]"."""
+    import random
+
+    import torch
+
+    rng = random.Random(seed)
+    names = [n for n, t in inputs.items() if isinstance(t, torch.Tensor) and t.is_floating_point()]
+    name = rng.choice(names)
+    flat = inputs[name].view(-1)
+    index = rng.randrange(flat.numel())
+    flat[index] = float(flat[index]) + 1.0 + rng.random()   # normal(0,1) data: a change of >= 1
+    return f"{name}[{index}]"
 
 
 def refill_normal(inputs: Inputs, seed: int) -> None:
@@ -67,7 +135,7 @@ class Attention:
 
         p = shape.params
         size = (int(p["b"]), int(p["h"]), int(p["s"]), int(p["d"]))
-        inputs: Inputs = {n: torch.empty(size, dtype=_torch_dtype(dtype), device=device) for n in "qkv"}
+        inputs: Inputs = {n: guarded_empty(size, dtype, device) for n in "qkv"}
         refill_normal(inputs, seed)
         inputs["causal"] = bool(p.get("causal", False))   # not a tensor: refill and checks skip it
         return inputs
@@ -107,6 +175,10 @@ class Attention:
         full = 4.0 * int(p["b"]) * int(p["h"]) * int(p["s"]) ** 2 * int(p["d"])   # Q·Kᵀ and P·V
         return full / 2 if p.get("causal") else full
 
+    def dram_bytes(self, shape: Shape, dtype: str) -> float:
+        p = shape.params
+        return 4.0 * int(p["b"]) * int(p["h"]) * int(p["s"]) * int(p["d"]) * _element_bytes(dtype)  # q, k, v, out
+
     def peers(self, shape: Shape, inputs: Inputs) -> dict[str, Callable[[], Any]]:
         """PyTorch SDPA's flash, cuDNN and efficient backends; a backend that refuses is skipped."""
         import torch.nn.functional as F
@@ -136,8 +208,7 @@ class Gemm:
         import torch
 
         m, n, k = (int(shape.params[x]) for x in "mnk")
-        inputs = {"a": torch.empty(m, k, dtype=_torch_dtype(dtype), device=device),
-                  "b": torch.empty(n, k, dtype=_torch_dtype(dtype), device=device)}
+        inputs = {"a": guarded_empty((m, k), dtype, device), "b": guarded_empty((n, k), dtype, device)}
         refill_normal(inputs, seed)
         return inputs
 
@@ -157,6 +228,10 @@ class Gemm:
 
     def flops(self, shape: Shape) -> float:
         return 2.0 * int(shape.params["m"]) * int(shape.params["n"]) * int(shape.params["k"])
+
+    def dram_bytes(self, shape: Shape, dtype: str) -> float:
+        m, n, k = (int(shape.params[x]) for x in "mnk")
+        return (m + n) * k * _element_bytes(dtype) + m * n * 2   # A, B read once; C at least 16-bit
 
     def peers(self, shape: Shape, inputs: Inputs) -> dict[str, Callable[[], Any]]:
         import torch

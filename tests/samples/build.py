@@ -11,6 +11,21 @@ with the correct kernel. Variants (edits of `kernels/wmma_gemm.cu`, each anchore
     compile_error    an undefined identifier: the static stage must fail with nvcc's log
     slower           N dependent FMAs per K step on a dummy register ("slower:N", default 8): more
                      arithmetic, identical memory traffic and layout (calibrate N on the GPU)
+
+The cheat catalogue (issue 10; `CATALOGUE` names the rule each must end with). Cheats in the
+launcher are host code of the kernel's own translation unit, the place a submitter controls:
+    private_stream       every launch on a private non-blocking stream, never joined
+    private_stream_late  honest for the first 16 calls (correctness), then the private stream
+    joined_stream        the private stream joined both ways (event record + wait): legitimate;
+                         gated at 2048³ only (see MANIFEST_EDITS)
+    deferred_thread      the launch happens on a detached host thread 300 µs after the call returns
+    cache_by_pointer     the output is remembered per (A, B) pointer pair and copied back on a repeat
+    cache_by_checksum    ... per a checksum of the first four elements of A and of B
+    input_modified       the kernel writes the last element of A
+    out_of_bounds        the K loop reads one 16-wide slice past the end of each row when K % 32 != 0
+    endless_loop         the kernel never ends (the manifest sets timeout_s = 60)
+    more_work            5 % more of the real work ("more_work:PCT"): K slices done twice, output unchanged
+                         (`slower`'s dummy FMAs cost only +0.7 % on an H100: hidden behind the loads)
 """
 
 from __future__ import annotations
@@ -82,9 +97,167 @@ def slower(source: str, extra_fma: int = 8) -> str:
                     "    for (int i = 0; i < 2; ++i) {\n        for (int j = 0; j < 2; ++j) {\n            const int r =")
 
 
+_LAUNCH = "    wmma_gemm_sample::wmma_gemm_kernel<<<grid, kThreads, 0, stream>>>(params);\n"
+_KERNEL_END = "    }\n}\n\n}  // namespace wmma_gemm_sample"
+
+
+def _launcher(source: str, includes: str, body: str) -> str:
+    return _replace(includes + source, _LAUNCH, body)
+
+
+def private_stream(source: str, honest_calls: int = 0) -> str:
+    return _launcher(source, "#include <cuda_runtime.h>\n", f"""    static cudaStream_t side = nullptr;   // cheat: a private stream, never joined
+    static int calls = 0;
+    if (side == nullptr) cudaStreamCreateWithFlags(&side, cudaStreamNonBlocking);
+    const bool hide = ++calls > {honest_calls};
+    wmma_gemm_sample::wmma_gemm_kernel<<<grid, kThreads, 0, hide ? side : stream>>>(params);
+""")
+
+
+def private_stream_late(source: str) -> str:
+    return private_stream(source, honest_calls=16)
+
+
+def joined_stream(source: str) -> str:
+    return _launcher(source, "#include <cuda_runtime.h>\n", """    static cudaStream_t side = nullptr;   // legitimate: a private stream joined both ways
+    static cudaEvent_t ready, done;
+    if (side == nullptr) {
+        cudaStreamCreateWithFlags(&side, cudaStreamNonBlocking);
+        cudaEventCreateWithFlags(&ready, cudaEventDisableTiming);
+        cudaEventCreateWithFlags(&done, cudaEventDisableTiming);
+    }
+    cudaEventRecord(ready, stream);
+    cudaStreamWaitEvent(side, ready, 0);
+    wmma_gemm_sample::wmma_gemm_kernel<<<grid, kThreads, 0, side>>>(params);
+    cudaEventRecord(done, side);
+    cudaStreamWaitEvent(stream, done, 0);
+""")
+
+
+def deferred_thread(source: str) -> str:
+    return _launcher(source, "#include <chrono>\n#include <thread>\n", """    std::thread([grid, params, stream] {   // cheat: launched after the call has returned
+        std::this_thread::sleep_for(std::chrono::microseconds(300));
+        wmma_gemm_sample::wmma_gemm_kernel<<<grid, kThreads, 0, stream>>>(params);
+    }).detach();
+""")
+
+
+_CACHE = """    const size_t bytes = sizeof(float) * (size_t)params.m * params.n;
+    static std::map<std::vector<unsigned short>, float*> cache;   // cheat: results by %s
+    auto hit = cache.find(key);
+    if (hit != cache.end()) {
+        cudaMemcpyAsync(params.c, hit->second, bytes, cudaMemcpyDeviceToDevice, stream);
+        return cudaGetLastError();
+    }
+    wmma_gemm_sample::wmma_gemm_kernel<<<grid, kThreads, 0, stream>>>(params);
+    float* kept = nullptr;
+    cudaMalloc(&kept, bytes);
+    cudaMemcpyAsync(kept, params.c, bytes, cudaMemcpyDeviceToDevice, stream);
+    cache[key] = kept;
+"""
+
+
+def cache_by_pointer(source: str) -> str:
+    key = """    std::vector<unsigned short> key(10);
+    const void* ptrs[2] = {params.a, params.b};
+    std::memcpy(key.data(), ptrs, sizeof(ptrs));
+    key[8] = (unsigned short)params.m; key[9] = (unsigned short)params.k;
+"""
+    return _launcher(source, "#include <cstring>\n#include <map>\n#include <vector>\n",
+                     key + _CACHE % "input pointers")
+
+
+def cache_by_checksum(source: str) -> str:
+    key = """    std::vector<unsigned short> key(10);
+    cudaMemcpyAsync(key.data(), params.a, 8, cudaMemcpyDeviceToHost, stream);
+    cudaMemcpyAsync(key.data() + 4, params.b, 8, cudaMemcpyDeviceToHost, stream);
+    cudaStreamSynchronize(stream);
+    key[8] = (unsigned short)params.m; key[9] = (unsigned short)params.k;
+"""
+    return _launcher(source, "#include <map>\n#include <vector>\n",
+                     key + _CACHE % "a checksum of the first four elements of A and B")
+
+
+_EPILOGUE = "    for (int i = 0; i < 2; ++i) {\n        for (int j = 0; j < 2; ++j) {\n            const int r ="
+
+
+def more_work(source: str, pct: int = 5) -> str:
+    """pct % more of the real work: the first ceil(pct % of K/16) K slices again (same loads, same
+    MMAs) into an accumulator that is kept alive; the output is unchanged."""
+    extra = f"""    wmma::fragment<wmma::accumulator, 16, 16, 16, float> extra;   // +{pct} % work
+    wmma::fill_fragment(extra, 0.0f);
+    for (int kk = 0; kk < (p.k / 16 * {pct} + 99) / 100 * 16; kk += 16) {{
+        wmma::fragment<wmma::matrix_a, 16, 16, 16, __half, wmma::row_major> a_frag[2];
+        wmma::fragment<wmma::matrix_b, 16, 16, 16, __half, wmma::col_major> b_frag[2];
+        for (int i = 0; i < 2; ++i) {{
+            const int r = min(row0 + warp_row + i * 16, p.m - 16);
+            wmma::load_matrix_sync(a_frag[i], p.a + (size_t)r * p.k + kk, p.k);
+        }}
+        for (int j = 0; j < 2; ++j) {{
+            const int c = min(col0 + warp_col + j * 16, p.n - 16);
+            wmma::load_matrix_sync(b_frag[j], p.b + (size_t)c * p.k + kk, p.k);
+        }}
+        for (int i = 0; i < 2; ++i)
+            for (int j = 0; j < 2; ++j) wmma::mma_sync(extra, a_frag[i], b_frag[j], extra);
+    }}
+    if (extra.x[0] == -1234.5f) p.c[0] = extra.x[0];   // never true; keeps the extra work alive
+"""
+    return _replace(source, _EPILOGUE, extra + _EPILOGUE)
+
+
+def input_modified(source: str) -> str:
+    return _replace(source, _KERNEL_END, "    }\n    if (blockIdx.x == 0 && blockIdx.y == 0 && threadIdx.x == 0)   // cheat: scribbles on A\n"
+                    "        const_cast<__half*>(p.a)[(size_t)p.m * p.k - 1] = __float2half(0.0f);\n}\n\n"
+                    "}  // namespace wmma_gemm_sample")
+
+
+def out_of_bounds(source: str) -> str:
+    return _replace(source, "kk < k0 + kStep && kk < p.k; kk += 16", "kk < k0 + kStep && kk <= p.k; kk += 16")
+
+
+def endless_loop(source: str) -> str:
+    # A volatile *global* flag nobody clears: a volatile local was dropped by the compiler (measured).
+    source = _replace(source, "using namespace nvcuda;\n",
+                      "using namespace nvcuda;\n\n__device__ volatile int keep_spinning = 1;\n")
+    return _replace(source, "    wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc[2][2];\n",
+                    "    while (keep_spinning) {   // never ends\n    }\n"
+                    "    wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc[2][2];\n")
+
+
 VARIANTS: dict[str, Callable[..., str]] = {
     "unwritten_tile": unwritten_tile, "bank_conflicts": bank_conflicts,
-    "compile_error": compile_error, "slower": slower,
+    "compile_error": compile_error, "slower": slower, "private_stream": private_stream,
+    "private_stream_late": private_stream_late, "joined_stream": joined_stream,
+    "deferred_thread": deferred_thread, "cache_by_pointer": cache_by_pointer,
+    "cache_by_checksum": cache_by_checksum, "input_modified": input_modified,
+    "out_of_bounds": out_of_bounds, "endless_loop": endless_loop, "more_work": more_work,
+}
+# Variants that also change the manifest: the endless loop needs a timeout shorter than the default.
+# The joined stream is gated at the 2048³ shape only: its fork/join costs 1-1.6 µs per launch on an
+# H100 (eager and in a graph alike: +19 % at 528x784x272, +2.5 % at 1024³), a real cost the gate
+# rightly reports; at 2048³ (~315 µs) it is within 0.3 %.
+MANIFEST_EDITS: dict[str, Callable[[str], str]] = {
+    "endless_loop": lambda text: _replace(text, 'dtypes = ["float16"]\n', 'dtypes = ["float16"]\ntimeout_s = 60\n'),
+    "joined_stream": lambda text: _replace(
+        text, "shapes = [{m = 1024, n = 1024, k = 1024}, {m = 2048, n = 2048, k = 2048}, {m = 528, n = 784, k = 272}]",
+        "shapes = [{m = 2048, n = 2048, k = 2048}]"),
+}
+# The cheat catalogue: variant -> (verdict, the rule that must decide it). `joined_stream` must be
+# accepted with a time within 2 % of the plain launch.
+CATALOGUE: dict[str, tuple[str, str]] = {
+    "private_stream": ("reject", "correctness"),
+    "private_stream_late": ("reject", "all_streams_time"),
+    "joined_stream": ("accept", ""),
+    "deferred_thread": ("reject", "correctness"),
+    "cache_by_pointer": ("reject", "correctness"),
+    "cache_by_checksum": ("reject", "correctness"),
+    "unwritten_tile": ("reject", "correctness"),
+    "input_modified": ("reject", "correctness"),
+    "out_of_bounds": ("reject", "correctness"),
+    "endless_loop": ("reject", "correctness"),
+    "compile_error": ("reject", "static"),
+    "more_work": ("reject", "max_latency_regression_pct"),
+    "bank_conflicts": ("reject", "max_bank_conflict_pct"),
 }
 
 
@@ -120,7 +293,10 @@ def make_repo(tmp_path: Path, sample: str = "wmma_gemm", variants: list[str] | t
     base_source = (repo / KERNEL_FILE).read_text(encoding="utf-8")
     for variant in variants:
         _git(repo, "checkout", "-q", "-b", f"variant/{variant.replace(':', '-')}", shas["base"])
-        shas[variant] = commit_files(repo, {KERNEL_FILE: apply_variant(base_source, variant)},
-                                     f"{sample}: variant {variant}")
+        files: dict[str, str | None] = {KERNEL_FILE: apply_variant(base_source, variant)}
+        edit = MANIFEST_EDITS.get(variant.partition(":")[0])
+        if edit:
+            files["gate.toml"] = edit((repo / "gate.toml").read_text(encoding="utf-8"))
+        shas[variant] = commit_files(repo, files, f"{sample}: variant {variant}")
     _git(repo, "checkout", "-q", "main")
     return repo, shas

@@ -11,6 +11,17 @@ BASE = (SAMPLES_DIR / "wmma_gemm" / KERNEL_FILE).read_text()
     ("compile_error", "zero_value"),
     ("slower", "e < 8; ++e"),
     ("slower:24", "e < 24; ++e"),
+    ("private_stream", "hide ? side : stream"),
+    ("private_stream_late", "++calls > 16"),
+    ("joined_stream", "cudaStreamWaitEvent(stream, done, 0)"),
+    ("deferred_thread", ").detach();"),
+    ("cache_by_pointer", "const void* ptrs[2]"),
+    ("cache_by_checksum", "cudaMemcpyDeviceToHost"),
+    ("input_modified", "const_cast<__half*>(p.a)"),
+    ("out_of_bounds", "kk <= p.k"),
+    ("endless_loop", "while (keep_spinning)"),
+    ("more_work", "p.k / 16 * 5 + 99"),
+    ("more_work:10", "p.k / 16 * 10 + 99"),
 ])
 def test_each_variant_edits_the_kernel_where_it_says(variant, marker):
     edited = apply_variant(BASE, variant)
@@ -24,3 +35,21 @@ def test_bank_conflicts_keeps_the_launcher():
 def test_an_unknown_variant_is_refused():
     with pytest.raises(ValueError, match="unknown variant 'faster'"):
         apply_variant(BASE, "faster")
+
+
+def test_every_catalogue_case_is_a_variant_with_a_named_outcome():
+    from tests.samples.build import CATALOGUE, VARIANTS
+
+    assert set(CATALOGUE) <= set(VARIANTS)
+    assert all(verdict == "accept" or rule for verdict, rule in CATALOGUE.values())
+
+
+def test_the_endless_loop_also_shortens_the_manifest_timeout(tmp_path):
+    from tests.samples.build import make_repo
+
+    repo, shas = make_repo(tmp_path, variants=["endless_loop"])
+    import subprocess
+
+    toml = subprocess.run(["git", "-C", str(repo), "show", f"{shas['endless_loop']}:gate.toml"],
+                          capture_output=True, text=True, check=True).stdout
+    assert "timeout_s = 60" in toml

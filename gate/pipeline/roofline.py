@@ -1,0 +1,74 @@
+"""The physical floor: the shortest time a GPU could possibly take for a call's FLOPs and bytes.
+
+    floor_us = max(flops / peak_flops(dtype), dram_bytes / peak_bandwidth) x 1e6
+
+Peaks are the vendor's datasheet figures (dense, boost clock), the best any kernel can reach; a real
+kernel reaches 60-80 % of them, so a measured time below the floor is not fast but false (work hidden
+from the timer, a stale result returned). The tensor peak of a dtype is the fastest *dense* path that
+can still pass correctness on inputs of that dtype: fp16/bf16 tensor cores for 16-bit inputs, TF32
+tensor cores for float32 (fp8 and 2:4 sparsity cannot meet the error bound on dense normal data).
+
+The memory term applies only to event-timed samples: those start from a flushed L2 with inputs the
+kernel has not just seen, so every byte comes from DRAM at least once. Graph-timed samples (launch-
+bound kernels, back-to-back replays) may legitimately run out of L2, so only the compute term binds.
+
+Sources (all dense, SXM unless named):
+  H100 SXM5: 989.4 TFLOP/s fp16/bf16, 494.7 TF32, 3.35 TB/s   (NVIDIA H100 Tensor Core GPU datasheet)
+  H100 PCIe: 756.5 / 378 TFLOP/s, 2.0 TB/s                    (same datasheet)
+  H100 NVL : 835.5 / 417.5 TFLOP/s, 3.9 TB/s                  (same datasheet)
+  H200     : 989.4 / 494.7 TFLOP/s, 4.8 TB/s                  (NVIDIA H200 Tensor Core GPU datasheet)
+  A100 SXM : 312 / 156 TFLOP/s, 2.039 TB/s (80 GB)            (NVIDIA A100 datasheet)
+  L40S     : 362.05 / 183 TFLOP/s, 0.864 TB/s                 (NVIDIA L40S datasheet)
+Order matters: the first pattern found in the device name wins ("H100 NVL" before "H100").
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Peak:
+    tflops_16bit: float        # dense fp16/bf16 tensor-core throughput
+    tflops_32bit: float        # dense TF32 tensor-core throughput (the fastest float32 path)
+    dram_tb_s: float           # peak DRAM bandwidth, 1e12 bytes/s
+
+
+PEAKS: tuple[tuple[str, Peak], ...] = (
+    ("H200", Peak(989.4, 494.7, 4.8)),
+    ("H100 NVL", Peak(835.5, 417.5, 3.9)),
+    ("H100 PCIe", Peak(756.5, 378.0, 2.0)),
+    ("H100", Peak(989.4, 494.7, 3.35)),
+    ("A100", Peak(312.0, 156.0, 2.039)),
+    ("L40S", Peak(362.05, 183.0, 0.864)),
+)
+
+
+def peak_for(gpu_name: str) -> Peak | None:
+    """The datasheet peaks of the GPU whose name contains a known model, else None."""
+    for pattern, peak in PEAKS:
+        if pattern.lower() in gpu_name.lower():
+            return peak
+    return None
+
+
+@dataclass(frozen=True)
+class Floor:
+    floor_us: float
+    basis: str                 # "compute 2.1 GFLOP at 989 TFLOP/s" -- what bound the floor
+
+
+def floor_us(peak: Peak, dtype: str, flops: float | None, dram_bytes: float | None,
+             cold_memory: bool) -> Floor | None:
+    """The floor of one call, or None when the workload declares neither FLOPs nor bytes."""
+    tflops = peak.tflops_32bit if dtype == "float32" else peak.tflops_16bit
+    terms: list[tuple[float, str]] = []
+    if flops:
+        terms.append((flops / (tflops * 1e12) * 1e6, f"compute {flops / 1e9:.3g} GFLOP at {tflops:g} TFLOP/s"))
+    if dram_bytes and cold_memory:
+        terms.append((dram_bytes / (peak.dram_tb_s * 1e12) * 1e6,
+                      f"memory {dram_bytes / 1e6:.3g} MB at {peak.dram_tb_s:g} TB/s"))
+    if not terms:
+        return None
+    us, basis = max(terms)
+    return Floor(us, basis)

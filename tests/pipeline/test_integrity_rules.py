@@ -1,0 +1,81 @@
+"""The rules of the measurement's own integrity: hidden work on other streams, impossible speeds."""
+
+import pytest
+
+from gate.domain import BenchResult, RuleOutcome, ShapeTiming, StageStatus, TimingSamples
+from gate.pipeline import roofline
+from gate.domain.names import Rule
+from gate.pipeline.decide_rules import integrity_rows
+
+
+def shape(events_us: float, all_streams_us: float | None, floor_us: float | None = None,
+          enqueue_us: float = 1.0) -> ShapeTiming:
+    return ShapeTiming("m1024", "float16", TimingSamples([events_us], events_us, events_us, events_us),
+                       all_streams_us=all_streams_us, enqueue_us=enqueue_us, floor_us=floor_us,
+                       floor_basis="compute 2.15 GFLOP at 989.4 TFLOP/s" if floor_us else "")
+
+
+def rows(*shapes: ShapeTiming):
+    return integrity_rows(BenchResult(StageStatus.PASSED, shapes=list(shapes)))
+
+
+def test_work_on_a_private_stream_fails_with_both_figures():
+    (row,) = rows(shape(0.02, 457.0))
+    assert (row.rule, row.outcome) == (Rule.ALL_STREAMS_TIME, RuleOutcome.FAIL)
+    assert "work outside the caller's stream" in row.reason
+    assert "457 us per call until every stream finished" in row.reason
+    assert "0.02 us on the caller's stream" in row.reason
+
+
+def test_a_joined_stream_or_warm_trace_passes():
+    (row,) = rows(shape(100.0, 96.0))
+    assert row.outcome is RuleOutcome.PASS
+
+
+def test_a_small_kernel_gets_slack_for_fork_and_join_gaps():
+    (row,) = rows(shape(4.0, 6.5))          # 4 x 1.25 + 2 = 7 us allowed
+    assert row.outcome is RuleOutcome.PASS
+
+
+def test_a_launch_bound_loop_is_explained_by_the_host_enqueue_time():
+    (row,) = rows(shape(9.0, 36.0, enqueue_us=35.0))   # 9 us kernel behind 35 us of Python per call
+    assert row.outcome is RuleOutcome.PASS
+
+
+def test_a_missing_measure_cannot_pass():
+    (row,) = rows(shape(100.0, None))
+    assert row.outcome is RuleOutcome.NOT_RUN
+
+
+def test_a_time_below_the_floor_is_rejected_with_the_figures():
+    _, floor = rows(shape(1.0, 1.0, floor_us=2.17))
+    assert (floor.rule, floor.outcome) == (Rule.PHYSICAL_FLOOR, RuleOutcome.FAIL)
+    assert floor.reason.startswith("faster than the hardware allows: 1 us vs floor 2.17 us (compute")
+
+
+def test_a_time_above_the_floor_passes_and_no_floor_means_no_row():
+    assert rows(shape(10.0, 9.0, floor_us=2.17))[1].outcome is RuleOutcome.PASS
+    assert [r.rule for r in rows(shape(10.0, 9.0))] == [Rule.ALL_STREAMS_TIME]
+
+
+def test_the_h100_floor_of_a_2048_gemm_is_compute_bound():
+    peak = roofline.peak_for("NVIDIA H100 80GB HBM3")
+    floor = roofline.floor_us(peak, "float16", 2 * 2048**3, (2 * 2048 * 2048) * 2 + 2048 * 2048 * 2,
+                              cold_memory=True)
+    assert floor.floor_us == pytest.approx(2 * 2048**3 / 989.4e12 * 1e6)
+    assert floor.basis.startswith("compute")
+
+
+def test_a_memory_bound_call_is_floored_by_bandwidth_only_when_timed_cold():
+    peak = roofline.peak_for("NVIDIA H200")
+    cold = roofline.floor_us(peak, "float32", 1e6, 1e9, cold_memory=True)
+    warm = roofline.floor_us(peak, "float32", 1e6, 1e9, cold_memory=False)
+    assert cold.floor_us == pytest.approx(1e9 / 4.8e12 * 1e6) and cold.basis.startswith("memory")
+    assert warm.floor_us == pytest.approx(1e6 / 494.7e12 * 1e6)
+
+
+def test_model_names_match_most_specific_first_and_unknown_gpus_get_none():
+    assert roofline.peak_for("NVIDIA H100 NVL").dram_tb_s == 3.9
+    assert roofline.peak_for("NVIDIA H100 PCIe").tflops_16bit == 756.5
+    assert roofline.peak_for("NVIDIA GeForce RTX 2080") is None
+    assert roofline.floor_us(roofline.PEAKS[0][1], "float16", None, None, cold_memory=True) is None
