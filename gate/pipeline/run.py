@@ -62,6 +62,12 @@ def _not_run(emit: Emit, stage: Stage, side: Side, result_type: type, reason: st
     return result_type(status=StageStatus.NOT_RUN, reason=reason)
 
 
+def object_cache_dir(request: JobRequest) -> Path:
+    """One object cache for the static and build stages: the static stage's objects are the build's."""
+    options = request.options
+    return Path(options.build_cache_dir) if options.build_cache_dir else Path(request.artifacts_dir) / "build-cache"
+
+
 def measure(request: JobRequest, emit: Emit,
             checkpoint: Callable[[JobResult], None] | None = None) -> JobResult:
     """Every stage of one job, in order. `checkpoint` receives the partial result after each stage."""
@@ -71,7 +77,8 @@ def measure(request: JobRequest, emit: Emit,
     result = JobResult(kernel=kernel.name, candidate=SideResults(sha=request.candidate.sha),
                        baseline=SideResults(sha=request.baseline.sha) if request.baseline else None)
     result.candidate.static = _stage(emit, Stage.STATIC, Side.CANDIDATE, StaticResult, lambda: static.run_static(
-        kernel, Path(request.candidate.path), artifacts / Side.CANDIDATE / Stage.STATIC, nvcc=options.nvcc_path))
+        kernel, Path(request.candidate.path), artifacts / Side.CANDIDATE / Stage.STATIC, nvcc=options.nvcc_path,
+        cache_dir=object_cache_dir(request)))
     save(result)
     if result.candidate.static.status is StageStatus.FAILED:
         skip = "not run: static compile failed"
@@ -97,11 +104,11 @@ def _measure_on_gpu(request: JobRequest, result: JobResult, emit: Emit,
 
     kernel, options = request.kernel, request.options
     artifacts = Path(request.artifacts_dir)
-    cache = Path(options.build_cache_dir) if options.build_cache_dir else artifacts / "build-cache"
+    cache = object_cache_dir(request)
     modules: dict[str, Any] = {}
 
     def build_side(side: Side, src: Path) -> BuildResult:
-        res = build.build_extension(kernel, src, cache, artifacts / side / Stage.BUILD)
+        res = build.build_extension(kernel, src, cache, artifacts / side / Stage.BUILD, nvcc=options.nvcc_path)
         if res.status is StageStatus.PASSED:
             try:
                 modules[side] = build.load_module(res.module_path)
