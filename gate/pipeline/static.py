@@ -32,6 +32,8 @@ _SMEM = re.compile(r"(\d+) bytes smem")
 _STACK = re.compile(r"(\d+) bytes stack frame")
 _SPILL_STORES = re.compile(r"(\d+) bytes spill stores")
 _SPILL_LOADS = re.compile(r"(\d+) bytes spill loads")
+# gcc/nvcc: "/path/CUDAMacros.h:9:10: fatal error: c10/cuda/impl/x.h: No such file or directory"
+_MISSING_HEADER = re.compile(r"^(\S+?):\d+:\d+: fatal error: \S+: No such file or directory", re.MULTILINE)
 
 
 @dataclass
@@ -118,6 +120,10 @@ def run_static(kernel: KernelSpec, src_dir: Path, out_dir: Path, nvcc: str = "nv
             logs.append(f"$ {' '.join([*command, '-c', source_name])}"
                         + (" (object cache hit)" if compiled.hit else ""))
             logs.append(compiled.log)
+            if not compiled.ok and tools and _lacks_torch_header(compiled.log, tools.torch_includes):
+                deferred.append(source_name)   # e.g. c10/cuda headers in a CPU-only torch
+                no_torch = "this torch lacks headers it includes (a CPU-only build?)"
+                break
             if not compiled.ok:
                 failure = f"compile error ({arch}): {_first_error(compiled.log, src_dir)}"
                 break
@@ -144,7 +150,7 @@ def run_static(kernel: KernelSpec, src_dir: Path, out_dir: Path, nvcc: str = "nv
         functions = [_without_sass(fn) for fn in functions]
     if deferred:
         reason = (f"figures come from the build: {', '.join(deferred)} include(s) torch headers, and "
-                  f"{no_torch.split(':')[0] if no_torch else 'torch is not importable'} here")
+                  f"{no_torch.split(':')[0]} here")
         return StaticResult(StageStatus.NOT_RUN, reason=reason, duration_s=elapsed, functions=functions,
                             sass_available=sass_ok, log=log)
     names = len({fn.function for fn in functions})
@@ -157,6 +163,13 @@ def run_static(kernel: KernelSpec, src_dir: Path, out_dir: Path, nvcc: str = "nv
 def _without_sass(fn: FunctionResources) -> FunctionResources:
     fn.sass_opcodes = {}
     return fn
+
+
+def _lacks_torch_header(log: str, torch_includes: tuple[str, ...]) -> bool:
+    """Whether the compile stopped because a header *inside torch's include tree* includes a file
+    that torch does not ship: the install's gap, not the kernel's error."""
+    match = _MISSING_HEADER.search(log)
+    return bool(match) and any(match.group(1).startswith(f"{root.rstrip('/')}/") for root in torch_includes)
 
 
 def _first_error(stderr: str, src_dir: Path) -> str:

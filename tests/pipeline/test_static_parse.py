@@ -100,3 +100,15 @@ def test_parse_sass_counts_base_opcodes_per_function_with_predicates():
 
 def test_parse_sass_reads_nvdisasm_sections():
     assert parse_sass(NVDISASM) == {"_Z5otherv": {"STL": 1, "LDL": 1, "EXIT": 1}}
+
+
+def test_a_header_missing_inside_torchs_tree_is_the_installs_gap_not_the_kernels():
+    from gate.pipeline.static import _lacks_torch_header
+
+    torch_gap = ("In file included from csrc/k.cu:7:\n"
+                 "/site/torch/include/c10/cuda/CUDAMacros.h:9:10: fatal error: "
+                 "c10/cuda/impl/cuda_cmake_macros.h: No such file or directory\n")
+    kernel_error = "csrc/k.cu:3:10: fatal error: mine.h: No such file or directory\n"
+    assert _lacks_torch_header(torch_gap, ("/site/torch/include",))
+    assert not _lacks_torch_header(kernel_error, ("/site/torch/include",))
+    assert not _lacks_torch_header(torch_gap, ("/elsewhere/include",))
