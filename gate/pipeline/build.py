@@ -47,6 +47,7 @@ def build_extension(kernel: KernelSpec, src_dir: Path, cache_dir: Path, out_dir:
     name = extension_name(kernel)
     archs = tc.target_archs(kernel.arch)
     cache = ObjectCache(Path(cache_dir))
+    out_dir.mkdir(parents=True, exist_ok=True)   # the link writes here even when every object is a hit
 
     jobs = []
     for rel in kernel.sources:

@@ -10,9 +10,11 @@ CUDA version (12.x prints no "used N barriers"; sm_90a omits cmem) — see NCU-F
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -79,8 +81,8 @@ def parse_ptxas(log: str) -> list[FunctionResources]:
 
 def run_static(kernel: KernelSpec, src_dir: Path, out_dir: Path, nvcc: str = "nvcc",
                cache_dir: Path | None = None) -> StaticResult:
-    """Compile every `.cu` source of `kernel` for every manifest arch, in sequence (cores are shared),
-    with the build's command line into the build's object cache (`cache_dir`; default: a private
+    """Compile every `.cu` source of `kernel` for every manifest arch (on half the cores: a CPU
+    machine is shared, a GPU worker's heavy template sources want several), with the build's command line into the build's object cache (`cache_dir`; default: a private
     one under `out_dir`), and read the figures from those objects.
 
     Where torch is not importable, a source that includes torch headers cannot be compiled as the
@@ -105,6 +107,7 @@ def run_static(kernel: KernelSpec, src_dir: Path, out_dir: Path, nvcc: str = "nv
     deferred: list[str] = []
     sass_ok = disassembler is not None
     failure = ""
+    jobs: list[tuple[str, str, list[str], str]] = []   # (source, arch, command, key)
     for source_name in kernel.cuda_sources:
         path = src_dir / source_name
         torch_needed = objects.uses_torch(path, src_dir)
@@ -114,32 +117,32 @@ def run_static(kernel: KernelSpec, src_dir: Path, out_dir: Path, nvcc: str = "nv
         for arch in kernel.arch:
             command = tools.nvcc_command([arch], name, torch_needed) if tools \
                 else tc.plain_nvcc_command(nvcc_path, [arch])
-            key = objects.key_of(path, source_name, command, versions, src_dir)
-            compiled = objects.compile_object(source_name, command, key, src_dir, out_dir, cache,
-                                              kernel.timeout_s)
-            logs.append(f"$ {' '.join([*command, '-c', source_name])}"
-                        + (" (object cache hit)" if compiled.hit else ""))
-            logs.append(compiled.log)
-            if not compiled.ok and tools and _lacks_torch_header(compiled.log, tools.torch_includes):
-                deferred.append(source_name)   # e.g. c10/cuda headers in a CPU-only torch
-                no_torch = "this torch lacks headers it includes (a CPU-only build?)"
-                break
-            if not compiled.ok:
-                failure = f"compile error ({arch}): {_first_error(compiled.log, src_dir)}"
-                break
-            found = parse_ptxas(compiled.log)
-            if sass_ok and compiled.obj is not None:
-                try:
-                    histograms = sass.disassemble(disassembler, compiled.obj)
-                except (subprocess.CalledProcessError, subprocess.TimeoutExpired, OSError) as exc:
-                    logs.append(f"disassembler failed on {source_name} ({arch}): {exc}")
-                    sass_ok = False
-                else:
-                    for fn in found:
-                        fn.sass_opcodes = histograms.get(fn.function, {})
-            functions.extend(found)
-        if failure:
-            break
+            jobs.append((source_name, arch, command, objects.key_of(path, source_name, command, versions, src_dir)))
+    with ThreadPoolExecutor(max_workers=max(1, min(len(jobs), (os.cpu_count() or 2) // 2))) as pool:
+        compiled_all = list(pool.map(lambda j: objects.compile_object(
+            j[0], j[2], j[3], src_dir, out_dir, cache, kernel.timeout_s), jobs))
+    for (source_name, arch, command, _), compiled in zip(jobs, compiled_all):
+        logs.append(f"$ {' '.join([*command, '-c', source_name])}" + (" (object cache hit)" if compiled.hit else ""))
+        logs.append(compiled.log)
+        if not compiled.ok and tools and _lacks_torch_header(compiled.log, tools.torch_includes):
+            if source_name not in deferred:   # e.g. c10/cuda headers in a CPU-only torch
+                deferred.append(source_name)
+            no_torch = "this torch lacks headers it includes (a CPU-only build?)"
+            continue
+        if not compiled.ok:
+            failure = failure or f"compile error ({arch}): {_first_error(compiled.log, src_dir)}"
+            continue
+        found = parse_ptxas(compiled.log)
+        if sass_ok and compiled.obj is not None:
+            try:
+                histograms = sass.disassemble(disassembler, compiled.obj)
+            except (subprocess.CalledProcessError, subprocess.TimeoutExpired, OSError) as exc:
+                logs.append(f"disassembler failed on {source_name} ({arch}): {exc}")
+                sass_ok = False
+            else:
+                for fn in found:
+                    fn.sass_opcodes = histograms.get(fn.function, {})
+        functions.extend(found)
     log = "\n".join(logs)
     (out_dir / LOG_NAME).write_text(log, encoding="utf-8")
     elapsed = time.monotonic() - started
