@@ -13,7 +13,7 @@ import pytest
 from gate.domain import KernelSpec, StageStatus
 from gate.pipeline import objects, sass
 from gate.pipeline.static import run_static
-from tests.pipeline.test_gate_run_cli import gate_run
+from tests.commands.test_run_cli import gate_run
 from tests.samples.build import SAMPLES_DIR, make_repo
 
 needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not on PATH")
