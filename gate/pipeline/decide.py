@@ -19,7 +19,7 @@ from gate.domain.manifest import Gates
 from gate.domain.names import NCU_RULES, Rule, Stage
 from gate.domain.results import JobResult, StageStatus, StaticResult
 from gate.domain.verdict import RuleOutcome, RuleRow, Verdict, VerdictReport
-from gate.pipeline.decide_rules import correctness_rows, latency_rows, profile_rows
+from gate.pipeline.decide_rules import correctness_rows, latency_rows, profile_rows, smem_launch_rows
 
 O = RuleOutcome
 SIGNIFICANCE = 0.05          # Mann-Whitney p-value below which a difference is significant
@@ -49,6 +49,8 @@ def decide(result: JobResult, gates: Gates) -> VerdictReport:
         rows += profile_rows(cand.profile, base_profile, gates, result.new_kernel)
     else:
         rows += _stage_row(Stage.PROFILE, cand.profile, required=profile_needed)
+    if gates.max_smem_bytes is not None and cand.profile is not None and cand.profile.status is StageStatus.PASSED:
+        rows += smem_launch_rows(cand.profile, gates.max_smem_bytes)
     return VerdictReport(*verdict_of(rows), rules=rows)
 
 

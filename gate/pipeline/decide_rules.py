@@ -148,6 +148,26 @@ def profile_rows(cand: ProfileResult, base: ProfileResult | None, gates: Gates,
     return rows
 
 
+def smem_launch_rows(cand: ProfileResult, limit: int) -> list[RuleRow]:
+    """`max_smem_bytes` on what each profiled launch asked for: static + dynamic shared memory per
+    block, worst launch per shape. ptxas (the static rows) sees only the `__shared__` arrays; a
+    kernel whose tiles are all `extern __shared__` reads 0 B there (NCU-FACTS.md: launch__*).
+    Launches without these figures add no row: the static rows still gate what they can see."""
+    rows: list[RuleRow] = []
+    for shape, kernels in by_shape(cand.kernels).items():
+        sized = [k for k in kernels if k.smem_static_bytes is not None and k.smem_dynamic_bytes is not None]
+        if not sized:   # a report from before these launch attributes: the static rows still apply
+            continue
+        worst = max(sized, key=lambda k: (k.smem_static_bytes or 0) + (k.smem_dynamic_bytes or 0))
+        static, dynamic = worst.smem_static_bytes or 0, worst.smem_dynamic_bytes or 0
+        ok = static + dynamic <= limit
+        rows.append(RuleRow(Rule.MAX_SMEM_BYTES, O.PASS if ok else O.FAIL,
+                            f"{worst.kernel}: {static} static + {dynamic} dynamic = {static + dynamic} bytes "
+                            f"{'<=' if ok else '>'} {limit}", shape=shape, value=static + dynamic,
+                            threshold=limit, unit="bytes"))
+    return rows
+
+
 def _compare(rule: Rule, shape: str, value: float | None, limit: float, *, minimum: bool) -> RuleRow:
     if value is None:
         return RuleRow(rule, O.NOT_RUN, "metric not collected for this shape", shape=shape,
