@@ -51,6 +51,10 @@ class Rule(StrEnum):
     REQUIRE_SASS = "require_sass"
     MAX_TENSOR_PIPE_DROP_PCT = "max_tensor_pipe_drop_pct"
     MAX_BANK_CONFLICT_INCREASE_PCT = "max_bank_conflict_increase_pct"
+    MAX_REGISTERS_INCREASE = "max_registers_increase"
+    MAX_SPILL_BYTES_INCREASE = "max_spill_bytes_increase"
+    MAX_SMEM_BYTES_INCREASE = "max_smem_bytes_increase"
+    STATIC_DELTA = "static_delta"   # what changed against the baseline's build: shown, never decisive
 
     @property
     def is_stage(self) -> bool:

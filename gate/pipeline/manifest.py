@@ -260,7 +260,8 @@ def _gates(check: _Checker, table: Any, key: str, shape_labels: set[str]) -> Gat
                     raise check.fail(f"{where}[{i}]", f"{label!r} is not a declared shape "
                                                       f"({', '.join(sorted(shape_labels))})")
         else:
-            integer = name in ("max_registers", "max_spill_bytes", "max_smem_bytes")
+            integer = name in ("max_registers", "max_spill_bytes", "max_smem_bytes", "max_registers_increase",
+                               "max_spill_bytes_increase", "max_smem_bytes_increase")
             number = check.number(value, where, integer=integer)
             if name in _PCT_OF_PEAK and number > 100:
                 raise check.fail(where, f"a percentage of peak must be <= 100, got {number!r}")

@@ -1,6 +1,6 @@
 """The one module that knows the order of the stages, run inside the GPU child (`gate.runner`).
 
-`measure`: static (candidate) -> with a GPU: build (candidate, baseline) -> correctness -> bench
+`measure`: static (candidate, baseline) -> with a GPU: build (candidate, baseline) -> correctness -> bench
 (candidate vs baseline vs peers, interleaved) -> profile (candidate, baseline) -> fingerprint.
 Without a GPU those stages are NOT_RUN "not run: no CUDA device". The GPU stage modules are imported
 inside the GPU branch only, so a CPU machine never imports torch.
@@ -79,6 +79,10 @@ def measure(request: JobRequest, emit: Emit,
     result.candidate.static = _stage(emit, Stage.STATIC, Side.CANDIDATE, StaticResult, lambda: static.run_static(
         kernel, Path(request.candidate.path), artifacts / Side.CANDIDATE / Stage.STATIC, nvcc=options.nvcc_path,
         cache_dir=object_cache_dir(request)))
+    if request.baseline and result.baseline:   # for the static delta; unchanged sources are cache hits
+        result.baseline.static = _stage(emit, Stage.STATIC, Side.BASELINE, StaticResult, lambda: static.run_static(
+            kernel, Path(request.baseline.path), artifacts / Side.BASELINE / Stage.STATIC, nvcc=options.nvcc_path,
+            cache_dir=object_cache_dir(request)))
     save(result)
     if result.candidate.static.status is StageStatus.FAILED:
         skip = "not run: static compile failed"

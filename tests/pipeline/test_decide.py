@@ -337,3 +337,30 @@ def test_max_smem_bytes_without_launch_figures_keeps_the_static_rows_alone():
     job = full(cand_kernels=[KernelMetrics("k", shape="m1024")])
     rows = [r for r in decide(job, Gates(max_smem_bytes=1 << 20)).rules if r.rule == "max_smem_bytes"]
     assert [(r.shape, r.outcome) for r in rows] == [("", RuleOutcome.PASS), ("", RuleOutcome.PASS)]
+
+
+def test_the_static_delta_shows_changed_figures_and_opcodes_and_gates_the_increase():
+    job = full()
+    job.baseline.static = static(functions=[FunctionResources(FN, "sm_90", 56, 10240, 0, 0, 0, {"HMMA": 16, "STS": 4})])
+    job.candidate.static = static(functions=[
+        FunctionResources(FN, "sm_90", 64, 10240, 0, 0, 0, {"HMMA": 16, "STS": 36, "BAR": 2})])
+    report = decide(job, Gates(max_registers_increase=4))
+    (delta,) = [r for r in report.rules if r.rule == "static_delta"]
+    assert delta.outcome is RuleOutcome.PASS
+    assert delta.reason == "sm_90 wmma_gemm_kernel: registers 56->64, STS +32, BAR +2"
+    assert (delta.baseline, delta.value, delta.delta) == (56, 64, 8)
+    (increase,) = [r for r in report.rules if r.rule == "max_registers_increase"]
+    assert increase.outcome is RuleOutcome.FAIL and increase.delta == 8
+    assert increase.reason == "sm_90 wmma_gemm_kernel: registers 56->64 (+8) > +4"
+    assert report.verdict is Verdict.REJECT
+    assert decide(job, Gates(max_registers_increase=8)).verdict is Verdict.ACCEPT
+
+
+def test_increase_rules_pass_for_a_new_kernel_and_wait_for_figures_otherwise():
+    job = full()
+    job.new_kernel = True
+    assert [r.outcome for r in decide(job, Gates(max_spill_bytes_increase=0)).rules
+            if r.rule == "max_spill_bytes_increase"] == [RuleOutcome.PASS]
+    job.new_kernel = False                          # a baseline exists, but its static stage did not run
+    assert [r.outcome for r in decide(job, Gates(max_spill_bytes_increase=0)).rules
+            if r.rule == "max_spill_bytes_increase"] == [RuleOutcome.NOT_RUN]

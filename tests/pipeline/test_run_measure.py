@@ -42,9 +42,12 @@ def test_without_a_gpu_the_gpu_stages_are_not_run_with_the_reason(tmp_path, monk
     result = run.measure(request(tmp_path), events.append, checkpoint=checkpoints.append)
     for stage in (result.candidate.build, result.candidate.correctness, result.bench, result.candidate.profile):
         assert (stage.status, stage.reason) == (StageStatus.NOT_RUN, "not run: no CUDA device")
-    assert [(e.stage, e.state) for e in events] == [
-        ("static", "started"), ("static", "passed"), ("build", "not_run"), ("correctness", "not_run"),
-        ("bench", "not_run"), ("profile", "not_run")]
+    assert [(e.stage, e.side, e.state) for e in events] == [
+        ("static", "candidate", "started"), ("static", "candidate", "passed"),
+        ("static", "baseline", "started"), ("static", "baseline", "passed"),   # for the static delta
+        ("build", "candidate", "not_run"), ("correctness", "candidate", "not_run"),
+        ("bench", "joint", "not_run"), ("profile", "candidate", "not_run")]
+    assert result.baseline.static.status is StageStatus.PASSED
     assert checkpoints and checkpoints[-1] is result
 
 
@@ -147,6 +150,6 @@ def test_static_and_build_share_one_object_cache_and_the_configured_nvcc(tmp_pat
     req = request(tmp_path)
     req.options.nvcc_path = "/opt/cuda-x/bin/nvcc"
     run.measure(req, lambda e: None)
-    (static_kw,) = static_args
-    assert static_kw["nvcc"] == "/opt/cuda-x/bin/nvcc"
+    static_kw, base_static_kw = static_args
+    assert static_kw["nvcc"] == base_static_kw["nvcc"] == "/opt/cuda-x/bin/nvcc"
     assert fakes["build_args"] == [(static_kw["cache_dir"], "/opt/cuda-x/bin/nvcc")] * 2
