@@ -1,5 +1,9 @@
 """`gate run`: the whole pipeline on this machine, no server. Table for people, JSON with --json.
 
+Without `--sha`, a local repository with uncommitted changes (tracked or untracked, `.gitignore`
+applies) is gated as its working tree against HEAD (`gate.sources.working_tree`), and the first
+line says so; a clean one gates HEAD against its parent. `--sha` always gates that commit.
+
 Reads the same settings as the server (`GATE_DATA_DIR`, `GATE_NVCC_PATH`, `GATE_NCU_PATH`,
 `GATE_NCU_CLOCK_CONTROL`, `GATE_BENCH_BUDGET_S`); only the GPU child it starts stays lean. Progress goes
 to stderr, the report to stdout; the exit code is the worst verdict's (error 2 > reject 1 >
@@ -19,7 +23,8 @@ from pathlib import Path
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("run", help="gate a revision locally (no server)")
     p.add_argument("--repo", required=True, help="path or git URL of a repository with gate.toml")
-    p.add_argument("--sha", default="HEAD", help="candidate revision (default HEAD)")
+    p.add_argument("--sha", default=None, help="candidate revision (default: the working tree of a local "
+                   "repository with uncommitted changes, against HEAD; else HEAD)")
     p.add_argument("--base", default=None, help="baseline revision (default: the candidate's parent)")
     p.add_argument("--kernel", action="append", dest="kernels", default=None, help="only this kernel")
     p.add_argument("--json", action="store_true", help="print the results as JSON")
@@ -48,13 +53,17 @@ def main(args: argparse.Namespace) -> int:
     from gate.errors import ManifestError
     from gate.executors.job import gate_job, manifest_at
     from gate.sources.mirror import Mirror
+    from gate.sources.working_tree import snapshot as working_tree_commit
 
     from gate.config import get_settings
 
     settings = get_settings()
     data_dir = Path(settings.data_dir)
     mirror = Mirror(data_dir / "mirrors")
-    sha = mirror.resolve(args.repo, args.sha)
+    sha = mirror.resolve(args.repo, args.sha or "HEAD")
+    working_tree = args.sha is None and Path(args.repo).is_dir() and (snapshot := working_tree_commit(args.repo))
+    if working_tree:
+        sha = mirror.resolve(args.repo, snapshot)
     if args.base:
         base_sha = mirror.resolve(args.repo, args.base)
     else:
@@ -72,7 +81,8 @@ def main(args: argparse.Namespace) -> int:
                                  options=settings.run_options(), mirror=mirror, on_event=progress.for_kernel(name)))
     verdict = worst_verdict(o.report.verdict for o in outcomes) or Verdict.ERROR
     if args.json:
-        doc = {"repo": args.repo, "sha": sha, "base_sha": base_sha, "verdict": verdict.value, "kernels": [
+        doc = {"repo": args.repo, "sha": sha, "base_sha": base_sha, "working_tree": bool(working_tree),
+               "verdict": verdict.value, "kernels": [
             {"kernel": o.result.kernel, "verdict": o.report.verdict.value, "reason": o.report.reason,
              "rules": to_json(o.report.rules), "result": to_json(o.result),
              "artifacts": [{"kind": kind, "path": path} for kind, path in o.artifacts]}
@@ -82,5 +92,8 @@ def main(args: argparse.Namespace) -> int:
     else:
         from gate.commands.run_report import render
 
+        if working_tree:   # the first line says what was gated: not a commit
+            sys.stdout.write(f"working tree of {args.repo} (uncommitted changes) against HEAD "
+                             f"{base_sha[:12] if base_sha else '?'}\n")
         sys.stdout.write(render(outcomes, sha=sha, base_sha=base_sha))
     return verdict.exit_code

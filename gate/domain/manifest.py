@@ -33,7 +33,10 @@ class Gates:
     min_dram_pct: float | None = None                  # gpu__dram_throughput, % of peak
     max_registers: int | None = None                   # ptxas, per thread
     max_spill_bytes: int | None = None                 # ptxas spill stores + loads
-    max_smem_bytes: int | None = None                  # ptxas static shared memory per block
+    max_smem_bytes: int | None = None                  # per block: ptxas static, and static + dynamic per launch
+    max_registers_increase: int | None = None          # registers per thread above the baseline's
+    max_spill_bytes_increase: int | None = None        # spill bytes above the baseline's
+    max_smem_bytes_increase: int | None = None         # static shared memory above the baseline's
     require_sass: list[str] = field(default_factory=list)   # opcodes that must appear, e.g. HMMA
     max_tensor_pipe_drop_pct: float | None = None      # relative: points below the baseline's
     max_bank_conflict_increase_pct: float | None = None  # relative: points above the baseline's

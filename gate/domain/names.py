@@ -53,6 +53,10 @@ class Rule(StrEnum):
     MAX_BANK_CONFLICT_INCREASE_PCT = "max_bank_conflict_increase_pct"
     ALL_STREAMS_TIME = "all_streams_time"      # integrity: the call's work on every stream was timed
     PHYSICAL_FLOOR = "physical_floor"          # integrity: not faster than the hardware allows
+    MAX_REGISTERS_INCREASE = "max_registers_increase"
+    MAX_SPILL_BYTES_INCREASE = "max_spill_bytes_increase"
+    MAX_SMEM_BYTES_INCREASE = "max_smem_bytes_increase"
+    STATIC_DELTA = "static_delta"   # what changed against the baseline's build: shown, never decisive
 
     @property
     def is_stage(self) -> bool:

@@ -161,7 +161,9 @@ class KernelMetrics:
     dram_pct: float | None = None
     sm_throughput_pct: float | None = None
     registers: int | None = None
-    smem_per_block_bytes: int | None = None
+    smem_per_block_bytes: int | None = None   # static + dynamic + the driver's reserved share
+    smem_static_bytes: int | None = None      # __shared__ arrays (what ptxas reports)
+    smem_dynamic_bytes: int | None = None     # the launch's dynamic shared memory (<<<g, b, bytes>>>)
     local_ld_inst: float | None = None        # spill traffic (LDL warp instructions)
     local_st_inst: float | None = None
 

@@ -7,9 +7,12 @@ Pure, also read by the parent side of a job (`gate.executors.job`):
     decide.decide(result: JobResult, gates: Gates) -> VerdictReport    pure (rows: decide_rules)
 
 Child side (`python -m gate.runner`, imports only gate.domain, gate.pipeline, torch, ncu_report):
-    static.run_static(kernel, src_dir, out_dir, nvcc) -> StaticResult  ptxas -v + SASS histogram (sass.py)
-    build.build_extension(kernel, src_dir, cache_dir, out_dir) -> BuildResult
-                                                 object cache: build_cache; compilers: toolchain
+    static.run_static(kernel, src_dir, out_dir, nvcc, cache_dir) -> StaticResult
+                                                 ptxas -v + SASS histogram (sass.py) of the build's
+                                                 own objects, compiled per manifest arch
+    build.build_extension(kernel, src_dir, cache_dir, out_dir, nvcc=) -> BuildResult
+                                                 one compile step for both: objects; object cache:
+                                                 build_cache; compilers and their flags: toolchain
     build.load_module(path)                      each build under its own import name (pybind11 3
                                                  caches modules by name: two revisions would share one)
     workloads.get_workload(kernel, src_dir) -> Workload                attention | gemm | module:callable

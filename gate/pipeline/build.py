@@ -2,7 +2,8 @@
 
 Each source is compiled on its own (`.cu` with nvcc, `.cpp` with the host compiler, torch's include
 paths and defines) into an object that `build_cache.ObjectCache` keeps under a content key; the
-extension `.so` is then linked from those objects. A revision that changes only a kernel `.cu`
+extension `.so` is then linked from those objects. The compile step is `objects.compile_object`,
+shared with the static stage: a `.cu` object the static stage made for the GPU's arch is a hit here. A revision that changes only a kernel `.cu`
 recompiles that file alone: the binding's object, the slow one (the torch headers take ~10 s), is a
 cache hit.
 
@@ -23,34 +24,18 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import os
-import re
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 
 from gate.domain import BuildResult, KernelSpec, StageStatus
 from gate.errors import ManifestError
+from gate.pipeline import objects
 from gate.pipeline import toolchain as tc
-from gate.pipeline.build_cache import ObjectCache, object_key
+from gate.pipeline.build_cache import ObjectCache
 
-_TORCH_HEADER = re.compile(rb'^\s*#\s*include\s*[<"](torch/|ATen/|c10/)', re.MULTILINE)
-
-
-@dataclass
-class _Compiled:
-    source: str
-    ok: bool
-    hit: bool
-    obj: Path | None
-    log: str
-
-
-def extension_name(kernel: KernelSpec) -> str:
-    """The Python module name of a kernel's extension (`TORCH_EXTENSION_NAME`)."""
-    name = re.sub(r"\W", "_", kernel.name)
-    return name if name[:1].isalpha() else f"k_{name}"
+extension_name = objects.extension_name
 
 
 def build_extension(kernel: KernelSpec, src_dir: Path, cache_dir: Path, out_dir: Path, *,
@@ -62,7 +47,7 @@ def build_extension(kernel: KernelSpec, src_dir: Path, cache_dir: Path, out_dir:
     name = extension_name(kernel)
     archs = tc.target_archs(kernel.arch)
     cache = ObjectCache(Path(cache_dir))
-    (out_dir / "obj").mkdir(parents=True, exist_ok=True)
+    out_dir.mkdir(parents=True, exist_ok=True)   # the link writes here even when every object is a hit
 
     jobs = []
     for rel in kernel.sources:
@@ -71,16 +56,15 @@ def build_extension(kernel: KernelSpec, src_dir: Path, cache_dir: Path, out_dir:
             raise ManifestError(f"source {rel!r} leaves the repository", key="sources")
         if not path.is_file():
             raise ManifestError(f"source {rel!r} does not exist", key="sources")
-        uses_torch = bool(_TORCH_HEADER.search(path.read_bytes()))
         if path.suffix == ".cu":
-            command = tools.nvcc_command(archs, name, uses_torch)
+            command = tools.nvcc_command(archs, name, objects.uses_torch(path, src_dir))
         else:
             command = tools.cxx_command(name)
-        key = object_key(path, [*command, rel], tools.versions, [src_dir], src_dir)
-        jobs.append((rel, command, key))
+        jobs.append((rel, command, objects.key_of(path, rel, command, tools.versions, src_dir)))
 
     with ThreadPoolExecutor(max_workers=max(1, min(len(jobs), os.cpu_count() or 1))) as pool:
-        results = list(pool.map(lambda j: _compile(*j, src_dir, out_dir, cache, kernel.timeout_s), jobs))
+        results = list(pool.map(lambda j: objects.compile_object(*j, src_dir, out_dir, cache, kernel.timeout_s),
+                                jobs))
 
     log = "\n".join(f"== {r.source} ({'cache hit' if r.hit else 'compiled'})\n{r.log}".rstrip()
                     for r in results)
@@ -92,8 +76,8 @@ def build_extension(kernel: KernelSpec, src_dir: Path, cache_dir: Path, out_dir:
                            time.perf_counter() - start, hits, misses, "", log)
 
     so_path = out_dir / f"{name}.so"
-    objects = [str(r.obj) for r in results if r.obj is not None]
-    link = tc.run_tool(tools.link_command(objects, str(so_path)), cwd=src_dir,
+    object_paths = [str(r.obj) for r in results if r.obj is not None]
+    link = tc.run_tool(tools.link_command(object_paths, str(so_path)), cwd=src_dir,
                        timeout_s=kernel.timeout_s)
     log += f"\n== link\n{link.output}".rstrip()
     if not link.ok:
@@ -102,19 +86,6 @@ def build_extension(kernel: KernelSpec, src_dir: Path, cache_dir: Path, out_dir:
     arch_note = ",".join(archs)
     return BuildResult(StageStatus.PASSED, f"built for {arch_note}: {hits} cached, {misses} compiled",
                        time.perf_counter() - start, hits, misses, str(so_path), log)
-
-
-def _compile(rel: str, command: list[str], key: str, src_dir: Path, out_dir: Path, cache: ObjectCache,
-             timeout_s: float) -> _Compiled:
-    cached = cache.get(key)
-    if cached is not None:
-        return _Compiled(rel, True, True, cached, cache.log(key))
-    tmp_obj = out_dir / "obj" / f"{key}.o"
-    # Relative source path and cwd = checkout: no absolute checkout path ends up in the object.
-    run = tc.run_tool([*command, "-c", rel, "-o", str(tmp_obj)], cwd=src_dir, timeout_s=timeout_s)
-    if not run.ok:
-        return _Compiled(rel, False, False, None, run.output)
-    return _Compiled(rel, True, False, cache.put(key, tmp_obj, run.output), run.output)
 
 
 _LOADED: dict[str, ModuleType] = {}

@@ -19,7 +19,15 @@ from gate.domain.manifest import Gates
 from gate.domain.names import NCU_RULES, Rule, Stage
 from gate.domain.results import JobResult, StageStatus, StaticResult
 from gate.domain.verdict import RuleOutcome, RuleRow, Verdict, VerdictReport
-from gate.pipeline.decide_rules import correctness_rows, integrity_rows, latency_rows, profile_rows
+from gate.pipeline.decide_rules import (
+    correctness_rows,
+    integrity_rows,
+    latency_rows,
+    profile_rows,
+    short_name,
+    smem_launch_rows,
+    static_delta_rows,
+)
 
 O = RuleOutcome
 SIGNIFICANCE = 0.05          # Mann-Whitney p-value below which a difference is significant
@@ -34,6 +42,8 @@ def decide(result: JobResult, gates: Gates) -> VerdictReport:
     rows: list[RuleRow] = []
     rows += _stage_row(Stage.STATIC, cand.static, required=True)
     rows += static_rows(cand.static, gates)
+    rows += static_delta_rows(cand.static, result.baseline.static if result.baseline else None, gates,
+                              result.new_kernel)
     rows += _stage_row(Stage.BUILD, cand.build, required=True)
     rows += correctness_rows(cand.correctness)
     bench_needed = gates.max_latency_regression_pct is not None
@@ -51,6 +61,8 @@ def decide(result: JobResult, gates: Gates) -> VerdictReport:
         rows += profile_rows(cand.profile, base_profile, gates, result.new_kernel)
     else:
         rows += _stage_row(Stage.PROFILE, cand.profile, required=profile_needed)
+    if gates.max_smem_bytes is not None and cand.profile is not None and cand.profile.status is StageStatus.PASSED:
+        rows += smem_launch_rows(cand.profile, gates.max_smem_bytes)
     return VerdictReport(*verdict_of(rows), rules=rows)
 
 
@@ -124,24 +136,6 @@ def _sass_rows(static: StaticResult, archs: list[str], required: list[str]) -> l
         rows.append(RuleRow(Rule.REQUIRE_SASS, O.FAIL if missing else O.PASS, reason,
                             value=shown, threshold=",".join(required)))
     return rows
-
-
-def short_name(function: str) -> str:
-    """A readable kernel name for reasons: `_ZN16wmma_gemm_sample16wmma_gemm_kernelE10GemmParams` ->
-    `wmma_gemm_kernel` (the last name of an Itanium nested name, or the first plain name)."""
-    if not function.startswith("_Z"):
-        return function
-    names, i = [], 3 if function.startswith("_ZN") else 2
-    while i < len(function) and function[i].isdigit():
-        j = i
-        while j < len(function) and function[j].isdigit():
-            j += 1
-        length = int(function[i:j])
-        names.append(function[j:j + length])
-        i = j + length
-        if not function.startswith("_ZN"):
-            break
-    return names[-1] if names else function
 
 
 def _severity(row: RuleRow) -> float:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 from gate.domain.launches import by_shape, weighted
 from gate.domain.manifest import Gates
@@ -15,6 +16,7 @@ from gate.domain.results import (
     ProfileResult,
     ShapeTiming,
     StageStatus,
+    StaticResult,
 )
 from gate.domain.verdict import RuleOutcome, RuleRow
 
@@ -188,6 +190,26 @@ def profile_rows(cand: ProfileResult, base: ProfileResult | None, gates: Gates,
     return rows
 
 
+def smem_launch_rows(cand: ProfileResult, limit: int) -> list[RuleRow]:
+    """`max_smem_bytes` on what each profiled launch asked for: static + dynamic shared memory per
+    block, worst launch per shape. ptxas (the static rows) sees only the `__shared__` arrays; a
+    kernel whose tiles are all `extern __shared__` reads 0 B there (NCU-FACTS.md: launch__*).
+    Launches without these figures add no row: the static rows still gate what they can see."""
+    rows: list[RuleRow] = []
+    for shape, kernels in by_shape(cand.kernels).items():
+        sized = [k for k in kernels if k.smem_static_bytes is not None and k.smem_dynamic_bytes is not None]
+        if not sized:   # a report from before these launch attributes: the static rows still apply
+            continue
+        worst = max(sized, key=lambda k: (k.smem_static_bytes or 0) + (k.smem_dynamic_bytes or 0))
+        static, dynamic = worst.smem_static_bytes or 0, worst.smem_dynamic_bytes or 0
+        ok = static + dynamic <= limit
+        rows.append(RuleRow(Rule.MAX_SMEM_BYTES, O.PASS if ok else O.FAIL,
+                            f"{worst.kernel}: {static} static + {dynamic} dynamic = {static + dynamic} bytes "
+                            f"{'<=' if ok else '>'} {limit}", shape=shape, value=static + dynamic,
+                            threshold=limit, unit="bytes"))
+    return rows
+
+
 def _compare(rule: Rule, shape: str, value: float | None, limit: float, *, minimum: bool) -> RuleRow:
     if value is None:
         return RuleRow(rule, O.NOT_RUN, "metric not collected for this shape", shape=shape,
@@ -196,3 +218,69 @@ def _compare(rule: Rule, shape: str, value: float | None, limit: float, *, minim
     sign = (">=" if ok else "<") if minimum else ("<=" if ok else ">")
     return RuleRow(rule, O.PASS if ok else O.FAIL, f"{value:.1f} % {sign} {limit:g} %", shape=shape,
                    value=round(value, 3), threshold=limit, unit="%")
+
+
+def short_name(function: str) -> str:
+    """A readable kernel name for reasons: `_ZN16wmma_gemm_sample16wmma_gemm_kernelE10GemmParams` ->
+    `wmma_gemm_kernel` (the last name of an Itanium nested name, or the first plain name)."""
+    if not function.startswith("_Z"):
+        return function
+    names, i = [], 3 if function.startswith("_ZN") else 2
+    while i < len(function) and function[i].isdigit():
+        j = i
+        while j < len(function) and function[j].isdigit():
+            j += 1
+        length = int(function[i:j])
+        names.append(function[j:j + length])
+        i = j + length
+        if not function.startswith("_ZN"):
+            break
+    return names[-1] if names else function
+
+
+_STATIC_FIGURES: tuple[tuple[Rule, str, Callable, str], ...] = (
+    (Rule.MAX_REGISTERS_INCREASE, "registers", lambda f: f.registers, "registers"),
+    (Rule.MAX_SPILL_BYTES_INCREASE, "spill bytes", lambda f: f.spill_bytes, "bytes"),
+    (Rule.MAX_SMEM_BYTES_INCREASE, "smem bytes", lambda f: f.smem_bytes, "bytes"),
+)
+_OPCODES_SHOWN = 6
+
+
+def static_delta_rows(cand: StaticResult | None, base: StaticResult | None, gates: Gates,
+                      new_kernel: bool = False) -> list[RuleRow]:
+    """Against the baseline's static figures, per function and arch present in both: one
+    `static_delta` row (always a pass: it shows what changed, e.g. `STS +32`) where anything did, and
+    the `max_*_increase` rules where the manifest sets them."""
+    wanted = [(rule, label, figure, unit) for rule, label, figure, unit in _STATIC_FIGURES
+              if getattr(gates, rule.value) is not None]
+    if new_kernel:
+        return [RuleRow(rule, O.PASS, NEW_KERNEL) for rule, *_ in wanted]
+    if cand is None or base is None or cand.status is not StageStatus.PASSED or base.status is not StageStatus.PASSED:
+        return [RuleRow(rule, O.NOT_RUN, "no static figures of both revisions") for rule, *_ in wanted]
+    before = {(f.function, f.arch): f for f in base.functions}
+    rows: list[RuleRow] = []
+    for now in cand.functions:
+        old = before.get((now.function, now.arch))
+        if old is None:
+            continue
+        where = f"{now.arch} {short_name(now.function)}"
+        changed = [f"{label} {figure(old)}->{figure(now)}" for _, label, figure, _ in _STATIC_FIGURES
+                   if figure(old) != figure(now)]
+        ops = {op: now.sass_opcodes.get(op, 0) - old.sass_opcodes.get(op, 0)
+               for op in set(now.sass_opcodes) | set(old.sass_opcodes)}
+        ops = dict(sorted(((op, d) for op, d in ops.items() if d), key=lambda kv: (-abs(kv[1]), kv[0])))
+        if changed or ops:
+            shown = [f"{op} {d:+d}" for op, d in list(ops.items())[:_OPCODES_SHOWN]]
+            more = f" (+{len(ops) - _OPCODES_SHOWN} more opcodes)" if len(ops) > _OPCODES_SHOWN else ""
+            rows.append(RuleRow(Rule.STATIC_DELTA, O.PASS, f"{where}: " + ", ".join(changed + shown) + more,
+                                value=now.registers, baseline=old.registers,
+                                delta=now.registers - old.registers, unit="registers"))
+        for rule, label, figure, unit in wanted:
+            limit = getattr(gates, rule.value)
+            increase = figure(now) - figure(old)
+            ok = increase <= limit
+            rows.append(RuleRow(rule, O.PASS if ok else O.FAIL,
+                                f"{where}: {label} {figure(old)}->{figure(now)} ({increase:+d}) "
+                                f"{'<=' if ok else '>'} +{limit}", value=figure(now), threshold=limit,
+                                baseline=figure(old), delta=increase, unit=unit))
+    return rows

@@ -8,6 +8,7 @@ and every source must exist.
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import re
 import tomllib
@@ -167,9 +168,33 @@ def _workload(check: _Checker, value: Any, key: str, root: Path) -> str:
     if not match:
         raise check.fail(key, f"expected one of {sorted(WORKLOAD_DIMS)} or 'module:callable', got {workload!r}")
     module_path = match.group(1).replace(".", "/")
-    if not ((root / f"{module_path}.py").is_file() or (root / module_path / "__init__.py").is_file()):
+    candidates = [root / f"{module_path}.py", root / module_path / "__init__.py"]
+    module_file = next((c for c in candidates if c.is_file()), None)
+    if module_file is None:
         raise check.fail(key, f"module {match.group(1)!r} not found in the repository")
+    if match.group(2) not in _top_level_names(check, module_file, key, root):
+        raise check.fail(key, f"{module_file.relative_to(root).as_posix()} defines no {match.group(2)!r} "
+                              "at module level (a def, a class or an assignment)")
     return workload
+
+
+def _top_level_names(check: _Checker, module_file: Path, key: str, root: Path) -> set[str]:
+    """Names a module binds at its top level, read with `ast` (importing it would need torch, and
+    would run the repository's code in the parent process)."""
+    try:
+        tree = ast.parse(module_file.read_bytes(), filename=module_file.name)
+    except (SyntaxError, ValueError) as exc:
+        raise check.fail(key, f"{module_file.relative_to(root).as_posix()} is not valid Python: {exc}") from exc
+    names: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names.update(t.id for t in targets if isinstance(t, ast.Name))
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names.update((a.asname or a.name).split(".")[0] for a in node.names)
+    return names
 
 
 def _shapes(check: _Checker, value: Any, key: str, workload: str) -> list[Shape]:
@@ -235,7 +260,8 @@ def _gates(check: _Checker, table: Any, key: str, shape_labels: set[str]) -> Gat
                     raise check.fail(f"{where}[{i}]", f"{label!r} is not a declared shape "
                                                       f"({', '.join(sorted(shape_labels))})")
         else:
-            integer = name in ("max_registers", "max_spill_bytes", "max_smem_bytes")
+            integer = name in ("max_registers", "max_spill_bytes", "max_smem_bytes", "max_registers_increase",
+                               "max_spill_bytes_increase", "max_smem_bytes_increase")
             number = check.number(value, where, integer=integer)
             if name in _PCT_OF_PEAK and number > 100:
                 raise check.fail(where, f"a percentage of peak must be <= 100, got {number!r}")

@@ -29,6 +29,11 @@ _LAUNCH_ATTRIBUTES = (
     "launch__grid_dim_x", "launch__grid_dim_y", "launch__grid_dim_z",
     "launch__block_dim_x", "launch__block_dim_y", "launch__block_dim_z",
     "profiler__replayer_passes",
+    # shared memory per block by origin (NCU-FACTS.md: launch__shared_mem_per_block is their sum):
+    # static (__shared__ arrays, what ptxas reports), dynamic (the launch's third <<<>>> argument,
+    # invisible to ptxas), and the driver's reserved 1 KiB per block on sm_90
+    "launch__shared_mem_per_block_static", "launch__shared_mem_per_block_dynamic",
+    "launch__shared_mem_per_block_driver",
 )
 
 
@@ -112,6 +117,8 @@ def kernel_metrics(launch: Launch) -> KernelMetrics:
         warps_active_pct=q["warps_active_pct"], achieved_occupancy_pct=q["warps_active_pct"],
         dram_pct=q["dram_pct"], sm_throughput_pct=q["sm_throughput_pct"],
         registers=whole(q["registers"]), smem_per_block_bytes=whole(q["smem_per_block_bytes"]),
+        smem_static_bytes=whole(_number(v.get("launch__shared_mem_per_block_static"))),
+        smem_dynamic_bytes=whole(_number(v.get("launch__shared_mem_per_block_dynamic"))),
         local_ld_inst=q["local_ld_inst"], local_st_inst=q["local_st_inst"],
         grid=dims("grid"), block=dims("block"),
         compute_capability="" if arch == "unknown" else f"{int(major or 0)}.{int(minor or 0)}",

@@ -1,6 +1,6 @@
 """The one module that knows the order of the stages, run inside the GPU child (`gate.runner`).
 
-`measure`: static (candidate) -> with a GPU: build (candidate, baseline) -> correctness -> bench
+`measure`: static (candidate, baseline) -> with a GPU: build (candidate, baseline) -> correctness -> bench
 (candidate vs baseline vs peers, interleaved) -> profile (candidate, baseline) -> fingerprint.
 Without a GPU those stages are NOT_RUN "not run: no CUDA device". The GPU stage modules are imported
 inside the GPU branch only, so a CPU machine never imports torch.
@@ -62,6 +62,12 @@ def _not_run(emit: Emit, stage: Stage, side: Side, result_type: type, reason: st
     return result_type(status=StageStatus.NOT_RUN, reason=reason)
 
 
+def object_cache_dir(request: JobRequest) -> Path:
+    """One object cache for the static and build stages: the static stage's objects are the build's."""
+    options = request.options
+    return Path(options.build_cache_dir) if options.build_cache_dir else Path(request.artifacts_dir) / "build-cache"
+
+
 def measure(request: JobRequest, emit: Emit,
             checkpoint: Callable[[JobResult], None] | None = None) -> JobResult:
     """Every stage of one job, in order. `checkpoint` receives the partial result after each stage."""
@@ -71,7 +77,12 @@ def measure(request: JobRequest, emit: Emit,
     result = JobResult(kernel=kernel.name, candidate=SideResults(sha=request.candidate.sha),
                        baseline=SideResults(sha=request.baseline.sha) if request.baseline else None)
     result.candidate.static = _stage(emit, Stage.STATIC, Side.CANDIDATE, StaticResult, lambda: static.run_static(
-        kernel, Path(request.candidate.path), artifacts / Side.CANDIDATE / Stage.STATIC, nvcc=options.nvcc_path))
+        kernel, Path(request.candidate.path), artifacts / Side.CANDIDATE / Stage.STATIC, nvcc=options.nvcc_path,
+        cache_dir=object_cache_dir(request)))
+    if request.baseline and result.baseline:   # for the static delta; unchanged sources are cache hits
+        result.baseline.static = _stage(emit, Stage.STATIC, Side.BASELINE, StaticResult, lambda: static.run_static(
+            kernel, Path(request.baseline.path), artifacts / Side.BASELINE / Stage.STATIC, nvcc=options.nvcc_path,
+            cache_dir=object_cache_dir(request)))
     save(result)
     if result.candidate.static.status is StageStatus.FAILED:
         skip = "not run: static compile failed"
@@ -97,11 +108,11 @@ def _measure_on_gpu(request: JobRequest, result: JobResult, emit: Emit,
 
     kernel, options = request.kernel, request.options
     artifacts = Path(request.artifacts_dir)
-    cache = Path(options.build_cache_dir) if options.build_cache_dir else artifacts / "build-cache"
+    cache = object_cache_dir(request)
     modules: dict[str, Any] = {}
 
     def build_side(side: Side, src: Path) -> BuildResult:
-        res = build.build_extension(kernel, src, cache, artifacts / side / Stage.BUILD)
+        res = build.build_extension(kernel, src, cache, artifacts / side / Stage.BUILD, nvcc=options.nvcc_path)
         if res.status is StageStatus.PASSED:
             try:
                 modules[side] = build.load_module(res.module_path)

@@ -1,6 +1,6 @@
 """SASS opcode histograms of a cubin, per kernel function, through cuobjdump (or nvdisasm).
 
-The disassembler is looked up on PATH, in `$CUDA_HOME/bin`, next to nvcc, and in NVIDIA's PyPI wheels
+The disassembler is looked up next to nvcc, on PATH, in `$CUDA_HOME/bin`, and in NVIDIA's PyPI wheels
 (`nvidia-cuda-cuobjdump`, `nvidia-cuda-nvdisasm`: `site-packages/nvidia/cu*/bin`), so a CPU-only
 machine gets SASS too. The base opcode is the mnemonic before its first `.`:
 `HMMA.16816.F32` -> HMMA, `LDSM.16.M88.4` -> LDSM, `@!P0 BRA` -> BRA.
@@ -36,17 +36,25 @@ def _wheel_bin_dirs() -> list[Path]:
 
 
 def find_disassembler(nvcc: str | None = None) -> Path | None:
-    """The first cuobjdump (else nvdisasm) found; None when neither exists."""
-    candidates: list[Path] = []
-    if os.environ.get("CUDA_HOME"):
-        candidates.append(Path(os.environ["CUDA_HOME"]) / "bin")
+    """The first cuobjdump (else nvdisasm) found; None when neither exists.
+
+    The toolkit of the nvcc in use comes first (`GATE_NVCC_PATH` may name another toolkit than the
+    one on PATH, and an older disassembler may not know a newer arch), then PATH, `$CUDA_HOME/bin`
+    and NVIDIA's wheels."""
+    first: list[Path] = []
     if nvcc and (nvcc_path := shutil.which(nvcc)):
-        candidates.append(Path(nvcc_path).resolve().parent)
-    candidates.extend(_wheel_bin_dirs())
+        first.append(Path(nvcc_path).resolve().parent)
+    later: list[Path] = []
+    if os.environ.get("CUDA_HOME"):
+        later.append(Path(os.environ["CUDA_HOME"]) / "bin")
+    later.extend(_wheel_bin_dirs())
     for tool in DISASSEMBLERS:
+        for directory in first:
+            if (directory / tool).is_file() and os.access(directory / tool, os.X_OK):
+                return directory / tool
         if on_path := shutil.which(tool):
             return Path(on_path)
-        for directory in candidates:
+        for directory in later:
             if (directory / tool).is_file() and os.access(directory / tool, os.X_OK):
                 return directory / tool
     return None

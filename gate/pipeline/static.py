@@ -1,26 +1,30 @@
-"""Static stage: compile each CUDA source per target arch with `ptxas -v`, read its resource figures,
-and disassemble the cubin into a SASS opcode histogram per function. No GPU needed.
+"""Static stage: compile each CUDA source per target arch as the build does (same flags, torch
+include paths and defines, same object cache: `objects.py`), read the resource figures from the
+`ptxas -v` lines of that compile, and disassemble the object into a SASS opcode histogram per
+function. No GPU needed; torch is needed for sources that include its headers.
 
 A compile error is the kernel's fault (`FAILED` with the log); a missing nvcc is the gate's
-(`ToolMissingError`). ptxas lines are read with independent regexes because their fields vary by
+(`ToolMissingError`), and so is a missing torch (the stage is `NOT_RUN`, see `run_static`). ptxas lines are read with independent regexes because their fields vary by
 CUDA version (12.x prints no "used N barriers"; sm_90a omits cmem) — see NCU-FACTS.md §4.
 """
 
 from __future__ import annotations
 
+import os
 import re
-import shutil
 import subprocess
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from gate.domain.manifest import KernelSpec
 from gate.domain.results import FunctionResources, StageStatus, StaticResult
 from gate.errors import ToolMissingError
-from gate.pipeline import sass
+from gate.pipeline import objects, sass
+from gate.pipeline import toolchain as tc
+from gate.pipeline.build_cache import ObjectCache
 
-COMPILE_TIMEOUT_S = 600.0
 LOG_NAME = "ptxas.log"
 
 _ENTRY = re.compile(r"Compiling entry function '(\S+)' for '(sm_\w+)'")
@@ -30,6 +34,8 @@ _SMEM = re.compile(r"(\d+) bytes smem")
 _STACK = re.compile(r"(\d+) bytes stack frame")
 _SPILL_STORES = re.compile(r"(\d+) bytes spill stores")
 _SPILL_LOADS = re.compile(r"(\d+) bytes spill loads")
+# gcc/nvcc: "/path/CUDAMacros.h:9:10: fatal error: c10/cuda/impl/x.h: No such file or directory"
+_MISSING_HEADER = re.compile(r"^(\S+?):\d+:\d+: fatal error: \S+: No such file or directory", re.MULTILINE)
 
 
 @dataclass
@@ -73,62 +79,70 @@ def parse_ptxas(log: str) -> list[FunctionResources]:
     ]
 
 
-def gencode(arch: str) -> str:
-    """`sm_90a` -> `arch=compute_90a,code=sm_90a` (arch-specific features need the `a` virtual arch)."""
-    number = arch.removeprefix("sm_")
-    return f"arch=compute_{number},code=sm_{number}"
+def run_static(kernel: KernelSpec, src_dir: Path, out_dir: Path, nvcc: str = "nvcc",
+               cache_dir: Path | None = None) -> StaticResult:
+    """Compile every `.cu` source of `kernel` for every manifest arch (on half the cores: a CPU
+    machine is shared, a GPU worker's heavy template sources want several), with the build's command line into the build's object cache (`cache_dir`; default: a private
+    one under `out_dir`), and read the figures from those objects.
 
-
-def _find_nvcc(nvcc: str) -> str:
-    found = shutil.which(nvcc)
-    if found is None:
-        raise ToolMissingError(f"nvcc not found ({nvcc!r}); set GATE_NVCC_PATH or put nvcc on PATH")
-    return found
-
-
-def compile_command(nvcc: str, source: Path, src_dir: Path, arch: str, cubin: Path) -> list[str]:
-    return [nvcc, "-cubin", "-gencode", gencode(arch), "-std=c++17", "-O3", "-lineinfo",
-            "-Xptxas", "-v", "-I", str(src_dir), "-I", str(source.parent), "-o", str(cubin), str(source)]
-
-
-def run_static(kernel: KernelSpec, src_dir: Path, out_dir: Path, nvcc: str = "nvcc") -> StaticResult:
-    """Compile every `.cu` source of `kernel` for every manifest arch, in sequence (cores are shared)."""
+    Where torch is not importable, a source that includes torch headers cannot be compiled as the
+    build would: it is left to the build, and the stage is NOT_RUN (so the verdict is at most
+    incomplete), never FAILED for the gate's own limitation.
+    """
     started = time.monotonic()
-    nvcc_path = _find_nvcc(nvcc)
+    nvcc_path = tc.find_nvcc(nvcc)
+    src_dir = Path(src_dir).resolve()
     out_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        tools: tc.Tools | None = tc.discover(nvcc_path)
+        no_torch = ""
+    except ToolMissingError as exc:   # torch (or the host compiler) missing: stand-alone objects only
+        tools, no_torch = None, str(exc)
+    versions = tools.versions if tools else tc.nvcc_versions(nvcc_path)
+    cache = ObjectCache(Path(cache_dir) if cache_dir else out_dir / "objects")
+    name = objects.extension_name(kernel)
     disassembler = sass.find_disassembler(nvcc_path)
     logs: list[str] = []
     functions: list[FunctionResources] = []
+    deferred: list[str] = []
     sass_ok = disassembler is not None
     failure = ""
+    jobs: list[tuple[str, str, list[str], str]] = []   # (source, arch, command, key)
     for source_name in kernel.cuda_sources:
-        source = src_dir / source_name
+        path = src_dir / source_name
+        torch_needed = objects.uses_torch(path, src_dir)
+        if torch_needed and tools is None:
+            deferred.append(source_name)
+            continue
         for arch in kernel.arch:
-            cubin = out_dir / f"{Path(source_name).stem}.{arch}.cubin"
-            cmd = compile_command(nvcc_path, source, src_dir, arch, cubin)
-            logs.append(f"$ {' '.join(cmd)}")
+            command = tools.nvcc_command([arch], name, torch_needed) if tools \
+                else tc.plain_nvcc_command(nvcc_path, [arch])
+            jobs.append((source_name, arch, command, objects.key_of(path, source_name, command, versions, src_dir)))
+    with ThreadPoolExecutor(max_workers=max(1, min(len(jobs), (os.cpu_count() or 2) // 2))) as pool:
+        compiled_all = list(pool.map(lambda j: objects.compile_object(
+            j[0], j[2], j[3], src_dir, out_dir, cache, kernel.timeout_s), jobs))
+    for (source_name, arch, command, _), compiled in zip(jobs, compiled_all):
+        logs.append(f"$ {' '.join([*command, '-c', source_name])}" + (" (object cache hit)" if compiled.hit else ""))
+        logs.append(compiled.log)
+        if not compiled.ok and tools and _lacks_torch_header(compiled.log, tools.torch_includes):
+            if source_name not in deferred:   # e.g. c10/cuda headers in a CPU-only torch
+                deferred.append(source_name)
+            no_torch = "this torch lacks headers it includes (a CPU-only build?)"
+            continue
+        if not compiled.ok:
+            failure = failure or f"compile error ({arch}): {_first_error(compiled.log, src_dir)}"
+            continue
+        found = parse_ptxas(compiled.log)
+        if sass_ok and compiled.obj is not None:
             try:
-                proc = subprocess.run(cmd, capture_output=True, text=True, timeout=COMPILE_TIMEOUT_S, check=False)
-            except subprocess.TimeoutExpired:
-                failure = f"nvcc timed out after {COMPILE_TIMEOUT_S:.0f} s on {source_name} ({arch})"
-                break
-            logs.append(proc.stdout + proc.stderr)
-            if proc.returncode != 0:
-                failure = f"compile error ({arch}): {_first_error(proc.stderr, src_dir)}"
-                break
-            found = parse_ptxas(proc.stdout + proc.stderr)
-            if sass_ok:
-                try:
-                    histograms = sass.disassemble(disassembler, cubin)
-                except (subprocess.CalledProcessError, subprocess.TimeoutExpired, OSError) as exc:
-                    logs.append(f"disassembler failed on {cubin.name}: {exc}")
-                    sass_ok = False
-                else:
-                    for fn in found:
-                        fn.sass_opcodes = histograms.get(fn.function, {})
-            functions.extend(found)
-        if failure:
-            break
+                histograms = sass.disassemble(disassembler, compiled.obj)
+            except (subprocess.CalledProcessError, subprocess.TimeoutExpired, OSError) as exc:
+                logs.append(f"disassembler failed on {source_name} ({arch}): {exc}")
+                sass_ok = False
+            else:
+                for fn in found:
+                    fn.sass_opcodes = histograms.get(fn.function, {})
+        functions.extend(found)
     log = "\n".join(logs)
     (out_dir / LOG_NAME).write_text(log, encoding="utf-8")
     elapsed = time.monotonic() - started
@@ -137,6 +151,11 @@ def run_static(kernel: KernelSpec, src_dir: Path, out_dir: Path, nvcc: str = "nv
                             sass_available=sass_ok, log=log)
     if not sass_ok:
         functions = [_without_sass(fn) for fn in functions]
+    if deferred:
+        reason = (f"figures come from the build: {', '.join(deferred)} include(s) torch headers, and "
+                  f"{no_torch.split(':')[0]} here")
+        return StaticResult(StageStatus.NOT_RUN, reason=reason, duration_s=elapsed, functions=functions,
+                            sass_available=sass_ok, log=log)
     names = len({fn.function for fn in functions})
     reason = (f"{names} function(s) x {len(kernel.arch)} arch(s)"
               + (f", SASS via {disassembler.name}" if sass_ok else "; no SASS disassembler found"))
@@ -147,6 +166,13 @@ def run_static(kernel: KernelSpec, src_dir: Path, out_dir: Path, nvcc: str = "nv
 def _without_sass(fn: FunctionResources) -> FunctionResources:
     fn.sass_opcodes = {}
     return fn
+
+
+def _lacks_torch_header(log: str, torch_includes: tuple[str, ...]) -> bool:
+    """Whether the compile stopped because a header *inside torch's include tree* includes a file
+    that torch does not ship: the install's gap, not the kernel's error."""
+    match = _MISSING_HEADER.search(log)
+    return bool(match) and any(match.group(1).startswith(f"{root.rstrip('/')}/") for root in torch_includes)
 
 
 def _first_error(stderr: str, src_dir: Path) -> str:

@@ -1,12 +1,17 @@
-"""The compilers the build stage drives: where they are, their versions, and their command lines.
+"""The compilers the static and build stages drive: where they are, their versions, and their
+command lines.
 
-CUDA_HOME is the toolkit of the `nvcc` actually used (read from `nvcc --dryrun`, which prints the
-real `bin` directory even through wrapper scripts), never a guess from PATH: mixing one toolkit's
-headers with another's nvcc produces objects that fail at load time.
+One nvcc for every compile: the one `GATE_NVCC_PATH` names (`RunOptions.nvcc_path`), found by
+`find_nvcc`. CUDA_HOME is the toolkit of that nvcc (read from `nvcc --dryrun`, which prints the real
+`bin` directory even through wrapper scripts), never a guess from PATH: mixing one toolkit's headers
+with another's nvcc produces objects that fail at load time. `discover` exports it as `CUDA_HOME`
+before torch's `cpp_extension` is imported, so a workload that JIT-compiles through
+`torch.utils.cpp_extension.load` uses the same toolkit.
 """
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -63,6 +68,25 @@ def gencode(arch: str) -> str:
     return f"-gencode=arch=compute_{num},code=sm_{num}"
 
 
+def find_nvcc(nvcc: str) -> str:
+    """The absolute path of `nvcc` (a name on PATH or a path); `ToolMissingError` when absent."""
+    found = shutil.which(nvcc)
+    if found is None:
+        raise ToolMissingError(f"nvcc not found: {nvcc!r} (set GATE_NVCC_PATH or put nvcc on PATH)")
+    return found
+
+
+def plain_nvcc_command(nvcc: str, archs: list[str]) -> list[str]:
+    """The nvcc command line of a `.cu` that includes no torch header (torch flags come on top)."""
+    return [nvcc, *_NVCC_FLAGS, *(gencode(a) for a in archs)]
+
+
+def nvcc_versions(nvcc: str) -> Toolchain:
+    """The key versions where torch is not importable: only stand-alone `.cu` objects are made then,
+    and "none" keeps their keys apart from those of a torch build."""
+    return Toolchain(torch_version="none", cuda_version="none", compiler_version=_version([nvcc, "--version"]))
+
+
 @dataclass(frozen=True)
 class Tools:
     nvcc: str
@@ -83,7 +107,7 @@ class Tools:
                 f"-DTORCH_EXTENSION_NAME={name}"]
 
     def nvcc_command(self, archs: list[str], name: str, uses_torch: bool) -> list[str]:
-        cmd = [self.nvcc, *_NVCC_FLAGS, *(gencode(a) for a in archs)]
+        cmd = plain_nvcc_command(self.nvcc, archs)
         if uses_torch:  # torch's own defines (and C++ standard) for .cu files that include its headers
             cmd += [*self.torch_nvcc_flags, *self._torch_flags(name)]
         return cmd
@@ -138,15 +162,21 @@ def _cuda_includes(cuda_home: Path, torch_file: str) -> list[str]:
     return dirs
 
 
+def _export_cuda_home(cuda_home: Path) -> None:
+    # torch.utils.cpp_extension reads CUDA_HOME (before nvcc on PATH) once, when it is imported,
+    # and compiles with `$CUDA_HOME/bin/nvcc`.
+    os.environ["CUDA_HOME"] = str(cuda_home)
+
+
 @cache
 def discover(nvcc: str = "nvcc") -> Tools:
     """Find nvcc, the host compiler and torch; raise `ToolMissingError` naming what is missing."""
-    nvcc_path = shutil.which(nvcc)
-    if nvcc_path is None:
-        raise ToolMissingError(f"nvcc not found: {nvcc!r} (set GATE_NVCC_PATH)")
+    nvcc_path = find_nvcc(nvcc)
     cxx = shutil.which("c++") or shutil.which("g++")
     if cxx is None:
         raise ToolMissingError("no host C++ compiler (c++ / g++) on PATH")
+    cuda_home = _cuda_home(nvcc_path)
+    _export_cuda_home(cuda_home)
     try:
         import torch
         import torch.utils.cpp_extension as ext
@@ -164,7 +194,6 @@ def discover(nvcc: str = "nvcc") -> Tools:
         + f"\npython {sys.version_info.major}.{sys.version_info.minor}",
     )
     torch_includes = ext.include_paths(device_type="cpu")
-    cuda_home = _cuda_home(nvcc_path)
     return Tools(
         nvcc=nvcc_path, cxx=cxx, cuda_home=cuda_home, versions=versions,
         torch_includes=tuple(torch_includes), torch_std=_torch_std(torch_includes),

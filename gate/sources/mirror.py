@@ -31,12 +31,13 @@ _FULL_SHA = re.compile(r"^[0-9a-f]{40}([0-9a-f]{24})?$")
 GIT_TIMEOUT_S = 600.0
 
 
-def _git(args: list[str], *, cwd: Path | None = None, binary: bool = False) -> subprocess.CompletedProcess:
+def _git(args: list[str], *, cwd: Path | None = None, binary: bool = False,
+         env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     """Run git with an argument list; raise SourceError with git's own message on failure."""
     cmd = ["git", *args]
     try:
         proc = subprocess.run(cmd, cwd=cwd, capture_output=True, timeout=GIT_TIMEOUT_S, check=False,
-                              env={**os.environ, "GIT_TERMINAL_PROMPT": "0"})
+                              env={**os.environ, "GIT_TERMINAL_PROMPT": "0", **(env or {})})
     except FileNotFoundError as exc:
         raise SourceError("git is not installed") from exc
     except subprocess.TimeoutExpired as exc:
@@ -90,6 +91,8 @@ class Mirror:
         if repo.startswith("-"):
             raise SourceError(f"refusing repository {repo!r}")
         local = self._local(repo)
+        if local and not (local / "HEAD").is_file() and not (local / ".git").exists():
+            raise SourceError(f"{repo} is not a git repository")
         url = str(local) if local else repo
         with self._locked(repo) as mirror:
             if not (mirror / "HEAD").exists():

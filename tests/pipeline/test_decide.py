@@ -317,3 +317,50 @@ def test_latency_timed_on_an_unsteady_gpu_is_inconclusive_never_a_verdict():
     (row,) = rows(report, "max_latency_regression_pct")
     assert row.outcome is RuleOutcome.INCONCLUSIVE and "pid 7" in row.reason
     assert report.verdict is Verdict.INCONCLUSIVE and "GPU not steady" in report.reason
+
+
+def test_max_smem_bytes_counts_dynamic_shared_memory_per_launch():
+    """flash-attention-minimal's tiles are all `extern __shared__`: ptxas says 0 B, the launch 28,672 B."""
+    job = full(cand_kernels=[KernelMetrics("forward_kernel", shape="m1024", smem_static_bytes=0,
+                                           smem_dynamic_bytes=28_672, smem_per_block_bytes=29_696)])
+    job.candidate.static = static(functions=[FunctionResources(FN, "sm_90", 32, 0, 0, 0, 0, {"FFMA": 1})])
+    report = decide(job, Gates(max_smem_bytes=16_384))
+    rows = [r for r in report.rules if r.rule == "max_smem_bytes"]
+    assert [(r.shape, r.outcome) for r in rows] == [("", RuleOutcome.PASS), ("m1024", RuleOutcome.FAIL)]
+    assert rows[1].value == 28_672
+    assert rows[1].reason == "forward_kernel: 0 static + 28672 dynamic = 28672 bytes > 16384"
+    assert report.verdict is Verdict.REJECT
+    assert decide(job, Gates(max_smem_bytes=32_768)).verdict is Verdict.ACCEPT
+
+
+def test_max_smem_bytes_without_launch_figures_keeps_the_static_rows_alone():
+    job = full(cand_kernels=[KernelMetrics("k", shape="m1024")])
+    rows = [r for r in decide(job, Gates(max_smem_bytes=1 << 20)).rules if r.rule == "max_smem_bytes"]
+    assert [(r.shape, r.outcome) for r in rows] == [("", RuleOutcome.PASS), ("", RuleOutcome.PASS)]
+
+
+def test_the_static_delta_shows_changed_figures_and_opcodes_and_gates_the_increase():
+    job = full()
+    job.baseline.static = static(functions=[FunctionResources(FN, "sm_90", 56, 10240, 0, 0, 0, {"HMMA": 16, "STS": 4})])
+    job.candidate.static = static(functions=[
+        FunctionResources(FN, "sm_90", 64, 10240, 0, 0, 0, {"HMMA": 16, "STS": 36, "BAR": 2})])
+    report = decide(job, Gates(max_registers_increase=4))
+    (delta,) = [r for r in report.rules if r.rule == "static_delta"]
+    assert delta.outcome is RuleOutcome.PASS
+    assert delta.reason == "sm_90 wmma_gemm_kernel: registers 56->64, STS +32, BAR +2"
+    assert (delta.baseline, delta.value, delta.delta) == (56, 64, 8)
+    (increase,) = [r for r in report.rules if r.rule == "max_registers_increase"]
+    assert increase.outcome is RuleOutcome.FAIL and increase.delta == 8
+    assert increase.reason == "sm_90 wmma_gemm_kernel: registers 56->64 (+8) > +4"
+    assert report.verdict is Verdict.REJECT
+    assert decide(job, Gates(max_registers_increase=8)).verdict is Verdict.ACCEPT
+
+
+def test_increase_rules_pass_for_a_new_kernel_and_wait_for_figures_otherwise():
+    job = full()
+    job.new_kernel = True
+    assert [r.outcome for r in decide(job, Gates(max_spill_bytes_increase=0)).rules
+            if r.rule == "max_spill_bytes_increase"] == [RuleOutcome.PASS]
+    job.new_kernel = False                          # a baseline exists, but its static stage did not run
+    assert [r.outcome for r in decide(job, Gates(max_spill_bytes_increase=0)).rules
+            if r.rule == "max_spill_bytes_increase"] == [RuleOutcome.NOT_RUN]

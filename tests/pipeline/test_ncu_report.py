@@ -85,3 +85,10 @@ def test_nvtx_range_round_trips_shape_and_dtype():
     label, dtype = parse_range(("outer", range_name("b1_h8_s512_d64_causal", "float16")))
     assert (label, dtype) == ("b1_h8_s512_d64_causal", "float16")
     assert parse_range(("unrelated",)) == ("", "")
+
+
+def test_shared_memory_per_launch_is_split_into_static_and_dynamic(ncu_fixture):
+    flash, combine, cudnn, _ = read_report(ncu_fixture("h200-sdpa-gate-metrics.ncu-rep"))
+    assert (flash.smem_static_bytes, flash.smem_dynamic_bytes, flash.smem_per_block_bytes) == (0, 73_728, 74_752)
+    assert (combine.smem_static_bytes, combine.smem_dynamic_bytes) == (80, 0)
+    assert cudnn.smem_dynamic_bytes == 134_144        # all of cuDNN's tile buffers are dynamic

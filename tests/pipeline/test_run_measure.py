@@ -42,9 +42,12 @@ def test_without_a_gpu_the_gpu_stages_are_not_run_with_the_reason(tmp_path, monk
     result = run.measure(request(tmp_path), events.append, checkpoint=checkpoints.append)
     for stage in (result.candidate.build, result.candidate.correctness, result.bench, result.candidate.profile):
         assert (stage.status, stage.reason) == (StageStatus.NOT_RUN, "not run: no CUDA device")
-    assert [(e.stage, e.state) for e in events] == [
-        ("static", "started"), ("static", "passed"), ("build", "not_run"), ("correctness", "not_run"),
-        ("bench", "not_run"), ("profile", "not_run")]
+    assert [(e.stage, e.side, e.state) for e in events] == [
+        ("static", "candidate", "started"), ("static", "candidate", "passed"),
+        ("static", "baseline", "started"), ("static", "baseline", "passed"),   # for the static delta
+        ("build", "candidate", "not_run"), ("correctness", "candidate", "not_run"),
+        ("bench", "joint", "not_run"), ("profile", "candidate", "not_run")]
+    assert result.baseline.static.status is StageStatus.PASSED
     assert checkpoints and checkpoints[-1] is result
 
 
@@ -69,9 +72,11 @@ def test_a_missing_tool_is_a_stage_error_not_a_crash(tmp_path, monkeypatch):
 def fake_gpu(monkeypatch, static_passes):
     """Fake GPU stage modules recording the order in which they are called."""
     calls = []
+    fake_build_args = []
     fakes = {
         "build": types.SimpleNamespace(
-            build_extension=lambda kernel, src, cache, out: calls.append(("build", src.name)) or BuildResult(
+            build_extension=lambda kernel, src, cache, out, nvcc="nvcc": calls.append(("build", src.name)) or
+            fake_build_args.append((cache, nvcc)) or BuildResult(
                 P, module_path=f"{src.name}.so"),
             load_module=lambda path: f"module:{path}"),
         "workloads": types.SimpleNamespace(get_workload=lambda kernel, src: "gemm-workload"),
@@ -88,6 +93,7 @@ def fake_gpu(monkeypatch, static_passes):
         monkeypatch.setitem(sys.modules, f"gate.pipeline.{name}", fake)
         monkeypatch.setattr(gate.pipeline, name, fake, raising=False)
     monkeypatch.setattr(run, "cuda_available", lambda: True)
+    fakes["build_args"] = fake_build_args
     return calls, fakes
 
 
@@ -111,7 +117,7 @@ def test_the_baseline_is_profiled_only_when_a_relative_rule_reads_it(tmp_path, f
 
 def test_a_failed_candidate_build_skips_correctness_bench_and_profile(tmp_path, fake_gpu):
     calls, fakes = fake_gpu
-    fakes["build"].build_extension = lambda kernel, src, cache, out: BuildResult(StageStatus.FAILED, reason="log")
+    fakes["build"].build_extension = lambda kernel, src, cache, out, **kw: BuildResult(StageStatus.FAILED, reason="log")
     result = run.measure(request(tmp_path, baseline=False), lambda e: None)
     assert result.candidate.correctness.reason == "not run: build failed"
     assert result.bench.status is StageStatus.NOT_RUN
@@ -135,3 +141,15 @@ def test_wrong_results_skip_bench_and_profile(tmp_path, fake_gpu):
     result = run.measure(request(tmp_path), lambda e: None)
     assert result.bench.reason == "not run: correctness failed"
     assert not [c for c in calls if c[0] in ("bench", "profile")]
+
+
+def test_static_and_build_share_one_object_cache_and_the_configured_nvcc(tmp_path, fake_gpu, monkeypatch):
+    _, fakes = fake_gpu
+    static_args = []
+    monkeypatch.setattr(run.static, "run_static", lambda *a, **kw: static_args.append(kw) or StaticResult(P))
+    req = request(tmp_path)
+    req.options.nvcc_path = "/opt/cuda-x/bin/nvcc"
+    run.measure(req, lambda e: None)
+    static_kw, base_static_kw = static_args
+    assert static_kw["nvcc"] == base_static_kw["nvcc"] == "/opt/cuda-x/bin/nvcc"
+    assert fakes["build_args"] == [(static_kw["cache_dir"], "/opt/cuda-x/bin/nvcc")] * 2

@@ -1,6 +1,6 @@
 from gate.pipeline.sass import parse_sass
-from gate.pipeline.static import compile_command, gencode, parse_ptxas
-from pathlib import Path
+from gate.pipeline.static import parse_ptxas
+from gate.pipeline.toolchain import gencode, plain_nvcc_command
 
 # CUDA 13.0 ptxas -v (NCU-FACTS.md §4): a kernel, a spilling kernel, and a device function block.
 PTXAS_13 = """\
@@ -56,16 +56,16 @@ def test_parse_ptxas_reads_cuda_12_lines_without_barriers():
 
 
 def test_gencode_uses_the_arch_specific_virtual_arch_for_sm_90a():
-    assert gencode("sm_90a") == "arch=compute_90a,code=sm_90a"
-    assert gencode("sm_80") == "arch=compute_80,code=sm_80"
+    assert gencode("sm_90a") == "-gencode=arch=compute_90a,code=sm_90a"
+    assert gencode("sm_80") == "-gencode=arch=compute_80,code=sm_80"
 
 
-def test_compile_command_is_an_argument_list_with_ptxas_verbose_and_both_include_dirs():
-    cmd = compile_command("nvcc", Path("/r/kernels/a b.cu"), Path("/r"), "sm_90a", Path("/o/a.cubin"))
-    assert cmd[-1] == "/r/kernels/a b.cu"
+def test_the_plain_nvcc_command_is_the_builds_with_ptxas_verbose_and_one_gencode_per_arch():
+    cmd = plain_nvcc_command("/cuda/bin/nvcc", ["sm_90a"])
+    assert cmd[0] == "/cuda/bin/nvcc"
     assert ["-Xptxas", "-v"] == cmd[cmd.index("-Xptxas"):cmd.index("-Xptxas") + 2]
-    assert "-lineinfo" in cmd and "-O3" in cmd and "-cubin" in cmd
-    assert [cmd[i + 1] for i, a in enumerate(cmd) if a == "-I"] == ["/r", "/r/kernels"]
+    assert "-lineinfo" in cmd and "-O3" in cmd and "-I." in cmd
+    assert [a for a in cmd if a.startswith("-gencode")] == ["-gencode=arch=compute_90a,code=sm_90a"]
 
 
 CUOBJDUMP = """
@@ -100,3 +100,15 @@ def test_parse_sass_counts_base_opcodes_per_function_with_predicates():
 
 def test_parse_sass_reads_nvdisasm_sections():
     assert parse_sass(NVDISASM) == {"_Z5otherv": {"STL": 1, "LDL": 1, "EXIT": 1}}
+
+
+def test_a_header_missing_inside_torchs_tree_is_the_installs_gap_not_the_kernels():
+    from gate.pipeline.static import _lacks_torch_header
+
+    torch_gap = ("In file included from csrc/k.cu:7:\n"
+                 "/site/torch/include/c10/cuda/CUDAMacros.h:9:10: fatal error: "
+                 "c10/cuda/impl/cuda_cmake_macros.h: No such file or directory\n")
+    kernel_error = "csrc/k.cu:3:10: fatal error: mine.h: No such file or directory\n"
+    assert _lacks_torch_header(torch_gap, ("/site/torch/include",))
+    assert not _lacks_torch_header(kernel_error, ("/site/torch/include",))
+    assert not _lacks_torch_header(torch_gap, ("/elsewhere/include",))

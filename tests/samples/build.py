@@ -4,6 +4,10 @@
     shas["base"]            the correct kernel (branch main, checked out)
     shas["bank_conflicts"]  one commit on top of base, on branch variant/bank_conflicts
 
+`torch_gemm` is a repository in the most common foreign layout (the kernel's `.cu` includes
+`<torch/types.h>` and defines the host function; `main.cpp` holds the PYBIND11_MODULE); it has no
+variants.
+
 Every variant is one commit whose parent is the base, so gating it against its parent compares it
 with the correct kernel. Variants (edits of `kernels/wmma_gemm.cu`, each anchored on exact text):
     unwritten_tile   one 16x16 output tile (block 0, warp 0) is never stored: correctness must fail
@@ -290,7 +294,7 @@ def make_repo(tmp_path: Path, sample: str = "wmma_gemm", variants: list[str] | t
     shutil.copytree(SAMPLES_DIR / sample, repo)
     _git(repo, "init", "-q")
     shas = {"base": commit_files(repo, {}, f"{sample}: the correct kernel")}
-    base_source = (repo / KERNEL_FILE).read_text(encoding="utf-8")
+    base_source = (repo / KERNEL_FILE).read_text(encoding="utf-8") if variants else ""
     for variant in variants:
         _git(repo, "checkout", "-q", "-b", f"variant/{variant.replace(':', '-')}", shas["base"])
         files: dict[str, str | None] = {KERNEL_FILE: apply_variant(base_source, variant)}

@@ -1,0 +1,62 @@
+"""One source into one cached object: the compile step the static and build stages share.
+
+The static stage compiles each `.cu` per manifest arch with the build's own command line (flags,
+torch include paths and defines, `TORCH_EXTENSION_NAME`) into the build's object cache, and reads
+its figures from that object: `ptxas -v` from the compile log, SASS from the object. The build then
+finds the object of the GPU's arch under the same key and links it, so the figures describe the very
+code that runs.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from gate.domain import KernelSpec
+from gate.pipeline import toolchain as tc
+from gate.pipeline.build_cache import ObjectCache, Toolchain, local_includes, object_key
+
+# Headers only a torch install provides: a source that reaches one through its includes needs the
+# torch flags (and cannot compile where torch is not importable).
+_TORCH_HEADER = re.compile(rb'^\s*#\s*include\s*[<"](torch/|ATen/|c10/|pybind11/)', re.MULTILINE)
+
+
+@dataclass
+class CompiledObject:
+    source: str                   # path relative to the checkout
+    ok: bool
+    hit: bool                     # taken from the cache, not compiled now
+    obj: Path | None
+    log: str                      # compiler output: ptxas -v lines for a .cu
+
+
+def extension_name(kernel: KernelSpec) -> str:
+    """The Python module name of a kernel's extension (`TORCH_EXTENSION_NAME`)."""
+    name = re.sub(r"\W", "_", kernel.name)
+    return name if name[:1].isalpha() else f"k_{name}"
+
+
+def uses_torch(path: Path, root: Path) -> bool:
+    """Whether `path`, or a local header it includes, includes a torch/ATen/c10/pybind11 header."""
+    return any(_TORCH_HEADER.search(p.read_bytes()) for p in [path, *local_includes(path, [root], root)])
+
+
+def key_of(path: Path, rel: str, command: list[str], versions: Toolchain, src_dir: Path) -> str:
+    """The cache key of `rel` compiled by `command` (both stages must agree on it)."""
+    return object_key(path, [*command, rel], versions, [src_dir], src_dir)
+
+
+def compile_object(rel: str, command: list[str], key: str, src_dir: Path, out_dir: Path, cache: ObjectCache,
+                   timeout_s: float) -> CompiledObject:
+    """`command -c rel` in `src_dir`, or the cached object of `key`; the log comes with either."""
+    cached = cache.get(key)
+    if cached is not None:
+        return CompiledObject(rel, True, True, cached, cache.log(key))
+    tmp_obj = out_dir / "obj" / f"{key}.o"
+    tmp_obj.parent.mkdir(parents=True, exist_ok=True)
+    # Relative source path and cwd = checkout: no absolute checkout path ends up in the object.
+    run = tc.run_tool([*command, "-c", rel, "-o", str(tmp_obj)], cwd=src_dir, timeout_s=timeout_s)
+    if not run.ok:
+        return CompiledObject(rel, False, False, None, run.output)
+    return CompiledObject(rel, True, False, cache.put(key, tmp_obj, run.output), run.output)
