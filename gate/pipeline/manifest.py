@@ -3,7 +3,9 @@
 Every refusal is a `ManifestError` whose message names the file and the dotted key, e.g.
 `gate.toml: kernel[0].gates.max_bank_conflict_pct: must be >= 0, got -1`.
 Paths are checked against the repository root: no absolute paths, no `..` or symlink that leaves it,
-and every source must exist.
+and every source must exist. Each part of a source path is limited to letters, digits and `_ . + -`,
+never starting with `-`: nvcc hands file names to a shell (`k$(id).cu` ran `id` on the host) and
+reads a leading `-` as an option, so a name outside that set is refused here, at the edge.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ WORKLOAD_FLAGS = {"attention": ("causal",), "gemm": ()}
 _CALLABLE = re.compile(r"^([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*):([A-Za-z_]\w*)$")
 _NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
 _OPCODE = re.compile(r"^[A-Z][A-Z0-9_]*$")
+_PATH_PART = re.compile(r"^[A-Za-z0-9_.+][A-Za-z0-9_.+-]*$")   # one part of a source path (see above)
 
 _KERNEL_REQUIRED = ("name", "sources", "workload", "shapes")
 _KERNEL_OPTIONAL = ("function", "arch", "dtypes", "gates", "profile", "timeout_s")
@@ -145,6 +148,10 @@ def _inside_repo(check: _Checker, source: str, key: str, root: Path) -> None:
     posix = PurePosixPath(source)
     if any(ord(c) < 32 for c in source):
         raise check.fail(key, f"{source!r} contains control characters")
+    for part in source.split("/"):
+        if part and not _PATH_PART.match(part):
+            raise check.fail(key, f"{source!r}: use letters, digits and '_', '.', '+', '-' in path names, "
+                                  "not starting with '-'")
     if posix.is_absolute() or Path(source).is_absolute() or "\\" in source:
         raise check.fail(key, f"{source!r} must be a path relative to the repository root")
     depth = 0

@@ -146,3 +146,26 @@ def test_source_symlink_that_resolves_outside_is_refused(repo, tmp_path_factory)
 def test_dotdot_that_stays_inside_is_accepted(repo):
     manifest = load_manifest(write(repo, GOOD.replace('"kernels/wmma.cu"', '"extension/../kernels/wmma.cu"')))
     assert manifest.kernels[0].sources[0] == "extension/../kernels/wmma.cu"
+
+
+HOSTILE_NAMES = ["k$(id>PWNED).cu", "k`id`.cu", "k;id.cu", "k'q'.cu", 'k"q".cu', "k q.cu", "k\nq.cu",
+                 "-Xcompiler=-fplugin=x.cu", "kernels/-o.cu", "k|id.cu", "k&id.cu", "k>x.cu", "k*.cu"]
+
+
+@pytest.mark.parametrize("name", HOSTILE_NAMES)
+def test_load_manifest_refuses_source_names_outside_the_safe_set(repo, name):
+    """nvcc hands file names to a shell: such a name must not get past the manifest (issue 12)."""
+    if "\n" not in name:     # the file exists: the refusal is about the name, not a missing file
+        (repo / name).parent.mkdir(parents=True, exist_ok=True)
+        (repo / name).write_text("__global__ void k() {}\n")
+    text = GOOD.replace('"kernels/wmma.cu"', '"' + name.replace("\\", "\\\\").replace('"', '\\"')
+                        .replace("\n", "\\n") + '"')
+    error = refused(repo, text)
+    assert error.key == "kernel[0].sources[0]"
+
+
+def test_load_manifest_accepts_ordinary_source_names(repo):
+    (repo / "kernels" / "v2").mkdir()
+    (repo / "kernels" / "v2" / "flash_attn-fwd.sm90+.cu").write_text("__global__ void k() {}\n")
+    manifest = load_manifest(write(repo, GOOD.replace("kernels/wmma.cu", "./kernels/v2/flash_attn-fwd.sm90+.cu")))
+    assert manifest.kernels[0].sources[0] == "./kernels/v2/flash_attn-fwd.sm90+.cu"
