@@ -11,6 +11,16 @@ if [ -d .whl ] && ls .whl/*.whl >/dev/null 2>&1; then
     && export PYTHONPATH="/tmp/site:${PYTHONPATH:-}"
 fi
 export PATH="$PATH:/usr/local/cuda/bin"
+# The box for submitted code (gate/pipeline/box.py) needs bubblewrap; where it cannot be installed,
+# .debs carried in .debs/ are unpacked (not installed) and used from there.
+if ! command -v bwrap >/dev/null 2>&1 && ls .debs/*.deb >/dev/null 2>&1; then
+  for deb in .debs/*.deb; do dpkg -x "$deb" /opt/gate-debs; done
+  export PATH="$PATH:/opt/gate-debs/usr/bin"
+  if ldd "$(command -v bwrap)" | grep -q "not found"; then
+    export LD_LIBRARY_PATH="${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}/opt/gate-debs/lib/x86_64-linux-gnu:/opt/gate-debs/usr/lib/x86_64-linux-gnu"
+  fi
+fi
+echo "box: $(command -v bwrap || echo 'no bwrap') $(bwrap --version 2>/dev/null) GATE_BOX=${GATE_BOX:-bwrap}"
 export PYTHONPATH="$PWD:${PYTHONPATH:-}"
 # This workplace asks that GPU clocks be left alone: ncu runs with --clock-control none (both sides
 # of every comparison alike). Elsewhere the default is `base`.

@@ -18,7 +18,7 @@ from pathlib import Path
 from gate.domain.manifest import KernelSpec
 from gate.domain.results import FunctionResources, StageStatus, StaticResult
 from gate.errors import ToolMissingError
-from gate.pipeline import sass
+from gate.pipeline import box, sass
 
 COMPILE_TIMEOUT_S = 600.0
 LOG_NAME = "ptxas.log"
@@ -108,7 +108,7 @@ def run_static(kernel: KernelSpec, src_dir: Path, out_dir: Path, nvcc: str = "nv
             cmd = compile_command(nvcc_path, source, src_dir, arch, cubin)
             logs.append(f"$ {' '.join(cmd)}")
             try:
-                proc = subprocess.run(cmd, capture_output=True, text=True, timeout=COMPILE_TIMEOUT_S, check=False)
+                proc = box.run(box.for_compile(cmd, src_dir), cmd, cwd=src_dir, timeout_s=COMPILE_TIMEOUT_S)
             except subprocess.TimeoutExpired:
                 failure = f"nvcc timed out after {COMPILE_TIMEOUT_S:.0f} s on {source_name} ({arch})"
                 break
