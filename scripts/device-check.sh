@@ -39,7 +39,7 @@ step() {   # step NAME SECONDS COMMAND...: run with a time limit, log to $OUT/NA
 }
 for part in "${parts[@]}"; do
   case "$part" in
-    tests)   step gpu-tests 540 python3 -m pytest -m gpu ${GATE_GPU_TESTS:-tests/gpu} -q -p no:cacheprovider -W default -rfE ;;
+    tests)   step gpu-tests "${GATE_GPU_TESTS_LIMIT_S:-540}" python3 -m pytest -m gpu ${GATE_GPU_TESTS:-tests/gpu} -q -p no:cacheprovider -W default -rfE ;;
     quality) step gate-quality 540 python3 bench/gate_quality.py ;;
     demo)    GATE_DATA_DIR=/tmp/gate-demo GATE_DATABASE_URL=sqlite:////tmp/gate-demo/gate.db \
              GATE_BENCH_BUDGET_S="${GATE_BENCH_BUDGET_S:-4}" step demo 480 python3 -m gate.cli demo --no-serve ;;
