@@ -52,7 +52,7 @@ from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 
-from gate.errors import ToolMissingError
+from gate.errors import GateError, ToolMissingError
 
 GiB = 1 << 30
 BOX_ENV = "GATE_IN_BOX"
@@ -62,9 +62,14 @@ PRIVATE_DIRS = ("/root", "/home", "/tmp", "/var/tmp", "/run", "/mnt", "/media", 
 # alternatives (c++ -> /etc/alternatives/c++), the time zone and the Python site configuration.
 ETC_FILES = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "alternatives", "localtime", "nsswitch.conf",
              "os-release")
+_SYSTEM_DIRS = {Path("/"), Path("/dev"), Path("/proc"), Path("/sys"), Path("/etc"), Path("/usr")}
 _ENV_NAMES = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "PYTHONPATH", "PYTHONUNBUFFERED", "PYTHONHASHSEED",
               "LD_LIBRARY_PATH")
 _ENV_PREFIXES = ("CUDA_", "NVIDIA_", "NCCL_", "NVSHMEM_", "TORCH_", "OMP_")
+
+
+class BoxError(GateError):
+    """A box was asked for something it must not do (e.g. write a host directory)."""
 
 
 @dataclass(frozen=True)
@@ -199,16 +204,32 @@ def _parents(path: Path) -> list[str]:
     return args
 
 
+# Never handed to the box's user, whatever a caller asks: the host's own directories.
+_NEVER_OWNED = ("/bin", "/boot", "/dev", "/etc", "/lib", "/lib32", "/lib64", "/opt", "/proc", "/run", "/sbin",
+                "/sys", "/usr", "/var/lib", "/var/log", "/var/run")
+
+
+def _check_ownable(path: Path) -> None:
+    resolved = path.resolve()
+    if resolved == Path("/") or os.path.ismount(resolved) or any(
+            resolved == Path(p) or resolved.is_relative_to(p) for p in _NEVER_OWNED):
+        raise BoxError(f"refusing to give {resolved} to the box's user (a host directory, not a job's)")
+
+
 def prepare_writable(box: Box) -> None:
-    """Let the box's user write its writable paths (when the gate runs as root and drops to it)."""
+    """Let the box's user write its writable paths (when the gate runs as root and drops to it).
+    Only plain directories of a job qualify: a host directory or a mount point raises `BoxError`."""
     if not enabled() or inside() or os.geteuid() != 0:
         return
     uid = box_uid()
     for top in box.writable:
         top = Path(top)
         top.mkdir(parents=True, exist_ok=True)
+        _check_ownable(top)
+        device = top.stat().st_dev
         for path in [top, *top.rglob("*")]:
-            os.lchown(path, uid, uid)
+            if path.lstat().st_dev == device:
+                os.lchown(path, uid, uid)
 
 
 def popen(box: Box, argv: list[str], *, cwd: Path, env: dict[str, str] | None = None,
@@ -248,7 +269,7 @@ def for_compile(argv: list[str], cwd: Path) -> Box:
     """The box of one compiler call: it writes where `-o` points, reads its `-I` dirs and `cwd`."""
     writable, readable = [], [Path(cwd)]
     for flag, value in zip(argv, argv[1:]):
-        if flag == "-o":
+        if flag == "-o" and (Path(cwd) / value).parent not in _SYSTEM_DIRS:   # `-o /dev/null` writes nothing
             writable.append((Path(cwd) / value).parent)
         elif flag == "-I":
             readable.append(Path(cwd) / value)

@@ -21,7 +21,6 @@ PRELUDE = textwrap.dedent("""
 
 
 def make_request(tmp_path) -> JobRequest:
-    tmp_path.chmod(0o755)   # the checkout is read by the box's unprivileged user (pytest makes it 0700)
     return JobRequest(kernel=KernelSpec(name="k", sources=["k.cu"]), candidate=Checkout("c" * 40, str(tmp_path)),
                       baseline=Checkout("b" * 40, str(tmp_path)), artifacts_dir=str(tmp_path / "art"))
 

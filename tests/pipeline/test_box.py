@@ -22,7 +22,6 @@ MiB = 1 << 20
 
 @pytest.fixture
 def work(tmp_path: Path) -> Path:
-    tmp_path.chmod(0o755)            # pytest makes it 0700; the box's user must traverse it
     (tmp_path / "out").mkdir()
     return tmp_path
 
@@ -151,3 +150,15 @@ def test_including_dev_zero_stops_at_the_memory_limit(work, monkeypatch):
     res = run_static(KernelSpec(name="k", sources=["k.cu"], arch=["sm_90"]), repo, work / "out")
     assert res.status is StageStatus.FAILED
     assert time.monotonic() - started < 60
+
+
+@pytest.mark.parametrize("host_dir", ["/dev", "/etc", "/usr/lib", "/"])
+def test_a_host_directory_is_never_handed_to_the_box_user(host_dir, monkeypatch):
+    """A compile with `-o /dev/null` once asked for /dev to be writable; it must never be chowned."""
+    chowned = []
+    monkeypatch.setattr(box.os, "lchown", lambda path, uid, gid: chowned.append(path))   # never for real
+    monkeypatch.setattr(box.os, "geteuid", lambda: 0)
+    with pytest.raises(box.BoxError):
+        box.prepare_writable(box.Box(writable=(Path(host_dir),)))
+    assert chowned == []
+    assert box.for_compile(["nvcc", "-c", "k.cu", "-o", "/dev/null"], Path("/tmp")).writable == ()
