@@ -134,8 +134,7 @@ def _python_paths(env: dict[str, str]) -> list[Path]:
     """The Python installation and import path, bound back where a private dir covered them."""
     paths = [sys.prefix, sys.base_prefix, sys.exec_prefix, str(Path(sys.executable).parent),
              *sys.path, *env.get("PYTHONPATH", "").split(os.pathsep)]
-    covered = {Path("/"), *(Path(d) for d in PRIVATE_DIRS)}   # a script's own dir may be /tmp itself
-    return [Path(p) for p in dict.fromkeys(filter(None, paths)) if Path(p).exists() and Path(p) not in covered]
+    return [Path(p) for p in dict.fromkeys(filter(None, paths)) if Path(p).exists()]
 
 
 @cache
@@ -178,14 +177,15 @@ def command(box: Box, argv: list[str], cwd: Path, env: dict[str, str]) -> list[s
         if Path(private).is_dir():
             args += ["--perms", "1777" if "tmp" in private else "0755", "--tmpfs", private]
     args += ["--perms", "0777", "--dir", "/tmp/home"]
-    for path in [*_python_paths(env), *box.readable, Path(cwd)]:
-        args += [*_parents(path), "--ro-bind-try", str(path), str(path)]
+    covered = [Path(p) for p in PRIVATE_DIRS] + [Path(p).resolve() for p in box.hidden]
+    for path in _bindable([*_python_paths(env), *box.readable, Path(cwd)], covered):
+        args += [*_parents(path, covered), "--ro-bind-try", str(path), str(path)]
     for path in box.hidden:
         args += ["--tmpfs", str(Path(path).resolve())]
-    for path in box.readable:    # again, in case a hidden directory holds one
-        args += [*_parents(path), "--ro-bind", str(path), str(path)]
-    for path in box.writable:
-        args += [*_parents(path), "--bind", str(path), str(path)]
+    for path in _bindable(box.readable, covered):    # again, in case a hidden directory holds one
+        args += [*_parents(path, covered), "--ro-bind", str(path), str(path)]
+    for path in _bindable(box.writable, covered):
+        args += [*_parents(path, covered), "--bind", str(path), str(path)]
     if box.gpu:
         for node in sorted(glob.glob("/dev/nvidia*")):
             args += ["--dev-bind", node, node]
@@ -196,11 +196,21 @@ def command(box: Box, argv: list[str], cwd: Path, env: dict[str, str]) -> list[s
     return [*args, *limits, *argv]
 
 
-def _parents(path: Path) -> list[str]:
-    """Directories on the way to a bind, made traversable (bwrap makes them 0700 in a tmpfs)."""
+def _bindable(paths: list[Path], covered: list[Path]) -> list[Path]:
+    """Paths bound back into the view: never `/` or a covered directory itself (binding one would
+    undo the cover: `cwd=/` re-bound the whole host, /root and a no-device /dev included)."""
+    never = {Path("/"), *covered}
+    return [p for p in dict.fromkeys(Path(p) for p in paths) if p.resolve() not in never and p not in never]
+
+
+def _parents(path: Path, covered: list[Path]) -> list[str]:
+    """Directories on the way to a bind inside a covered (tmpfs) directory, made traversable (bwrap
+    would make them 0700). Parents on the read-only host exist already and are left alone: mkdir
+    there fails with EROFS on some file systems."""
     args: list[str] = []
-    for parent in reversed(Path(path).parents[:-1] if len(Path(path).parents) > 1 else ()):
-        args += ["--perms", "0755", "--dir", str(parent)]
+    for parent in reversed(Path(path).parents):
+        if any(parent != root and parent.is_relative_to(root) for root in covered):
+            args += ["--perms", "0755", "--dir", str(parent)]
     return args
 
 

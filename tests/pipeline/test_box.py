@@ -162,3 +162,11 @@ def test_a_host_directory_is_never_handed_to_the_box_user(host_dir, monkeypatch)
         box.prepare_writable(box.Box(writable=(Path(host_dir),)))
     assert chowned == []
     assert box.for_compile(["nvcc", "-c", "k.cu", "-o", "/dev/null"], Path("/tmp")).writable == ()
+
+
+def test_a_box_run_from_the_root_directory_still_hides_the_host(work):
+    """cwd=/ once re-bound the whole host over the covers (/root readable, /dev without devices)."""
+    script = "import os; open('/dev/urandom', 'rb').read(4); print(os.listdir('/home'))"
+    out = box.run(box.Box(gpu=True), [sys.executable, "-c", script], cwd=Path("/"), timeout_s=30)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"
