@@ -172,17 +172,17 @@ def command(box: Box, argv: list[str], cwd: Path, env: dict[str, str]) -> list[s
             "--unshare-uts", "--unshare-cgroup-try", "--hostname", "gate-box"]
     if not as_root:
         args += ["--unshare-user"]
-    args += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", *etc_args]
+    args += [*_host_view(), "--dev", "/dev", "--proc", "/proc", *etc_args]
     for private in PRIVATE_DIRS:
         if Path(private).is_dir():
             args += ["--perms", "1777" if "tmp" in private else "0755", "--tmpfs", private]
     args += ["--perms", "0777", "--dir", "/tmp/home"]
     covered = [Path(p) for p in PRIVATE_DIRS] + [Path(p).resolve() for p in box.hidden]
-    for path in _bindable([*_python_paths(env), *box.readable, Path(cwd)], covered):
+    for path in _bindable([*_python_paths(env), *box.readable, Path(cwd)], covered, only_covered=True):
         args += [*_parents(path, covered), "--ro-bind-try", str(path), str(path)]
     for path in box.hidden:
         args += ["--tmpfs", str(Path(path).resolve())]
-    for path in _bindable(box.readable, covered):    # again, in case a hidden directory holds one
+    for path in _bindable(box.readable, covered, only_covered=True):   # again, if a hidden dir holds one
         args += [*_parents(path, covered), "--ro-bind", str(path), str(path)]
     for path in _bindable(box.writable, covered):
         args += [*_parents(path, covered), "--bind", str(path), str(path)]
@@ -196,11 +196,36 @@ def command(box: Box, argv: list[str], cwd: Path, env: dict[str, str]) -> list[s
     return [*args, *limits, *argv]
 
 
-def _bindable(paths: list[Path], covered: list[Path]) -> list[Path]:
-    """Paths bound back into the view: never `/` or a covered directory itself (binding one would
-    undo the cover: `cwd=/` re-bound the whole host, /root and a no-device /dev included)."""
+def _host_view() -> list[str]:
+    """The host, read-only: each top-level directory bound on its own into bwrap's fresh root (a
+    symlink such as /bin -> usr/bin copied as a symlink). Binding `/` whole made bwrap create the
+    mount points of later binds on the read-only host, which failed (EROFS) on the GPU machine."""
+    args: list[str] = []
+    for entry in sorted(os.listdir("/")):
+        path = f"/{entry}"
+        if entry in ("proc", "dev", "etc") or path in PRIVATE_DIRS:
+            continue
+        if os.path.islink(path):
+            args += ["--symlink", os.readlink(path), path]
+        elif os.path.isdir(path):
+            args += ["--ro-bind", path, path]
+    return args
+
+
+def _bindable(paths: list[Path], covered: list[Path], *, only_covered: bool = False) -> list[Path]:
+    """Paths bound into the view: never `/` or a covered directory itself (binding one would undo
+    the cover: `cwd=/` re-bound the whole host, /root and a no-device /dev included). With
+    `only_covered`, only those a cover hides: the rest is visible (read-only) already."""
     never = {Path("/"), *covered}
-    return [p for p in dict.fromkeys(Path(p) for p in paths) if p.resolve() not in never and p not in never]
+    found = []
+    for path in dict.fromkeys(Path(p) for p in paths):
+        if path in never or path.resolve() in never:
+            continue
+        if only_covered and not any(path.is_relative_to(root) or path.resolve().is_relative_to(root)
+                                    for root in covered):
+            continue
+        found.append(path)
+    return found
 
 
 def _parents(path: Path, covered: list[Path]) -> list[str]:
