@@ -170,24 +170,38 @@ class Mirror:
         return mirror
 
     def resolve(self, repo: str, rev: str) -> str:
-        """The full sha of `rev`. A local path is asked directly (its HEAD is the user's HEAD)."""
+        """The full sha of `rev`. A local path is asked directly (its HEAD is the user's HEAD).
+
+        A commit never changes: a full sha the mirror already holds, or a local revision whose commit
+        it holds, is answered without a fetch (a fetch per submission made planning ~0.5 s each)."""
         check_rev(rev)
-        mirror = self.update(repo)
-        local = self._local(repo)
-        where = local if local else mirror
+        self.policy.check(repo)
+        mirror, local = self.path(repo), self._local(repo)
+        if _FULL_SHA.match(rev) and self._has(mirror, rev):
+            return rev
+        if local is None:
+            return self._rev_parse(self.update(repo), rev, repo)
+        sha = self._rev_parse(local, rev, repo)
+        if not self._has(mirror, sha):
+            mirror = self.update(repo)
+            if not self._has(mirror, sha):
+                # A commit reachable from no ref (e.g. a detached HEAD) is fetched by its sha.
+                with self._locked(repo):
+                    _transfer(["fetch", "--quiet", "origin", sha], mirror, self.policy, cwd=mirror)
+        return sha
+
+    @staticmethod
+    def _rev_parse(where: Path, rev: str, repo: str) -> str:
         try:
             out = _git(["rev-parse", "--verify", "--quiet", "--end-of-options", f"{rev}^{{commit}}"], cwd=where)
         except SourceError as exc:
             raise SourceError(f"revision {rev!r} does not exist in {repo}") from exc
-        sha = out.stdout.strip()
-        if local and not self._has(mirror, sha):
-            # A commit reachable from no ref (e.g. a detached HEAD) is fetched by its sha.
-            with self._locked(repo):
-                _transfer(["fetch", "--quiet", "origin", sha], mirror, self.policy, cwd=mirror)
-        return sha
+        return out.stdout.strip()
 
     @staticmethod
     def _has(mirror: Path, sha: str) -> bool:
+        if not (mirror / "HEAD").exists():
+            return False
         try:
             _git(["cat-file", "-e", f"{sha}^{{commit}}"], cwd=mirror)
         except SourceError:
