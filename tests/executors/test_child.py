@@ -1,5 +1,6 @@
 """The parent side of the GPU child, with stand-in children that crash, hang or fail on purpose."""
 
+import json
 import sys
 import textwrap
 import time
@@ -125,3 +126,42 @@ def test_stray_stdout_lines_do_not_break_the_event_stream(tmp_path):
     """))
     assert result.kernel == "k"
     assert len(events) == 2
+
+
+def test_the_child_runs_boxed_without_the_data_dir_the_network_or_a_writable_checkout(tmp_path, monkeypatch):
+    """Issue 12: the GPU child runs the repository's code; it sees its checkout read-only, writes only
+    its artifacts, and the data dir (database, mirrors, other jobs) is not there."""
+    import shutil
+
+    if shutil.which("bwrap") is None:
+        pytest.skip("bubblewrap is not installed")
+    monkeypatch.setenv("GATE_GITHUB_TOKEN", "ghp_secret")
+    data_dir = tmp_path / "data"
+    (data_dir / "mirrors").mkdir(parents=True)
+    (data_dir / "gate.db").write_text("the database")
+    checkout = data_dir / "workspaces" / "job" / "candidate"
+    checkout.mkdir(parents=True)
+    request = JobRequest(kernel=KernelSpec(name="k", sources=["k.cu"]), candidate=Checkout("c" * 40, str(checkout)),
+                         artifacts_dir=str(data_dir / "artifacts" / "job"))
+    result_path = data_dir / "artifacts" / "job" / RESULT_NAME
+    result = run_child(request, 30, None, hidden=(data_dir,), command=child(f"""
+        seen = dict(db=os.path.exists({str(data_dir / 'gate.db')!r}), mirrors=os.path.exists({str(data_dir / 'mirrors')!r}),
+                    token="ghp_secret" in str(os.environ), uid=os.getuid())
+        try:
+            open({str(checkout / 'planted.py')!r}, "w")
+            seen["checkout_writable"] = True
+        except OSError:
+            seen["checkout_writable"] = False
+        import socket
+        try:
+            socket.create_connection(("1.1.1.1", 443), timeout=2)
+            seen["network"] = True
+        except OSError:
+            seen["network"] = False
+        open({str(result_path)!r}, "w").write(json.dumps({{"kernel": "k", "candidate": {{"sha": "c"}},
+                                                          "notes": [json.dumps(seen)]}}))
+    """))
+    seen = json.loads(result.notes[0])
+    assert seen == {"db": False, "mirrors": False, "token": False, "uid": seen["uid"],
+                    "checkout_writable": False, "network": False}
+    assert seen["uid"] != 0
