@@ -8,7 +8,7 @@ out of the workspace).
 
 Every git call takes an argument list; user-given revisions are refused when they start with `-`
 and are passed after `--end-of-options`, so they are never read as options. A repository is fetched
-only when `FetchPolicy` (gate/pipeline/fetch_policy.py) allows it; a clone or fetch is killed past
+only when `FetchPolicy` (gate/sources/policy.py) allows it; a clone or fetch is killed past
 the policy's time or size limit. A checkout streams `git archive` into the workspace (a large blob
 never sits in the server's memory) and stops past `MAX_CHECKOUT_BYTES`. A failing git call keeps
 every `fatal:`/`error:` line of its stderr, not only the last one.
@@ -32,7 +32,7 @@ from pathlib import Path
 
 from gate.domain.job import Checkout
 from gate.errors import SourceError
-from gate.pipeline.fetch_policy import FetchPolicy
+from gate.sources.policy import FetchPolicy
 
 _FULL_SHA = re.compile(r"^[0-9a-f]{40}([0-9a-f]{24})?$")
 GIT_TIMEOUT_S = 600.0

@@ -91,7 +91,7 @@ def test_a_commit_reachable_from_no_ref_is_fetched_by_sha(tmp_path, sample):
 
 def test_a_commit_the_mirror_holds_is_resolved_without_a_fetch(tmp_path, sample, monkeypatch):
     """A fetch per submission made planning cost ~0.5 s each (issue 12, item 6: the drain rate)."""
-    import gate.pipeline.source as source
+    import gate.sources.mirror as source
 
     repo, shas = sample
     mirror = Mirror(tmp_path / "mirrors")

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from gate.errors import SourceError
-from gate.pipeline.fetch_policy import FetchPolicy, FetchRefused
-from gate.pipeline.source import Mirror
+from gate.sources.policy import FetchPolicy, FetchRefused
+from gate.sources.mirror import Mirror
 
 MiB = 1 << 20
 
