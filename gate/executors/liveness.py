@@ -55,8 +55,10 @@ class OrphanSweeper:
     """Every `sweep_s`: re-queue orphaned jobs and pass their ids to `on_requeued`."""
 
     def __init__(self, session_factory: sessionmaker[Session], on_requeued: Callable[[list[int]], None], *,
-                 sweep_s: float = SWEEP_S, stale_after_s: float = claims.STALE_AFTER_S):
+                 sweep_s: float = SWEEP_S, stale_after_s: float = claims.STALE_AFTER_S,
+                 dead_worker: Callable[[str], bool] = dead_on_this_host):
         self.session_factory = session_factory
+        self.dead_worker = dead_worker
         self.on_requeued = on_requeued
         self.sweep_s = sweep_s
         self.stale_after_s = stale_after_s
@@ -65,7 +67,7 @@ class OrphanSweeper:
 
     def sweep(self) -> list[int]:
         with self.session_factory() as session:
-            ids = claims.requeue_orphans(session, stale_after_s=self.stale_after_s, dead_worker=dead_on_this_host)
+            ids = claims.requeue_orphans(session, stale_after_s=self.stale_after_s, dead_worker=self.dead_worker)
         if ids:
             log.warning("re-queued orphaned jobs: %s", ids)
             self.on_requeued(ids)
