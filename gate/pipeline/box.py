@@ -8,12 +8,14 @@ What the box gives a command (`command()` builds the argument list, `run()` runs
   `setpriv` drops to `GATE_BOX_UID` (default 65534, `nobody`) with no capabilities, no groups and
   `no_new_privs` before the command starts; when the gate runs as another user, bwrap makes a user
   namespace and the command keeps that (already unprivileged) user;
-- a read-only view of the host: `/` is bound read-only, then emptied where the host keeps private
-  things (`/etc` is rebuilt from the few files a loader and a compiler read, with a `passwd` and
+- a read-only view of the host: each top-level directory is bound read-only into bwrap's own root
+  (not `/` whole: bwrap would then make mount points on the read-only host, which failed with EROFS
+  on the GPU machine), except where the host keeps private things (`/etc` is rebuilt from the few files a loader and a compiler read, with a `passwd` and
   `group` of the box's own; `/root`, `/home`, `/tmp`, `/run`, `/var/tmp`, `/mnt`, `/media`, `/srv`
   and every path in `Box.hidden`, such as the gate's data directory with its database, mirrors and
-  other jobs, become empty tmpfs), then the paths the command needs are bound back: the Python
-  installation and `PYTHONPATH` entries and `Box.readable` read-only, `Box.writable` read-write;
+  other jobs, become empty tmpfs), then the paths the command needs and a cover hid are bound back:
+  the Python installation and `PYTHONPATH` entries and `Box.readable` read-only, `Box.writable`
+  read-write;
   `/tmp` and `$HOME` are a private tmpfs. `#include "/etc/passwd"` therefore reads the box's passwd,
   never the host's, and nothing under `/root` or the data directory is there to include;
 - a minimal `/dev` (null, zero, random, tty, shm); with `Box.gpu`, the host's `/dev/nvidia*` nodes;
