@@ -281,7 +281,8 @@ def popen(box: Box, argv: list[str], *, cwd: Path, env: dict[str, str] | None = 
 def run(box: Box, argv: list[str], *, cwd: Path, timeout_s: float, env: dict[str, str] | None = None,
         text: bool = True) -> subprocess.CompletedProcess:
     """Run `argv` in `box`, capturing its output; raise `subprocess.TimeoutExpired` past `timeout_s`
-    after killing the box."""
+    after killing the box, and `BoxError` when bwrap could not set the box up (the gate's fault,
+    never the submitted code's: a compile that never ran is no compile error)."""
     proc = popen(box, argv, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                  stdin=subprocess.DEVNULL, text=text, errors="replace" if text else None,
                  start_new_session=True)
@@ -291,6 +292,9 @@ def run(box: Box, argv: list[str], *, cwd: Path, timeout_s: float, env: dict[str
         proc.kill()
         proc.communicate()
         raise
+    first = (err if isinstance(err, str) else (err or b"").decode(errors="replace")).lstrip()[:500]
+    if proc.returncode == 1 and first.startswith("bwrap: ") and enabled() and not inside():
+        raise BoxError(f"the box could not be set up: {first.splitlines()[0]}")
     return subprocess.CompletedProcess(proc.args, returncode(proc.returncode), out, err)
 
 

@@ -170,3 +170,11 @@ def test_a_box_run_from_the_root_directory_still_hides_the_host(work):
     out = box.run(box.Box(gpu=True), [sys.executable, "-c", script], cwd=Path("/"), timeout_s=30)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]"
+
+
+def test_a_box_that_cannot_be_set_up_is_the_gates_error_not_the_commands(work):
+    """On the GPU machine bwrap once failed to make a mount point; the compile was reported as the
+    kernel's compile error. It is a BoxError (a GateError: the stage ends in `error`, never `reject`)."""
+    missing = Path("/tmp") / f"gate-box-missing-{time.time_ns()}"
+    with pytest.raises(box.BoxError, match="could not be set up"):
+        box.run(box.Box(readable=(missing,)), ["true"], cwd=work, timeout_s=30)
