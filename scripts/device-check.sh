@@ -12,7 +12,9 @@ if [ -d .whl ] && ls .whl/*.whl >/dev/null 2>&1; then
 fi
 export PATH="$PATH:/usr/local/cuda/bin"
 # The box for submitted code (gate/pipeline/box.py) needs bubblewrap; where it cannot be installed,
-# .debs carried in .debs/ are unpacked (not installed) and used from there.
+# .debs carried in .debs/ are unpacked (not installed) and used from there. Fetch them on a Debian or
+# Ubuntu machine with: (mkdir -p .debs && cd .debs && apt-get download bubblewrap libcap2 libselinux1
+# libpcre2-8-0) and carry .debs with the working tree.
 if ! command -v bwrap >/dev/null 2>&1 && ls .debs/*.deb >/dev/null 2>&1; then
   for deb in .debs/*.deb; do dpkg -x "$deb" /opt/gate-debs; done
   export PATH="$PATH:/opt/gate-debs/usr/bin"
