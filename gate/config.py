@@ -43,6 +43,9 @@ class Settings(BaseSettings):
     github_app_private_key: str | None = None     # PEM text, or a path to a PEM file
     github_webhook_secret: str | None = None
     github_branches: CommaList = Field(default_factory=list)   # push branches gated besides the default
+    github_fork_approval: bool = True             # fork PRs wait for a maintainer's label or comment
+    github_approval_label: str = "gate:approved"
+    github_approval_comment: str = "/gate run"
 
     outbound_webhooks: CommaList = Field(default_factory=list)  # URLs that receive verdict JSON
     outbound_webhook_secret: str | None = None

@@ -11,6 +11,18 @@ if [ -d .whl ] && ls .whl/*.whl >/dev/null 2>&1; then
     && export PYTHONPATH="/tmp/site:${PYTHONPATH:-}"
 fi
 export PATH="$PATH:/usr/local/cuda/bin"
+# The box for submitted code (gate/pipeline/box.py) needs bubblewrap; where it cannot be installed,
+# .debs carried in .debs/ are unpacked (not installed) and used from there. Fetch them on a Debian or
+# Ubuntu machine with: (mkdir -p .debs && cd .debs && apt-get download bubblewrap libcap2 libselinux1
+# libpcre2-8-0) and carry .debs with the working tree.
+if ! command -v bwrap >/dev/null 2>&1 && ls .debs/*.deb >/dev/null 2>&1; then
+  for deb in .debs/*.deb; do dpkg -x "$deb" /opt/gate-debs; done
+  export PATH="$PATH:/opt/gate-debs/usr/bin"
+  if ldd "$(command -v bwrap)" | grep -q "not found"; then
+    export LD_LIBRARY_PATH="${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}/opt/gate-debs/lib/x86_64-linux-gnu:/opt/gate-debs/usr/lib/x86_64-linux-gnu"
+  fi
+fi
+echo "box: $(command -v bwrap || echo 'no bwrap') $(bwrap --version 2>/dev/null) GATE_BOX=${GATE_BOX:-bwrap}"
 export PYTHONPATH="$PWD:${PYTHONPATH:-}"
 # This workplace asks that GPU clocks be left alone: ncu runs with --clock-control none (both sides
 # of every comparison alike). Elsewhere the default is `base`.
@@ -29,7 +41,7 @@ step() {   # step NAME SECONDS COMMAND...: run with a time limit, log to $OUT/NA
 }
 for part in "${parts[@]}"; do
   case "$part" in
-    tests)   step gpu-tests 540 python3 -m pytest -m gpu ${GATE_GPU_TESTS:-tests/gpu} -q -p no:cacheprovider -W default -rfE ;;
+    tests)   step gpu-tests "${GATE_GPU_TESTS_LIMIT_S:-540}" python3 -m pytest -m gpu ${GATE_GPU_TESTS:-tests/gpu} -q -p no:cacheprovider -W default -rfE ;;
     quality) step gate-quality 540 python3 bench/gate_quality.py ;;
     demo)    GATE_DATA_DIR=/tmp/gate-demo GATE_DATABASE_URL=sqlite:////tmp/gate-demo/gate.db \
              GATE_BENCH_BUDGET_S="${GATE_BENCH_BUDGET_S:-4}" step demo 480 python3 -m gate.cli demo --no-serve ;;

@@ -22,6 +22,14 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture
+def tmp_path(tmp_path: Path) -> Path:
+    """pytest's own, readable by others: compiles and the GPU child run as an unprivileged user in the
+    box (gate/pipeline/box.py), and pytest makes the directory 0700."""
+    tmp_path.chmod(0o755)
+    return tmp_path
+
+
+@pytest.fixture
 def ncu_fixture() -> Callable[[str], Path]:
     """Path of a recorded .ncu-rep: the shared fixtures beside the repo (`../shared/fixtures`),
     else the committed copy in tests/fixtures/ncu; skips, saying where it looked, if neither has it."""

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pydantic import BaseModel, Field
 
 PR_ACTIONS = ("opened", "synchronize", "reopened")      # a new head sha to gate
-HANDLED_EVENTS = ("ping", "push", "pull_request")
+HANDLED_EVENTS = ("ping", "push", "pull_request", "issue_comment")
 _SHA = r"^[0-9a-f]{40}$"
 _ZERO_SHA = "0" * 40
 
@@ -31,15 +31,25 @@ class PushIn(BaseModel):
     repository: RepositoryIn
 
 
+class RepoRefIn(BaseModel):
+    full_name: str | None = None
+
+
+class LabelIn(BaseModel):
+    name: str
+
+
 class CommitRefIn(BaseModel):
     sha: str = Field(pattern=_SHA)
     ref: str
+    repo: RepoRefIn | None = None       # None: GitHub sends null when the fork was deleted
 
 
 class PullRequestBodyIn(BaseModel):
     number: int
     head: CommitRefIn
     base: CommitRefIn
+    labels: list[LabelIn] = Field(default_factory=list)
 
 
 class PullRequestIn(BaseModel):
@@ -47,6 +57,40 @@ class PullRequestIn(BaseModel):
     number: int
     pull_request: PullRequestBodyIn
     repository: RepositoryIn
+    label: LabelIn | None = None        # the label just added (action "labeled")
+
+
+class IssueIn(BaseModel):
+    number: int
+    pull_request: dict | None = None    # present when the issue is a pull request
+
+
+class CommentIn(BaseModel):
+    body: str
+    author_association: str = "NONE"
+
+
+class IssueCommentIn(BaseModel):
+    action: str
+    issue: IssueIn
+    comment: CommentIn
+    repository: RepositoryIn
+
+
+@dataclass(frozen=True)
+class ForkApproval:
+    """Code from forks is not built until a maintainer approves its head: by adding `label` (only
+    users with triage rights can), or by commenting `comment` as one of `maintainers` (GitHub's
+    author_association). A new push to the fork asks for approval again: an approval is for the
+    head it was given for, never for what the fork pushes later."""
+
+    required: bool = True
+    label: str = "gate:approved"
+    comment: str = "/gate run"
+    maintainers: tuple[str, ...] = ("OWNER", "MEMBER", "COLLABORATOR")
+
+    def how(self) -> str:
+        return f"a maintainer adds the label {self.label!r} or comments {self.comment!r}"
 
 
 @dataclass(frozen=True)
@@ -67,6 +111,14 @@ class Ignored:
     reason: str
 
 
+@dataclass(frozen=True)
+class AwaitingApproval:
+    """A fork's pull request: nothing is built until a maintainer approves (`ForkApproval`)."""
+
+    request: GateRequest
+    reason: str
+
+
 def from_push(push: PushIn, gated_branches: list[str]) -> GateRequest | Ignored:
     """Pushes to the default branch or to `GATE_GITHUB_BRANCHES` are gated; tags and deletions not."""
     if push.deleted or push.after == _ZERO_SHA:
@@ -82,12 +134,38 @@ def from_push(push: PushIn, gated_branches: list[str]) -> GateRequest | Ignored:
     return GateRequest(repo.full_name, repo.clone_url, repo.default_branch, push.after, branch, None)
 
 
-def from_pull_request(event: PullRequestIn) -> GateRequest | Ignored:
-    if event.action not in PR_ACTIONS:
+def is_fork(event: PullRequestIn) -> bool:
+    """The head lives in another repository (or in one GitHub no longer knows)."""
+    head = event.pull_request.head.repo
+    return head is None or head.full_name != event.repository.full_name
+
+
+def from_pull_request(event: PullRequestIn,
+                      approval: ForkApproval = ForkApproval()) -> GateRequest | Ignored | AwaitingApproval:
+    approved_now = event.action == "labeled" and event.label is not None and event.label.name == approval.label
+    if event.action not in PR_ACTIONS and not approved_now:
         return Ignored(f"pull_request action {event.action!r} brings no new commit")
     pr, repo = event.pull_request, event.repository
-    return GateRequest(repo.full_name, repo.clone_url, repo.default_branch, pr.head.sha, pr.head.ref,
-                       pr.base.sha, pull_request=event.number)
+    request = GateRequest(repo.full_name, repo.clone_url, repo.default_branch, pr.head.sha, pr.head.ref,
+                          pr.base.sha, pull_request=event.number)
+    if not approval.required or not is_fork(event):
+        return Ignored("the label approves forks only; this head was gated when it came") if approved_now \
+            else request
+    if approved_now:
+        return request
+    return AwaitingApproval(request, f"fork pull request #{event.number}: not built until {approval.how()}")
+
+
+def approving_comment(event: IssueCommentIn, approval: ForkApproval = ForkApproval()) -> int | Ignored:
+    """The pull request number a maintainer's approval comment asks to gate, or why it asks nothing."""
+    if event.action != "created" or event.issue.pull_request is None:
+        return Ignored("not a new comment on a pull request")
+    if event.comment.body.strip() != approval.comment:
+        return Ignored(f"the comment is not {approval.comment!r}")
+    if event.comment.author_association not in approval.maintainers:
+        return Ignored(f"{event.comment.author_association} may not approve (maintainers: "
+                       f"{', '.join(approval.maintainers)})")
+    return event.issue.number
 
 
 def is_sha(value: str) -> bool:

@@ -22,4 +22,18 @@ def start() -> tuple[Settings, Engine]:
     settings = get_settings()
     engine = make_engine(settings.database_url)
     upgrade(engine)
+    _check_box(logging.getLogger("gate.box"))
     return settings, engine
+
+
+def _check_box(log) -> None:  # noqa: ANN001
+    """Say at start, not at the first job, when submitted code cannot be boxed."""
+    import shutil
+
+    from gate.pipeline import box
+
+    if not box.enabled():
+        log.warning("GATE_BOX=off: submitted code runs unboxed, with the server's rights (trusted repositories only)")
+    elif shutil.which("bwrap") is None or shutil.which("prlimit") is None:
+        log.error("bubblewrap (bwrap) or prlimit is missing: every job will end in `error` until it is installed "
+                  "(apt install bubblewrap util-linux)")

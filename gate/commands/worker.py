@@ -17,8 +17,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    import socket
-
     from gate.commands.startup import start
     from gate.executors.base import JobEnvironment, load_gate_job
     from gate.executors.local import LocalExecutor, local_gpus
@@ -34,7 +32,9 @@ def main(args: argparse.Namespace) -> int:
     if settings.executor == "celery":
         from gate.executors.celery import CeleryExecutor, queue_name
 
-        executor = CeleryExecutor(env, settings.broker_url, worker_name=f"celery@{socket.gethostname()}:{kind}")
+        from gate.executors.liveness import worker_id
+
+        executor = CeleryExecutor(env, settings.broker_url, worker_name=worker_id("celery", "worker", kind))
         if args.once:
             print("gate worker: --once needs GATE_EXECUTOR=local (a Celery worker waits for messages)")
             return 2

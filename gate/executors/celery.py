@@ -4,6 +4,12 @@ The database stays the source of truth. The server sends `run_job(job_id)` for e
 queue of its GPU kind (`gate.<kind>`; `gate.any` for jobs any GPU may run). The task claims the row by
 id with the same atomic claim as the local executor, so a message delivered twice (a worker died
 before acking, the server re-sent at start-up) runs the job at most once at a time and stores one verdict.
+
+A worker killed mid-job (SIGKILL, a lost host) stops beating; the server's `OrphanSweeper` re-queues
+the job once its heartbeat is `stale_after_s` old and sends it again, so another worker runs it within
+`stale_after_s + sweep_s` plus its pick-up time (70 s with the defaults), without a restart. The dead
+worker's unacknowledged message comes back after Redis's visibility timeout; by then the job is done
+or running elsewhere with a fresh heartbeat, and the claim drops it.
 """
 
 from __future__ import annotations
@@ -15,6 +21,7 @@ import threading
 from celery import Celery
 
 from gate.executors.base import JobEnvironment, run_claimed
+from gate.executors.liveness import OrphanSweeper, worker_id
 from gate.storage import claims
 
 log = logging.getLogger(__name__)
@@ -36,6 +43,9 @@ def make_celery(broker_url: str) -> Celery:
         task_ignore_result=True,            # results live in the database, not the backend
         broker_connection_retry_on_startup=True,
         task_default_queue=queue_name("any"),
+        # An unacknowledged message (its worker died) is delivered again after this long; the sweeper
+        # has re-sent the job long before, so this only bounds how long a stray copy waits.
+        broker_transport_options={"visibility_timeout": 3600},
     )
     return app
 
@@ -44,10 +54,11 @@ class CeleryExecutor:
     """Both sides: the server sends (`start`, `wake`), a worker runs (`register_worker_task`)."""
 
     def __init__(self, env: JobEnvironment, broker_url: str, *, app: Celery | None = None,
-                 worker_name: str = "celery"):
+                 worker_name: str | None = None, sweeper: OrphanSweeper | None = None):
         self.env = env
         self.app = app or make_celery(broker_url)
-        self.worker_name = worker_name
+        self.worker_name = worker_name or worker_id("celery", "worker")
+        self.sweeper = sweeper or OrphanSweeper(env.session_factory, self.resend)
         self._sent: set[int] = set()
         self._lock = threading.Lock()
 
@@ -80,14 +91,20 @@ class CeleryExecutor:
                 sent.append(job_id)
         return sent
 
+    def resend(self, job_ids: list[int]) -> None:
+        """Jobs the sweeper put back in the queue: send them again."""
+        with self._lock:
+            self._sent.difference_update(job_ids)
+        self.wake()
+
     def start(self) -> None:
-        # Jobs orphaned by a dead worker (stale heartbeat) are queued again and re-sent.
-        with self.env.session_factory() as session:
-            claims.requeue_orphans(session)
+        """Server side: re-queue and re-send orphans now, then sweep for them periodically."""
+        self.sweeper.sweep()
         self.dispatch_queued()
+        self.sweeper.start()
 
     def stop(self) -> None:
-        pass
+        self.sweeper.stop()
 
     def wake(self) -> None:
         try:

@@ -35,6 +35,7 @@ from gate.domain.results import (
     StaticResult,
 )
 from gate.errors import GateError, RunnerError
+from gate.pipeline import box
 from gate.runner.protocol import (
     REQUEST_NAME,
     RESULT_NAME,
@@ -62,11 +63,20 @@ def _child_env() -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": os.pathsep.join(dict.fromkeys(paths)), "PYTHONUNBUFFERED": "1"}
 
 
+def _child_box(request: JobRequest, hidden: tuple[Path, ...]) -> box.Box:
+    cache = request.options.build_cache_dir
+    writable = (Path(request.artifacts_dir), *((Path(cache),) if cache else ()))
+    readable = tuple(Path(side.path) for side in (request.candidate, request.baseline) if side is not None)
+    return box.Box(writable=writable, readable=readable, hidden=hidden, gpu=True, limits=box.GPU_CHILD_LIMITS)
+
+
 def run_child(request: JobRequest, timeout_s: float,
               on_event: Callable[[ProgressEvent], None] | None = None,
-              *, command: list[str] | None = None) -> JobResult:
+              *, command: list[str] | None = None, hidden: tuple[Path, ...] = ()) -> JobResult:
     """Run one job's stages in a child process and return its `JobResult` (see the module doc).
 
+    The child runs in the box (`gate.pipeline.box`): it writes only its artifacts and the object
+    cache, reads its checkouts, sees the GPU's device nodes, and nothing of `hidden` (the data dir).
     `command` replaces the child's command line (tests use it to stand in a crashing child).
     """
     artifacts = Path(request.artifacts_dir)
@@ -74,9 +84,9 @@ def run_child(request: JobRequest, timeout_s: float,
     request_path, result_path = artifacts / REQUEST_NAME, artifacts / RESULT_NAME
     result_path.unlink(missing_ok=True)
     write_request(request_path, request)
-    proc = subprocess.Popen(command or child_command(request_path, result_path), stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True, errors="replace",
-                            start_new_session=True, env=_child_env())
+    proc = box.popen(_child_box(request, hidden), command or child_command(request_path, result_path),
+                     cwd=artifacts, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
+                     text=True, errors="replace", start_new_session=True, env=_child_env())
     lines: queue.Queue = queue.Queue()
     tail: deque[str] = deque(maxlen=STDERR_TAIL_LINES)
     readers = [threading.Thread(target=_pump, args=(proc.stdout, lines.put, lines.put), daemon=True),
@@ -119,7 +129,7 @@ def run_child(request: JobRequest, timeout_s: float,
             reader.join(timeout=5)
         for stream in (proc.stdout, proc.stderr):
             stream.close()
-    return _outcome(request, proc.returncode, timed_out, timeout_s, running, error, list(tail), result_path)
+    return _outcome(request, box.returncode(proc.returncode), timed_out, timeout_s, running, error, list(tail), result_path)
 
 
 def _pump(stream, sink: Callable, on_end: Callable | None) -> None:

@@ -69,7 +69,7 @@ def gate_job(*, repo: str, sha: str, base_sha: str | None, kernel: str, data_dir
             f" vs {base_sha[:12]}" if baseline else ", new kernel: no baseline declares it")))
         request = JobRequest(kernel=spec, candidate=candidate, baseline=baseline,
                              artifacts_dir=str(artifacts), options=options)
-        result = run_child(request, timeout_s=spec.timeout_s, on_event=emit)
+        result = run_child(request, timeout_s=spec.timeout_s, on_event=emit, hidden=(Path(data_dir),))
         result.new_kernel = new_kernel
     finally:
         shutil.rmtree(workspace, ignore_errors=True)

@@ -1,19 +1,21 @@
 """The embedded executor: one thread per GPU (one in all with no GPU) taking jobs from the database.
 
 Used inside `gate serve` and by `gate worker` with GATE_EXECUTOR=local (a database-polling worker).
-At start it re-queues jobs this host's executor left RUNNING (the process died mid-job), so they run
-again; the attempt check in `store_outcome` keeps a late result from being stored twice.
+At start it re-queues jobs a dead process of this host left RUNNING (the process died mid-job), and an
+`OrphanSweeper` keeps re-queueing jobs whose worker stopped beating (see `liveness.py`); the attempt
+check in `store_outcome` keeps a late result from being stored twice. Worker ids carry the process id,
+so two executors on one host never take each other's live jobs for leftovers.
 """
 
 from __future__ import annotations
 
 import logging
 import shutil
-import socket
 import subprocess
 import threading
 
 from gate.executors.base import JobEnvironment, run_claimed
+from gate.executors.liveness import OrphanSweeper, worker_id
 from gate.storage import claims
 
 log = logging.getLogger(__name__)
@@ -34,12 +36,12 @@ def local_gpus() -> list[str]:
 
 class LocalExecutor:
     def __init__(self, env: JobEnvironment, *, gpus: list[str] | None = None, poll_s: float = 2.0,
-                 host: str | None = None, role: str = "serve"):
+                 role: str = "serve", sweeper: OrphanSweeper | None = None):
         self.env = env
         self.gpus = local_gpus() if gpus is None else gpus
         self.poll_s = poll_s
-        # "local@<host>/<role>": a restarted `gate serve` re-queues only what it left running itself.
-        self.worker_prefix = f"local@{host or socket.gethostname()}/{role}"
+        self.role = role
+        self.sweeper = sweeper or OrphanSweeper(env.session_factory, lambda _ids: self.wake())
         self._stop = threading.Event()
         self._wake = threading.Event()
         self._threads: list[threading.Thread] = []
@@ -47,24 +49,23 @@ class LocalExecutor:
     def _slots(self) -> list[tuple[str, list[str]]]:
         """(worker id, GPU kinds it serves) per slot. Jobs of kind "any" go to the first free slot."""
         if not self.gpus:
-            return [(f"{self.worker_prefix}:cpu", ["any", "cpu"])]
-        return [(f"{self.worker_prefix}:gpu{i}", ["any", name]) for i, name in enumerate(self.gpus)]
+            return [(worker_id("local", self.role, "cpu"), ["any", "cpu"])]
+        return [(worker_id("local", self.role, f"gpu{i}"), ["any", name]) for i, name in enumerate(self.gpus)]
 
     def recover(self) -> list[int]:
-        with self.env.session_factory() as session:
-            requeued = claims.requeue_orphans(session, worker_prefix=self.worker_prefix + ":")
-        if requeued:
-            log.warning("re-queued jobs left running by a previous run: %s", requeued)
-        return requeued
+        """Re-queue what dead processes (of this host, or silent too long) left running."""
+        return self.sweeper.sweep()
 
     def start(self) -> None:
         self.recover()
+        self.sweeper.start()
         for worker, kinds in self._slots():
             t = threading.Thread(target=self._loop, args=(worker, kinds), name=worker, daemon=True)
             t.start()
             self._threads.append(t)
 
     def stop(self) -> None:
+        self.sweeper.stop()
         self._stop.set()
         self._wake.set()
         for t in self._threads:

@@ -3,7 +3,13 @@
 Every refusal is a `ManifestError` whose message names the file and the dotted key, e.g.
 `gate.toml: kernel[0].gates.max_bank_conflict_pct: must be >= 0, got -1`.
 Paths are checked against the repository root: no absolute paths, no `..` or symlink that leaves it,
-and every source must exist.
+and every source must exist. Each part of a source path is limited to letters, digits and `_ . + -`,
+never starting with `-`: nvcc hands file names to a shell (`k$(id).cu` ran `id` on the host) and
+reads a leading `-` as an option, so a name outside that set is refused here, at the edge.
+
+Sizes are bounded, so one push cannot hold the executor for minutes: the file (`MAX_MANIFEST_BYTES`,
+checked before parsing), kernels per manifest (each is a job), shapes per kernel, and the cases a kernel
+is measured on (shapes x dtypes x archs); `timeout_s` is at most `MAX_TIMEOUT_S`.
 """
 
 from __future__ import annotations
@@ -31,6 +37,13 @@ WORKLOAD_FLAGS = {"attention": ("causal",), "gemm": ()}
 _CALLABLE = re.compile(r"^([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*):([A-Za-z_]\w*)$")
 _NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
 _OPCODE = re.compile(r"^[A-Z][A-Z0-9_]*$")
+_PATH_PART = re.compile(r"^[A-Za-z0-9_.+][A-Za-z0-9_.+-]*$")   # one part of a source path (see above)
+
+MAX_MANIFEST_BYTES = 256 * 1024
+MAX_KERNELS = 32                # one job each
+MAX_SHAPES = 64                 # per kernel
+MAX_CASES = 512                 # shapes x dtypes x archs, per kernel
+MAX_TIMEOUT_S = 3600.0          # the whole job's child
 
 _KERNEL_REQUIRED = ("name", "sources", "workload", "shapes")
 _KERNEL_OPTIONAL = ("function", "arch", "dtypes", "gates", "profile", "timeout_s")
@@ -76,6 +89,9 @@ def load_manifest(repo_dir: Path) -> Manifest:
     path = repo_dir / MANIFEST_NAME
     if not path.is_file():
         raise ManifestError(f"no {MANIFEST_NAME} at the repository root", file=MANIFEST_NAME)
+    size = path.stat().st_size
+    if size > MAX_MANIFEST_BYTES:
+        raise ManifestError(f"{size} bytes; at most {MAX_MANIFEST_BYTES}", file=MANIFEST_NAME)
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
@@ -85,6 +101,8 @@ def load_manifest(repo_dir: Path) -> Manifest:
     tables = data.get("kernel")
     if not isinstance(tables, list) or not tables:
         raise check.fail("kernel", "declare at least one [[kernel]] table")
+    if len(tables) > MAX_KERNELS:
+        raise check.fail("kernel", f"{len(tables)} kernels; at most {MAX_KERNELS} (each one is a job)")
     root = repo_dir.resolve()
     kernels = [_kernel(check, t, f"kernel[{i}]", root) for i, t in enumerate(tables)]
     seen: set[str] = set()
@@ -121,10 +139,14 @@ def _kernel(check: _Checker, table: Any, key: str, root: Path) -> KernelSpec:
         spec.profile = table["profile"]
     if "timeout_s" in table:
         spec.timeout_s = float(check.number(table["timeout_s"], f"{key}.timeout_s"))
-        if spec.timeout_s == 0:
-            raise check.fail(f"{key}.timeout_s", "must be > 0")
+        if spec.timeout_s == 0 or spec.timeout_s > MAX_TIMEOUT_S:
+            raise check.fail(f"{key}.timeout_s", f"must be > 0 and <= {MAX_TIMEOUT_S:g}, got {spec.timeout_s:g}")
     if "gates" in table:
         spec.gates = _gates(check, table["gates"], f"{key}.gates", {s.label for s in shapes})
+    cases = len(spec.shapes) * len(spec.dtypes) * len(spec.arch)
+    if cases > MAX_CASES:
+        raise check.fail(key, f"{len(spec.shapes)} shapes x {len(spec.dtypes)} dtypes x {len(spec.arch)} archs = "
+                              f"{cases} cases; at most {MAX_CASES} per kernel")
     return spec
 
 
@@ -146,6 +168,10 @@ def _inside_repo(check: _Checker, source: str, key: str, root: Path) -> None:
     posix = PurePosixPath(source)
     if any(ord(c) < 32 for c in source):
         raise check.fail(key, f"{source!r} contains control characters")
+    for part in source.split("/"):
+        if part and not _PATH_PART.match(part):
+            raise check.fail(key, f"{source!r}: use letters, digits and '_', '.', '+', '-' in path names, "
+                                  "not starting with '-'")
     if posix.is_absolute() or Path(source).is_absolute() or "\\" in source:
         raise check.fail(key, f"{source!r} must be a path relative to the repository root")
     depth = 0
@@ -200,6 +226,8 @@ def _top_level_names(check: _Checker, module_file: Path, key: str, root: Path) -
 def _shapes(check: _Checker, value: Any, key: str, workload: str) -> list[Shape]:
     if not isinstance(value, list) or not value:
         raise check.fail(key, "list at least one shape, e.g. [{m=1024, n=1024, k=1024}]")
+    if len(value) > MAX_SHAPES:
+        raise check.fail(key, f"{len(value)} shapes; at most {MAX_SHAPES} per kernel")
     shapes = [_shape(check, item, f"{key}[{i}]", workload) for i, item in enumerate(value)]
     labels = [s.label for s in shapes]
     for i, label in enumerate(labels):

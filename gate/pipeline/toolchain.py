@@ -22,6 +22,7 @@ from functools import cache
 from pathlib import Path
 
 from gate.errors import ToolMissingError
+from gate.pipeline import box
 from gate.pipeline.build_cache import Toolchain
 
 # Flags common to every compile. -Xptxas -v: ptxas's register/smem/spill report goes into the log.
@@ -42,9 +43,9 @@ class ToolRun:
 
 
 def run_tool(command: list[str], cwd: Path, timeout_s: float) -> ToolRun:
-    """Run a compiler (argument list, never a shell string); a timeout is a failed run."""
+    """Run a compiler (argument list, never a shell string) in the box; a timeout is a failed run."""
     try:
-        proc = subprocess.run(command, cwd=cwd, capture_output=True, text=True, timeout=timeout_s)
+        proc = box.run(box.for_compile(command, cwd), command, cwd=cwd, timeout_s=timeout_s)
     except subprocess.TimeoutExpired:
         return ToolRun(False, f"{command[0]}: timed out after {timeout_s:.0f} s")
     return ToolRun(proc.returncode == 0, (proc.stdout + proc.stderr).strip())

@@ -46,7 +46,10 @@ def merge_base(git_dir: Path, base_sha: str, head_sha: str) -> str:
 
 def find_merge_base(url: str, base_sha: str, head_sha: str, mirror: Any = None) -> str | None:
     """The merge base, or None (logged) when it cannot be computed here."""
+    from gate.sources.policy import FetchPolicy
+
     try:
+        (getattr(mirror, "policy", None) or FetchPolicy.from_env()).check(url)   # a local path too
         path = local_path(url)
         if path is not None and path.is_dir():
             return merge_base(path, base_sha, head_sha)

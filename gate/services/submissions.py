@@ -74,24 +74,29 @@ def plan_revision(session: Session, revision: Revision, *, sources: SourceReader
     """One queued job per kernel of gate.toml at the revision, or the revision ends with `error`."""
     if revision.jobs or revision.status != RevisionStatus.QUEUED:
         return PlanResult(jobs=list(revision.jobs), error=revision.error)
-    repo = revision.repository.url
+    repo, wanted_sha, wanted_base = revision.repository.url, revision.sha, revision.base_sha
+    # git may take minutes (or hang until its timeout): end the read transaction first, so that no
+    # database connection is held meanwhile (issue 12: 45 hung clones exhausted the pool).
+    session.commit()
     try:
-        sha = sources.resolve(repo, revision.sha)
+        sha = sources.resolve(repo, wanted_sha)
     except SourceError as exc:
         field_name = "repo" if is_local_repo(repo) and not Path(repo).is_dir() else "sha"
-        return _fail(session, revision, field_name, f"cannot resolve sha {revision.sha!r} in {repo}: {exc}")
+        return _fail(session, revision, field_name, f"cannot resolve sha {wanted_sha!r} in {repo}: {exc}")
     try:
         info = sources.commit_info(repo, sha)
         manifest = sources.manifest(repo, sha)
-        base = revision.base_sha and sources.resolve(repo, revision.base_sha)
+        base = wanted_base and sources.resolve(repo, wanted_base)
     except ManifestError as exc:
         return _fail(session, revision, "repo", f"gate.toml at {sha[:12]}: {exc}")
     except SourceError as exc:
-        return _fail(session, revision, "base_sha", f"cannot resolve base_sha {revision.base_sha!r}: {exc}")
+        return _fail(session, revision, "base_sha", f"cannot resolve base_sha {wanted_base!r}: {exc}")
     except StorageError:
         raise
     except GateError as exc:
         return _fail(session, revision, "repo", f"cannot read {repo} at {sha[:12]}: {exc}")
+    if revision.jobs or revision.status != RevisionStatus.QUEUED:    # planned elsewhere meanwhile
+        return PlanResult(jobs=list(revision.jobs), error=revision.error)
     names = [k.name for k in manifest.kernels]
     unknown = [k for k in (revision.kernels or []) if k not in names]
     if unknown:

@@ -7,18 +7,24 @@ reach the mirror, and archive members are extracted with tarfile's `data` filter
 out of the workspace).
 
 Every git call takes an argument list; user-given revisions are refused when they start with `-`
-and are passed after `--end-of-options`, so they are never read as options.
+and are passed after `--end-of-options`, so they are never read as options. A repository is fetched
+only when `FetchPolicy` (gate/sources/policy.py) allows it; a clone or fetch is killed past
+the policy's time or size limit. A checkout streams `git archive` into the workspace (a large blob
+never sits in the server's memory) and stops past `MAX_CHECKOUT_BYTES`. A failing git call keeps
+every `fatal:`/`error:` line of its stderr, not only the last one.
 """
 
 from __future__ import annotations
 
 import fcntl
 import hashlib
-import io
 import os
 import re
+import shutil
 import subprocess
 import tarfile
+import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime
@@ -26,27 +32,87 @@ from pathlib import Path
 
 from gate.domain.job import Checkout
 from gate.errors import SourceError
+from gate.sources.policy import FetchPolicy
 
 _FULL_SHA = re.compile(r"^[0-9a-f]{40}([0-9a-f]{24})?$")
 GIT_TIMEOUT_S = 600.0
 
 
+MAX_CHECKOUT_BYTES = 1 << 30    # one revision's tree, uncompressed
+_ERROR_CHARS = 2000
+
+
+def git_cause(stderr: str) -> str:
+    """git's reason for failing: every fatal/error/warning line (the cause is often not the last
+    line), else the last lines, at most `_ERROR_CHARS` characters."""
+    lines = [line.strip() for line in stderr.splitlines() if line.strip()]
+    marked = [line for line in lines if line.lower().startswith(("fatal:", "error:", "warning:", "remote:"))]
+    text = " | ".join(marked or lines[-3:])
+    return text[:_ERROR_CHARS]
+
+
 def _git(args: list[str], *, cwd: Path | None = None, binary: bool = False,
-         env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+         timeout_s: float = GIT_TIMEOUT_S, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     """Run git with an argument list; raise SourceError with git's own message on failure."""
     cmd = ["git", *args]
     try:
-        proc = subprocess.run(cmd, cwd=cwd, capture_output=True, timeout=GIT_TIMEOUT_S, check=False,
+        proc = subprocess.run(cmd, cwd=cwd, capture_output=True, timeout=timeout_s, check=False,
                               env={**os.environ, "GIT_TERMINAL_PROMPT": "0", **(env or {})})
     except FileNotFoundError as exc:
         raise SourceError("git is not installed") from exc
     except subprocess.TimeoutExpired as exc:
-        raise SourceError(f"git {args[0]} timed out after {GIT_TIMEOUT_S:.0f} s") from exc
+        raise SourceError(f"git {args[0]} timed out after {timeout_s:.0f} s") from exc
     if proc.returncode != 0:
-        stderr = proc.stderr.decode(errors="replace").strip()
-        raise SourceError(f"git {args[0]} failed: {stderr.splitlines()[-1] if stderr else proc.returncode}")
+        stderr = proc.stderr.decode(errors="replace")
+        raise SourceError(f"git {args[0]} failed (exit {proc.returncode}): {git_cause(stderr) or 'no message'}")
     return proc if binary else subprocess.CompletedProcess(
         proc.args, proc.returncode, proc.stdout.decode(errors="replace"), proc.stderr.decode(errors="replace"))
+
+
+def _dir_bytes(path: Path) -> int:
+    total = 0
+    for root, _dirs, files in os.walk(path):
+        for name in files:
+            try:
+                total += os.lstat(os.path.join(root, name)).st_size
+            except OSError:
+                pass
+    return total
+
+
+def _transfer(args: list[str], target: Path, policy: FetchPolicy, *, cwd: Path | None = None) -> None:
+    """A clone or fetch under the policy's limits: killed past `timeout_s`, or once `target` grows
+    beyond `max_bytes` (checked twice a second while git runs)."""
+    cmd = ["git", *policy.git_config(), *args]
+    try:
+        proc = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                stdin=subprocess.DEVNULL, env={**os.environ, "GIT_TERMINAL_PROMPT": "0"},
+                                start_new_session=True)
+    except FileNotFoundError as exc:
+        raise SourceError("git is not installed") from exc
+    stderr: list[bytes] = []
+    reader = threading.Thread(target=lambda: stderr.append(proc.stderr.read()), daemon=True)
+    reader.start()
+    deadline, why = time.monotonic() + policy.timeout_s, ""
+    while proc.poll() is None:
+        if time.monotonic() > deadline:
+            why = f"timed out after {policy.timeout_s:.0f} s"
+        elif target.exists() and _dir_bytes(target) > policy.max_bytes:
+            why = f"exceeded {policy.max_bytes} bytes"
+        if why:
+            os.killpg(proc.pid, 9)
+            proc.wait()
+            break
+        time.sleep(0.5)
+    reader.join(timeout=5)
+    proc.stderr.close()
+    if not why and proc.returncode == 0 and _dir_bytes(target) > policy.max_bytes:
+        why = f"exceeded {policy.max_bytes} bytes"      # a local clone can finish between two checks
+    if why:
+        raise SourceError(f"git {args[0]} {why}")
+    if proc.returncode != 0:
+        text = b"".join(stderr).decode(errors="replace")
+        raise SourceError(f"git {args[0]} failed (exit {proc.returncode}): {git_cause(text) or 'no message'}")
 
 
 def check_rev(rev: str) -> str:
@@ -59,8 +125,15 @@ def check_rev(rev: str) -> str:
 class Mirror:
     """Bare mirrors of the repositories the gate has seen, one directory each under `root`."""
 
-    def __init__(self, root: Path):
+    def __init__(self, root: Path, policy: FetchPolicy | None = None):
         self.root = Path(root)
+        self.policy = policy or FetchPolicy.from_env()
+
+    @staticmethod
+    def _check_repository(repo: str, local: Path | None) -> None:
+        """A local directory that is not a git repository is named as such (not as a missing revision)."""
+        if local and not (local / "HEAD").is_file() and not (local / ".git").exists():
+            raise SourceError(f"{repo} is not a git repository")
 
     @staticmethod
     def _local(repo: str) -> Path | None:
@@ -88,38 +161,55 @@ class Mirror:
 
     def update(self, repo: str) -> Path:
         """Clone the mirror on first use, else fetch every ref; return the mirror's path."""
-        if repo.startswith("-"):
-            raise SourceError(f"refusing repository {repo!r}")
+        self.policy.check(repo)
         local = self._local(repo)
-        if local and not (local / "HEAD").is_file() and not (local / ".git").exists():
-            raise SourceError(f"{repo} is not a git repository")
+        self._check_repository(repo, local)
         url = str(local) if local else repo
         with self._locked(repo) as mirror:
             if not (mirror / "HEAD").exists():
-                _git(["clone", "--mirror", "--quiet", "--", url, str(mirror)])
+                try:
+                    _transfer(["clone", "--mirror", "--quiet", "--", url, str(mirror)], mirror, self.policy)
+                except SourceError:
+                    shutil.rmtree(mirror, ignore_errors=True)     # no half-cloned mirror stays
+                    raise
             else:
-                _git(["fetch", "--prune", "--quiet", "origin"], cwd=mirror)
+                _transfer(["fetch", "--prune", "--quiet", "origin"], mirror, self.policy, cwd=mirror)
         return mirror
 
     def resolve(self, repo: str, rev: str) -> str:
-        """The full sha of `rev`. A local path is asked directly (its HEAD is the user's HEAD)."""
+        """The full sha of `rev`. A local path is asked directly (its HEAD is the user's HEAD).
+
+        A commit never changes: a full sha the mirror already holds, or a local revision whose commit
+        it holds, is answered without a fetch (a fetch per submission made planning ~0.5 s each)."""
         check_rev(rev)
-        mirror = self.update(repo)
-        local = self._local(repo)
-        where = local if local else mirror
+        self.policy.check(repo)
+        mirror, local = self.path(repo), self._local(repo)
+        self._check_repository(repo, local)
+        if _FULL_SHA.match(rev) and self._has(mirror, rev):
+            return rev
+        if local is None:
+            return self._rev_parse(self.update(repo), rev, repo)
+        sha = self._rev_parse(local, rev, repo)
+        if not self._has(mirror, sha):
+            mirror = self.update(repo)
+            if not self._has(mirror, sha):
+                # A commit reachable from no ref (e.g. a detached HEAD) is fetched by its sha.
+                with self._locked(repo):
+                    _transfer(["fetch", "--quiet", "origin", sha], mirror, self.policy, cwd=mirror)
+        return sha
+
+    @staticmethod
+    def _rev_parse(where: Path, rev: str, repo: str) -> str:
         try:
             out = _git(["rev-parse", "--verify", "--quiet", "--end-of-options", f"{rev}^{{commit}}"], cwd=where)
         except SourceError as exc:
             raise SourceError(f"revision {rev!r} does not exist in {repo}") from exc
-        sha = out.stdout.strip()
-        if local and not self._has(mirror, sha):
-            # A commit reachable from no ref (e.g. a detached HEAD) is fetched by its sha.
-            with self._locked(repo):
-                _git(["fetch", "--quiet", "origin", sha], cwd=mirror)
-        return sha
+        return out.stdout.strip()
 
     @staticmethod
     def _has(mirror: Path, sha: str) -> bool:
+        if not (mirror / "HEAD").exists():
+            return False
         try:
             _git(["cat-file", "-e", f"{sha}^{{commit}}"], cwd=mirror)
         except SourceError:
@@ -142,12 +232,7 @@ class Mirror:
         workspace.mkdir(parents=True, exist_ok=True)
         if any(workspace.iterdir()):
             raise SourceError(f"workspace {workspace} is not empty")
-        archive = _git(["archive", "--format=tar", "--end-of-options", sha], cwd=mirror, binary=True)
-        with tarfile.open(fileobj=io.BytesIO(archive.stdout)) as tar:
-            try:
-                tar.extractall(workspace, filter="data")
-            except tarfile.FilterError as exc:
-                raise SourceError(f"commit {sha}: refusing archive member: {exc}") from exc
+        _export(mirror, sha, workspace)
         return Checkout(sha=sha, path=str(workspace))
 
     def commit_info(self, repo: str, sha: str) -> dict:
@@ -162,3 +247,38 @@ class Mirror:
             "committed_at": datetime.fromisoformat(committed.strip()),
             "parent_sha": parents.split()[0] if parents.split() else None,
         }
+
+
+def _export(mirror: Path, sha: str, workspace: Path) -> None:
+    """Stream `git archive` of `sha` into `workspace` (tarfile's `data` filter: no links or paths out),
+    refusing a tree larger than `MAX_CHECKOUT_BYTES`."""
+    proc = subprocess.Popen(["git", "archive", "--format=tar", "--end-of-options", sha], cwd=mirror,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
+    total, error = 0, None
+    try:
+        with tarfile.open(fileobj=proc.stdout, mode="r|") as tar:
+            for member in tar:
+                total += member.size
+                if total > MAX_CHECKOUT_BYTES:
+                    error = f"commit {sha}: the tree is larger than {MAX_CHECKOUT_BYTES} bytes"
+                    break
+                try:
+                    tar.extract(member, workspace, filter="data")
+                except tarfile.FilterError as exc:
+                    error = f"commit {sha}: refusing archive member: {exc}"
+                    break
+    except tarfile.TarError as exc:
+        error = f"commit {sha}: unreadable archive: {exc}"
+    finally:
+        if error:
+            proc.kill()
+        else:
+            proc.stdout.read()        # the archive's trailing blocks, so that git exits by itself
+        stderr = proc.stderr.read().decode(errors="replace")
+        proc.wait()
+        proc.stdout.close()
+        proc.stderr.close()
+    if error:
+        raise SourceError(error)
+    if proc.returncode != 0:
+        raise SourceError(f"git archive failed (exit {proc.returncode}): {git_cause(stderr)}")

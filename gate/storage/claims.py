@@ -7,7 +7,7 @@ executor (next queued job) and Celery (a job by id, so a redelivered message can
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import timedelta
 
 from sqlalchemy import and_, or_, select, update
@@ -84,26 +84,30 @@ def heartbeat(session: Session, job_id: int, attempt: int, *, progress: str | No
 
 
 def requeue_orphans(session: Session, *, worker_prefix: str | None = None,
-                    stale_after_s: float = STALE_AFTER_S) -> list[int]:
+                    stale_after_s: float = STALE_AFTER_S,
+                    dead_worker: Callable[[str], bool] | None = None) -> list[int]:
     """Put RUNNING jobs whose worker is gone back in the queue; their ids.
 
-    A worker is gone when its id starts with `worker_prefix` (this host's executor, restarting) or
-    its heartbeat is older than `stale_after_s`.
+    A worker is gone when its heartbeat is older than `stale_after_s`, when its id starts with
+    `worker_prefix`, or when `dead_worker(id)` says so (a process of this host that no longer exists).
     """
     stale = utcnow() - timedelta(seconds=stale_after_s)
-    gone = Job.heartbeat_at < stale
-    if worker_prefix:
-        gone = or_(gone, Job.worker.startswith(worker_prefix, autoescape=True))
-    ids = session.scalars(select(Job.id).where(Job.state == JobState.RUNNING, gone)).all()
+    rows = session.execute(select(Job.id, Job.worker, Job.heartbeat_at).where(Job.state == JobState.RUNNING)).all()
+    session.rollback()
     requeued = []
-    for job_id in ids:
+    for job_id, worker, beat in rows:
+        why = ("heartbeat older than %.0f s" % stale_after_s if beat is None or beat < stale
+               else "its worker is gone" if (worker_prefix and (worker or "").startswith(worker_prefix))
+               or (dead_worker is not None and worker and dead_worker(worker)) else None)
+        if why is None:
+            continue
         result = session.execute(
-            update(Job).where(Job.id == job_id, Job.state == JobState.RUNNING)
+            update(Job).where(Job.id == job_id, Job.state == JobState.RUNNING, Job.worker == worker)
             .values(state=JobState.QUEUED, worker=None, progress="requeued")
             .execution_options(synchronize_session=False)
         )
         if result.rowcount == 1:
-            session.add(JobEvent(job_id=job_id, state="requeued", detail="requeued after restart"))
+            session.add(JobEvent(job_id=job_id, state="requeued", detail=f"worker {worker}: {why}"))
             requeued.append(job_id)
     session.commit()
     return requeued

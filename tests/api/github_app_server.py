@@ -65,8 +65,9 @@ def pull_request_payload(repo: PullRequestRepo, action: str = "opened", number: 
     return {
         "action": action,
         "number": number,
-        "pull_request": {"number": number, "head": {"sha": repo.head, "ref": "feature"},
-                         "base": {"sha": repo.main_tip, "ref": "main"}},
+        "pull_request": {"number": number,
+                         "head": {"sha": repo.head, "ref": "feature", "repo": {"full_name": "octo/flashcore"}},
+                         "base": {"sha": repo.main_tip, "ref": "main", "repo": {"full_name": "octo/flashcore"}}},
         "repository": {"full_name": "octo/flashcore", "clone_url": repo.clone_url, "default_branch": "main"},
     }
 

@@ -1,7 +1,16 @@
 import pytest
 from pydantic import ValidationError
 
-from gate.api.github_events import GateRequest, Ignored, PullRequestIn, PushIn, from_pull_request, from_push
+from gate.api.github_events import (
+    AwaitingApproval,
+    ForkApproval,
+    GateRequest,
+    Ignored,
+    PullRequestIn,
+    PushIn,
+    from_pull_request,
+    from_push,
+)
 
 HEAD, BASE = "c" * 40, "b" * 40
 REPO = {"full_name": "octo/flashcore", "clone_url": "https://github.com/octo/flashcore.git", "default_branch": "main"}
@@ -32,7 +41,8 @@ def test_push_that_asks_for_nothing_is_ignored_with_a_reason(ref, extra):
 def test_pull_request_uses_head_and_base_tip_until_the_merge_base_is_known():
     event = PullRequestIn.model_validate({
         "action": "synchronize", "number": 9, "repository": REPO,
-        "pull_request": {"number": 9, "head": {"sha": HEAD, "ref": "f"}, "base": {"sha": BASE, "ref": "main"}},
+        "pull_request": {"number": 9, "head": {"sha": HEAD, "ref": "f", "repo": {"full_name": "octo/flashcore"}},
+                         "base": {"sha": BASE, "ref": "main"}},
     })
     assert from_pull_request(event) == GateRequest("octo/flashcore", REPO["clone_url"], "main", HEAD, "f",
                                                    BASE, pull_request=9)
@@ -50,3 +60,22 @@ def test_pull_request_with_a_bad_sha_is_refused_naming_the_field():
 def test_repository_full_name_must_be_owner_slash_name():
     with pytest.raises(ValidationError, match="full_name"):
         _push("refs/heads/main", repository={**REPO, "full_name": "../../etc"})
+
+
+def _pr(action: str = "opened", head_repo: str | None = "octo/k", label: str | None = None) -> PullRequestIn:
+    return PullRequestIn.model_validate({
+        "action": action, "number": 3, "label": {"name": label} if label else None,
+        "pull_request": {"number": 3, "head": {"sha": "a" * 40, "ref": "f",
+                                               "repo": {"full_name": head_repo} if head_repo else None},
+                         "base": {"sha": "b" * 40, "ref": "main"}},
+        "repository": {"full_name": "octo/k", "clone_url": "https://github.com/octo/k.git"}})
+
+
+def test_fork_pull_requests_wait_for_approval_and_same_repository_ones_do_not():
+    assert isinstance(from_pull_request(_pr()), GateRequest)
+    assert isinstance(from_pull_request(_pr(head_repo="eve/k")), AwaitingApproval)
+    assert isinstance(from_pull_request(_pr(head_repo=None)), AwaitingApproval)       # deleted fork
+    assert isinstance(from_pull_request(_pr("synchronize", "eve/k")), AwaitingApproval)
+    assert isinstance(from_pull_request(_pr("labeled", "eve/k", "gate:approved")), GateRequest)
+    assert isinstance(from_pull_request(_pr("labeled", "eve/k", "bug")), Ignored)
+    assert isinstance(from_pull_request(_pr(head_repo="eve/k"), ForkApproval(required=False)), GateRequest)

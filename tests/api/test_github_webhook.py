@@ -195,3 +195,52 @@ def test_events_that_ask_for_nothing_get_200_and_no_job(database_url, tmp_path, 
         reply = post_event(url, event, payload_of(repo))
     assert reply.status_code == 200 and words in reply.json()["detail"]
     assert _job_count(db) == 0
+
+
+def _fork(payload: dict, action: str = "opened", label: str | None = None) -> dict:
+    payload = {**payload, "action": action}
+    payload["pull_request"]["head"]["repo"] = {"full_name": "mallory/flashcore"}
+    if label:
+        payload["label"] = {"name": label}
+    return payload
+
+
+def test_a_fork_pull_request_waits_for_a_maintainers_label_and_says_so(database_url, tmp_path, repo, github, db):
+    """Issue 12, item 7: code from forks is not built until a maintainer approves."""
+    pipeline = FakePipeline()
+    with serve(_settings(database_url, tmp_path, github), gate_job=pipeline, sources=_sources(repo)) as url:
+        waiting = post_event(url, "pull_request", _fork(pull_request_payload(repo)), delivery="d-1")
+        assert waiting.status_code == 200 and waiting.json()["status"] == "awaiting_approval"
+        github.wait_for(lambda: len(_statuses(github, repo.head)) == 1)
+        (pending,) = _statuses(github, repo.head)
+        assert pending["state"] == "pending" and pending["context"] == "gate"
+        assert "gate:approved" in pending["description"] and "/gate run" in pending["description"]
+        assert _job_count(db) == 0 and pipeline.calls == []
+        other_label = post_event(url, "pull_request", _fork(pull_request_payload(repo), "labeled", "bug"),
+                                 delivery="d-2")
+        assert other_label.json()["status"] == "ignored" and _job_count(db) == 0
+        approved = post_event(url, "pull_request", _fork(pull_request_payload(repo), "labeled", "gate:approved"),
+                              delivery="d-3")
+        assert approved.status_code == 202 and approved.json()["status"] == "queued"
+        github.wait_for(lambda: len(pipeline.calls) == 1)
+        pushed_again = post_event(url, "pull_request", _fork(pull_request_payload(repo), "synchronize"),
+                                  delivery="d-4")
+        assert pushed_again.json()["status"] == "awaiting_approval"      # a new push needs a new approval
+    assert pipeline.calls[0]["sha"] == repo.head
+
+
+def test_a_maintainers_comment_approves_a_fork_pull_request(database_url, tmp_path, repo, github, db):
+    github.pulls["octo/flashcore#7"] = {"head": {"sha": repo.head, "ref": "feature"},
+                                       "base": {"sha": repo.main_tip, "ref": "main"}}
+    comment = {"action": "created", "issue": {"number": 7, "pull_request": {"url": "x"}},
+               "repository": pull_request_payload(repo)["repository"]}
+    pipeline = FakePipeline()
+    with serve(_settings(database_url, tmp_path, github), gate_job=pipeline, sources=_sources(repo)) as url:
+        outsider = post_event(url, "issue_comment", {**comment, "comment": {
+            "body": "/gate run", "author_association": "CONTRIBUTOR"}}, delivery="c-1")
+        assert outsider.json()["status"] == "ignored" and _job_count(db) == 0
+        maintainer = post_event(url, "issue_comment", {**comment, "comment": {
+            "body": "/gate run", "author_association": "MEMBER"}}, delivery="c-2")
+        assert maintainer.status_code == 202, maintainer.text
+        github.wait_for(lambda: len(pipeline.calls) == 1)
+    assert pipeline.calls[0]["sha"] == repo.head and pipeline.calls[0]["base_sha"] == repo.first

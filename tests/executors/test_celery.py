@@ -53,3 +53,77 @@ def test_jobs_run_on_a_celery_worker_once_even_if_sent_twice(session_factory, tm
         verdicts = {s.get(Job, j).kernel: s.get(Job, j).verdict.verdict for j in job_ids}
         assert verdicts == {"fwd": "accept", "bwd": "error"}
         assert {s.get(Job, j).worker for j in job_ids} == {"celery@test"}
+
+
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+@pytest.mark.parametrize("where", ["this host", "another host"])
+def test_a_worker_killed_mid_job_has_its_job_run_elsewhere_once_without_a_restart(session_factory, database_url,
+                                                                                tmp_path, where):
+    """Issue 12: a SIGKILLed worker left its job `running` until the server restarted. With the sweeper
+    (stale after 3 s, swept every 0.5 s) another worker runs it; one verdict, within the bound. On the
+    worker's own host its vanished process gives it away at once; from elsewhere only the silence does."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from gate.executors.liveness import OrphanSweeper
+
+    kind = f"test-{uuid.uuid4().hex[:8]}"
+    with session_factory() as s:
+        rev = submit_revision(s, repo="/src/flash", sha="HEAD")
+        (job,) = plan_revision(s, rev, sources=FakeSources(kernels=("fwd",))).jobs
+        job.gpu_kind = kind
+        s.commit()
+        job_id = job.id
+    env = JobEnvironment(session_factory=session_factory, gate_job=FakePipeline(), data_dir=tmp_path,
+                         options=RunOptions())
+    server = CeleryExecutor(env, BROKER)
+    server.sweeper = OrphanSweeper(session_factory, server.resend, sweep_s=0.5, stale_after_s=3,
+                                   **({} if where == "this host" else {"dead_worker": lambda _worker: False}))
+    tests_dir = Path(__file__).resolve().parent.parent
+    child_env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tests_dir.parent), str(tests_dir)])}
+
+    def worker(mode: str) -> subprocess.Popen:
+        return subprocess.Popen([sys.executable, str(Path(__file__).parent / "celery_worker_process.py"),
+                                 database_url, kind, mode, str(tmp_path)], env=child_env,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    def job_row():
+        with session_factory() as s:
+            row = s.get(Job, job_id)
+            return row.state, row.worker, row.attempts
+
+    server.start()
+    first = worker("hang")
+    second = None
+    try:
+        deadline = time.monotonic() + 60
+        while job_row()[0] != "running" and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert job_row()[0] == "running"
+        first_worker = job_row()[1]
+        os.kill(first.pid, signal.SIGKILL)
+        first.wait()
+        killed_at = time.monotonic()
+        second = worker("run")
+        while job_row()[0] != "done" and time.monotonic() < killed_at + 60:
+            time.sleep(0.1)
+        elapsed_s = time.monotonic() - killed_at
+        print(f"{where}: job {job_id} ran again {elapsed_s:.1f} s after the SIGKILL")
+        time.sleep(1.0)                              # a stray copy of the message would show up by now
+        state, last_worker, attempts = job_row()
+        assert state == "done" and attempts == 2
+        assert last_worker != first_worker           # unique ids: the pid is part of each
+        assert elapsed_s < 3 + 0.5 + 15              # stale + sweep + a worker's start and pick-up
+        assert where == "this host" or elapsed_s >= 3   # from elsewhere: only once the heartbeat is stale
+        with session_factory() as s:
+            assert s.scalar(select(func.count()).select_from(VerdictRecord)) == 1
+            assert s.get(Job, job_id).verdict.verdict == "accept"
+    finally:
+        server.stop()
+        for proc in (first, second):
+            if proc is not None and proc.poll() is None:
+                proc.terminate()
+                proc.wait(timeout=30)

@@ -1,8 +1,10 @@
 """The parent side of the GPU child, with stand-in children that crash, hang or fail on purpose."""
 
+import json
 import sys
 import textwrap
 import time
+from pathlib import Path
 
 import pytest
 
@@ -48,14 +50,13 @@ def test_a_segfault_inside_a_stage_fails_that_stage_with_the_signal(tmp_path):
 def test_a_hang_is_killed_with_its_process_group_and_keeps_the_checkpoint(tmp_path):
     request = make_request(tmp_path)
     result_path = tmp_path / "art" / RESULT_NAME
-    pid_file = tmp_path / "grandchild.pid"
+    marker = f"{time.time():.6f}"       # the grandchild's pid is the box's own: find it by its argv
     checkpoint = ('{"kernel": "k", "candidate": {"sha": "%s", "static": {"status": "passed", "reason": "ok"}}}'
                   % ("c" * 40))
     started = time.monotonic()
     result = run_child(request, 2, None, command=child(f"""
         open({str(result_path)!r}, "w").write({checkpoint!r})
-        grandchild = subprocess.Popen(["sleep", "60"])
-        open({str(pid_file)!r}, "w").write(str(grandchild.pid))
+        grandchild = subprocess.Popen(["sleep", "60", {marker!r}])
         event("bench", "started", side="joint")
         time.sleep(60)
     """))
@@ -63,7 +64,18 @@ def test_a_hang_is_killed_with_its_process_group_and_keeps_the_checkpoint(tmp_pa
     assert result.candidate.static.status is StageStatus.PASSED        # kept from the checkpoint
     assert result.bench.status is StageStatus.FAILED
     assert "timed out after 2 s during bench" in result.bench.reason
-    assert not running(int(pid_file.read_text()))
+    assert not [pid for pid in _pids_with_arg(marker) if running(pid)]
+
+
+def _pids_with_arg(arg: str) -> list[int]:
+    pids = []
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            if arg.encode() in cmdline.read_bytes().split(b"\0"):
+                pids.append(int(cmdline.parent.name))
+        except OSError:
+            pass
+    return pids
 
 
 def running(pid: int) -> bool:
@@ -114,3 +126,42 @@ def test_stray_stdout_lines_do_not_break_the_event_stream(tmp_path):
     """))
     assert result.kernel == "k"
     assert len(events) == 2
+
+
+def test_the_child_runs_boxed_without_the_data_dir_the_network_or_a_writable_checkout(tmp_path, monkeypatch):
+    """Issue 12: the GPU child runs the repository's code; it sees its checkout read-only, writes only
+    its artifacts, and the data dir (database, mirrors, other jobs) is not there."""
+    import shutil
+
+    if shutil.which("bwrap") is None:
+        pytest.skip("bubblewrap is not installed")
+    monkeypatch.setenv("GATE_GITHUB_TOKEN", "ghp_secret")
+    data_dir = tmp_path / "data"
+    (data_dir / "mirrors").mkdir(parents=True)
+    (data_dir / "gate.db").write_text("the database")
+    checkout = data_dir / "workspaces" / "job" / "candidate"
+    checkout.mkdir(parents=True)
+    request = JobRequest(kernel=KernelSpec(name="k", sources=["k.cu"]), candidate=Checkout("c" * 40, str(checkout)),
+                         artifacts_dir=str(data_dir / "artifacts" / "job"))
+    result_path = data_dir / "artifacts" / "job" / RESULT_NAME
+    result = run_child(request, 30, None, hidden=(data_dir,), command=child(f"""
+        seen = dict(db=os.path.exists({str(data_dir / 'gate.db')!r}), mirrors=os.path.exists({str(data_dir / 'mirrors')!r}),
+                    token="ghp_secret" in str(os.environ), uid=os.getuid())
+        try:
+            open({str(checkout / 'planted.py')!r}, "w")
+            seen["checkout_writable"] = True
+        except OSError:
+            seen["checkout_writable"] = False
+        import socket
+        try:
+            socket.create_connection(("1.1.1.1", 443), timeout=2)
+            seen["network"] = True
+        except OSError:
+            seen["network"] = False
+        open({str(result_path)!r}, "w").write(json.dumps({{"kernel": "k", "candidate": {{"sha": "c"}},
+                                                          "notes": [json.dumps(seen)]}}))
+    """))
+    seen = json.loads(result.notes[0])
+    assert seen == {"db": False, "mirrors": False, "token": False, "uid": seen["uid"],
+                    "checkout_writable": False, "network": False}
+    assert seen["uid"] != 0

@@ -1,5 +1,8 @@
 """The embedded executor: jobs run to stored verdicts, one failure stops nothing, crashes re-run once."""
 
+import os
+import socket
+import subprocess
 import threading
 import time
 
@@ -24,7 +27,7 @@ def _submit(session_factory, kernels=("attn",)) -> int:
 def _executor(session_factory, tmp_path, pipeline, **kw) -> LocalExecutor:
     env = JobEnvironment(session_factory=session_factory, gate_job=pipeline, data_dir=tmp_path / "data",
                          options=RunOptions(), heartbeat_s=0.05)
-    return LocalExecutor(env, gpus=[], host="testhost", poll_s=0.05, **kw)
+    return LocalExecutor(env, gpus=[], poll_s=0.05, **kw)
 
 
 def test_a_job_runs_to_a_stored_verdict_with_results(session_factory, tmp_path):
@@ -58,8 +61,10 @@ def test_worker_continues_after_a_job_raises(session_factory, tmp_path):
 
 def test_job_left_running_by_a_crash_runs_again_exactly_once(session_factory, tmp_path):
     rev_id = _submit(session_factory)
-    with session_factory() as s:   # the previous server claimed it, then died
-        (job_id, attempt) = claims.claim_next(s, worker="local@testhost/serve:cpu")
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    with session_factory() as s:   # the previous server (a process of this host) claimed it, then died
+        (job_id, attempt) = claims.claim_next(s, worker=f"local@{socket.gethostname()}/serve/{dead.pid}:cpu")
     pipeline = FakePipeline()
     executor = _executor(session_factory, tmp_path, pipeline)
     executor.start()
@@ -78,7 +83,7 @@ def test_job_left_running_by_a_crash_runs_again_exactly_once(session_factory, tm
         assert (job.state, job.attempts) == ("done", 2)
         assert s.scalar(select(func.count()).select_from(VerdictRecord).where(VerdictRecord.revision_id == rev_id)) == 1
         details = s.scalars(select(JobEvent.detail).where(JobEvent.job_id == job_id, JobEvent.state == "requeued")).all()
-        assert details == ["requeued after restart"]
+        assert len(details) == 1 and details[0].endswith("its worker is gone")
 
 
 def test_running_job_shows_live_progress_and_heartbeats(session_factory, tmp_path):
@@ -100,6 +105,22 @@ def test_running_job_shows_live_progress_and_heartbeats(session_factory, tmp_pat
     finally:
         hold.set()
         executor.stop()
+
+
+def test_two_executors_on_one_host_have_distinct_ids_and_leave_each_others_jobs_alone(session_factory, tmp_path):
+    """Issue 12: a second `gate worker` on the host re-queued the first one's live job; both ran it."""
+    _submit(session_factory)
+    alive = subprocess.Popen(["sleep", "30"])          # the other worker's process, still running
+    try:
+        with session_factory() as s:
+            claims.claim_next(s, worker=f"local@{socket.gethostname()}/worker-cpu/{alive.pid}:cpu")
+        executor = _executor(session_factory, tmp_path, FakePipeline())
+        assert executor.recover() == []
+        assert executor._slots()[0][0] != f"local@{socket.gethostname()}/worker-cpu/{alive.pid}:cpu"
+        assert str(os.getpid()) in executor._slots()[0][0]
+    finally:
+        alive.kill()
+        alive.wait()
 
 
 def test_another_hosts_running_job_is_left_alone(session_factory, tmp_path):

@@ -71,6 +71,7 @@ class FakeGitHub:
         self.problems: list[str] = []
         self.faults: list[Fault] = []
         self.check_runs: dict[int, dict[str, Any]] = {}
+        self.pulls: dict[str, dict[str, Any]] = {}       # "owner/name#7" -> the pull request GitHub returns
         self.issued_tokens: list[str] = []
         self._lock = threading.Lock()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
@@ -154,6 +155,9 @@ class FakeGitHub:
             return self._refuse(401, r, [f"{r.path}: bad credentials"])
         if re.fullmatch(r"/repos/[^/]+/[^/]+/statuses/[0-9a-f]{7,64}", r.path) and r.method == "POST":
             return self._checked(r, _status_problems(r.body), 201, lambda: {"id": len(self.requests), **r.body})
+        if (m := re.fullmatch(r"/repos/([^/]+/[^/]+)/pulls/(\d+)", r.path)) and r.method == "GET":
+            pull = self.pulls.get(f"{m.group(1)}#{m.group(2)}")
+            return (200, {}, pull) if pull is not None else self._refuse(404, r, [f"no pull {r.path}"])
         if re.fullmatch(r"/repos/[^/]+/[^/]+/check-runs", r.path) and r.method == "POST":
             return self._checked(r, _check_problems(r.body, CHECK_CREATE_KEYS, create=True), 201,
                                  lambda: self._store_run(None, r.body))

@@ -66,7 +66,7 @@ def _recording_tool(directory: Path, name: str, record: Path, real: str | None) 
     path = directory / name
     tail = f'exec {real} "$@"\n' if real else "exit 0\n"
     path.write_text(f'#!/bin/sh\necho {name} >> {record}\n{tail}')
-    path.chmod(path.stat().st_mode | stat.S_IXUSR)
+    path.chmod(path.stat().st_mode | stat.S_IXUSR | stat.S_IROTH | stat.S_IXOTH)   # the box's user runs it
     return path
 
 
@@ -82,9 +82,10 @@ def test_the_disassembler_next_to_the_configured_nvcc_comes_before_path(tmp_path
 @pytest.mark.nvcc
 @needs_nvcc
 def test_the_static_stage_compiles_with_the_configured_nvcc(tmp_path):
-    record = tmp_path / "calls"
-    wrapper = _recording_tool(tmp_path / "bin", "nvcc", record, shutil.which("nvcc"))
+    # The compile runs boxed as another user that cannot write the record: the log shows the command.
+    tmp_path.chmod(0o755)
+    wrapper = _recording_tool(tmp_path / "bin", "nvcc", tmp_path / "calls", shutil.which("nvcc"))
     spec = KernelSpec(name="wmma_gemm", sources=["kernels/wmma_gemm.cu"], arch=["sm_80"])
     res = run_static(spec, SAMPLES_DIR / "wmma_gemm", tmp_path / "out", nvcc=str(wrapper))
     assert res.status is StageStatus.PASSED, res.reason
-    assert "nvcc" in record.read_text().split()
+    assert f"$ {wrapper} " in res.log

@@ -146,3 +146,61 @@ def test_source_symlink_that_resolves_outside_is_refused(repo, tmp_path_factory)
 def test_dotdot_that_stays_inside_is_accepted(repo):
     manifest = load_manifest(write(repo, GOOD.replace('"kernels/wmma.cu"', '"extension/../kernels/wmma.cu"')))
     assert manifest.kernels[0].sources[0] == "extension/../kernels/wmma.cu"
+
+
+HOSTILE_NAMES = ["k$(id>PWNED).cu", "k`id`.cu", "k;id.cu", "k'q'.cu", 'k"q".cu', "k q.cu", "k\nq.cu",
+                 "-Xcompiler=-fplugin=x.cu", "kernels/-o.cu", "k|id.cu", "k&id.cu", "k>x.cu", "k*.cu"]
+
+
+@pytest.mark.parametrize("name", HOSTILE_NAMES)
+def test_load_manifest_refuses_source_names_outside_the_safe_set(repo, name):
+    """nvcc hands file names to a shell: such a name must not get past the manifest (issue 12)."""
+    if "\n" not in name:     # the file exists: the refusal is about the name, not a missing file
+        (repo / name).parent.mkdir(parents=True, exist_ok=True)
+        (repo / name).write_text("__global__ void k() {}\n")
+    text = GOOD.replace('"kernels/wmma.cu"', '"' + name.replace("\\", "\\\\").replace('"', '\\"')
+                        .replace("\n", "\\n") + '"')
+    error = refused(repo, text)
+    assert error.key == "kernel[0].sources[0]"
+
+
+def test_load_manifest_accepts_ordinary_source_names(repo):
+    (repo / "kernels" / "v2").mkdir()
+    (repo / "kernels" / "v2" / "flash_attn-fwd.sm90+.cu").write_text("__global__ void k() {}\n")
+    manifest = load_manifest(write(repo, GOOD.replace("kernels/wmma.cu", "./kernels/v2/flash_attn-fwd.sm90+.cu")))
+    assert manifest.kernels[0].sources[0] == "./kernels/v2/flash_attn-fwd.sm90+.cu"
+
+
+def _shapes(n: int) -> str:
+    return "[" + ", ".join(f"{{b=1, h=1, s={64 * (i + 1)}, d=64, causal=false}}" for i in range(n)) + "]"
+
+
+def test_a_manifest_of_200k_shapes_is_refused_before_parsing(repo):
+    """Issue 12: 200k shapes took 186 s to accept and held the only executor slot for 173 s."""
+    import time
+
+    text = GOOD.replace(
+        'shapes = [{b=1, h=8, s=512, d=64, causal=false}, {b=4, h=16, s=4096, d=64, causal=true}]',
+        "shapes = " + _shapes(200_000)).replace('absolute_shapes = ["b4_h16_s4096_d64_causal"]\n', "")
+    started = time.monotonic()
+    error = refused(repo, text)
+    assert time.monotonic() - started < 1.0
+    assert "at most 262144" in str(error)
+
+
+@pytest.mark.parametrize(("change", "message"), [
+    (lambda t: t.replace('shapes = [{b=1, h=8, s=512, d=64, causal=false}, {b=4, h=16, s=4096, d=64, causal=true}]',
+                         "shapes = " + _shapes(65)), "65 shapes; at most 64"),
+    (lambda t: t.replace('shapes = [{b=1, h=8, s=512, d=64, causal=false}, {b=4, h=16, s=4096, d=64, causal=true}]',
+                         "shapes = " + _shapes(64)).replace('dtypes = ["float16", "bfloat16"]',
+                                                            'dtypes = ["float16", "bfloat16", "float32"]')
+     .replace('arch = ["sm_80", "sm_90a"]', 'arch = ["sm_80", "sm_86", "sm_90"]'),
+     "64 shapes x 3 dtypes x 3 archs = 576 cases; at most 512"),
+    (lambda t: t.replace('dtypes = ["float16", "bfloat16"]', 'dtypes = ["float16", "bfloat16"]\ntimeout_s = 86400'),
+     "timeout_s: must be > 0 and <= 3600"),
+    (lambda t: "".join(t.replace('name = "flashcore_wmma"', f'name = "k{i}"') for i in range(33)),
+     "33 kernels; at most 32"),
+])
+def test_manifest_sizes_and_timeout_are_bounded_with_a_clear_error(repo, change, message):
+    text = change(GOOD).replace('absolute_shapes = ["b4_h16_s4096_d64_causal"]\n', "")
+    assert message in str(refused(repo, text))

@@ -62,3 +62,21 @@ def test_without_a_disassembler_sass_is_unavailable_not_empty(tmp_path, monkeypa
 def test_a_missing_nvcc_is_an_infrastructure_error(tmp_path):
     with pytest.raises(ToolMissingError, match="nvcc not found"):
         run_static(spec(), sample(tmp_path), tmp_path / "out", nvcc="no-such-nvcc")
+
+
+def test_a_source_named_like_a_shell_command_never_runs_it(tmp_path):
+    """Issue 12: `k$(touch PWNED).cu` listed in `sources` made nvcc's shell run `touch` on the host.
+    The manifest refuses the name, so the static stage never sees it and nothing runs."""
+    from gate.errors import ManifestError
+    from gate.pipeline.manifest import load_manifest
+
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    name = "k$(touch PWNED).cu"
+    (repo / name).write_text("__global__ void k(float *x) { x[0] = 1.f; }\n")
+    (repo / "gate.toml").write_text(f'[[kernel]]\nname = "k"\nsources = [\'{name}\']\nworkload = "gemm"\n'
+                                    'arch = ["sm_90"]\nshapes = [{m=16, n=16, k=16}]\n')
+    with pytest.raises(ManifestError):
+        for kernel in load_manifest(repo).kernels:
+            run_static(kernel, repo, tmp_path / "out")
+    assert not list(tmp_path.rglob("PWNED")) and not Path("PWNED").exists()

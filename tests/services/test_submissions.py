@@ -114,3 +114,24 @@ def test_plan_pending_plans_revisions_left_without_jobs(session_factory):
 def test_local_paths_are_made_absolute():
     url, name = canonical_repo("./some/flash")
     assert url.startswith("/") and name == "flash"
+
+
+def test_planning_reads_git_with_no_database_transaction_open(session_factory):
+    """Issue 12: clones that hung held pooled connections until the pool ran dry."""
+    seen = []
+
+    class WatchingSources(FakeSources):
+        def resolve(self, repo, rev):
+            seen.append(session.in_transaction())
+            return super().resolve(repo, rev)
+
+        def manifest(self, repo, sha):
+            seen.append(session.in_transaction())
+            return super().manifest(repo, sha)
+
+    with session_factory() as session:
+        rev = submit_revision(session, repo="/src/flash", sha="HEAD", base_sha=SHA_A)
+        rev = session.get(Revision, rev.id)
+        plan = plan_revision(session, rev, sources=WatchingSources())
+    assert plan.error is None and len(plan.jobs) == 1
+    assert seen == [False, False, False]

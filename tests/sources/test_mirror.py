@@ -87,3 +87,20 @@ def test_a_commit_reachable_from_no_ref_is_fetched_by_sha(tmp_path, sample):
     assert mirror.resolve(str(repo), "HEAD") == detached
     mirror.checkout(str(repo), detached, tmp_path / "ws")
     assert (tmp_path / "ws" / "DETACHED.md").is_file()
+
+
+def test_a_commit_the_mirror_holds_is_resolved_without_a_fetch(tmp_path, sample, monkeypatch):
+    """A fetch per submission made planning cost ~0.5 s each (issue 12, item 6: the drain rate)."""
+    import gate.sources.mirror as source
+
+    repo, shas = sample
+    mirror = Mirror(tmp_path / "mirrors")
+    assert mirror.resolve(str(repo), "HEAD") == shas["base"]
+    transfers = []
+    real = source._transfer
+    monkeypatch.setattr(source, "_transfer", lambda *a, **kw: transfers.append(a) or real(*a, **kw))
+    assert mirror.resolve(str(repo), shas["base"]) == shas["base"]
+    assert mirror.resolve(str(repo), "HEAD") == shas["base"]
+    assert transfers == []
+    new_sha = commit_files(repo, {"NEW.md": "x"}, "one more")     # a moved branch still fetches
+    assert mirror.resolve(str(repo), "HEAD") == new_sha and len(transfers) == 1

@@ -6,14 +6,22 @@ Answers (GitHub shows them under the webhook's "Recent Deliveries"):
     401  X-Hub-Signature-256 missing or wrong (HMAC-SHA256 of the raw body, constant-time compare)
     400  no X-GitHub-Event / X-GitHub-Delivery, a body that is not JSON, or an event not handled
     422  a push or pull_request payload without the fields the gate needs (named)
-    200  ping -> pong; a duplicate delivery; an event that asks for nothing (tag, other branch, ...)
+    200  ping -> pong; a duplicate delivery; an event that asks for nothing (tag, other branch, ...);
+         a fork's pull request awaiting a maintainer's approval (a pending `gate` status says so)
     202  a revision was stored; it is planned (merge base, gate.toml, jobs) after the reply
+
+Fork pull requests are not built until a maintainer approves (`ForkApproval` in github_events.py):
+the label `GATE_GITHUB_APPROVAL_LABEL` added to the PR, or the comment `GATE_GITHUB_APPROVAL_COMMENT`
+by an owner, member or collaborator (the PR's head is then read from the GitHub API).
+`GATE_GITHUB_FORK_APPROVAL=false` builds forks at once (a private installation with trusted forks).
 """
 
 from __future__ import annotations
 
 import json
 import logging
+
+import httpx
 
 from fastapi import APIRouter, BackgroundTasks, Header, HTTPException, Request
 from fastapi.responses import JSONResponse
@@ -24,14 +32,22 @@ from gate.api.context import GateContext
 from gate.api.deps import GateDep
 from gate.api.github_events import (
     HANDLED_EVENTS,
+    AwaitingApproval,
+    ForkApproval,
     GateRequest,
     Ignored,
+    IssueCommentIn,
     PullRequestIn,
     PushIn,
+    RepositoryIn,
+    approving_comment,
     from_pull_request,
     from_push,
 )
+from gate.notify import github_status
+from gate.notify.app_auth import github_headers
 from gate.notify.outbound import verify
+from gate.notify.sweeper import wake_after_commit
 from gate.services.merge_base import find_merge_base
 from gate.services.submissions import canonical_repo, submit_revision
 from gate.storage.repositories import claim_repository
@@ -42,7 +58,7 @@ router = APIRouter(prefix="/api/v1/webhooks", tags=["webhooks"])
 
 
 class WebhookOut(BaseModel):
-    status: str                       # pong | queued | duplicate | ignored
+    status: str                       # pong | queued | duplicate | ignored | awaiting_approval
     detail: str = ""
     revision_id: int | None = None
 
@@ -78,14 +94,26 @@ async def github_webhook(
         raise _refuse(400, f"the body is not JSON: {exc}", x_github_delivery) from exc
     if x_github_event == "ping":
         return JSONResponse(WebhookOut(status="pong", detail="webhook reached the gate").model_dump())
+    settings = gate.settings
+    approval = ForkApproval(required=settings.github_fork_approval, label=settings.github_approval_label,
+                            comment=settings.github_approval_comment)
     try:
         if x_github_event == "push":
-            wanted = from_push(PushIn.model_validate(payload), gate.settings.github_branches)
+            wanted = from_push(PushIn.model_validate(payload), settings.github_branches)
+        elif x_github_event == "pull_request":
+            wanted = from_pull_request(PullRequestIn.model_validate(payload), approval)
         else:
-            wanted = from_pull_request(PullRequestIn.model_validate(payload))
+            comment = IssueCommentIn.model_validate(payload)
+            number = approving_comment(comment, approval)
+            wanted = number if isinstance(number, Ignored) else \
+                await run_in_threadpool(_pull_request, gate, comment.repository, number)
     except ValidationError as exc:
         fields = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
         raise _refuse(422, f"{x_github_event} payload: {fields}", x_github_delivery) from exc
+    if isinstance(wanted, AwaitingApproval):
+        log.info("github webhook %s: %s", x_github_delivery, wanted.reason)
+        await run_in_threadpool(_awaiting_approval_status, gate, wanted, approval)
+        return JSONResponse(WebhookOut(status="awaiting_approval", detail=wanted.reason).model_dump())
     if isinstance(wanted, Ignored):
         log.info("github webhook %s ignored: %s", x_github_delivery, wanted.reason)
         return JSONResponse(WebhookOut(status="ignored", detail=wanted.reason).model_dump())
@@ -99,6 +127,39 @@ async def github_webhook(
     if wanted.base_sha:
         detail += f"; baseline: merge base with {wanted.base_sha[:12]} (the base tip if git cannot tell)"
     return WebhookOut(status="queued", detail=detail, revision_id=revision_id)
+
+
+def _pull_request(gate: GateContext, repo: RepositoryIn, number: int) -> GateRequest | Ignored:
+    """The head and base of pull request `number`, read from the GitHub API (an approving comment
+    does not carry them)."""
+    token = gate.settings.github_token
+    if not token:
+        return Ignored("approval by comment needs GATE_GITHUB_TOKEN to read the pull request's head")
+    url = f"{gate.settings.github_api_url.rstrip('/')}/repos/{repo.full_name}/pulls/{number}"
+    try:
+        reply = httpx.get(url, headers=github_headers(token), timeout=15)
+        reply.raise_for_status()
+        pr = reply.json()
+        head, base = pr["head"], pr["base"]
+        return GateRequest(repo.full_name, repo.clone_url, repo.default_branch, head["sha"], head["ref"],
+                           base["sha"], pull_request=number)
+    except (httpx.HTTPError, KeyError, TypeError, ValueError) as exc:
+        return Ignored(f"could not read pull request #{number} from GitHub: {type(exc).__name__}")
+
+
+def _awaiting_approval_status(gate: GateContext, waiting: AwaitingApproval, approval: ForkApproval) -> None:
+    """A pending `gate` commit status on the fork's head that says what would start the build."""
+    settings = gate.settings
+    if not settings.github_token:
+        return
+    description = f"fork PR: not built until a maintainer approves ({approval.label!r} label or " \
+                  f"{approval.comment!r} comment)"
+    body = github_status.status_body("pending", description, "gate", settings.public_url)
+    with gate.session_factory() as session:
+        session.add(github_status.new_status(settings.github_api_url, waiting.request.full_name,
+                                             waiting.request.sha, body, None))
+        wake_after_commit(session)
+        session.commit()
 
 
 def _record(gate: GateContext, wanted: GateRequest, delivery_id: str, event: str) -> tuple[int | None, bool]:

@@ -1,0 +1,24 @@
+"""A real Celery worker process for the kill test: `python celery_worker_process.py DB_URL KIND MODE DATA_DIR`.
+MODE `hang` holds every job (the test kills this process mid-job); `run` finishes jobs at once."""
+
+import sys
+import threading
+from pathlib import Path
+
+from service_fakes import FakePipeline
+
+from gate.domain.job import RunOptions
+from gate.executors.base import JobEnvironment
+from gate.executors.celery import CeleryExecutor, queue_name
+from gate.storage.db import make_engine, make_session_factory
+
+BROKER = "redis://127.0.0.1:6379/0"
+
+if __name__ == "__main__":
+    url, kind, mode, data_dir = sys.argv[1:5]
+    pipeline = FakePipeline(gate=threading.Event()) if mode == "hang" else FakePipeline()
+    env = JobEnvironment(session_factory=make_session_factory(make_engine(url)), gate_job=pipeline,
+                         data_dir=Path(data_dir), options=RunOptions(), heartbeat_s=0.5)
+    executor = CeleryExecutor(env, BROKER)
+    executor.app.worker_main(["worker", "--pool=solo", "--concurrency=1", "--loglevel=WARNING",
+                              f"--queues={queue_name(kind)}", "--without-gossip", "--without-mingle"])
