@@ -143,8 +143,9 @@ def implementations(wmma_configs: list[str]) -> dict:
     from contextlib import nullcontext
 
     impls: dict = {}
-    for name in sorted(flashcore_build.KERNELS):
-        mod = flashcore_build.load_kernel(name)
+    arch = flashcore_build.default_arch()
+    for name in flashcore_build.kernels_for(arch):  # flashcore_wgmma only on sm_90
+        mod = flashcore_build.load_kernel(name, arch)
         impls[name] = (lambda q, k, v, c, mod=mod: mod.forward(q, k, v, c), nullcontext)
         if name == "flashcore_wmma":
             for cfg in wmma_configs:
