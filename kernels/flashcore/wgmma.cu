@@ -28,25 +28,37 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <cstdlib>
+#include <cstring>
 
 namespace flashcore {
 
 constexpr float kLog2e = 1.4426950408889634f;
-constexpr int kBlockN = 128;     // keys per K/V tile
-constexpr int kConsumers = 2;    // consumer warpgroups, 64 query rows each
-constexpr int kBlockM = 64 * kConsumers;
-constexpr int kThreads = 128 * (kConsumers + 1);
-constexpr int kProducerRegs = 24;
-constexpr int kConsumerRegs = 240;
 
-template <int D>
+// A tile configuration: kConsumers warpgroups of 64 query rows each (kBlockM rows per block) and
+// kBlockN keys per K/V tile.
+template <int D_, int kConsumers_, int kBlockN_, bool kPingpong_ = false>
 struct Cfg {
+  static constexpr int D = D_;
+  static constexpr int kConsumers = kConsumers_;
+  static constexpr int kBlockN = kBlockN_;
+  // Ping-pong (FA3 "inter-warpgroup overlap", two consumers only): the consumers take turns to issue
+  // their wgmmas, so one warpgroup's softmax runs while the other's matrix work occupies the tensor cores.
+  static constexpr bool kPingpong = kPingpong_;
+  static_assert(!kPingpong || kConsumers == 2, "ping-pong needs exactly two consumer warpgroups");
+  static constexpr int kBlockM = 64 * kConsumers;
+  static constexpr int kThreads = 128 * (kConsumers + 1);
+  // setmaxnreg budgets: 128 x producer + kThreads-128 x consumer <= 65536 registers per SM.
+  static constexpr int kProducerRegs = 24;
+  static constexpr int kConsumerRegs = kConsumers == 3 ? 160 : 240;
+  static_assert(128 * kProducerRegs + 128 * kConsumers * kConsumerRegs <= 65536, "register file");
   static constexpr int kStages = D == 64 ? 3 : 2;  // K/V ring depth
   static constexpr int kChunks = D / 64;           // 64-half (128 B) column chunks, one swizzle width
   static constexpr int kQBytes = kBlockM * D * 2;
   static constexpr int kKVBytes = kBlockN * D * 2;
   // +1024: the dynamic shared-memory base is aligned up to the 1024 B swizzle atom by hand.
   static constexpr int kSmemBytes = 1024 + kQBytes + 2 * kStages * kKVBytes;
+  static_assert(kSmemBytes <= 227 * 1024, "shared memory per block");
 };
 
 // Tensor maps of one launch, passed by value as a __grid_constant__ parameter (TMA reads them there).
@@ -207,6 +219,98 @@ struct Wgmma<128> {
   }
 };
 
+template <>
+struct Wgmma<176> {
+  // D[64x176] (+)= A[64x16] · B[16x176], A and B from shared memory (descriptors).
+  template <bool kBf16, int kTransB>
+  static __device__ __forceinline__ void ss(float (&d)[88], uint64_t a, uint64_t b, int scale_d) {
+    if constexpr (kBf16) {
+      asm volatile(
+          "{\n.reg .pred p;\nsetp.ne.b32 p, %90, 0;\n"
+          "wgmma.mma_async.sync.aligned.m64n176k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87}, %88, %89, p, 1, 1, 0, %91;\n}\n"
+          : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87])
+          : "l"(a), "l"(b), "r"(scale_d), "n"(kTransB));
+    } else {
+      asm volatile(
+          "{\n.reg .pred p;\nsetp.ne.b32 p, %90, 0;\n"
+          "wgmma.mma_async.sync.aligned.m64n176k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87}, %88, %89, p, 1, 1, 0, %91;\n}\n"
+          : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87])
+          : "l"(a), "l"(b), "r"(scale_d), "n"(kTransB));
+    }
+  }
+  // D[64x176] += A[64x16] · B[16x176], A from registers (4 x 2 halves per thread), B from shared memory.
+  template <bool kBf16, int kTransB>
+  static __device__ __forceinline__ void rs(float (&d)[88], const uint32_t (&a)[4], uint64_t b, int scale_d) {
+    if constexpr (kBf16) {
+      asm volatile(
+          "{\n.reg .pred p;\nsetp.ne.b32 p, %93, 0;\n"
+          "wgmma.mma_async.sync.aligned.m64n176k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87}, {%88, %89, %90, %91}, %92, p, 1, 1, %94;\n}\n"
+          : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87])
+          : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(scale_d), "n"(kTransB));
+    } else {
+      asm volatile(
+          "{\n.reg .pred p;\nsetp.ne.b32 p, %93, 0;\n"
+          "wgmma.mma_async.sync.aligned.m64n176k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87}, {%88, %89, %90, %91}, %92, p, 1, 1, %94;\n}\n"
+          : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87])
+          : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(scale_d), "n"(kTransB));
+    }
+  }
+};
+
+template <>
+struct Wgmma<192> {
+  // D[64x192] (+)= A[64x16] · B[16x192], A and B from shared memory (descriptors).
+  template <bool kBf16, int kTransB>
+  static __device__ __forceinline__ void ss(float (&d)[96], uint64_t a, uint64_t b, int scale_d) {
+    if constexpr (kBf16) {
+      asm volatile(
+          "{\n.reg .pred p;\nsetp.ne.b32 p, %98, 0;\n"
+          "wgmma.mma_async.sync.aligned.m64n192k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95}, %96, %97, p, 1, 1, 0, %99;\n}\n"
+          : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95])
+          : "l"(a), "l"(b), "r"(scale_d), "n"(kTransB));
+    } else {
+      asm volatile(
+          "{\n.reg .pred p;\nsetp.ne.b32 p, %98, 0;\n"
+          "wgmma.mma_async.sync.aligned.m64n192k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95}, %96, %97, p, 1, 1, 0, %99;\n}\n"
+          : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95])
+          : "l"(a), "l"(b), "r"(scale_d), "n"(kTransB));
+    }
+  }
+  // D[64x192] += A[64x16] · B[16x192], A from registers (4 x 2 halves per thread), B from shared memory.
+  template <bool kBf16, int kTransB>
+  static __device__ __forceinline__ void rs(float (&d)[96], const uint32_t (&a)[4], uint64_t b, int scale_d) {
+    if constexpr (kBf16) {
+      asm volatile(
+          "{\n.reg .pred p;\nsetp.ne.b32 p, %101, 0;\n"
+          "wgmma.mma_async.sync.aligned.m64n192k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95}, {%96, %97, %98, %99}, %100, p, 1, 1, %102;\n}\n"
+          : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95])
+          : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(scale_d), "n"(kTransB));
+    } else {
+      asm volatile(
+          "{\n.reg .pred p;\nsetp.ne.b32 p, %101, 0;\n"
+          "wgmma.mma_async.sync.aligned.m64n192k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95}, {%96, %97, %98, %99}, %100, p, 1, 1, %102;\n}\n"
+          : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95])
+          : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(scale_d), "n"(kTransB));
+    }
+  }
+};
+
+// 2^x on the MUFU unit, flushing denormal results to zero (exp2f adds a range check and rescale).
+__device__ __forceinline__ float exp2_ftz(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+  return y;
+}
+
+// Named barriers (ids 0-15; 0 is __syncthreads): 1 + w for warpgroup w's epilogue, 3 + w for the
+// ping-pong turn of consumer w.
+__device__ __forceinline__ void named_sync(int id, int threads) {
+  asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
+__device__ __forceinline__ void named_arrive(int id, int threads) {
+  asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
+
 // Two floats -> one 32-bit register of two halves, `lo` in the low half (lower column index).
 template <bool kBf16>
 __device__ __forceinline__ uint32_t pack2(float lo, float hi) {
@@ -219,11 +323,13 @@ __device__ __forceinline__ uint32_t pack2(float lo, float hi) {
   return r;
 }
 
-template <int D, bool kBf16>
+template <class C, bool kBf16>
 struct Consumer {
+  static constexpr int D = C::D;
+  static constexpr int kBlockN = C::kBlockN;
+  static constexpr int kBlockM = C::kBlockM;
   static constexpr int kSRegs = kBlockN / 2;  // S accumulators per thread (m64 x kBlockN / 128 threads)
   static constexpr int kORegs = D / 2;
-  using C = Cfg<D>;
 
   float s[kSRegs];
   float o[kORegs];
@@ -236,7 +342,7 @@ struct Consumer {
     wgmma_fence();
 #pragma unroll
     for (int kk = 0; kk < D / 16; ++kk) {
-      const uint32_t off = (kk / 4) * 0 + (kk % 4) * 32;
+      const uint32_t off = (kk % 4) * 32;  // k16 = 32 B inside the 128 B swizzled row
       const uint64_t a = smem_desc(q_base + (kk / 4) * kBlockM * 128 + off, 16, 1024);
       const uint64_t b = smem_desc(k_base + (kk / 4) * kBlockN * 128 + off, 16, 1024);
       Wgmma<kBlockN>::template ss<kBf16, 0>(s, a, b, kk > 0);
@@ -280,14 +386,14 @@ struct Consumer {
       mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
       // A row with every key masked so far keeps max -inf; use 0 so exp2 gives 0, not NaN.
       const float mx_scaled = mx == -INFINITY ? 0.f : mx * scale_log2;
-      corr[r] = exp2f(row_max[r] * scale_log2 - mx_scaled);
+      corr[r] = exp2_ftz(row_max[r] * scale_log2 - mx_scaled);
       row_max[r] = mx;
       float sum = 0.f;
 #pragma unroll
       for (int j = 0; j < kBlockN / 8; ++j) {
 #pragma unroll
         for (int e = 0; e < 2; ++e) {
-          const float pe = exp2f(fmaf(s[4 * j + 2 * r + e], scale_log2, -mx_scaled));
+          const float pe = exp2_ftz(fmaf(s[4 * j + 2 * r + e], scale_log2, -mx_scaled));
           s[4 * j + 2 * r + e] = pe;
           sum += pe;
         }
@@ -312,11 +418,13 @@ struct Consumer {
   }
 };
 
-template <int D, bool kBf16>
-__global__ void __launch_bounds__(kThreads, 1)
+template <class C, bool kBf16>
+__global__ void __launch_bounds__(C::kThreads, 1)
     flashcore_wgmma_fwd_kernel(const __grid_constant__ FlashParams p, const __grid_constant__ TmaMaps maps) {
-  using C = Cfg<D>;
   constexpr int kStages = C::kStages;
+  constexpr int kConsumers = C::kConsumers;
+  constexpr int kBlockM = C::kBlockM;
+  constexpr int kBlockN = C::kBlockN;
   extern __shared__ uint8_t smem_raw[];
   __shared__ __align__(8) uint64_t bars[1 + 4 * kStages];  // q, full_k[], full_v[], empty_k[], empty_v[]
   const uint32_t sQ = (smem_addr(smem_raw) + 1023) & ~1023u;  // [kChunks][kBlockM][64]
@@ -353,7 +461,7 @@ __global__ void __launch_bounds__(kThreads, 1)
 
   if (wg == 0) {
     // ---- producer ----
-    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kProducerRegs));
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(C::kProducerRegs));
     if (tid == 0) {
       mbar_expect_tx(bar_q, C::kQBytes);
 #pragma unroll
@@ -377,7 +485,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     }
   } else {
     // ---- consumers ----
-    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kConsumerRegs));
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(C::kConsumerRegs));
     const int w = wg - 1;  // rows [64 w, 64 w + 64) of the block
     const int warp = tid / 32;
     const int lane = tid % 32;
@@ -389,18 +497,33 @@ __global__ void __launch_bounds__(kThreads, 1)
     const float scale_log2 = p.softmax_scale * kLog2e;
     const uint32_t q_base = sQ + w * 64 * 128;
 
-    Consumer<D, kBf16> cs;
+    Consumer<C, kBf16> cs;
 #pragma unroll
-    for (int i = 0; i < Consumer<D, kBf16>::kORegs; ++i) cs.o[i] = 0.f;
+    for (int i = 0; i < Consumer<C, kBf16>::kORegs; ++i) cs.o[i] = 0.f;
 #pragma unroll
-    for (int i = 0; i < Consumer<D, kBf16>::kSRegs; ++i) cs.s[i] = 0.f;
+    for (int i = 0; i < Consumer<C, kBf16>::kSRegs; ++i) cs.s[i] = 0.f;
     cs.row_max[0] = cs.row_max[1] = -INFINITY;
     cs.row_sum[0] = cs.row_sum[1] = 0.f;
     float corr[2];
+    // Ping-pong turns: wait for ours before issuing wgmmas, hand the turn over after. Consumer 0
+    // goes first; every consumer has n_tiles + 1 turns, and consumer 1 hands over none after its last.
+    auto take_turn = [&] {
+      if constexpr (C::kPingpong) named_sync(3 + w, 256);
+    };
+    auto pass_turn = [&](bool last) {
+      if constexpr (C::kPingpong) {
+        if (!(last && w == 1)) named_arrive(3 + (w ^ 1), 256);
+      }
+    };
+    if constexpr (C::kPingpong) {
+      if (w == 1) named_arrive(3, 256);
+    }
 
     mbar_wait(bar_q, 0);
     mbar_wait(full_k(0), 0);
+    take_turn();
     cs.issue_qk(q_base, sK);
+    pass_turn(false);
     wgmma_wait<0>();
     reg_fence(cs.s);
     mbar_arrive(empty_k(0));
@@ -411,9 +534,11 @@ __global__ void __launch_bounds__(kThreads, 1)
       const int s = t % kStages;
       const int sp = (t - 1) % kStages;
       mbar_wait(full_k(s), (t / kStages) & 1);
-      cs.issue_qk(q_base, sK + s * C::kKVBytes);
       mbar_wait(full_v(sp), ((t - 1) / kStages) & 1);
+      take_turn();
+      cs.issue_qk(q_base, sK + s * C::kKVBytes);
       cs.issue_pv(sV + sp * C::kKVBytes);
+      pass_turn(false);
       wgmma_wait<1>();  // S_t is ready; P_{t-1} V_{t-1} may still run
       reg_fence(cs.s);
       mbar_arrive(empty_k(s));
@@ -426,7 +551,9 @@ __global__ void __launch_bounds__(kThreads, 1)
     }
     const int sl = (n_tiles - 1) % kStages;
     mbar_wait(full_v(sl), ((n_tiles - 1) / kStages) & 1);
+    take_turn();
     cs.issue_pv(sV + sl * C::kKVBytes);
+    pass_turn(true);
     wgmma_wait<0>();
     reg_fence(cs.o);
 
@@ -440,9 +567,9 @@ __global__ void __launch_bounds__(kThreads, 1)
       sum += __shfl_xor_sync(0xffffffffu, sum, 2);
       inv[r] = sum > 0.f ? 1.f / sum : 0.f;
     }
-    asm volatile("bar.sync %0, 128;\n" ::"r"(1 + w) : "memory");  // every warp of this group is past its QK
+    named_sync(1 + w, 128);  // every warp of this group is past its QK
 #pragma unroll
-    for (int j = 0; j < D / 8; ++j) {
+    for (int j = 0; j < C::D / 8; ++j) {
 #pragma unroll
       for (int r = 0; r < 2; ++r) {
         const int row = w * 64 + warp * 16 + g + 8 * r;  // row inside the block tile
@@ -453,7 +580,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       }
     }
     asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");  // make the stores visible to TMA
-    asm volatile("bar.sync %0, 128;\n" ::"r"(1 + w) : "memory");
+    named_sync(1 + w, 128);
     if (tid == 0) {
 #pragma unroll
       for (int c = 0; c < C::kChunks; ++c) tma_store(&maps.o, sQ + c * kBlockM * 128 + w * 64 * 128, c * 64, m0 + w * 64, h, b);
@@ -498,30 +625,73 @@ bool make_map(CUtensorMap* map, const void* ptr, const FlashParams& p, int seqle
                 CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
 }
 
-template <int D, bool kBf16>
+template <class C, bool kBf16>
 cudaError_t launch(const FlashParams& p, cudaStream_t stream) {
-  using C = Cfg<D>;
   TmaMaps maps;
-  if (!make_map(&maps.q, p.q, p, p.seqlen_q, p.q_row_stride, p.q_head_stride, p.q_batch_stride, kBlockM) ||
-      !make_map(&maps.k, p.k, p, p.seqlen_k, p.k_row_stride, p.k_head_stride, p.k_batch_stride, kBlockN) ||
-      !make_map(&maps.v, p.v, p, p.seqlen_k, p.v_row_stride, p.v_head_stride, p.v_batch_stride, kBlockN) ||
+  if (!make_map(&maps.q, p.q, p, p.seqlen_q, p.q_row_stride, p.q_head_stride, p.q_batch_stride, C::kBlockM) ||
+      !make_map(&maps.k, p.k, p, p.seqlen_k, p.k_row_stride, p.k_head_stride, p.k_batch_stride, C::kBlockN) ||
+      !make_map(&maps.v, p.v, p, p.seqlen_k, p.v_row_stride, p.v_head_stride, p.v_batch_stride, C::kBlockN) ||
       !make_map(&maps.o, p.o, p, p.seqlen_q, p.o_row_stride, p.o_head_stride, p.o_batch_stride, 64)) {
     return cudaErrorInvalidValue;
   }
-  auto kernel = flashcore_wgmma_fwd_kernel<D, kBf16>;
+  auto kernel = flashcore_wgmma_fwd_kernel<C, kBf16>;
   cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, C::kSmemBytes);
   if (err != cudaSuccess) return err;
-  const dim3 grid((p.seqlen_q + kBlockM - 1) / kBlockM, p.batch * p.heads);
-  kernel<<<grid, kThreads, C::kSmemBytes, stream>>>(p, maps);
+  const dim3 grid((p.seqlen_q + C::kBlockM - 1) / C::kBlockM, p.batch * p.heads);
+  kernel<<<grid, C::kThreads, C::kSmemBytes, stream>>>(p, maps);
   return cudaGetLastError();
+}
+
+// Tile configurations, named c<consumer warpgroups>n<keys per tile>: block = 64 x consumers query rows.
+// A trailing p: ping-pong between the two consumers.
+enum class Config { kC1N128, kC2N128, kC2N128P, kC2N176, kC2N176P, kC3N128 };
+
+template <int D, bool kBf16>
+cudaError_t launch_config(Config c, const FlashParams& p, cudaStream_t stream) {
+  switch (c) {
+    case Config::kC1N128: return launch<Cfg<D, 1, 128>, kBf16>(p, stream);
+    case Config::kC2N128: return launch<Cfg<D, 2, 128>, kBf16>(p, stream);
+    case Config::kC2N128P: return launch<Cfg<D, 2, 128, true>, kBf16>(p, stream);
+    case Config::kC2N176: return launch<Cfg<D, 2, 176>, kBf16>(p, stream);
+    case Config::kC2N176P: return launch<Cfg<D, 2, 176, true>, kBf16>(p, stream);
+    // Three consumers get 160 registers each: S, O and P of D=128 do not fit, so D=64 only.
+    case Config::kC3N128: return D == 64 ? launch<Cfg<64, 3, 128>, kBf16>(p, stream) : launch<Cfg<D, 2, 128>, kBf16>(p, stream);
+  }
+  return cudaErrorInvalidValue;
+}
+
+int sm_count() {
+  int dev = 0;
+  int n = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess) {
+    return 132;
+  }
+  return n;
+}
+
+Config choose_config(const FlashParams& p) {
+  // Tuning override for benchmarks: FLASHCORE_WGMMA_CONFIG=c1n128|c2n128|c2n128p|c2n176|c2n176p|c3n128.
+  if (const char* env = std::getenv("FLASHCORE_WGMMA_CONFIG")) {
+    if (!std::strcmp(env, "c1n128")) return Config::kC1N128;
+    if (!std::strcmp(env, "c2n128")) return Config::kC2N128;
+    if (!std::strcmp(env, "c2n128p")) return Config::kC2N128P;
+    if (!std::strcmp(env, "c2n176")) return Config::kC2N176;
+    if (!std::strcmp(env, "c2n176p")) return Config::kC2N176P;
+    if (!std::strcmp(env, "c3n128")) return Config::kC3N128;
+  }
+  const long long bh = static_cast<long long>(p.batch) * p.heads;
+  // Grids of 128-row blocks that cannot fill the SMs run 64-row blocks instead.
+  if (bh * ((p.seqlen_q + 127) / 128) < sm_count()) return Config::kC1N128;
+  return Config::kC2N128;
 }
 
 }  // namespace flashcore
 
 cudaError_t flashcore_forward(const FlashParams& p, cudaStream_t stream) {
   using namespace flashcore;
+  const Config c = choose_config(p);
   const bool bf16 = p.dtype == FlashDtype::kBFloat16;
-  if (p.head_dim == 64) return bf16 ? launch<64, true>(p, stream) : launch<64, false>(p, stream);
-  if (p.head_dim == 128) return bf16 ? launch<128, true>(p, stream) : launch<128, false>(p, stream);
+  if (p.head_dim == 64) return bf16 ? launch_config<64, true>(c, p, stream) : launch_config<64, false>(c, p, stream);
+  if (p.head_dim == 128) return bf16 ? launch_config<128, true>(c, p, stream) : launch_config<128, false>(c, p, stream);
   return cudaErrorInvalidValue;
 }

@@ -191,3 +191,23 @@ def test_every_wmma_tile_config(modules, monkeypatch, config, causal, shape):
     err = (out.float() - ref).abs().max().item()
     print(f"flashcore_wmma[{config}] {shape} causal={causal}: max_err={err:.3e} torch_err={torch_err:.3e}")
     assert err <= K_TORCH * torch_err + FLOOR[dtype]
+
+
+@pytest.mark.parametrize("config", ["c1n128", "c2n128", "c2n128p", "c2n176", "c2n176p", "c3n128"])
+@pytest.mark.parametrize("causal", [False, True], ids=["noncausal", "causal"])
+@pytest.mark.parametrize("shape", [(2, 3, 300, 257, 64), (1, 2, 200, 333, 128), (1, 2, 700, 700, 64)], ids=["D64", "D128", "D64long"])
+def test_every_wgmma_tile_config(modules, monkeypatch, config, causal, shape):
+    """FLASHCORE_WGMMA_CONFIG forces each tile config (consumer warpgroups x keys per tile) of flashcore_wgmma."""
+    mod = module(modules, "flashcore_wgmma")
+    monkeypatch.setenv("FLASHCORE_WGMMA_CONFIG", config)
+    dtype = torch.bfloat16 if causal else torch.float16
+    q, k, v = random_qkv(shape, dtype, zlib.crc32(repr((config, causal, shape)).encode()))
+    ref = reference(q, k, v, causal)
+    torch_err = (F.scaled_dot_product_attention(q, k, v, is_causal=causal).float() - ref).abs().max().item()
+    out = torch.full_like(q, float("nan"))
+    mod.forward(q, k, v, causal, out=out)
+    torch.cuda.synchronize()
+    assert not out.isnan().any()
+    err = (out.float() - ref).abs().max().item()
+    print(f"flashcore_wgmma[{config}] {shape} causal={causal}: max_err={err:.3e} torch_err={torch_err:.3e}")
+    assert err <= K_TORCH * torch_err + FLOOR[dtype]
