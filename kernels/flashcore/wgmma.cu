@@ -37,7 +37,7 @@ constexpr float kLog2e = 1.4426950408889634f;
 
 // A tile configuration: kConsumers warpgroups of 64 query rows each (kBlockM rows per block) and
 // kBlockN keys per K/V tile.
-template <int D_, int kConsumers_, int kBlockN_, bool kPingpong_ = false>
+template <int D_, int kConsumers_, int kBlockN_, bool kPingpong_ = false, bool kPolyExp_ = false>
 struct Cfg {
   static constexpr int D = D_;
   static constexpr int kConsumers = kConsumers_;
@@ -46,6 +46,10 @@ struct Cfg {
   // their wgmmas, so one warpgroup's softmax runs while the other's matrix work occupies the tensor cores.
   static constexpr bool kPingpong = kPingpong_;
   static_assert(!kPingpong || kConsumers == 2, "ping-pong needs exactly two consumer warpgroups");
+  // At D=64 the exponentials take as long on the MUFU unit (16 per clock per SM) as the two matmuls
+  // on the tensor cores; with kPolyExp every fourth n8 column tile computes 2^x on the FMA pipe
+  // instead (exp2_poly), taking load off the MUFU unit.
+  static constexpr bool kPolyExp = kPolyExp_;
   static constexpr int kBlockM = 64 * kConsumers;
   static constexpr int kThreads = 128 * (kConsumers + 1);
   // setmaxnreg budgets: 128 x producer + kThreads-128 x consumer <= 65536 registers per SM.
@@ -302,6 +306,17 @@ __device__ __forceinline__ float exp2_ftz(float x) {
   return y;
 }
 
+// 2^x for x <= 0 on the FMA pipe: x = n + f with n = round(x) (the 1.5 * 2^23 trick leaves n in
+// the low mantissa bits), 2^f by a cubic fitted on [-0.5, 0.5] (relative error 2.1e-4, below half
+// an fp16 ulp of P), and n added to the exponent field. Inputs below -125 give ~2^-125 (not 0).
+__device__ __forceinline__ float exp2_poly(float x) {
+  x = fmaxf(x, -125.f);  // keeps the exponent field >= 1 (p is in [0.70, 1.42])
+  const float t = __fadd_rn(x, 12582912.f);
+  const float f = __fsub_rn(x, __fsub_rn(t, 12582912.f));
+  const float p = fmaf(fmaf(fmaf(0.05485438f, f, 0.24182248f), f, 0.69324851f), f, 0.99998754f);
+  return __int_as_float(__float_as_int(p) + (__float_as_int(t) << 23));
+}
+
 // Named barriers (ids 0-15; 0 is __syncthreads): 1 + w for warpgroup w's epilogue, 3 + w for the
 // ping-pong turn of consumer w.
 __device__ __forceinline__ void named_sync(int id, int threads) {
@@ -393,7 +408,8 @@ struct Consumer {
       for (int j = 0; j < kBlockN / 8; ++j) {
 #pragma unroll
         for (int e = 0; e < 2; ++e) {
-          const float pe = exp2_ftz(fmaf(s[4 * j + 2 * r + e], scale_log2, -mx_scaled));
+          const float arg = fmaf(s[4 * j + 2 * r + e], scale_log2, -mx_scaled);
+          const float pe = (C::kPolyExp && j % 4 == 3) ? exp2_poly(arg) : exp2_ftz(arg);
           s[4 * j + 2 * r + e] = pe;
           sum += pe;
         }
@@ -644,7 +660,8 @@ cudaError_t launch(const FlashParams& p, cudaStream_t stream) {
 
 // Tile configurations, named c<consumer warpgroups>n<keys per tile>: block = 64 x consumers query rows.
 // A trailing p: ping-pong between the two consumers.
-enum class Config { kC1N128, kC2N128, kC2N128P, kC2N176, kC2N176P, kC3N128 };
+// A trailing e: a quarter of the exponentials on the FMA pipe.
+enum class Config { kC1N128, kC2N128, kC2N128P, kC2N128PE, kC2N176, kC2N176P, kC3N128 };
 
 template <int D, bool kBf16>
 cudaError_t launch_config(Config c, const FlashParams& p, cudaStream_t stream) {
@@ -652,6 +669,7 @@ cudaError_t launch_config(Config c, const FlashParams& p, cudaStream_t stream) {
     case Config::kC1N128: return launch<Cfg<D, 1, 128>, kBf16>(p, stream);
     case Config::kC2N128: return launch<Cfg<D, 2, 128>, kBf16>(p, stream);
     case Config::kC2N128P: return launch<Cfg<D, 2, 128, true>, kBf16>(p, stream);
+    case Config::kC2N128PE: return launch<Cfg<D, 2, 128, true, true>, kBf16>(p, stream);
     case Config::kC2N176: return launch<Cfg<D, 2, 176>, kBf16>(p, stream);
     case Config::kC2N176P: return launch<Cfg<D, 2, 176, true>, kBf16>(p, stream);
     // Three consumers get 160 registers each: S, O and P of D=128 do not fit, so D=64 only.
@@ -670,19 +688,23 @@ int sm_count() {
 }
 
 Config choose_config(const FlashParams& p) {
-  // Tuning override for benchmarks: FLASHCORE_WGMMA_CONFIG=c1n128|c2n128|c2n128p|c2n176|c2n176p|c3n128.
+  // Tuning override for benchmarks: FLASHCORE_WGMMA_CONFIG=c1n128|c2n128|c2n128p|c2n128pe|c2n176|c2n176p|c3n128.
   if (const char* env = std::getenv("FLASHCORE_WGMMA_CONFIG")) {
     if (!std::strcmp(env, "c1n128")) return Config::kC1N128;
     if (!std::strcmp(env, "c2n128")) return Config::kC2N128;
     if (!std::strcmp(env, "c2n128p")) return Config::kC2N128P;
+    if (!std::strcmp(env, "c2n128pe")) return Config::kC2N128PE;
     if (!std::strcmp(env, "c2n176")) return Config::kC2N176;
     if (!std::strcmp(env, "c2n176p")) return Config::kC2N176P;
     if (!std::strcmp(env, "c3n128")) return Config::kC3N128;
   }
+  // From the H100 sweep in docs/kernels.md: grids of 128-row blocks that cannot fill the SMs run
+  // 64-row blocks (B1 H8 S512 D64: 7.2 us against 10.1 us); otherwise two consumers, taking turns
+  // (ping-pong) at D=64, where the softmax is the larger share (642 us against 731 us at
+  // B4 H16 S4096); at D=128 ping-pong measured within the run-to-run spread, so it stays off.
   const long long bh = static_cast<long long>(p.batch) * p.heads;
-  // Grids of 128-row blocks that cannot fill the SMs run 64-row blocks instead.
   if (bh * ((p.seqlen_q + 127) / 128) < sm_count()) return Config::kC1N128;
-  return Config::kC2N128;
+  return p.head_dim == 64 ? Config::kC2N128P : Config::kC2N128;
 }
 
 }  // namespace flashcore
