@@ -37,7 +37,7 @@ constexpr float kLog2e = 1.4426950408889634f;
 
 // A tile configuration: kConsumers warpgroups of 64 query rows each (kBlockM rows per block) and
 // kBlockN keys per K/V tile.
-template <int D_, int kConsumers_, int kBlockN_, bool kPingpong_ = false, bool kPolyExp_ = false>
+template <int D_, int kConsumers_, int kBlockN_, bool kPingpong_ = false>
 struct Cfg {
   static constexpr int D = D_;
   static constexpr int kConsumers = kConsumers_;
@@ -46,10 +46,6 @@ struct Cfg {
   // their wgmmas, so one warpgroup's softmax runs while the other's matrix work occupies the tensor cores.
   static constexpr bool kPingpong = kPingpong_;
   static_assert(!kPingpong || kConsumers == 2, "ping-pong needs exactly two consumer warpgroups");
-  // At D=64 the exponentials take as long on the MUFU unit (16 per clock per SM) as the two matmuls
-  // on the tensor cores; with kPolyExp every fourth n8 column tile computes 2^x on the FMA pipe
-  // instead (exp2_poly), taking load off the MUFU unit.
-  static constexpr bool kPolyExp = kPolyExp_;
   static constexpr int kBlockM = 64 * kConsumers;
   static constexpr int kThreads = 128 * (kConsumers + 1);
   // setmaxnreg budgets: 128 x producer + kThreads-128 x consumer <= 65536 registers per SM.
@@ -306,17 +302,6 @@ __device__ __forceinline__ float exp2_ftz(float x) {
   return y;
 }
 
-// 2^x for x <= 0 on the FMA pipe: x = n + f with n = round(x) (the 1.5 * 2^23 trick leaves n in
-// the low mantissa bits), 2^f by a cubic fitted on [-0.5, 0.5] (relative error 2.1e-4, below half
-// an fp16 ulp of P), and n added to the exponent field. Inputs below -125 give ~2^-125 (not 0).
-__device__ __forceinline__ float exp2_poly(float x) {
-  x = fmaxf(x, -125.f);  // keeps the exponent field >= 1 (p is in [0.70, 1.42])
-  const float t = __fadd_rn(x, 12582912.f);
-  const float f = __fsub_rn(x, __fsub_rn(t, 12582912.f));
-  const float p = fmaf(fmaf(fmaf(0.05485438f, f, 0.24182248f), f, 0.69324851f), f, 0.99998754f);
-  return __int_as_float(__float_as_int(p) + (__float_as_int(t) << 23));
-}
-
 // Named barriers (ids 0-15; 0 is __syncthreads): 1 + w for warpgroup w's epilogue, 3 + w for the
 // ping-pong turn of consumer w.
 __device__ __forceinline__ void named_sync(int id, int threads) {
@@ -392,29 +377,38 @@ struct Consumer {
         }
       }
     }
+    // Row max and row sum over kBlockN / 4 values per thread go through kChains independent
+    // accumulators: one serial chain of dependent FMNMX / FADD stalls each warp on their fixed
+    // latency, and with three consumer warps per scheduler there is little else to issue.
+    constexpr int kChains = 4;
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
-      float mx = row_max[r];
+      float part[kChains];
 #pragma unroll
-      for (int j = 0; j < kBlockN / 8; ++j) mx = fmaxf(mx, fmaxf(s[4 * j + 2 * r], s[4 * j + 2 * r + 1]));
+      for (int c = 0; c < kChains; ++c) part[c] = row_max[r];
+#pragma unroll
+      for (int j = 0; j < kBlockN / 8; ++j) {
+        part[j % kChains] = fmaxf(part[j % kChains], fmaxf(s[4 * j + 2 * r], s[4 * j + 2 * r + 1]));
+      }
+      float mx = fmaxf(fmaxf(part[0], part[1]), fmaxf(part[2], part[3]));
       mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
       mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
       // A row with every key masked so far keeps max -inf; use 0 so exp2 gives 0, not NaN.
       const float mx_scaled = mx == -INFINITY ? 0.f : mx * scale_log2;
       corr[r] = exp2_ftz(row_max[r] * scale_log2 - mx_scaled);
       row_max[r] = mx;
-      float sum = 0.f;
+#pragma unroll
+      for (int c = 0; c < kChains; ++c) part[c] = 0.f;
 #pragma unroll
       for (int j = 0; j < kBlockN / 8; ++j) {
 #pragma unroll
         for (int e = 0; e < 2; ++e) {
-          const float arg = fmaf(s[4 * j + 2 * r + e], scale_log2, -mx_scaled);
-          const float pe = (C::kPolyExp && j % 4 == 3) ? exp2_poly(arg) : exp2_ftz(arg);
+          const float pe = exp2_ftz(fmaf(s[4 * j + 2 * r + e], scale_log2, -mx_scaled));
           s[4 * j + 2 * r + e] = pe;
-          sum += pe;
+          part[j % kChains] += pe;
         }
       }
-      row_sum[r] = row_sum[r] * corr[r] + sum;
+      row_sum[r] = row_sum[r] * corr[r] + ((part[0] + part[1]) + (part[2] + part[3]));
     }
   }
 
@@ -660,8 +654,7 @@ cudaError_t launch(const FlashParams& p, cudaStream_t stream) {
 
 // Tile configurations, named c<consumer warpgroups>n<keys per tile>: block = 64 x consumers query rows.
 // A trailing p: ping-pong between the two consumers.
-// A trailing e: a quarter of the exponentials on the FMA pipe.
-enum class Config { kC1N128, kC2N128, kC2N128P, kC2N128PE, kC2N176, kC2N176P, kC3N128 };
+enum class Config { kC1N128, kC2N128, kC2N128P, kC2N176, kC2N176P, kC3N128 };
 
 template <int D, bool kBf16>
 cudaError_t launch_config(Config c, const FlashParams& p, cudaStream_t stream) {
@@ -669,7 +662,6 @@ cudaError_t launch_config(Config c, const FlashParams& p, cudaStream_t stream) {
     case Config::kC1N128: return launch<Cfg<D, 1, 128>, kBf16>(p, stream);
     case Config::kC2N128: return launch<Cfg<D, 2, 128>, kBf16>(p, stream);
     case Config::kC2N128P: return launch<Cfg<D, 2, 128, true>, kBf16>(p, stream);
-    case Config::kC2N128PE: return launch<Cfg<D, 2, 128, true, true>, kBf16>(p, stream);
     case Config::kC2N176: return launch<Cfg<D, 2, 176>, kBf16>(p, stream);
     case Config::kC2N176P: return launch<Cfg<D, 2, 176, true>, kBf16>(p, stream);
     // Three consumers get 160 registers each: S, O and P of D=128 do not fit, so D=64 only.
@@ -688,12 +680,11 @@ int sm_count() {
 }
 
 Config choose_config(const FlashParams& p) {
-  // Tuning override for benchmarks: FLASHCORE_WGMMA_CONFIG=c1n128|c2n128|c2n128p|c2n128pe|c2n176|c2n176p|c3n128.
+  // Tuning override for benchmarks: FLASHCORE_WGMMA_CONFIG=c1n128|c2n128|c2n128p|c2n176|c2n176p|c3n128.
   if (const char* env = std::getenv("FLASHCORE_WGMMA_CONFIG")) {
     if (!std::strcmp(env, "c1n128")) return Config::kC1N128;
     if (!std::strcmp(env, "c2n128")) return Config::kC2N128;
     if (!std::strcmp(env, "c2n128p")) return Config::kC2N128P;
-    if (!std::strcmp(env, "c2n128pe")) return Config::kC2N128PE;
     if (!std::strcmp(env, "c2n176")) return Config::kC2N176;
     if (!std::strcmp(env, "c2n176p")) return Config::kC2N176P;
     if (!std::strcmp(env, "c3n128")) return Config::kC3N128;
