@@ -377,38 +377,28 @@ struct Consumer {
         }
       }
     }
-    // Row max and row sum over kBlockN / 4 values per thread go through kChains independent
-    // accumulators: one serial chain of dependent FMNMX / FADD stalls each warp on their fixed
-    // latency, and with three consumer warps per scheduler there is little else to issue.
-    constexpr int kChains = 4;
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
-      float part[kChains];
+      float mx = row_max[r];
 #pragma unroll
-      for (int c = 0; c < kChains; ++c) part[c] = row_max[r];
-#pragma unroll
-      for (int j = 0; j < kBlockN / 8; ++j) {
-        part[j % kChains] = fmaxf(part[j % kChains], fmaxf(s[4 * j + 2 * r], s[4 * j + 2 * r + 1]));
-      }
-      float mx = fmaxf(fmaxf(part[0], part[1]), fmaxf(part[2], part[3]));
+      for (int j = 0; j < kBlockN / 8; ++j) mx = fmaxf(mx, fmaxf(s[4 * j + 2 * r], s[4 * j + 2 * r + 1]));
       mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
       mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
       // A row with every key masked so far keeps max -inf; use 0 so exp2 gives 0, not NaN.
       const float mx_scaled = mx == -INFINITY ? 0.f : mx * scale_log2;
       corr[r] = exp2_ftz(row_max[r] * scale_log2 - mx_scaled);
       row_max[r] = mx;
-#pragma unroll
-      for (int c = 0; c < kChains; ++c) part[c] = 0.f;
+      float sum = 0.f;
 #pragma unroll
       for (int j = 0; j < kBlockN / 8; ++j) {
 #pragma unroll
         for (int e = 0; e < 2; ++e) {
           const float pe = exp2_ftz(fmaf(s[4 * j + 2 * r + e], scale_log2, -mx_scaled));
           s[4 * j + 2 * r + e] = pe;
-          part[j % kChains] += pe;
+          sum += pe;
         }
       }
-      row_sum[r] = row_sum[r] * corr[r] + ((part[0] + part[1]) + (part[2] + part[3]));
+      row_sum[r] = row_sum[r] * corr[r] + sum;
     }
   }
 
