@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs on the GPU machine from any copy of the repo: build both FlashCore kernels (ptxas report),
+# Runs on the GPU machine from any copy of the repo: build the FlashCore kernels this GPU runs (ptxas report),
 # correctness tests, then the latency table (printed last). Logs go to $OUT (default ./.kernels-out).
 # Extra arguments are passed to bench/flashcore_latency.py (e.g. --wmma-configs w4m1,w8m1).
 # FLASHCORE_TEST_FILTER=EXPR runs only the tests pytest -k EXPR selects (e.g. "wgmma or binding").
