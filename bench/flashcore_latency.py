@@ -139,24 +139,26 @@ def bench_shape(shape: Shape, impls: dict, flush: torch.Tensor, budget_s: float)
     return rows
 
 
-def implementations(wmma_configs: list[str]) -> dict:
+def implementations(configs: dict[str, list[str]]) -> dict:
+    """Every kernel this GPU runs, plus each forced tile config in `configs` (kernel -> config names)."""
     from contextlib import nullcontext
 
     impls: dict = {}
-    for name in sorted(flashcore_build.KERNELS):
-        mod = flashcore_build.load_kernel(name)
+    arch = flashcore_build.default_arch()
+    for name in flashcore_build.kernels_for(arch):  # flashcore_wgmma only on sm_90
+        mod = flashcore_build.load_kernel(name, arch)
         impls[name] = (lambda q, k, v, c, mod=mod: mod.forward(q, k, v, c), nullcontext)
-        if name == "flashcore_wmma":
-            for cfg in wmma_configs:
+        env = f"{name.upper()}_CONFIG"  # FLASHCORE_WMMA_CONFIG, FLASHCORE_WGMMA_CONFIG
+        for cfg in configs.get(name, []):
 
-                def forced(q, k, v, c, mod=mod, cfg=cfg):
-                    os.environ["FLASHCORE_WMMA_CONFIG"] = cfg  # read by the launcher at each call
-                    try:
-                        return mod.forward(q, k, v, c)
-                    finally:
-                        del os.environ["FLASHCORE_WMMA_CONFIG"]
+            def forced(q, k, v, c, mod=mod, cfg=cfg, env=env):
+                os.environ[env] = cfg  # read by the launcher at each call
+                try:
+                    return mod.forward(q, k, v, c)
+                finally:
+                    del os.environ[env]
 
-                impls[f"flashcore_wmma[{cfg}]"] = (forced, nullcontext)
+            impls[f"{name}[{cfg}]"] = (forced, nullcontext)
     for name, backend in SDPA_BACKENDS.items():
         sdpa = lambda q, k, v, c: F.scaled_dot_product_attention(q, k, v, is_causal=c)  # noqa: E731
         impls[name] = (sdpa, lambda backend=backend: sdpa_kernel(backend))
@@ -182,13 +184,19 @@ def main() -> int:
     ap.add_argument("--json", type=Path, help="also write the table as JSON here")
     ap.add_argument("--budget-s", type=float, default=0.3, help="timed seconds per (shape, impl), roughly")
     ap.add_argument("--wmma-configs", default="", help="comma list of forced wmma tile configs to time too")
+    ap.add_argument("--wgmma-configs", default="", help="comma list of forced wgmma tile configs to time too")
     ap.add_argument("--no-scalar", action="store_true", help="leave the slow scalar kernel out")
     args = ap.parse_args()
 
     if not torch.cuda.is_available():
         print("no CUDA device: nothing to time", file=sys.stderr)
         return 2
-    impls = implementations([c for c in args.wmma_configs.split(",") if c])
+    impls = implementations(
+        {
+            "flashcore_wmma": [c for c in args.wmma_configs.split(",") if c],
+            "flashcore_wgmma": [c for c in args.wgmma_configs.split(",") if c],
+        }
+    )
     if args.no_scalar:
         impls.pop("flashcore_scalar", None)
     flush = torch.empty(FLUSH_BYTES, dtype=torch.uint8, device="cuda")

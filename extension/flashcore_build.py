@@ -25,7 +25,26 @@ BINDING = REPO_ROOT / "extension" / "flashcore_binding.cpp"
 KERNELS: dict[str, Path] = {
     "flashcore_scalar": REPO_ROOT / "kernels" / "flashcore" / "scalar.cu",
     "flashcore_wmma": REPO_ROOT / "kernels" / "flashcore" / "wmma.cu",
+    "flashcore_wgmma": REPO_ROOT / "kernels" / "flashcore" / "wgmma.cu",
 }
+# Kernels that use arch-specific instructions (wgmma, setmaxnreg) build only for that target and
+# run only on its GPUs: kernel -> (the device arch it needs, the target it is built for).
+ARCH_SPECIFIC: dict[str, tuple[str, str]] = {
+    "flashcore_wgmma": ("sm_90", "sm_90a"),
+}
+
+
+def kernel_arch(name: str, arch: str) -> str | None:
+    """The target to build kernel `name` for on a device of `arch` (``sm_XY``), or None if it cannot run there."""
+    if name not in ARCH_SPECIFIC:
+        return arch
+    device_arch, target = ARCH_SPECIFIC[name]
+    return target if arch in (device_arch, target) else None
+
+
+def kernels_for(arch: str) -> list[str]:
+    """The kernels that build and run on a device of `arch`, sorted."""
+    return sorted(name for name in KERNELS if kernel_arch(name, arch) is not None)
 
 
 def default_arch() -> str:
@@ -39,7 +58,7 @@ def default_arch() -> str:
 
 
 def cuda_flags(arch: str) -> list[str]:
-    num = arch.removeprefix("sm_")
+    num = arch.removeprefix("sm_")  # "90a" for sm_90a: arch=compute_90a,code=sm_90a
     return ["-O3", f"-gencode=arch=compute_{num},code=sm_{num}", "-Xptxas", "-v", "-lineinfo"]
 
 
@@ -58,7 +77,10 @@ def load_kernel(name: str, arch: str | None = None, verbose: bool = False) -> Mo
     """Build (or reuse) and import the extension for kernel `name`; returns the module."""
     from torch.utils.cpp_extension import load
 
-    arch = arch or default_arch()
+    device_arch = arch or default_arch()
+    arch = kernel_arch(name, device_arch)
+    if arch is None:
+        raise RuntimeError(f"{name} needs a {ARCH_SPECIFIC[name][0]} GPU (built for {ARCH_SPECIFIC[name][1]}), not {device_arch}")
     return load(
         name=name,
         sources=[str(KERNELS[name]), str(BINDING)],
@@ -102,7 +124,7 @@ def main() -> int:
             stderr=subprocess.STDOUT,
             text=True,
         )
-        for name in KERNELS
+        for name in kernels_for(arch)
     }
     rc = 0
     for name, proc in procs.items():

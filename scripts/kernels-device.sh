@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
-# Runs on the GPU machine from any copy of the repo: build both FlashCore kernels (ptxas report),
+# Runs on the GPU machine from any copy of the repo: build the FlashCore kernels this GPU runs (ptxas report),
 # correctness tests, then the latency table (printed last). Logs go to $OUT (default ./.kernels-out).
 # Extra arguments are passed to bench/flashcore_latency.py (e.g. --wmma-configs w4m1,w8m1).
+# FLASHCORE_TEST_FILTER=EXPR runs only the tests pytest -k EXPR selects (e.g. "wgmma or binding").
+# FLASHCORE_NCU_KERNEL=flashcore_wgmma profiles that kernel's long shapes with ncu before the latency
+# table (tensor-pipe utilisation, warp stall reasons).
 set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
@@ -26,7 +29,8 @@ sed -n '/^==== ptxas/,/^==== build/p' "$OUT/build.log" | grep -v "^==== build" |
 
 echo "== tests"
 t0=$SECONDS
-python3 -m pytest -q -m gpu tests/gpu/test_flashcore_kernels.py -p no:cacheprovider -rs -s > "$OUT/pytest.log" 2>&1
+python3 -m pytest -q -m gpu tests/gpu/test_flashcore_kernels.py -p no:cacheprovider -rs -s \
+  ${FLASHCORE_TEST_FILTER:+-k "$FLASHCORE_TEST_FILTER"} > "$OUT/pytest.log" 2>&1
 test_rc=$?
 grep -E "max_err" "$OUT/pytest.log" > /tmp/flashcore-errors.txt
 python3 - /tmp/flashcore-errors.txt <<'PY'
@@ -87,6 +91,39 @@ for r in rows[1:]:
     print(sys.argv[2], r[gi], r[ki][:60], r[mi], r[vi])
 ' "$OUT/ncu-$tag.csv" "$tag" | tee -a "$OUT/ncu-summary.txt"
   done
+fi
+
+if [ -n "${FLASHCORE_NCU_KERNEL:-}" ]; then
+  echo "== ncu: $FLASHCORE_NCU_KERNEL, long shapes (clocks left alone)"
+  PROG='
+import sys, torch
+sys.path.insert(0, "extension")
+import flashcore_build as fb
+mod = fb.load_kernel(sys.argv[1])
+for d, causal in ((64, False), (64, True), (128, False)):
+    q, k, v = (torch.randn(4, 16, 4096, d, device="cuda", dtype=torch.float16) for _ in range(3))
+    mod.forward(q, k, v, causal)
+torch.cuda.synchronize()
+'
+  METRICS=gpu__time_duration.sum,sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active,sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active,sm__inst_executed_pipe_tensor_op_gmma.avg.pct_of_peak_sustained_active,sm__warps_active.avg.pct_of_peak_sustained_active,dram__throughput.avg.pct_of_peak_sustained_elapsed,sm__throughput.avg.pct_of_peak_sustained_elapsed,smsp__issue_active.avg.pct_of_peak_sustained_active
+  timeout 150 ncu --clock-control none --target-processes all -k regex:flashcore_wgmma_fwd_kernel -c 3 \
+    --metrics "$METRICS,regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio" --csv --page details --print-units base \
+    python3 -c "$PROG" "$FLASHCORE_NCU_KERNEL" > "$OUT/ncu-$FLASHCORE_NCU_KERNEL.csv" 2>&1
+  echo "ncu exit $?"
+  python3 - "$OUT/ncu-$FLASHCORE_NCU_KERNEL.csv" <<'PY'
+import csv, sys
+rows = [r for r in csv.reader(open(sys.argv[1])) if len(r) > 10]
+if not rows: sys.exit("no ncu rows")
+hdr = rows[0]; mi, vi, gi, ii = hdr.index("Metric Name"), hdr.index("Metric Value"), hdr.index("Grid Size"), hdr.index("ID")
+for r in rows[1:]:
+    name, value = r[mi], r[vi].replace(",", "")
+    try:
+        small = "issue_stalled" in name and float(value) < 0.2  # stall reasons: cycles per issued instruction
+    except ValueError:
+        small = False
+    if not small:
+        print(r[ii], r[gi], name.replace("smsp__average_warps_issue_stalled_", "stall_"), value)
+PY
 fi
 
 echo "== latency"

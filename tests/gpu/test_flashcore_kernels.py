@@ -44,9 +44,18 @@ SHAPES = [
 
 @pytest.fixture(scope="session")
 def modules() -> dict:
+    """The kernels this GPU can run, built; arch-specific ones (flashcore_wgmma: sm_90a) only on their GPU."""
     if not torch.cuda.is_available():
         pytest.skip("no CUDA device visible to torch")
-    return {name: flashcore_build.load_kernel(name) for name in KERNELS}
+    arch = flashcore_build.default_arch()
+    return {name: flashcore_build.load_kernel(name, arch) for name in flashcore_build.kernels_for(arch)}
+
+
+def module(modules: dict, kernel: str):
+    if kernel not in modules:
+        need, target = flashcore_build.ARCH_SPECIFIC[kernel]
+        pytest.skip(f"{kernel} is built for {target} and needs a {need} GPU; this one is {flashcore_build.default_arch()}")
+    return modules[kernel]
 
 
 def reference(q, k, v, causal: bool):
@@ -92,7 +101,7 @@ def test_matches_fp32_reference(modules, kernel, dtype, causal, shape):
         torch_err = (F.scaled_dot_product_attention(q, k, v, is_causal=causal).float() - ref).abs().max().item()
 
         out = torch.full_like(q, float("nan"))
-        modules[kernel].forward(q, k, v, causal, out=out)
+        module(modules, kernel).forward(q, k, v, causal, out=out)
         torch.cuda.synchronize()
         assert not out.isnan().any(), f"{kernel}: NaN in output (unwritten or bad softmax)"
         assert not out.isinf().any(), f"{kernel}: Inf in output"
@@ -110,7 +119,7 @@ def test_returns_new_output_and_handles_strided_inputs(modules, kernel):
     k = torch.randn(2, 4, 256, 64, device="cuda", dtype=torch.float16, generator=g)
     v = torch.randn(2, 4, 256, 64, device="cuda", dtype=torch.float16, generator=g)
     q = qs.transpose(1, 2)
-    out = modules[kernel].forward(q, k, v, False)
+    out = module(modules, kernel).forward(q, k, v, False)
     ref = reference(q, k, v, False)
     assert out.shape == q.shape and out.is_contiguous()
     assert (out.float() - ref).abs().max().item() < 5e-3
@@ -141,7 +150,7 @@ def _good(dtype=torch.float16, d=64, device="cuda"):
 def test_binding_rejects_bad_arguments(modules, kernel, mutate, match):
     q, k, v = mutate(*_good())
     with pytest.raises(RuntimeError, match=match):
-        modules[kernel].forward(q, k, v, False)
+        module(modules, kernel).forward(q, k, v, False)
 
 
 @pytest.mark.parametrize("d", [32, 96, 256])
@@ -181,4 +190,24 @@ def test_every_wmma_tile_config(modules, monkeypatch, config, causal, shape):
     assert not out.isnan().any()
     err = (out.float() - ref).abs().max().item()
     print(f"flashcore_wmma[{config}] {shape} causal={causal}: max_err={err:.3e} torch_err={torch_err:.3e}")
+    assert err <= K_TORCH * torch_err + FLOOR[dtype]
+
+
+@pytest.mark.parametrize("config", ["c1n128", "c2n128", "c2n128p", "c2n176", "c2n176p", "c3n128"])
+@pytest.mark.parametrize("causal", [False, True], ids=["noncausal", "causal"])
+@pytest.mark.parametrize("shape", [(2, 3, 300, 257, 64), (1, 2, 200, 333, 128), (1, 2, 700, 700, 64)], ids=["D64", "D128", "D64long"])
+def test_every_wgmma_tile_config(modules, monkeypatch, config, causal, shape):
+    """FLASHCORE_WGMMA_CONFIG forces each tile config (consumer warpgroups x keys per tile) of flashcore_wgmma."""
+    mod = module(modules, "flashcore_wgmma")
+    monkeypatch.setenv("FLASHCORE_WGMMA_CONFIG", config)
+    dtype = torch.bfloat16 if causal else torch.float16
+    q, k, v = random_qkv(shape, dtype, zlib.crc32(repr((config, causal, shape)).encode()))
+    ref = reference(q, k, v, causal)
+    torch_err = (F.scaled_dot_product_attention(q, k, v, is_causal=causal).float() - ref).abs().max().item()
+    out = torch.full_like(q, float("nan"))
+    mod.forward(q, k, v, causal, out=out)
+    torch.cuda.synchronize()
+    assert not out.isnan().any()
+    err = (out.float() - ref).abs().max().item()
+    print(f"flashcore_wgmma[{config}] {shape} causal={causal}: max_err={err:.3e} torch_err={torch_err:.3e}")
     assert err <= K_TORCH * torch_err + FLOOR[dtype]
