@@ -22,4 +22,6 @@ if ! pg_isready -q -h 127.0.0.1 -p 5432 2>/dev/null; then
 fi
 export GATE_TEST_POSTGRES_URL="${GATE_TEST_POSTGRES_URL:-postgresql+psycopg://postgres@127.0.0.1:5432/postgres}"
 
+# The architecture's never-rules (docs/design.md) are import-linter contracts in pyproject.toml.
+.venv/bin/lint-imports
 exec .venv/bin/python -m pytest -q "$@"

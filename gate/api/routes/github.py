@@ -47,9 +47,9 @@ from gate.api.github_events import (
 from gate.notify import github_status
 from gate.notify.app_auth import github_headers
 from gate.notify.outbound import verify
-from gate.notify.sweeper import wake_after_commit
 from gate.services.merge_base import find_merge_base
 from gate.services.submissions import canonical_repo, submit_revision
+from gate.storage import outbox
 from gate.storage.repositories import claim_repository
 from gate.storage.webhook_deliveries import delivered_revision, first_delivery, set_merge_base
 
@@ -156,9 +156,8 @@ def _awaiting_approval_status(gate: GateContext, waiting: AwaitingApproval, appr
                   f"{approval.comment!r} comment)"
     body = github_status.status_body("pending", description, "gate", settings.public_url)
     with gate.session_factory() as session:
-        session.add(github_status.new_status(settings.github_api_url, waiting.request.full_name,
-                                             waiting.request.sha, body, None))
-        wake_after_commit(session)
+        outbox.add(session, [github_status.new_status(settings.github_api_url, waiting.request.full_name,
+                                                      waiting.request.sha, body, None)])
         session.commit()
 
 

@@ -1,0 +1,25 @@
+"""Architecture rules that import contracts cannot express (docs/design.md, "What must never
+depend on what"); the import rules themselves are `lint-imports`, run by scripts/test.sh."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import gate
+
+PACKAGE = Path(gate.__file__).resolve().parent
+SQL = re.compile(r"(?<![.\w])(?<!def )(select|update|insert|delete)\(|session\.(execute|scalars?|query)\(")
+
+
+def test_every_sql_statement_lives_in_storage():
+    offenders = [f"{path.relative_to(PACKAGE.parent)}:{n}: {line.strip()}"
+                 for path in sorted(PACKAGE.rglob("*.py")) if "storage" not in path.relative_to(PACKAGE).parts
+                 for n, line in enumerate(path.read_text().splitlines(), 1) if SQL.search(line)]
+    assert offenders == []
+
+
+def test_a_single_worst_verdict_and_severity_order():
+    defined = [path.relative_to(PACKAGE.parent) for path in PACKAGE.rglob("*.py")
+               if re.search(r"^def worst_verdict\b|^VERDICT_SEVERITY = \(\"", path.read_text(), re.M)]
+    assert [str(p) for p in defined] == ["gate/domain/verdict.py"]
