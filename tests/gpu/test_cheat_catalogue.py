@@ -18,8 +18,8 @@ import pytest
 from gate.domain.job import RunOptions
 from gate.pipeline import build
 from gate.pipeline.manifest import load_manifest
-from gate.pipeline.run import gate_job
-from gate.pipeline.source import Mirror
+from gate.executors.job import gate_job
+from gate.sources.mirror import Mirror
 from tests.samples.build import CATALOGUE, make_repo
 
 pytestmark = pytest.mark.gpu
