@@ -64,7 +64,7 @@ def cuda_flags(arch: str) -> list[str]:
 
 def build_dir(name: str, arch: str) -> Path:
     h = hashlib.sha256()
-    for src in (KERNELS[name], BINDING, KERNELS[name].parent / "params.h"):
+    for src in (KERNELS[name], BINDING, *sorted(KERNELS[name].parent.glob("*.h"))):
         h.update(src.read_bytes())
     h.update(" ".join(cuda_flags(arch)).encode())
     root = Path(os.environ.get("FLASHCORE_BUILD_ROOT", Path(tempfile.gettempdir()) / "flashcore-build"))

@@ -22,6 +22,7 @@
 // the output is written by a TMA store that clips rows past S_q.
 // Needs sm_90a (wgmma, setmaxnreg): build with -gencode=arch=compute_90a,code=sm_90a.
 #include "params.h"
+#include "sm_count.h"
 
 #include <cuda.h>  // CUtensorMap and its enums (header only: the encoder is fetched at run time)
 #include <cudaTypedefs.h>
@@ -658,15 +659,6 @@ cudaError_t launch_config(Config c, const FlashParams& p, cudaStream_t stream) {
     case Config::kC3N128: return D == 64 ? launch<Cfg<64, 3, 128>, kBf16>(p, stream) : launch<Cfg<D, 2, 128>, kBf16>(p, stream);
   }
   return cudaErrorInvalidValue;
-}
-
-int sm_count() {
-  int dev = 0;
-  int n = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess) {
-    return 132;
-  }
-  return n;
 }
 
 Config choose_config(const FlashParams& p) {

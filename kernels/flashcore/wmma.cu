@@ -15,6 +15,7 @@
 // fall in distinct banks (row pitch 144 B or 272 B instead of 128 B or 256 B).
 // Needs sm_80 or newer (cp.async, ldmatrix, bf16 mma).
 #include "params.h"
+#include "sm_count.h"
 
 #include <cuda_runtime.h>
 
@@ -449,15 +450,6 @@ cudaError_t launch_config(Config c, const FlashParams& p, cudaStream_t stream) {
     case Config::kW2M1S4: return D == 64 ? launch<64, 2, 1, 4, kBf16>(p, stream) : launch<D, 4, 1, 2, kBf16>(p, stream);
   }
   return cudaErrorInvalidValue;
-}
-
-int sm_count() {
-  int dev = 0;
-  int n = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess) {
-    return 132;
-  }
-  return n;
 }
 
 // Per-shape choice, from the H200 sweep in docs/kernels.md: long sequences run best with 128-row
