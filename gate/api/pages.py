@@ -21,6 +21,7 @@ from sqlalchemy.orm import Session
 from gate.api.deps import SeriesCacheDep, SessionDep
 from gate.domain.names import Direction, Metric, Side, Stage
 from gate.domain.verdict import Verdict
+from gate.pipeline.symbols import kernel_name
 from gate.figures.kernel_page import PEER_METRIC, kernel_charts, wanted_traces
 from gate.figures.palette import VERDICT_COLOR
 from gate.figures.revision import compare_figure, ncu_figure, sass_figure, timing_figure
@@ -158,7 +159,7 @@ def _job_view(job) -> dict:  # noqa: ANN001 (a JobDetail)
     payload = lambda s: (s.payload or {}) if s else {}   # noqa: E731
     timings = [timing_figure(t) for t in payload(bench).get("shapes", [])]
     ncu_c, ncu_b = payload(prof_c).get("kernels", []), payload(prof_b).get("kernels", [])
-    functions = payload(static).get("functions", [])
+    functions = [{**f, "name": kernel_name(f.get("function", ""))} for f in payload(static).get("functions", [])]
     return {
         "job": job, "stages": job.stages, "timings": timings,
         "ncu": ncu_figure(ncu_c, ncu_b) if ncu_c or ncu_b else None,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from gate.domain.job import GateOutcome
 from gate.domain.results import FunctionResources
-from gate.pipeline.decide import short_name
+from gate.pipeline.symbols import kernel_name
 
 # Opcodes worth a glance: tensor cores (HMMA/HGMMA/IMMA/QGMMA), ldmatrix, cp.async, spills, barriers.
 KEY_OPCODES = ("HMMA", "HGMMA", "IMMA", "QGMMA", "LDSM", "LDGSTS", "STL", "LDL", "BAR")
@@ -28,7 +28,7 @@ def _static_rows(functions: list[FunctionResources]) -> list[list[str]]:
     rows = []
     for f in functions:
         sass = " ".join(f"{op}={f.sass_opcodes[op]}" for op in KEY_OPCODES if f.sass_opcodes.get(op))
-        name = short_name(f.function)
+        name = kernel_name(f.function)
         rows.append([name, f.arch, str(f.registers), str(f.smem_bytes), str(f.stack_bytes),
                      str(f.spill_store_bytes), str(f.spill_load_bytes), sass or "-"])
     return rows

@@ -95,7 +95,8 @@ def _copy(src_root: Path, repo: Path, rel: str) -> None:
 
 
 def _scalar(src: Path, repo: Path) -> None:
-    for rel in ("kernels/flashcore/params.h", "kernels/flashcore/scalar.cu", "extension/flashcore_binding.cpp"):
+    headers = sorted(str(h.relative_to(src)) for h in (src / "kernels/flashcore").glob("*.h"))
+    for rel in (*headers, "kernels/flashcore/scalar.cu", "extension/flashcore_binding.cpp"):
         _copy(src, repo, rel)
     (repo / "gate.toml").write_text(DEMO_MANIFEST.format(wmma=""))
 

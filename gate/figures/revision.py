@@ -55,13 +55,17 @@ def ncu_figure(candidate: list[dict], baseline: list[dict]) -> dict:
 
 
 def sass_figure(functions: list[dict]) -> dict:
-    """SASS opcode counts per (function, arch) of the static stage (FunctionResources JSON)."""
+    """SASS opcode counts of the static stage (FunctionResources JSON), one trace per arch summed over
+    the kernel's functions and instantiations: a kernel with 16 instantiations stays one bar group per
+    opcode, and the functions table beside it breaks the counts down."""
     data = []
     opcodes = sorted({op for f in functions for op in (f.get("sass_opcodes") or {})})
-    for i, f in enumerate(functions):
-        counts = f.get("sass_opcodes") or {}
-        data.append({"type": "bar", "name": f.get("arch", f"#{i}"), "x": opcodes,
-                     "y": [counts.get(op, 0) for op in opcodes],
+    archs = list(dict.fromkeys(f.get("arch", "?") for f in functions))
+    for arch in archs:
+        mine = [f for f in functions if f.get("arch", "?") == arch]
+        totals = [sum((f.get("sass_opcodes") or {}).get(op, 0) for f in mine) for op in opcodes]
+        label = f"{arch} ({len(mine)} functions)" if len(mine) > 1 else arch
+        data.append({"type": "bar", "name": label, "x": opcodes, "y": totals,
                      "hovertemplate": "%{x}: %{y}<extra>%{fullData.name}</extra>"})
     layout = base_layout("SASS instructions", "count")
     layout["barmode"] = "group"

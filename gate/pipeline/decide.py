@@ -19,12 +19,12 @@ from gate.domain.manifest import Gates
 from gate.domain.names import NCU_RULES, Rule, Stage
 from gate.domain.results import JobResult, StageStatus, StaticResult
 from gate.domain.verdict import RuleOutcome, RuleRow, Verdict, VerdictReport
+from gate.pipeline.symbols import kernel_name
 from gate.pipeline.decide_rules import (
     correctness_rows,
     integrity_rows,
     latency_rows,
     profile_rows,
-    short_name,
     smem_launch_rows,
     static_delta_rows,
 )
@@ -114,7 +114,7 @@ def static_rows(static: StaticResult | None, gates: Gates) -> list[RuleRow]:
             value = figure(worst)
             ok = value <= limit
             rows.append(RuleRow(name, O.PASS if ok else O.FAIL, shape="",
-                                reason=f"{arch} {short_name(worst.function)}: {value} {unit} "
+                                reason=f"{arch} {kernel_name(worst.function)}: {value} {unit} "
                                        f"{'<=' if ok else '>'} {limit}",
                                 value=value, threshold=limit, unit=unit))
     if gates.require_sass:

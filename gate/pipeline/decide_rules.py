@@ -7,6 +7,7 @@ from collections.abc import Callable
 
 from gate.domain.launches import by_shape, weighted
 from gate.domain.manifest import Gates
+from gate.pipeline.symbols import kernel_name
 from gate.domain.names import Metric, Rule
 from gate.domain.results import (
     BenchResult,
@@ -220,24 +221,6 @@ def _compare(rule: Rule, shape: str, value: float | None, limit: float, *, minim
                    value=round(value, 3), threshold=limit, unit="%")
 
 
-def short_name(function: str) -> str:
-    """A readable kernel name for reasons: `_ZN16wmma_gemm_sample16wmma_gemm_kernelE10GemmParams` ->
-    `wmma_gemm_kernel` (the last name of an Itanium nested name, or the first plain name)."""
-    if not function.startswith("_Z"):
-        return function
-    names, i = [], 3 if function.startswith("_ZN") else 2
-    while i < len(function) and function[i].isdigit():
-        j = i
-        while j < len(function) and function[j].isdigit():
-            j += 1
-        length = int(function[i:j])
-        names.append(function[j:j + length])
-        i = j + length
-        if not function.startswith("_ZN"):
-            break
-    return names[-1] if names else function
-
-
 _STATIC_FIGURES: tuple[tuple[Rule, str, Callable, str], ...] = (
     (Rule.MAX_REGISTERS_INCREASE, "registers", lambda f: f.registers, "registers"),
     (Rule.MAX_SPILL_BYTES_INCREASE, "spill bytes", lambda f: f.spill_bytes, "bytes"),
@@ -263,7 +246,7 @@ def static_delta_rows(cand: StaticResult | None, base: StaticResult | None, gate
         old = before.get((now.function, now.arch))
         if old is None:
             continue
-        where = f"{now.arch} {short_name(now.function)}"
+        where = f"{now.arch} {kernel_name(now.function)}"
         changed = [f"{label} {figure(old)}->{figure(now)}" for _, label, figure, _ in _STATIC_FIGURES
                    if figure(old) != figure(now)]
         ops = {op: now.sass_opcodes.get(op, 0) - old.sass_opcodes.get(op, 0)

@@ -110,3 +110,11 @@ def test_a_change_shared_by_two_traces_is_marked_once():
     texts = [t["text"] for t in fig["layout"]["annotations"]]
     assert texts == ["change -21 %"]
     assert [s["x0"] for s in fig["layout"]["shapes"]] == [11.5]
+
+
+def test_sass_figure_has_one_trace_per_arch_however_many_instantiations():
+    functions = [{"arch": arch, "sass_opcodes": {"HMMA": 10, "LDSM": i}} for arch in ("sm_80", "sm_90")
+                 for i in range(16)]
+    fig = sass_figure(functions)
+    assert [t["name"] for t in fig["data"]] == ["sm_80 (16 functions)", "sm_90 (16 functions)"]
+    assert fig["data"][0]["x"] == ["HMMA", "LDSM"] and fig["data"][0]["y"] == [160, sum(range(16))]

@@ -19,7 +19,7 @@ from gate.domain import (
     TimingSamples,
     Verdict,
 )
-from gate.pipeline.decide import decide, short_name
+from gate.pipeline.decide import decide
 
 P, F, N = StageStatus.PASSED, StageStatus.FAILED, StageStatus.NOT_RUN
 FN = "_ZN16wmma_gemm_sample16wmma_gemm_kernelE10GemmParams"
@@ -287,12 +287,6 @@ def test_the_reason_fits_a_github_status_description():
     result = full()
     result.candidate.static = static(status=F, reason="compile error: " + "x" * 300)
     assert len(decide(result, GATES).reason) <= 140
-
-
-def test_short_name_reads_itanium_names():
-    assert short_name(FN) == "wmma_gemm_kernel"
-    assert short_name("_Z11bank_kernelPfii") == "bank_kernel"
-    assert short_name("plain") == "plain"
 
 
 def test_the_deciding_row_is_marked_once_and_the_reason_names_it():

@@ -1,0 +1,68 @@
+"""Readable names for compiled kernel functions (ptxas and cuobjdump print mangled C++ names).
+
+`kernel_name("_ZN9flashcore26flashcore_wgmma_fwd_kernelINS_3CfgILi128ELi1ELi128ELb0EEELb0EEEv11FlashParamsNS_7TmaMapsE")`
+is `flashcore_wgmma_fwd_kernel<Cfg<128, 1, 128, false>, false>`: the name with its template
+arguments (so a kernel's instantiations are told apart), without namespaces, return type or
+parameters. Demangling is GCC's own (`abi::__cxa_demangle` from libstdc++, through `cxxfilt`);
+without it, `short_name` reads the last name of an Itanium nested name.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import cache
+
+_QUALIFIER = re.compile(r"\b[A-Za-z_]\w*::|\(anonymous namespace\)::")
+
+
+@cache
+def kernel_name(function: str) -> str:
+    """The readable name of a (possibly mangled) function: name<template args>."""
+    if not function.startswith("_Z"):
+        return function
+    try:
+        import cxxfilt
+
+        full = cxxfilt.demangle(function)
+    except Exception:   # no libstdc++ demangler here, or a name it cannot read
+        return short_name(function)
+    return _strip_signature(_QUALIFIER.sub("", full)) or short_name(function)
+
+
+def _strip_signature(text: str) -> str:
+    """`void f<A, B>(int, float)` -> `f<A, B>`: drop the trailing parameter list and a return type."""
+    depth, end = 0, len(text)
+    for i in range(len(text) - 1, -1, -1):          # the '(' that opens the last top-level group
+        ch = text[i]
+        if ch == ")":
+            depth += 1
+        elif ch == "(":
+            depth -= 1
+            if depth == 0:
+                end = i
+                break
+    head, depth = text[:end].strip(), 0
+    for i, ch in enumerate(head):                    # a return type ends at the first top-level space
+        depth += ch == "<"
+        depth -= ch == ">"
+        if ch == " " and depth == 0:
+            return head[i + 1:].strip()
+    return head
+
+
+def short_name(function: str) -> str:
+    """`_ZN16wmma_gemm_sample16wmma_gemm_kernelE10GemmParams` -> `wmma_gemm_kernel` (the last name
+    of an Itanium nested name, or the first plain name): the fallback without a demangler."""
+    if not function.startswith("_Z"):
+        return function
+    names, i = [], 3 if function.startswith("_ZN") else 2
+    while i < len(function) and function[i].isdigit():
+        j = i
+        while j < len(function) and function[j].isdigit():
+            j += 1
+        length = int(function[i:j])
+        names.append(function[j:j + length])
+        i = j + length
+        if not function.startswith("_ZN"):
+            break
+    return names[-1] if names else function
