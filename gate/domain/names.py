@@ -58,18 +58,6 @@ class Rule(StrEnum):
     MAX_SMEM_BYTES_INCREASE = "max_smem_bytes_increase"
     STATIC_DELTA = "static_delta"   # what changed against the baseline's build: shown, never decisive
 
-    @property
-    def is_stage(self) -> bool:
-        """A whole stage's row (it failed, or could not run), not a threshold."""
-        return self.value in STAGE_RULES
-
-    @property
-    def is_floor(self) -> bool:
-        """A minimum: the measured value must stay at or above the threshold."""
-        return self.value.startswith("min_")
-
-
-STAGE_RULES = frozenset(s.value for s in Stage)
 
 # The rules that read the Nsight Compute profile: without one of them the profile stage is optional.
 NCU_RULES = (Rule.MIN_TENSOR_PIPE_PCT, Rule.MAX_BANK_CONFLICT_PCT, Rule.MIN_WARPS_ACTIVE_PCT,

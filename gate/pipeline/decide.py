@@ -13,7 +13,8 @@ threshold is inconclusive (the bench reruns with more samples before this is rep
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
+from dataclasses import replace
 
 from gate.domain.manifest import Gates
 from gate.domain.names import NCU_RULES, Rule, Stage
@@ -22,6 +23,7 @@ from gate.domain.verdict import RuleOutcome, RuleRow, Verdict, VerdictReport
 from gate.pipeline.symbols import kernel_name
 from gate.pipeline.decide_rules import (
     correctness_rows,
+    STATIC_FIGURES,
     integrity_rows,
     latency_rows,
     profile_rows,
@@ -70,8 +72,7 @@ def _untrusted(latency: list[RuleRow], problems: list[str]) -> list[RuleRow]:
     """Latency rows timed on a GPU whose clocks moved, that throttled or that another process used:
     inconclusive with the reason, never a verdict (a pass or a fail) on such data."""
     why = "GPU not steady while timing: " + "; ".join(problems)
-    return [RuleRow(r.rule, O.INCONCLUSIVE, f"{why} ({r.reason})", shape=r.shape, value=r.value,
-                    threshold=r.threshold, baseline=r.baseline, delta=r.delta, unit=r.unit)
+    return [replace(r, outcome=O.INCONCLUSIVE, reason=f"{why} ({r.reason})")
             if r.outcome in (O.PASS, O.FAIL) and r.baseline is not None else r for r in latency]
 
 
@@ -91,11 +92,7 @@ def _stage_row(stage: Stage, res: object | None, *, required: bool) -> list[Rule
 
 def static_rows(static: StaticResult | None, gates: Gates) -> list[RuleRow]:
     """max_registers, max_spill_bytes, max_smem_bytes (worst function per arch) and require_sass."""
-    limits: list[tuple[Rule, int | None, Callable, str]] = [
-        (Rule.MAX_REGISTERS, gates.max_registers, lambda f: f.registers, "registers"),
-        (Rule.MAX_SPILL_BYTES, gates.max_spill_bytes, lambda f: f.spill_bytes, "bytes"),
-        (Rule.MAX_SMEM_BYTES, gates.max_smem_bytes, lambda f: f.smem_bytes, "bytes"),
-    ]
+    limits = [(fig.limit, getattr(gates, fig.limit.value), fig.of, fig.unit) for fig in STATIC_FIGURES]
     wanted = [name for name, limit, _, _ in limits if limit is not None] + (
         [Rule.REQUIRE_SASS] if gates.require_sass else [])
     if not wanted:

@@ -4,15 +4,16 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from gate.domain.launches import by_shape, weighted
 from gate.domain.manifest import Gates
-from gate.pipeline.symbols import kernel_name
 from gate.domain.names import Metric, Rule
 from gate.domain.results import (
     BenchResult,
     CorrectnessCase,
     CorrectnessResult,
+    FunctionResources,
     KernelMetrics,
     ProfileResult,
     ShapeTiming,
@@ -20,6 +21,7 @@ from gate.domain.results import (
     StaticResult,
 )
 from gate.domain.verdict import RuleOutcome, RuleRow
+from gate.pipeline.symbols import kernel_name
 
 O = RuleOutcome
 
@@ -221,10 +223,23 @@ def _compare(rule: Rule, shape: str, value: float | None, limit: float, *, minim
                    value=round(value, 3), threshold=limit, unit="%")
 
 
-_STATIC_FIGURES: tuple[tuple[Rule, str, Callable, str], ...] = (
-    (Rule.MAX_REGISTERS_INCREASE, "registers", lambda f: f.registers, "registers"),
-    (Rule.MAX_SPILL_BYTES_INCREASE, "spill bytes", lambda f: f.spill_bytes, "bytes"),
-    (Rule.MAX_SMEM_BYTES_INCREASE, "smem bytes", lambda f: f.smem_bytes, "bytes"),
+@dataclass(frozen=True)
+class StaticFigure:
+    """A per-function figure of the static stage, the rule that caps it, and the rule that caps its
+    increase over the baseline."""
+
+    label: str
+    unit: str
+    limit: Rule
+    increase: Rule
+    of: Callable[[FunctionResources], int]
+
+
+STATIC_FIGURES = (
+    StaticFigure("registers", "registers", Rule.MAX_REGISTERS, Rule.MAX_REGISTERS_INCREASE, lambda f: f.registers),
+    StaticFigure("spill bytes", "bytes", Rule.MAX_SPILL_BYTES, Rule.MAX_SPILL_BYTES_INCREASE,
+                 lambda f: f.spill_bytes),
+    StaticFigure("smem bytes", "bytes", Rule.MAX_SMEM_BYTES, Rule.MAX_SMEM_BYTES_INCREASE, lambda f: f.smem_bytes),
 )
 _OPCODES_SHOWN = 6
 
@@ -234,12 +249,11 @@ def static_delta_rows(cand: StaticResult | None, base: StaticResult | None, gate
     """Against the baseline's static figures, per function and arch present in both: one
     `static_delta` row (always a pass: it shows what changed, e.g. `STS +32`) where anything did, and
     the `max_*_increase` rules where the manifest sets them."""
-    wanted = [(rule, label, figure, unit) for rule, label, figure, unit in _STATIC_FIGURES
-              if getattr(gates, rule.value) is not None]
+    wanted = [fig for fig in STATIC_FIGURES if getattr(gates, fig.increase.value) is not None]
     if new_kernel:
-        return [RuleRow(rule, O.PASS, NEW_KERNEL) for rule, *_ in wanted]
+        return [RuleRow(fig.increase, O.PASS, NEW_KERNEL) for fig in wanted]
     if cand is None or base is None or cand.status is not StageStatus.PASSED or base.status is not StageStatus.PASSED:
-        return [RuleRow(rule, O.NOT_RUN, "no static figures of both revisions") for rule, *_ in wanted]
+        return [RuleRow(fig.increase, O.NOT_RUN, "no static figures of both revisions") for fig in wanted]
     before = {(f.function, f.arch): f for f in base.functions}
     rows: list[RuleRow] = []
     for now in cand.functions:
@@ -247,8 +261,8 @@ def static_delta_rows(cand: StaticResult | None, base: StaticResult | None, gate
         if old is None:
             continue
         where = f"{now.arch} {kernel_name(now.function)}"
-        changed = [f"{label} {figure(old)}->{figure(now)}" for _, label, figure, _ in _STATIC_FIGURES
-                   if figure(old) != figure(now)]
+        changed = [f"{fig.label} {fig.of(old)}->{fig.of(now)}" for fig in STATIC_FIGURES
+                   if fig.of(old) != fig.of(now)]
         ops = {op: now.sass_opcodes.get(op, 0) - old.sass_opcodes.get(op, 0)
                for op in set(now.sass_opcodes) | set(old.sass_opcodes)}
         ops = dict(sorted(((op, d) for op, d in ops.items() if d), key=lambda kv: (-abs(kv[1]), kv[0])))
@@ -258,12 +272,12 @@ def static_delta_rows(cand: StaticResult | None, base: StaticResult | None, gate
             rows.append(RuleRow(Rule.STATIC_DELTA, O.PASS, f"{where}: " + ", ".join(changed + shown) + more,
                                 value=now.registers, baseline=old.registers,
                                 delta=now.registers - old.registers, unit="registers"))
-        for rule, label, figure, unit in wanted:
-            limit = getattr(gates, rule.value)
-            increase = figure(now) - figure(old)
+        for fig in wanted:
+            limit = getattr(gates, fig.increase.value)
+            increase = fig.of(now) - fig.of(old)
             ok = increase <= limit
-            rows.append(RuleRow(rule, O.PASS if ok else O.FAIL,
-                                f"{where}: {label} {figure(old)}->{figure(now)} ({increase:+d}) "
-                                f"{'<=' if ok else '>'} +{limit}", value=figure(now), threshold=limit,
-                                baseline=figure(old), delta=increase, unit=unit))
+            rows.append(RuleRow(fig.increase, O.PASS if ok else O.FAIL,
+                                f"{where}: {fig.label} {fig.of(old)}->{fig.of(now)} ({increase:+d}) "
+                                f"{'<=' if ok else '>'} +{limit}", value=fig.of(now), threshold=limit,
+                                baseline=fig.of(old), delta=increase, unit=fig.unit))
     return rows

@@ -80,7 +80,7 @@ def summarise(samples: list[Sample], own_pids: set[int], interval_s: float = INT
 
 
 class _Watcher:
-    def __init__(self, read: Callable[[], Sample], interval_s: float):
+    def __init__(self, read: Callable[[], Sample] | None, interval_s: float):
         self.read, self.interval_s = read, interval_s
         self.samples: list[Sample] = []
         self.error = ""
@@ -109,9 +109,9 @@ def watch_gpu(device_index: int | None = None, *, interval_s: float = INTERVAL_S
         nvml.nvmlInit()
         handle = nvml.nvmlDeviceGetHandleByIndex(nvml_index() if device_index is None else device_index)
     except Exception as exc:       # no driver, no library: say so, time as before
-        watcher = _Watcher(lambda: Sample(0, 0, 0, 0.0, 0), interval_s)
-        yield watcher
-        watcher.result = GpuWatch(available=False, reason=f"no NVML: {exc}")
+        unwatched = _Watcher(None, interval_s)
+        unwatched.result = GpuWatch(available=False, reason=f"no NVML: {exc}")
+        yield unwatched
         return
     watcher = _Watcher(lambda: _read(nvml, handle), interval_s)
     watcher._thread.start()
