@@ -50,7 +50,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cache
 from pathlib import Path
 
@@ -161,9 +161,18 @@ def _etc(uid: int) -> list[str]:
                    "--ro-bind", str(identity / "group"), "/etc/group"]
 
 
+def anchored(box: Box, cwd: Path) -> Box:
+    """`box` with relative paths read against the command's `cwd`: bwrap (and a chown) would read them
+    against the gate's own working directory, and a bare "." there could cover the box's root."""
+    return replace(box, readable=tuple(Path(cwd) / p for p in box.readable),
+                   writable=tuple(Path(cwd) / p for p in box.writable),
+                   hidden=tuple(Path(cwd) / p for p in box.hidden))
+
+
 def command(box: Box, argv: list[str], cwd: Path, env: dict[str, str]) -> list[str]:
     """The argument list that runs `argv` in `box` (see the module doc)."""
     limits = limit_args(box.limits)
+    box = anchored(box, cwd)
     if inside() or not enabled():
         return [*limits, *argv]
     bwrap = _find("bwrap")
@@ -274,7 +283,7 @@ def popen(box: Box, argv: list[str], *, cwd: Path, env: dict[str, str] | None = 
     """Start `argv` in `box` (the Popen arguments as usual, but never a shell)."""
     env = environment(env)
     full = command(box, argv, Path(cwd), env)
-    prepare_writable(box)
+    prepare_writable(anchored(box, Path(cwd)))
     return subprocess.Popen(full, cwd=cwd, env=env, **kwargs)
 
 
@@ -317,6 +326,6 @@ def for_compile(argv: list[str], cwd: Path) -> Box:
             writable.append((Path(cwd) / value).parent)
         elif flag == "-I":
             readable.append(Path(cwd) / value)
-    readable += [Path(a[2:]) for a in argv if a.startswith("-I") and len(a) > 2]
+    readable += [Path(cwd) / a[2:] for a in argv if a.startswith("-I") and len(a) > 2]
     return Box(writable=tuple(dict.fromkeys(writable)),
                readable=tuple(p for p in dict.fromkeys(readable) if p.exists()), limits=COMPILE_LIMITS)

@@ -178,3 +178,18 @@ def test_a_box_that_cannot_be_set_up_is_the_gates_error_not_the_commands(work):
     missing = Path("/tmp") / f"gate-box-missing-{time.time_ns()}"
     with pytest.raises(box.BoxError, match="could not be set up"):
         box.run(box.Box(readable=(missing,)), ["true"], cwd=work, timeout_s=30)
+
+
+def test_relative_paths_are_read_against_the_commands_cwd_not_the_gates(work, tmp_path_factory, monkeypatch):
+    # `nvcc -I.` once handed bwrap a bare "." read against the gate's own cwd: when that cwd sat in a
+    # private directory (a checkout under /tmp), the bind covered the box's root and set-up failed.
+    gate_cwd = tmp_path_factory.mktemp("gate-cwd")
+    monkeypatch.chdir(gate_cwd)
+    (work / "inc.h").write_text("#define VALUE 7\n")
+    spec = box.for_compile(["cc", "-I.", "-o", "out/x"], work)
+    assert work in spec.readable and Path(".") not in spec.readable
+    out = box.run(box.Box(writable=(Path("out"),), readable=(Path("."),)),
+                  [sys.executable, "-c", "import pathlib; print(pathlib.Path('inc.h').read_text().split()[2]);"
+                   "pathlib.Path('out/ok').write_text('ok')"], cwd=work, timeout_s=30)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "7" and (work / "out" / "ok").read_text() == "ok"
