@@ -316,16 +316,21 @@ def returncode(code: int) -> int:
 
 
 def for_compile(argv: list[str], cwd: Path) -> Box:
-    """The box of one compiler call: it writes where `-o` points, reads its `-I` dirs, `cwd` and the
-    compiler's own directory (a configured GATE_NVCC_PATH may sit under a private directory)."""
+    """The box of one compiler or linker call: it writes where `-o` points, reads its `-I` and `-L`
+    dirs, the input files it names (a link reads objects from the object cache, which may sit under a
+    private directory such as /tmp), `cwd` and the compiler's own directory (a configured
+    GATE_NVCC_PATH may sit under a private directory)."""
     writable, readable = [], [Path(cwd)]
     if Path(argv[0]).is_absolute():
         readable.append(Path(argv[0]).resolve().parent)
     for flag, value in zip(argv, argv[1:]):
         if flag == "-o" and (Path(cwd) / value).parent not in _SYSTEM_DIRS:   # `-o /dev/null` writes nothing
             writable.append((Path(cwd) / value).parent)
-        elif flag == "-I":
+        elif flag in ("-I", "-L"):
             readable.append(Path(cwd) / value)
-    readable += [Path(cwd) / a[2:] for a in argv if a.startswith("-I") and len(a) > 2]
+    readable += [Path(cwd) / a[2:] for a in argv if a[:2] in ("-I", "-L") and len(a) > 2]
+    outputs = {value for flag, value in zip(argv, argv[1:]) if flag == "-o"}
+    readable += [Path(cwd) / a for a in argv[1:]
+                 if not a.startswith("-") and a not in outputs and (Path(cwd) / a).is_file()]
     return Box(writable=tuple(dict.fromkeys(writable)),
                readable=tuple(p for p in dict.fromkeys(readable) if p.exists()), limits=COMPILE_LIMITS)

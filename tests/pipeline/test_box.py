@@ -193,3 +193,21 @@ def test_relative_paths_are_read_against_the_commands_cwd_not_the_gates(work, tm
                    "pathlib.Path('out/ok').write_text('ok')"], cwd=work, timeout_s=30)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "7" and (work / "out" / "ok").read_text() == "ok"
+
+
+def test_a_link_reads_the_objects_it_names_from_a_private_directory(work, tmp_path_factory):
+    # On the GPU machine the object cache sat under /tmp (a private directory the box covers): the link
+    # named its objects there and ld answered "cannot find ... .o". The box now reads each input file.
+    tmp_path = tmp_path_factory.mktemp("elsewhere")          # under /tmp, outside the command's cwd
+    cache = tmp_path / "cache" / "ab"
+    cache.mkdir(parents=True)
+    obj = cache / "abcdef.o"
+    obj.write_text("object\n")
+    argv = [sys.executable, "-c", "import sys, pathlib; print(pathlib.Path(sys.argv[1]).read_text().strip())",
+            str(obj), "-o", "out/x.so", f"-L{tmp_path / 'cache'}"]
+    spec = box.for_compile(argv, work)
+    assert obj in spec.readable and tmp_path / "cache" in spec.readable
+    assert not any(p.name == "x.so" for p in spec.readable)      # the output is written, not read
+    out = box.run(spec, argv, cwd=work, timeout_s=30)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "object"
