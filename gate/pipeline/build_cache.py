@@ -102,6 +102,7 @@ class ObjectCache:
         for data, target in ((None, dest), (log, self._path(key, ".log"))):
             fd, tmp = tempfile.mkstemp(dir=dest.parent, prefix=".tmp-")
             os.close(fd)
+            os.chmod(tmp, 0o644)    # mkstemp's 0600 would hide it from the box's user at link time
             if data is None:
                 shutil.copyfile(obj, tmp)
             else:

@@ -199,10 +199,13 @@ def test_a_link_reads_the_objects_it_names_from_a_private_directory(work, tmp_pa
     # On the GPU machine the object cache sat under /tmp (a private directory the box covers): the link
     # named its objects there and ld answered "cannot find ... .o". The box now reads each input file.
     tmp_path = tmp_path_factory.mktemp("elsewhere")          # under /tmp, outside the command's cwd
-    cache = tmp_path / "cache" / "ab"
-    cache.mkdir(parents=True)
-    obj = cache / "abcdef.o"
-    obj.write_text("object\n")
+    # ... and the cache had stored it as mkstemp made it (0600, the gate's user): the box's user could
+    # not read it ("Permission denied"). Stored through the cache, as the build stores it.
+    from gate.pipeline.build_cache import ObjectCache
+
+    fresh = tmp_path / "fresh.o"
+    fresh.write_text("object\n")
+    obj = ObjectCache(tmp_path / "cache").put("ab" + "cdef" * 4, fresh, "log")
     argv = [sys.executable, "-c", "import sys, pathlib; print(pathlib.Path(sys.argv[1]).read_text().strip())",
             str(obj), "-o", "out/x.so", f"-L{tmp_path / 'cache'}"]
     spec = box.for_compile(argv, work)
