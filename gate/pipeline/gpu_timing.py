@@ -126,10 +126,16 @@ class InterleavedTimer:
 
         if not use_graph:
             return "events"
+        # One memory pool for every side's graph: each side's outputs then live at the same addresses,
+        # as they do in eager timing (the caching allocator hands the block a side just freed to the
+        # next side). With a pool per side, each side wrote to its own pages, and the pages' placement
+        # moved one side against the other by up to 0.5 % per job at ~15 µs (H100, 20 A/A trials).
+        # Sharing is safe: the graphs replay one after another on one stream.
+        pool = torch.cuda.graph_pool_handle()
         try:
             for side in sides:
                 graph = torch.cuda.CUDAGraph()
-                with torch.cuda.graph(graph):
+                with torch.cuda.graph(graph, pool=pool):
                     for i in range(launches):
                         side.fn(i % input_sets)
                 graph.replay()
