@@ -22,7 +22,8 @@ def main(args: argparse.Namespace) -> int:
     settings = get_settings()
     gpus = local_gpus()
     if gpus:
-        print(f"GPU: {', '.join(gpus)}. Every stage runs: build, correctness, timing, profile.")
+        print(f"GPU: {', '.join(gpus)}. Every stage runs: build, correctness, timing, profile "
+              "(flashcore_wgmma only on an sm_90 GPU: it is built for sm_90a alone).")
     else:
         print("No CUDA device on this machine: the demo runs the static stage (nvcc, ptxas, SASS) for "
               "every commit;\ncorrectness, timing and profiling are reported as not run, so verdicts are "

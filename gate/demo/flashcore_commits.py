@@ -5,9 +5,16 @@
     3. "save shared memory": padding dropped  -> reject by max_bank_conflict_pct (ldmatrix rows conflict)
     4. padding restored                       -> accept
     5. "clearer" code that does extra work    -> reject by max_latency_regression_pct
+    6. step 5 reverted                        -> accept
+    7. the Hopper kernel (wgmma + TMA)        -> accept (new kernel) on an sm_90 GPU
+    8. K/V ring cut to one stage              -> reject by max_latency_regression_pct (loads no longer overlap)
 
-The kernels come from this repository's `kernels/` and `extension/`; steps 3 and 5 are edits of the
-real `wmma.cu` at the lines the kernel marks for it (`kSmemPad`, the EXTRA-WORK SPOT).
+The kernels come from this repository's `kernels/` and `extension/`; steps 3, 5 and 8 are edits of the
+real `wmma.cu` and `wgmma.cu` at the lines the kernels mark for it (`kSmemPad`, the EXTRA-WORK SPOT,
+`kStages`). Step 6 exists because the gate judges against the last accepted revision: without it the
+extra work of step 5 would still be in every later commit and reject each of them. `flashcore_wgmma`
+targets sm_90a only: on any other GPU (and without one) steps 7 and 8 are `incomplete` for it, with
+the reason, never a reject.
 """
 
 from __future__ import annotations
@@ -24,6 +31,7 @@ from gate.errors import GateError
 
 PAD_LINE = re.compile(r"constexpr int kSmemPad = \d+;")
 EXTRA_WORK_END = "// ==== END EXTRA-WORK SPOT"
+STAGES_LINE = re.compile(r"static constexpr int kStages = [^;\n]+;")
 # The "clearer" code of the slower commit: each probability recomputed through two more exponentials
 # that are 1 at run time (the compiler cannot fold `0 * x`), so the results stay exact. Exponentials
 # run on the SFU, the unit FlashAttention's softmax already leans on, so this costs real time.
@@ -39,7 +47,7 @@ EXTRA_WORK = """\
       }
 """
 
-DEMO_MANIFEST = """\
+SCALAR_MANIFEST = """\
 # FlashCore, as gated by `gate demo`: the mission shape and one long sequence.
 [[kernel]]
 name = "flashcore_scalar"
@@ -47,13 +55,13 @@ sources = ["kernels/flashcore/scalar.cu", "extension/flashcore_binding.cpp"]
 function = "forward"
 workload = "attention"
 arch = ["sm_80", "sm_90"]
-shapes = [{{b = 1, h = 8, s = 512, d = 64, causal = false}}]
+shapes = [{b = 1, h = 8, s = 512, d = 64, causal = false}]
 dtypes = ["float16"]
 
 [kernel.gates]
 max_latency_regression_pct = 3
 max_spill_bytes = 0
-{wmma}"""
+"""
 
 WMMA_MANIFEST = """
 [[kernel]]
@@ -72,12 +80,33 @@ max_spill_bytes = 0
 require_sass = ["HMMA"]
 """
 
+# wgmma and setmaxnreg exist only on the arch-specific target, so this kernel runs on sm_90 GPUs alone.
+# fp16 only, one short and one long shape, like flashcore_wmma: wgmma.cu instantiates every tile
+# configuration for both head dims and dtypes whatever the shapes (22 kernels, about 17 s of nvcc on
+# two CPU cores per changed revision), while timing and profiling grow with every shape and dtype.
+WGMMA_MANIFEST = """
+[[kernel]]
+name = "flashcore_wgmma"
+sources = ["kernels/flashcore/wgmma.cu", "extension/flashcore_binding.cpp"]
+function = "forward"
+workload = "attention"
+arch = ["sm_90a"]
+shapes = [{b = 1, h = 8, s = 512, d = 64, causal = false}, {b = 4, h = 16, s = 4096, d = 64, causal = false}]
+dtypes = ["float16"]
+
+[kernel.gates]
+max_latency_regression_pct = 3
+max_spill_bytes = 0
+require_sass = ["HGMMA"]
+"""
+
 
 @dataclass(frozen=True)
 class Step:
     message: str
     apply: Callable[[Path, Path], None]     # (source tree of this project, demo repo)
     expect: dict[str, str]                  # kernel -> what the gate should say (default: accept)
+    body: str = ""                          # the commit message's body, under `message`
 
 
 def project_root() -> Path:
@@ -98,12 +127,17 @@ def _scalar(src: Path, repo: Path) -> None:
     headers = sorted(str(h.relative_to(src)) for h in (src / "kernels/flashcore").glob("*.h"))
     for rel in (*headers, "kernels/flashcore/scalar.cu", "extension/flashcore_binding.cpp"):
         _copy(src, repo, rel)
-    (repo / "gate.toml").write_text(DEMO_MANIFEST.format(wmma=""))
+    (repo / "gate.toml").write_text(SCALAR_MANIFEST)
 
 
 def _wmma(src: Path, repo: Path) -> None:
     _copy(src, repo, "kernels/flashcore/wmma.cu")
-    (repo / "gate.toml").write_text(DEMO_MANIFEST.format(wmma=WMMA_MANIFEST))
+    (repo / "gate.toml").write_text(SCALAR_MANIFEST + WMMA_MANIFEST)
+
+
+def _wgmma(src: Path, repo: Path) -> None:
+    _copy(src, repo, "kernels/flashcore/wgmma.cu")
+    (repo / "gate.toml").write_text(SCALAR_MANIFEST + WMMA_MANIFEST + WGMMA_MANIFEST)
 
 
 def _set_pad(halves: int) -> Callable[[Path, Path], None]:
@@ -126,6 +160,27 @@ def _extra_work(_src: Path, repo: Path) -> None:
     path.write_text(text[:line_start] + EXTRA_WORK + text[line_start:])
 
 
+def _revert_extra_work(_src: Path, repo: Path) -> None:
+    path = repo / "kernels/flashcore/wmma.cu"
+    text = path.read_text()
+    if text.count(EXTRA_WORK) != 1:
+        raise GateError(f"{path}: expected the demo's extra work once, found it {text.count(EXTRA_WORK)} times")
+    path.write_text(text.replace(EXTRA_WORK, ""))
+
+
+def _one_stage(_src: Path, repo: Path) -> None:
+    """The K/V ring of `wgmma.cu` cut to one stage. Still correct (every wait and arrive keeps its
+    phase), but the producer can load tile t+1 only once every consumer has released tile t, and it
+    issues loads in order (K_t, V_t, K_t+1): V_t waits for the release of V_t-1 at the end of the
+    consumers' iteration t, so K_t+1 starts only then and iteration t+1 begins by waiting for the whole
+    TMA latency. With 2-3 stages those loads ran under the previous tiles' matrix work and softmax."""
+    path = repo / "kernels/flashcore/wgmma.cu"
+    text, n = STAGES_LINE.subn("static constexpr int kStages = 1;", path.read_text())
+    if n != 1:
+        raise GateError(f"{path}: expected one `static constexpr int kStages = ...;` line, found {n}")
+    path.write_text(text)
+
+
 STEPS: tuple[Step, ...] = (
     Step("FlashCore scalar baseline: one online-softmax pass, FP32 accumulators", _scalar,
          {"flashcore_scalar": "accept (new kernel)"}),
@@ -136,6 +191,15 @@ STEPS: tuple[Step, ...] = (
     Step("Restore the K/V row padding: ldmatrix rows conflicted without it", _set_pad(8), {}),
     Step("Recompute the softmax row statistics for clarity", _extra_work,
          {"flashcore_wmma": "reject: latency regression"}),
+    Step("Revert the softmax recomputation: the gate measured it slower", _revert_extra_work, {}),
+    Step("Add the Hopper kernel: wgmma + TMA, producer/consumer warpgroups (sm_90a)", _wgmma,
+         {"flashcore_wgmma": "accept (new kernel)"}),
+    Step("Shrink the K/V ring to one stage: 64 KB less shared memory per block", _one_stage,
+         {"flashcore_wgmma": "reject: latency regression"},
+         body="Nothing reads more than one K and one V tile at a time, so the extra stages looked like waste.\n"
+              "(Why it is slower: the producer may now load a tile only once the consumers have released the\n"
+              "previous one, so the TMA loads no longer run under the matrix work and every key tile starts\n"
+              "by waiting for its K.)"),
 )
 
 
@@ -157,6 +221,6 @@ def build_demo_repo(repo: Path, steps: tuple[Step, ...] = STEPS) -> list[tuple[s
     for step in steps:
         step.apply(src, repo)
         _git(repo, "add", "-A")
-        _git(repo, "commit", "-q", "-m", step.message)
+        _git(repo, "commit", "-q", "-m", step.message, *(["-m", step.body] if step.body else []))
         shas.append((_git(repo, "rev-parse", "HEAD"), step))
     return shas

@@ -87,7 +87,7 @@ def _verdicts(session_factory: Any, revision_id: int) -> list[tuple[str, str, st
 
 
 def summary(rows: list[DemoRow]) -> str:
-    lines = [f"{'commit':<10}  {'kernel':<18} {'verdict':<12} {'expected with a GPU':<26} reason"]
+    lines = [f"{'commit':<10}  {'kernel':<18} {'verdict':<12} {'expected on sm_90 GPU':<26} reason"]
     for row in rows:
         for kernel, verdict, reason in row.verdicts:
             expected = row.expect.get(kernel, "accept")

@@ -2,7 +2,8 @@
 
 `measure`: static (candidate, baseline) -> with a GPU: build (candidate, baseline) -> correctness -> bench
 (candidate vs baseline vs peers, interleaved) -> profile (candidate, baseline) -> fingerprint.
-Without a GPU those stages are NOT_RUN "not run: no CUDA device". The GPU stage modules are imported
+Without a GPU those stages are NOT_RUN "not run: no CUDA device"; on a GPU the kernel's archs exclude
+(`sm_90a` only, on an A100) they are NOT_RUN with that reason. The GPU stage modules are imported
 inside the GPU branch only, so a CPU machine never imports torch.
 
 The parent side of a job (checkouts, starting this child, `decide`, storing, notifying) is
@@ -32,6 +33,7 @@ from gate.domain.results import (
 )
 from gate.errors import GateError
 from gate.pipeline import static
+from gate.pipeline import toolchain as tc
 
 NO_DEVICE = "not run: no CUDA device"
 Emit = Callable[[ProgressEvent], None]
@@ -44,6 +46,16 @@ def cuda_available() -> bool:
     except ImportError:
         return False
     return bool(torch.cuda.is_available())
+
+
+def not_for_this_gpu(name: str, archs: list[str]) -> str:
+    """Why a kernel cannot run on the local GPU ('' when it can): its manifest lists only arch-specific
+    targets of other GPUs (`sm_90a` on an A100, where wgmma does not exist). Its GPU stages are then
+    NOT_RUN, so the verdict is at most incomplete: the GPU is the wrong one, the kernel is not at fault."""
+    device = tc.device_arch()
+    if tc.archs_for_device(archs, device):
+        return ""
+    return f"not run: {name} targets {', '.join(archs)} only; this GPU is {device}"
 
 
 def _stage(emit: Emit, stage: Stage, side: Side, result_type: type, run: Callable[[], Any]) -> Any:
@@ -90,6 +102,8 @@ def measure(request: JobRequest, emit: Emit,
         skip = "not run: GPU stages disabled"
     elif not cuda_available():
         skip = NO_DEVICE
+    elif why := not_for_this_gpu(kernel.name, kernel.arch):
+        skip = why
     else:
         _measure_on_gpu(request, result, emit, save)
         return result

@@ -51,16 +51,35 @@ def run_tool(command: list[str], cwd: Path, timeout_s: float) -> ToolRun:
     return ToolRun(proc.returncode == 0, (proc.stdout + proc.stderr).strip())
 
 
+def device_arch() -> str:
+    """The local GPU's base arch, `sm_90` for compute capability 9.0 (needs torch and a GPU)."""
+    import torch
+
+    major, minor = torch.cuda.get_device_capability()
+    return f"sm_{major}{minor}"
+
+
+def archs_for_device(manifest_archs: list[str], device: str) -> list[str]:
+    """What to compile for a GPU of arch `device`: its arch-specific target (`sm_90a`) when the
+    manifest asks for it, else its base arch; `[]` when the manifest lists only arch-specific
+    targets of other GPUs. An `sm_90a` object runs only on an sm_90 GPU, and such a kernel (wgmma,
+    setmaxnreg) does not compile for any other arch: that is "cannot run here", not a compile error
+    of the kernel."""
+    if f"{device}a" in manifest_archs:
+        return [f"{device}a"]
+    if manifest_archs and all(a.endswith("a") for a in manifest_archs):
+        return []
+    return [device]
+
+
 def target_archs(manifest_archs: list[str]) -> list[str]:
-    """The local GPU's arch (`sm_90`, or `sm_90a` when the manifest asks for it); without a GPU,
-    the manifest's list (so the CPU machine can still compile for the archs declared)."""
+    """`archs_for_device` for the local GPU; without a GPU, the manifest's list (so the CPU machine
+    can still compile for the archs declared)."""
     import torch
 
     if not torch.cuda.is_available():
         return list(manifest_archs) or ["sm_90"]
-    major, minor = torch.cuda.get_device_capability()
-    base = f"sm_{major}{minor}"
-    return [f"{base}a"] if f"{base}a" in manifest_archs else [base]
+    return archs_for_device(manifest_archs, device_arch())
 
 
 def gencode(arch: str) -> str:

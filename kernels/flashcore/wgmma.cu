@@ -53,7 +53,9 @@ struct Cfg {
   static constexpr int kProducerRegs = 24;
   static constexpr int kConsumerRegs = kConsumers == 3 ? 160 : 240;
   static_assert(128 * kProducerRegs + 128 * kConsumers * kConsumerRegs <= 65536, "register file");
-  static constexpr int kStages = D == 64 ? 3 : 2;  // K/V ring depth
+  // K/V ring depth: tiles loaded or in flight while the consumers still read the oldest. The gate's
+  // demo sets it to 1 on this line to make a slower revision (docs/kernels.md, the wgmma demo hook).
+  static constexpr int kStages = D == 64 ? 3 : 2;
   static constexpr int kChunks = D / 64;           // 64-half (128 B) column chunks, one swizzle width
   static constexpr int kQBytes = kBlockM * D * 2;
   static constexpr int kKVBytes = kBlockN * D * 2;

@@ -2,8 +2,16 @@
 
 import subprocess
 
-from gate.demo.flashcore_commits import STEPS, build_demo_repo
+import pytest
+
+from gate.demo.flashcore_commits import STEPS, build_demo_repo, project_root
 from gate.demo.replay import DemoRow, summary
+from gate.errors import GateError
+from gate.pipeline import run
+from gate.pipeline.manifest import load_manifest
+
+WGMMA = "kernels/flashcore/wgmma.cu"
+WMMA = "kernels/flashcore/wmma.cu"
 
 
 def show(repo, sha: str, path: str) -> str:
@@ -11,21 +19,89 @@ def show(repo, sha: str, path: str) -> str:
                           check=True).stdout
 
 
-def test_the_demo_repo_commits_scalar_wmma_unpadded_fixed_and_slower(tmp_path):
-    repo = tmp_path / "flashcore"
-    shas = [sha for sha, _ in build_demo_repo(repo)]
-    assert len(shas) == len(STEPS) == 5
+def exists(repo, sha: str, path: str) -> bool:
+    return subprocess.run(["git", "cat-file", "-e", f"{sha}:{path}"], cwd=repo, capture_output=True).returncode == 0
+
+
+def checkout(repo, sha: str, path):
+    subprocess.run(["git", "worktree", "add", "-q", "--detach", str(path), sha], cwd=repo, check=True)
+    return path
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory):
+    repo = tmp_path_factory.mktemp("demo") / "flashcore"
+    return repo, [sha for sha, _ in build_demo_repo(repo)]
+
+
+def test_the_demo_repo_commits_scalar_wmma_unpadded_fixed_slower_reverted_wgmma_and_one_stage(demo):
+    repo, shas = demo
+    assert len(shas) == len(STEPS) == 8
     log = subprocess.run(["git", "log", "--format=%s", "--reverse"], cwd=repo, capture_output=True,
                          text=True, check=True).stdout.splitlines()
     assert log == [step.message for step in STEPS]
     assert "flashcore_wmma" not in show(repo, shas[0], "gate.toml")
     assert "flashcore_wmma" in show(repo, shas[1], "gate.toml")
-    pads = [show(repo, sha, "kernels/flashcore/wmma.cu").count("constexpr int kSmemPad = 8;") for sha in shas[1:]]
-    assert pads == [1, 0, 1, 1]                       # dropped in commit 3, restored in commit 4
-    assert "constexpr int kSmemPad = 0;" in show(repo, shas[2], "kernels/flashcore/wmma.cu")
-    slower = show(repo, shas[4], "kernels/flashcore/wmma.cu")
-    assert "Recompute the probabilities from their exponents" in slower
-    assert "Recompute the probabilities" not in show(repo, shas[3], "kernels/flashcore/wmma.cu")
+    pads = [show(repo, sha, WMMA).count("constexpr int kSmemPad = 8;") for sha in shas[1:]]
+    assert pads == [1, 0, 1, 1, 1, 1, 1]              # dropped in commit 3, restored in commit 4
+    assert "constexpr int kSmemPad = 0;" in show(repo, shas[2], WMMA)
+    assert "Recompute the probabilities from their exponents" in show(repo, shas[4], WMMA)
+    assert "Recompute the probabilities" not in show(repo, shas[3], WMMA)
+    assert show(repo, shas[5], WMMA) == show(repo, shas[3], WMMA)   # commit 6 reverts commit 5 exactly
+
+
+def test_the_hopper_kernel_arrives_in_commit_7_as_this_repository_has_it(demo):
+    repo, shas = demo
+    assert [exists(repo, sha, WGMMA) for sha in shas] == [False] * 6 + [True, True]
+    assert show(repo, shas[6], WGMMA) == (project_root() / WGMMA).read_text()
+    assert STEPS[6].message.startswith("Add the Hopper kernel: wgmma + TMA")
+    assert STEPS[6].expect == {"flashcore_wgmma": "accept (new kernel)"}
+    assert STEPS[7].expect == {"flashcore_wgmma": "reject: latency regression"}
+
+
+def test_commit_8_changes_only_the_ring_depth_of_wgmma(demo):
+    repo, shas = demo
+    before, after = show(repo, shas[6], WGMMA), show(repo, shas[7], WGMMA)
+    assert before.count("static constexpr int kStages = D == 64 ? 3 : 2;") == 1
+    assert after.count("static constexpr int kStages = 1;") == 1
+    assert after == before.replace("static constexpr int kStages = D == 64 ? 3 : 2;", "static constexpr int kStages = 1;")
+    diff = subprocess.run(["git", "diff", "--stat", shas[6], shas[7]], cwd=repo, capture_output=True, text=True,
+                          check=True).stdout
+    assert WGMMA in diff and "1 file changed" in diff
+    body = subprocess.run(["git", "log", "-1", "--format=%b", shas[7]], cwd=repo, capture_output=True, text=True,
+                          check=True).stdout
+    assert "Why it is slower" in body                 # the commit says what the gate will find
+
+
+def test_the_one_stage_edit_needs_exactly_one_marked_line(tmp_path):
+    one_stage = STEPS[7].apply
+    (tmp_path / "kernels/flashcore").mkdir(parents=True)
+    path = tmp_path / WGMMA
+    for text in ("// no ring here\n", "static constexpr int kStages = 2;\nstatic constexpr int kStages = 3;\n"):
+        path.write_text(text)
+        with pytest.raises(GateError, match="expected one `static constexpr int kStages"):
+            one_stage(tmp_path, tmp_path)
+
+
+def test_every_demo_manifest_validates_and_gates_wgmma_on_sm_90a_only(demo, tmp_path):
+    repo, shas = demo
+    for i, sha in enumerate(shas):
+        manifest = load_manifest(checkout(repo, sha, tmp_path / f"c{i}"))
+        assert [k.name for k in manifest.kernels][-1] == ("flashcore_wgmma" if i >= 6 else
+                                                          "flashcore_wmma" if i >= 1 else "flashcore_scalar")
+    (wgmma,) = [k for k in manifest.kernels if k.name == "flashcore_wgmma"]
+    assert wgmma.arch == ["sm_90a"] and wgmma.dtypes == ["float16"] and len(wgmma.shapes) == 2
+    assert wgmma.gates.require_sass == ["HGMMA"] and wgmma.gates.max_spill_bytes == 0
+    assert wgmma.gates.max_latency_regression_pct == 3
+
+
+@pytest.mark.parametrize(("gpu", "runs"), [("sm_90", True), ("sm_80", False), ("sm_89", False), ("sm_100", False)])
+def test_the_demo_wgmma_kernel_runs_on_sm_90_gpus_only_and_says_so_elsewhere(demo, tmp_path, monkeypatch, gpu, runs):
+    repo, shas = demo
+    (wgmma,) = [k for k in load_manifest(checkout(repo, shas[-1], tmp_path / "c")).kernels if k.name == "flashcore_wgmma"]
+    monkeypatch.setattr(run.tc, "device_arch", lambda: gpu)
+    why = run.not_for_this_gpu(wgmma.name, wgmma.arch)
+    assert why == ("" if runs else f"not run: flashcore_wgmma targets sm_90a only; this GPU is {gpu}")
 
 
 def test_the_summary_gives_each_kernel_its_own_expectation():

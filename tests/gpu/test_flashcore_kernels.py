@@ -88,6 +88,21 @@ def random_qkv(shape, dtype, seed: int):
     return q, k, v
 
 
+def check_one_call(mod, label: str, shape, dtype, causal: bool, seed_key) -> None:
+    """One forward call of `mod` on fresh seeded inputs (output poisoned with NaN) against the fp32
+    reference, within K_TORCH x torch's own error + the dtype's floor."""
+    q, k, v = random_qkv(shape, dtype, zlib.crc32(repr(seed_key).encode()))
+    ref = reference(q, k, v, causal)
+    torch_err = (F.scaled_dot_product_attention(q, k, v, is_causal=causal).float() - ref).abs().max().item()
+    out = torch.full_like(q, float("nan"))
+    mod.forward(q, k, v, causal, out=out)
+    torch.cuda.synchronize()
+    assert not out.isnan().any()
+    err = (out.float() - ref).abs().max().item()
+    print(f"{label} {shape} causal={causal}: max_err={err:.3e} torch_err={torch_err:.3e}")
+    assert err <= K_TORCH * torch_err + FLOOR[dtype]
+
+
 @pytest.mark.parametrize("kernel", KERNELS)
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["fp16", "bf16"])
 @pytest.mark.parametrize("causal", [False, True], ids=["noncausal", "causal"])
@@ -180,17 +195,8 @@ def test_binding_rejects_mismatched_head_dim_and_bad_out(modules):
 def test_every_wmma_tile_config(modules, monkeypatch, config, causal, shape):
     """The launcher's per-shape choice hides most configs; FLASHCORE_WMMA_CONFIG forces each one."""
     monkeypatch.setenv("FLASHCORE_WMMA_CONFIG", config)
-    dtype = torch.float16
-    q, k, v = random_qkv(shape, dtype, zlib.crc32(repr((config, causal, shape)).encode()))
-    ref = reference(q, k, v, causal)
-    torch_err = (F.scaled_dot_product_attention(q, k, v, is_causal=causal).float() - ref).abs().max().item()
-    out = torch.full_like(q, float("nan"))
-    modules["flashcore_wmma"].forward(q, k, v, causal, out=out)
-    torch.cuda.synchronize()
-    assert not out.isnan().any()
-    err = (out.float() - ref).abs().max().item()
-    print(f"flashcore_wmma[{config}] {shape} causal={causal}: max_err={err:.3e} torch_err={torch_err:.3e}")
-    assert err <= K_TORCH * torch_err + FLOOR[dtype]
+    check_one_call(modules["flashcore_wmma"], f"flashcore_wmma[{config}]", shape, torch.float16, causal,
+                   (config, causal, shape))
 
 
 @pytest.mark.parametrize("config", ["c1n128", "c2n128", "c2n128p", "c2n176", "c2n176p", "c3n128"])
@@ -201,13 +207,36 @@ def test_every_wgmma_tile_config(modules, monkeypatch, config, causal, shape):
     mod = module(modules, "flashcore_wgmma")
     monkeypatch.setenv("FLASHCORE_WGMMA_CONFIG", config)
     dtype = torch.bfloat16 if causal else torch.float16
-    q, k, v = random_qkv(shape, dtype, zlib.crc32(repr((config, causal, shape)).encode()))
-    ref = reference(q, k, v, causal)
-    torch_err = (F.scaled_dot_product_attention(q, k, v, is_causal=causal).float() - ref).abs().max().item()
-    out = torch.full_like(q, float("nan"))
-    mod.forward(q, k, v, causal, out=out)
-    torch.cuda.synchronize()
-    assert not out.isnan().any()
-    err = (out.float() - ref).abs().max().item()
-    print(f"flashcore_wgmma[{config}] {shape} causal={causal}: max_err={err:.3e} torch_err={torch_err:.3e}")
-    assert err <= K_TORCH * torch_err + FLOOR[dtype]
+    check_one_call(mod, f"flashcore_wgmma[{config}]", shape, dtype, causal, (config, causal, shape))
+
+
+@pytest.fixture(scope="session")
+def one_stage_wgmma(tmp_path_factory):
+    """flashcore_wgmma as `gate demo`'s last commit has it (a one-stage K/V ring), built by the gate's
+    own build stage from the demo repository's work tree (which is that commit)."""
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA device visible to torch")
+    if flashcore_build.kernel_arch("flashcore_wgmma", flashcore_build.default_arch()) is None:
+        pytest.skip(f"flashcore_wgmma needs an sm_90 GPU; this one is {flashcore_build.default_arch()}")
+    from gate.demo.flashcore_commits import build_demo_repo
+    from gate.pipeline import build
+    from gate.pipeline.manifest import load_manifest
+
+    repo = tmp_path_factory.mktemp("demo") / "flashcore"
+    build_demo_repo(repo)
+    assert "static constexpr int kStages = 1;" in (repo / "kernels/flashcore/wgmma.cu").read_text()
+    (spec,) = [k for k in load_manifest(repo).kernels if k.name == "flashcore_wgmma"]
+    res = build.build_extension(spec, repo, repo.parent / "objects", repo.parent / "build")
+    assert res.status.value == "passed", res.log
+    return build.load_module(res.module_path)
+
+
+@pytest.mark.parametrize("config", ["c1n128", "c2n128", "c2n128p", "c3n128"])
+@pytest.mark.parametrize("causal", [False, True], ids=["noncausal", "causal"])
+@pytest.mark.parametrize("shape", [(2, 3, 300, 257, 64), (1, 2, 200, 333, 128), (1, 2, 700, 700, 64)], ids=["D64", "D128", "D64long"])
+def test_the_demo_one_stage_wgmma_is_slower_not_wrong(one_stage_wgmma, monkeypatch, config, causal, shape):
+    """`gate demo` rejects its last commit for latency; that must be the only thing wrong with it."""
+    monkeypatch.setenv("FLASHCORE_WGMMA_CONFIG", config)
+    dtype = torch.bfloat16 if causal else torch.float16
+    check_one_call(one_stage_wgmma, f"one-stage flashcore_wgmma[{config}]", shape, dtype, causal,
+                   ("one-stage", config, causal, shape))

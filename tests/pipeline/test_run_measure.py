@@ -18,8 +18,10 @@ from gate.domain import (
     StaticResult,
 )
 from gate.domain.job import Checkout, JobRequest
+from gate.domain.verdict import Verdict
 from gate.errors import ToolMissingError
 from gate.pipeline import run
+from gate.pipeline.decide import decide
 
 P = StageStatus.PASSED
 
@@ -93,6 +95,7 @@ def fake_gpu(monkeypatch, static_passes):
         monkeypatch.setitem(sys.modules, f"gate.pipeline.{name}", fake)
         monkeypatch.setattr(gate.pipeline, name, fake, raising=False)
     monkeypatch.setattr(run, "cuda_available", lambda: True)
+    monkeypatch.setattr(run.tc, "device_arch", lambda: "sm_90")
     fakes["build_args"] = fake_build_args
     return calls, fakes
 
@@ -113,6 +116,29 @@ def test_the_baseline_is_profiled_only_when_a_relative_rule_reads_it(tmp_path, f
     result = run.measure(request(tmp_path), lambda e: None)
     assert [c for c in calls if c[0] == "profile"] == [("profile", "cand.so")]
     assert result.baseline.profile is None
+
+
+def test_an_sm_90a_kernel_on_another_gpu_is_not_run_there_and_ends_incomplete(tmp_path, fake_gpu, monkeypatch):
+    calls, _ = fake_gpu
+    monkeypatch.setattr(run.tc, "device_arch", lambda: "sm_80")
+    req = request(tmp_path)
+    req.kernel.arch = ["sm_90a"]
+    req.kernel.gates.max_latency_regression_pct = 3
+    result = run.measure(req, lambda e: None)
+    assert calls == []                                   # nothing built: wgmma does not compile for sm_80
+    why = "not run: k targets sm_90a only; this GPU is sm_80"
+    for stage in (result.candidate.build, result.candidate.correctness, result.bench, result.candidate.profile):
+        assert (stage.status, stage.reason) == (StageStatus.NOT_RUN, why)
+    report = decide(result, req.kernel.gates)
+    assert report.verdict is Verdict.INCOMPLETE and why in report.reason
+
+
+def test_an_sm_90a_kernel_on_an_sm_90_gpu_runs_every_stage(tmp_path, fake_gpu):
+    calls, _ = fake_gpu
+    req = request(tmp_path, baseline=False)
+    req.kernel.arch = ["sm_90a"]
+    run.measure(req, lambda e: None)
+    assert [c[0] for c in calls] == ["build", "correctness", "bench", "profile"]
 
 
 def test_a_failed_candidate_build_skips_correctness_bench_and_profile(tmp_path, fake_gpu):
