@@ -23,7 +23,12 @@ class ClockPolicy(StrEnum):
     LOCK = "lock"         # lock the SM clock through NVML where permitted, else observe (and say so)
 
 
-UNKNOWN = "unknown environment"   # figures stored before environments were recorded
+UNKNOWN = ""   # no GPU seen, or a figure stored before environments were recorded (migration 0003)
+
+
+def describe(key: str) -> str:
+    """How a page names an environment key."""
+    return key or "unknown environment"
 
 
 def environment_key(gpu_name: str, driver: str, clock_policy: str) -> str:
