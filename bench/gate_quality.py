@@ -1,4 +1,6 @@
-"""How good is the gate itself? Run on a GPU machine: `python3 bench/gate_quality.py` (JSON to $OUT).
+"""How good is the gate itself? Run on a GPU machine: `python3 bench/gate_quality.py [SECTION...]`
+(JSON to $OUT). Sections (default all; also GATE_QUALITY_SECTIONS=aa,det): verdict, aa, det, sdpa,
+spread; each fits one device call of under ~8 minutes on an H100.
 
 Subject: `bench/quality_repo`, a dependent FMA chain per element behind a torch binding, whose
 variants change only `GATE_EXTRA_PCT` (more arithmetic, identical memory traffic and layout), at a
@@ -10,7 +12,12 @@ variants change only `GATE_EXTRA_PCT` (more arithmetic, identical memory traffic
   2. A/A false alarms over TRIALS trials (two builds of the same source) at both sizes, and the same
      for PyTorch SDPA at B1 H8 S512 D64 (~10 µs), beside naive A-then-B event timing of it;
   3. detections of the +3 % variant at both sizes, and a sweep of slowdowns at the small size;
-  4. the profile stage's time beside the rest of the warm verdict.
+  4. the profile stage's time beside the rest of the warm verdict;
+  5. (aa) the A/A bias over those trials at both sizes: mean and median shift of the ratio, and the
+     trials with a significant shift beyond +-0.2 % in either direction;
+  6. (spread) the cross-job spread: the same revision gated in GATE_SPREAD_JOBS (5) separate jobs
+     (`gate_job`, each its own GPU child process, as the service runs them) alone (new kernel),
+     against its A/A copy and against the +5 % variant; max/min of its median per arrangement.
 
 A trial is one `bench.time_revisions` call; "alarm"/"detected" = `stats.regression_call` says
 REGRESSION at the threshold named in the table (whole 95 % interval above 1 + threshold, p < 0.05).
@@ -168,55 +175,160 @@ def naive_ab(fn_a, fn_b, reps: int = 200) -> float:
     return b[reps // 2] / a[reps // 2]
 
 
-def main() -> int:
+SECTIONS = ("verdict", "aa", "det", "sdpa", "spread")
+SPREAD_JOBS = int(os.environ.get("GATE_SPREAD_JOBS", "5"))
+BIAS_PCT = 0.2          # issue 14: no significant A/A shift beyond this, in either direction
+
+
+def selected_sections(argv: list[str]) -> list[str]:
+    """Sections named on the command line, else in GATE_QUALITY_SECTIONS (comma-separated), else all."""
+    names = argv or [n for n in os.environ.get("GATE_QUALITY_SECTIONS", "").split(",") if n]
+    unknown = [n for n in names if n not in SECTIONS]
+    if unknown:
+        raise SystemExit(f"unknown section(s) {', '.join(unknown)}: choose from {', '.join(SECTIONS)}")
+    return names or list(SECTIONS)
+
+
+def aa_bias(rows: list[dict]) -> dict:
+    """Over A/A trials: the mean and median shift of the ratio (%), and the trials whose shift is
+    significant (p < 0.05) and beyond +-BIAS_PCT, counted per direction."""
+    shifts = sorted((r["ratio"] - 1) * 100 for r in rows)
+    sig = [(r["ratio"] - 1) * 100 for r in rows if r["p"] is not None and r["p"] < 0.05]
+    return {"mean_shift_pct": sum(shifts) / len(shifts), "median_shift_pct": shifts[len(shifts) // 2],
+            "significant_above": sum(x > BIAS_PCT for x in sig), "significant_below": sum(x < -BIAS_PCT for x in sig),
+            "trials": len(rows)}
+
+
+def spread_repo(work: Path) -> tuple[Path, dict[str, str]]:
+    """The subject (with a fast peer) as a git repository: base, an A/A copy (a commit that changes no
+    source of the kernel) and +5 %."""
+    repo = work / "spread-repo"
+    shutil.copytree(SUBJECT, repo)
+    shapes = ", ".join("{" + ", ".join(f"{k} = {v}" for k, v in sh.params.items()) + "}" for sh in (SMALL, LARGE))
+    (repo / "gate.toml").write_text(MANIFEST.format(shapes=shapes).replace("quality_workload:make",
+                                                                           "quality_workload:make_with_peer"))
+    _git(repo, "init", "-q")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-q", "-m", "base")
+    shas = {"base": _git(repo, "rev-parse", "HEAD")}
+    (repo / "NOTES.md").write_text("A/A: this commit changes no source of the kernel.\n")
+    _git(repo, "add", "NOTES.md")
+    _git(repo, "commit", "-q", "-m", "a/a copy")
+    shas["copy"] = _git(repo, "rev-parse", "HEAD")
+    cu = repo / "kernels" / "fma_chain.cu"
+    cu.write_text(re.sub(r"#define GATE_EXTRA_PCT \d+", "#define GATE_EXTRA_PCT 5", cu.read_text()))
+    _git(repo, "commit", "-q", "-am", "+5 % arithmetic")
+    shas["plus5"] = _git(repo, "rev-parse", "HEAD")
+    return repo, shas
+
+
+def spread(work: Path, jobs: int) -> dict:
+    """The base revision gated in `jobs` separate jobs per arrangement (each job its own GPU child
+    process, through `gate_job` as the service runs it): alone (new kernel), against its A/A copy, and
+    against the +5 % variant. Its median per job and shape; max/min and spread per arrangement."""
+    from gate.executors.job import gate_job
+    from gate.sources.mirror import Mirror
+
+    repo, shas = spread_repo(work)
+    data_dir = work / "spread-data"
+    options = RunOptions(profile=False, bench_budget_s=3.0, build_cache_dir=str(data_dir / "build-cache"),
+                         ncu_clock_control="none")
+    # (label, candidate, baseline, the side that is the base revision)
+    arrangements = [("alone", shas["base"], None, "candidate"), ("a/a", shas["copy"], shas["base"], "baseline"),
+                    ("vs +5 %", shas["plus5"], shas["base"], "baseline")]
+    runs: dict[str, list[dict]] = {label: [] for label, *_ in arrangements}
+    for i in range(jobs):                         # arrangements interleaved, so drift over time shows in all
+        for label, sha, base, side in arrangements:
+            outcome = gate_job(repo=str(repo), sha=sha, base_sha=base, kernel="fma_chain", data_dir=data_dir,
+                               options=options, mirror=Mirror(data_dir / "mirrors"))
+            bench_res = outcome.result.bench
+            if bench_res is None or not bench_res.shapes:
+                raise SystemExit(f"spread job {label} #{i}: no timing ({outcome.report.reason})")
+            watch = bench_res.gpu_watch
+            runs[label].append({
+                "verdict": outcome.report.verdict.value, "reason": outcome.report.reason,
+                "median_us": {t.shape: getattr(t, side).median_us for t in bench_res.shapes},
+                "method": {t.shape: t.method for t in bench_res.shapes},
+                "sm_mhz": [watch.sm_clock_mhz_min, watch.sm_clock_mhz_max] if watch and watch.available else None})
+            print(f"spread {label:<8} job {i + 1}/{jobs}: {runs[label][-1]['median_us']} "
+                  f"{runs[label][-1]['method']} SM {runs[label][-1]['sm_mhz']}", flush=True)
+    shapes = list(runs["alone"][0]["median_us"])
+    summary: dict = {"jobs": jobs, "runs": runs, "shapes": {}}
+    for shape in shapes:
+        per = {}
+        for label in runs:
+            values = [r["median_us"][shape] for r in runs[label]]
+            per[label] = {"min_us": min(values), "max_us": max(values),
+                          "spread_pct": 100 * (max(values) - min(values)) / min(values)}
+        every = [r["median_us"][shape] for label in runs for r in runs[label]]
+        per["all"] = {"min_us": min(every), "max_us": max(every),
+                      "spread_pct": 100 * (max(every) - min(every)) / min(every)}
+        summary["shapes"][shape] = per
+    return summary
+
+
+def main(argv: list[str]) -> int:
     import torch
     import torch.nn.functional as F
 
+    sections = selected_sections(argv)
     out = Path(os.environ.get("OUT", "."))
     work = Path(tempfile.mkdtemp(prefix="gate-quality-"))
     cache = work / "cache"
-    report: dict = {"device": torch.cuda.get_device_name(), "trials": TRIALS}
+    report: dict = {"device": torch.cuda.get_device_name(), "trials": TRIALS, "sections": sections}
     t = time.perf_counter()
     subprocess.run([sys.executable, "-c", "import torch; torch.zeros(1, device='cuda')"], check=True)
     report["python_torch_start_s"] = time.perf_counter() - t
 
-    repo, shas = subject_repo(work)
-    data_dir = work / "data"
-    report["cold"] = verdict_time(data_dir, repo, shas[3], shas[0], "cold (empty cache)")
-    report["warm"] = verdict_time(data_dir, repo, shas[5], shas[0], "warm (kernel-only change)")
-    print("verdict times:", json.dumps({k: report[k] for k in ("cold", "warm")}, default=str), flush=True)
+    if "verdict" in sections:
+        repo, shas = subject_repo(work)
+        data_dir = work / "data"
+        report["cold"] = verdict_time(data_dir, repo, shas[3], shas[0], "cold (empty cache)")
+        report["warm"] = verdict_time(data_dir, repo, shas[5], shas[0], "warm (kernel-only change)")
+        print("verdict times:", json.dumps({k: report[k] for k in ("cold", "warm")}, default=str), flush=True)
 
     sizes = {"large": LARGE, "small": SMALL}
     for size, shape in sizes.items():
+        if not {"aa", "det"} & set(sections):
+            break
         spec = kernel_spec([shape])
         wl = workloads.get_workload(spec, SUBJECT)
         _, a = built(work, cache, 0)
-        _, a2 = built(work, cache, 0, tag="-copy")       # same source, its own .so: a true A/A
-        report[f"aa_{size}"] = trials(spec, wl, a, a2, TRIALS)
-        _, slow3 = built(work, cache, 3)
-        report[f"det3_{size}"] = trials(spec, wl, slow3, a, TRIALS)
-        print(size, "A/A", report[f"aa_{size}"]["regressions"], "det3", report[f"det3_{size}"]["regressions"],
-              flush=True)
-    spec = kernel_spec([SMALL])
-    wl = workloads.get_workload(spec, SUBJECT)
-    _, a = built(work, cache, 0)
-    for pct in (5, 8, 12):
-        _, slow = built(work, cache, pct)
-        report[f"det{pct}_small"] = trials(spec, wl, slow, a, TRIALS)
+        if "aa" in sections:
+            _, a2 = built(work, cache, 0, tag="-copy")       # same source, its own .so: a true A/A
+            report[f"aa_{size}"] = trials(spec, wl, a, a2, TRIALS)
+            report[f"aa_{size}"]["bias"] = aa_bias(report[f"aa_{size}"]["rows"])
+            print(size, "A/A", report[f"aa_{size}"]["regressions"], report[f"aa_{size}"]["bias"], flush=True)
+        if "det" in sections:
+            _, slow3 = built(work, cache, 3)
+            report[f"det3_{size}"] = trials(spec, wl, slow3, a, TRIALS)
+            print(size, "det3", report[f"det3_{size}"]["regressions"], flush=True)
+    if "det" in sections:
+        spec = kernel_spec([SMALL])
+        wl = workloads.get_workload(spec, SUBJECT)
+        _, a = built(work, cache, 0)
+        for pct in (5, 8, 12):
+            _, slow = built(work, cache, pct)
+            report[f"det{pct}_small"] = trials(spec, wl, slow, a, TRIALS)
 
-    sdpa_shape = Shape({"b": 1, "h": 8, "s": 512, "d": 64, "causal": False})
-    sdpa_spec = KernelSpec(name="sdpa", sources=[], workload="attention", shapes=[sdpa_shape],
-                           gates=Gates(max_latency_regression_pct=1.0))
-    att = workloads.get_workload(sdpa_spec, SUBJECT)
-    mod_a = SimpleNamespace(forward=lambda q, k, v, c: F.scaled_dot_product_attention(q, k, v, is_causal=c))
-    mod_b = SimpleNamespace(forward=lambda q, k, v, c: F.scaled_dot_product_attention(q, k, v, is_causal=c))
-    report["aa_sdpa"] = trials(sdpa_spec, att, mod_a, mod_b, TRIALS)
-    inputs = att.make_inputs(sdpa_shape, "float16", 1, "cuda")
-    naive = [naive_ab(lambda: att.call(mod_a, "forward", inputs), lambda: att.call(mod_b, "forward", inputs))
-             for _ in range(TRIALS)]
-    report["naive_sdpa"] = {"ratios": naive, "b_slower_gt_1pct": sum(r > 1.01 for r in naive)}
+    if "sdpa" in sections:
+        sdpa_shape = Shape({"b": 1, "h": 8, "s": 512, "d": 64, "causal": False})
+        sdpa_spec = KernelSpec(name="sdpa", sources=[], workload="attention", shapes=[sdpa_shape],
+                               gates=Gates(max_latency_regression_pct=1.0))
+        att = workloads.get_workload(sdpa_spec, SUBJECT)
+        mod_a = SimpleNamespace(forward=lambda q, k, v, c: F.scaled_dot_product_attention(q, k, v, is_causal=c))
+        mod_b = SimpleNamespace(forward=lambda q, k, v, c: F.scaled_dot_product_attention(q, k, v, is_causal=c))
+        report["aa_sdpa"] = trials(sdpa_spec, att, mod_a, mod_b, TRIALS)
+        inputs = att.make_inputs(sdpa_shape, "float16", 1, "cuda")
+        naive = [naive_ab(lambda: att.call(mod_a, "forward", inputs), lambda: att.call(mod_b, "forward", inputs))
+                 for _ in range(TRIALS)]
+        report["naive_sdpa"] = {"ratios": naive, "b_slower_gt_1pct": sum(r > 1.01 for r in naive)}
 
-    (out / "gate_quality.json").write_text(json.dumps(to_json(report), indent=1, default=str))
+    if "spread" in sections:
+        report["spread"] = spread(work, SPREAD_JOBS)
+
+    name = "gate_quality.json" if len(sections) == len(SECTIONS) else f"gate_quality-{'-'.join(sections)}.json"
+    (out / name).write_text(json.dumps(to_json(report), indent=1, default=str))
     _table(report)
     return 0
 
@@ -224,26 +336,45 @@ def main() -> int:
 def _table(r: dict) -> None:
     t1 = f"{THRESHOLDS_PCT[0]:g}"
     print(f"\n== gate quality on {r['device']} ({r['trials']} trials each; alarm = regression at +{t1} % "
-          f"[at +{THRESHOLDS_PCT[1]:g} %])")
+          f"[at +{THRESHOLDS_PCT[1]:g} %]; sections {', '.join(r['sections'])})")
     for key in ("cold", "warm"):
+        if key not in r:
+            continue
         v = r[key]
         print(f"{v['label']:<28} {v['total_s']:6.1f} s  verdict {v['verdict']} (ratios {v['ratios']}); "
               f"candidate build hits/misses {v['cand_cache']}")
-    w = r["warm"]
-    print(f"{'profile stage (warm)':<28} {w['profile_s']:6.1f} s of {w['total_s']:.1f} s "
-          f"(the rest of the verdict: {w['total_s'] - w['profile_s']:.1f} s)")
+    if "warm" in r:
+        w = r["warm"]
+        print(f"{'profile stage (warm)':<28} {w['profile_s']:6.1f} s of {w['total_s']:.1f} s "
+              f"(the rest of the verdict: {w['total_s'] - w['profile_s']:.1f} s)")
     for key, label in (("aa_large", "A/A ~300 us"), ("aa_small", "A/A ~10 us"), ("aa_sdpa", "A/A SDPA 10 us"),
                        ("det3_large", "+3 % ~300 us"), ("det3_small", "+3 % ~10 us"), ("det5_small", "+5 % ~10 us"),
                        ("det8_small", "+8 % ~10 us"), ("det12_small", "+12 % ~10 us")):
+        if key not in r:
+            continue
         v = r[key]
         regs = v["regressions"]
         print(f"{label:<16} median {v['median_us']:8.2f} us  ratio {v['median_ratio']:.4f}  "
               f"regressions {regs[str(THRESHOLDS_PCT[0])]:>2}/{v['trials']} "
               f"[{regs[str(THRESHOLDS_PCT[1])]:>2}/{v['trials']}]  ({v['method']})")
-    n = r["naive_sdpa"]
-    print(f"{'naive A-then-B SDPA':<16} B slower by > 1 % in {n['b_slower_gt_1pct']}/{len(n['ratios'])} trials, "
-          f"median B/A {sorted(n['ratios'])[len(n['ratios']) // 2]:.4f}")
+    for key, label in (("aa_large", "A/A bias ~300 us"), ("aa_small", "A/A bias ~10 us")):
+        if key in r and "bias" in r[key]:
+            b = r[key]["bias"]
+            print(f"{label:<16} shift mean {b['mean_shift_pct']:+.3f} %  median {b['median_shift_pct']:+.3f} %  "
+                  f"significant beyond +-{BIAS_PCT:g} %: {b['significant_above']} above, "
+                  f"{b['significant_below']} below of {b['trials']}")
+    if "naive_sdpa" in r:
+        n = r["naive_sdpa"]
+        print(f"{'naive A-then-B SDPA':<16} B slower by > 1 % in {n['b_slower_gt_1pct']}/{len(n['ratios'])} trials, "
+              f"median B/A {sorted(n['ratios'])[len(n['ratios']) // 2]:.4f}")
+    if "spread" in r:
+        sp = r["spread"]
+        print(f"cross-job spread of one revision, {sp['jobs']} separate jobs per arrangement (median us):")
+        for shape, per in sp["shapes"].items():
+            for label, v in per.items():
+                print(f"  {shape:<22} {label:<8} min {v['min_us']:9.3f}  max {v['max_us']:9.3f}  "
+                      f"max/min {v['max_us'] / v['min_us']:.4f}  spread {v['spread_pct']:.2f} %")
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))

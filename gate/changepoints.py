@@ -49,6 +49,7 @@ class ChangePoint:
     index: int               # first point of the new level (position in the input sequence)
     before: float            # mean of the segment that ends here
     after: float             # mean of the segment that starts here
+    basis: str = ""          # "" = the values themselves; "kcycles" = searched on cycle-normalised figures
 
     @property
     def shift_pct(self) -> float:
@@ -109,3 +110,43 @@ def detect(values: Sequence[float]) -> list[ChangePoint]:
         )
         for i in range(1, len(bounds) - 1)
     ]
+
+
+# Within one environment, jobs whose SM clocks (kilocycles / µs) differ by more than this are compared
+# in cycles: GPU Boost steps are ~15 MHz (0.8 % of 1980 MHz).
+CLOCK_SPREAD_PCT = 0.5
+
+
+def detect_like_with_like(values: Sequence[float], environments: Sequence[str],
+                          kcycles: Sequence[float] | None = None) -> list[ChangePoint]:
+    """Change points of `values` searched within each environment's own points, never across two:
+    a move of GPU model, driver or clock policy is not a change of the kernel (issue 14: one binary
+    read 457 µs in one arrangement and 597 µs in another, and the page showed a 30 % "change").
+
+    `environments` names each point's environment (empty: all one). `kcycles`, aligned with `values`
+    (NaN where the clock was not seen), holds the same figures in SM kilocycles: where every point of
+    an environment has one and their clocks differ by more than `CLOCK_SPREAD_PCT`, that environment
+    is searched in cycles (`ChangePoint.basis` says so). Indices are positions in `values`."""
+    signal = np.asarray(values, dtype=float)
+    keys = list(environments) or [""] * signal.size
+    if len(keys) != signal.size:
+        raise ValueError(f"{len(keys)} environments for {signal.size} values")
+    cycles = None if kcycles is None else np.asarray(kcycles, dtype=float)
+    if cycles is not None and cycles.size != signal.size:
+        raise ValueError(f"{cycles.size} kilocycle figures for {signal.size} values")
+    found: list[ChangePoint] = []
+    for key in dict.fromkeys(keys):
+        where = np.flatnonzero(np.array([k == key for k in keys]))
+        searched, basis = signal[where], ""
+        if cycles is not None and _clocks_differ(signal[where], cycles[where]):
+            searched, basis = cycles[where], "kcycles"
+        found += [ChangePoint(int(where[c.index]), c.before, c.after, basis) for c in detect(searched)]
+    return sorted(found, key=lambda c: c.index)
+
+
+def _clocks_differ(us: np.ndarray, kcycles: np.ndarray) -> bool:
+    """Every point has a cycle figure, and the clocks behind them (kcycles / µs) differ."""
+    if not us.size or not np.all(np.isfinite(kcycles)) or np.any(us <= 0):
+        return False
+    mhz = kcycles / us
+    return bool((mhz.max() - mhz.min()) / mhz.max() * 100 > CLOCK_SPREAD_PCT)

@@ -54,12 +54,14 @@ class Settings(BaseSettings):
     ncu_path: str = "ncu"
     ncu_clock_control: str = Field("base", pattern="^(base|none)$")
     bench_budget_s: float = 20.0                  # per shape
+    clock_policy: str = Field("observe", pattern="^(observe|lock)$")   # gate.domain.environment.ClockPolicy
     warm_history: bool = True                     # read kernel histories into memory at start
 
     def run_options(self) -> RunOptions:
         """What a job's GPU child is told of these settings (the one translation of them)."""
         return RunOptions(nvcc_path=self.nvcc_path, ncu_path=self.ncu_path,
                           ncu_clock_control=self.ncu_clock_control, bench_budget_s=self.bench_budget_s,
+                          clock_policy=self.clock_policy,
                           build_cache_dir=str(Path(self.data_dir).resolve() / "build-cache"))
 
 

@@ -43,3 +43,17 @@ class FmaChain:
 
 def make():
     return FmaChain()
+
+
+class FmaChainWithPeer(FmaChain):
+    """The same subject with a fast PyTorch peer beside it, as cuBLAS stands beside a GEMM: the
+    cross-job spread (`bench/gate_quality.py spread`) checks that a peer never changes how the kernel
+    itself is timed (a peer once chose graph timing for a slow kernel timed alone: issue 14)."""
+
+    def peers(self, shape, inputs):
+        x = inputs["x"]
+        return {"torch_fma": lambda: x * A + B}
+
+
+def make_with_peer():
+    return FmaChainWithPeer()

@@ -24,6 +24,7 @@ from gate.domain.verdict import Verdict
 from gate.pipeline.symbols import kernel_name
 from gate.figures.kernel_page import PEER_METRIC, kernel_charts, wanted_traces
 from gate.figures.palette import VERDICT_COLOR
+from gate.figures.gpu_watch import gpu_watch_panel
 from gate.figures.revision import compare_figure, ncu_figure, sass_figure, timing_figure
 from gate.figures.revision_table import revision_table
 from gate.storage import dashboard, kernel_series
@@ -162,6 +163,7 @@ def _job_view(job) -> dict:  # noqa: ANN001 (a JobDetail)
     functions = [{**f, "name": kernel_name(f.get("function", ""))} for f in payload(static).get("functions", [])]
     return {
         "job": job, "stages": job.stages, "timings": timings,
+        "gpu_watch": gpu_watch_panel(payload(bench), job.environment, job.baseline_environment),
         "ncu": ncu_figure(ncu_c, ncu_b) if ncu_c or ncu_b else None,
         "ncu_rows": ncu_c, "ncu_base": {k.get("shape"): k for k in ncu_b},
         "functions": functions,

@@ -26,6 +26,7 @@ class RunOptions:
     nvcc_path: str = "nvcc"
     ncu_path: str = "ncu"
     ncu_clock_control: str = "base"   # identical for both sides; "none" where clocks must stay untouched
+    clock_policy: str = "observe"     # bench: `ClockPolicy`: observe and normalise, or lock where permitted
     build_cache_dir: str = ""      # content-addressed object cache shared by jobs
     stage_timeout_s: float = 300.0
 

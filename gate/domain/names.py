@@ -85,6 +85,7 @@ class Metric(StrEnum):
     LATENCY_MEDIAN_US = "latency_median_us"
     LATENCY_P10_US = "latency_p10_us"
     LATENCY_P90_US = "latency_p90_us"
+    LATENCY_MEDIAN_KCYCLES = "latency_median_kcycles"   # median x observed SM MHz / 1000 (clock-free)
     TFLOPS = "tflops"
     LATENCY_RATIO = "latency_ratio"            # candidate / baseline median
     REGISTERS = "registers"                    # static, per arch: the worst function
@@ -115,6 +116,7 @@ METRICS: dict[Metric, MetricInfo] = {m: MetricInfo(m.value, unit, d, label) for 
     (Metric.LATENCY_MEDIAN_US, "us", _L, "latency (median)"),
     (Metric.LATENCY_P10_US, "us", _L, "latency (p10)"),
     (Metric.LATENCY_P90_US, "us", _L, "latency (p90)"),
+    (Metric.LATENCY_MEDIAN_KCYCLES, "kcycles", _L, "latency (median, SM kilocycles)"),
     (Metric.TFLOPS, "TFLOP/s", _H, "throughput"),
     (Metric.LATENCY_RATIO, "x", _L, "latency vs baseline"),
     (Metric.REGISTERS, "regs/thread", _L, "registers"),

@@ -119,6 +119,7 @@ class GpuWatch:
     interval_ms: float = 0.0
     sm_clock_mhz_min: int | None = None
     sm_clock_mhz_max: int | None = None
+    sm_clock_mhz_median: float | None = None  # what cycle-normalised figures divide by
     mem_clock_mhz_min: int | None = None
     mem_clock_mhz_max: int | None = None
     temperature_c_max: int | None = None
@@ -136,6 +137,8 @@ class BenchResult:
     shapes: list[ShapeTiming] = field(default_factory=list)
     attempts: int = 1                     # > 1 when an inconclusive comparison was rerun
     gpu_watch: GpuWatch | None = None     # clocks, throttling and other processes while timing
+    clock_policy: str = "observe"         # applied: `ClockPolicy` (lock falls back to observe)
+    clock_note: str = ""                  # what the policy did: "SM clock locked at 1755 MHz", why not
 
 
 @dataclass

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from gate.changepoints import detect
 from gate.domain.names import Metric, Rule, Side
+from gate.figures.like_with_like import change_points, cycle_traces, mark_environments
 from gate.figures.series_charts import HistoryChart, Line, history_figure
 from gate.read_models.kernel_series import KernelHistory, SeriesHistory
 
@@ -49,13 +49,14 @@ class Chart:
 
 
 def wanted_traces(shapes: Sequence[str], archs: Sequence[str]) -> list[tuple[str, str, str]]:
-    """Every (metric, shape, series) the page draws: candidate per shape, or per arch."""
+    """Every (metric, shape, series) the page draws: candidate per shape, or per arch; and the
+    kilocycle twins that change points read."""
     out = []
     for g in GROUPS:
         for metric in g.metrics:
             out += ([(metric.value, "", a) for a in archs] if g.per_arch
                     else [(metric.value, s, Side.CANDIDATE.value) for s in shapes])
-    return out
+    return out + cycle_traces(shapes)
 
 
 def kernel_charts(history: KernelHistory, rules: list[dict],
@@ -77,12 +78,12 @@ def kernel_charts(history: KernelHistory, rules: list[dict],
             title = f"{g.title} · {shape}" if shape else g.title
             chart = HistoryChart(
                 title=title, y_title=g.y_title, series=part, labels=[_label(g, s) for s in part],
-                change_points=[detect(s.value) for s in part],
+                change_points=[change_points(history, s) for s in part],
                 thresholds=_thresholds(g, rules),
                 references=[Line(peer, level) for (sh, peer), level
                             in peers.get(g.key, {}).items() if sh == shape] if g.peers else [])
             charts.append(Chart(f"{g.key}-{shape}" if shape else g.key, title,
-                                history_figure(chart)))
+                                mark_environments(history_figure(chart), part)))
     return charts
 
 

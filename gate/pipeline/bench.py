@@ -24,8 +24,7 @@ from typing import Any
 from gate.domain import BenchResult, KernelSpec, ShapeTiming, StageStatus, TimingSamples
 from gate.domain.job import RunOptions
 from gate.pipeline import roofline, stats
-from gate.pipeline.gpu_timing import (GRAPH_BELOW_US, GRAPH_TARGET_US, MAX_GRAPH_LAUNCHES,
-                                      AllStreams, InterleavedTimer, Side, all_streams_time)
+from gate.pipeline.gpu_timing import AllStreams, InterleavedTimer, Side, all_streams_time, timing_method
 
 ROUNDS_PER_BATCH = 16
 MIN_ROUNDS = 32
@@ -104,13 +103,13 @@ def _prepare(kernel: KernelSpec, workload: Any, cand: Any, base: Any | None, sha
         sides.append(Side("baseline", calling(base)))
     peer_sets = [workload.peers(shape, inputs) for inputs in sets]
     sides += [Side(label, lambda i, label=label: peer_sets[i][label]()) for label in peer_sets[0]]
-    fastest_us = min(timer.estimate_us(s.fn) for s in sides[:2])
-    use_graph = fastest_us < GRAPH_BELOW_US
-    launches = max(2, min(MAX_GRAPH_LAUNCHES, math.ceil(GRAPH_TARGET_US / max(fastest_us, 0.5))))
-    for side in sides[2 if base is not None else 1:]:
+    gated = 2 if base is not None else 1      # candidate (and baseline): they alone choose the method
+    estimates = [timer.estimate_us(s.fn) for s in sides[:gated]]
+    use_graph, launches = timing_method(estimates)
+    for side in sides[gated:]:
         timer.estimate_us(side.fn, reps=1)    # warm-up of the peers (handles, autotuning)
     method = timer.prepare(sides, use_graph, launches, INPUT_SETS)
-    return _ShapeRun(shape, dtype, sets, sides, method, fastest_us)
+    return _ShapeRun(shape, dtype, sets, sides, method, min(estimates))
 
 
 def _sample(run: _ShapeRun, workload: Any, timer: InterleavedTimer, budget_s: float,

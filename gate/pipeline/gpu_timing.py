@@ -29,6 +29,7 @@ H100, three times the cost budget of all these defences.)
 from __future__ import annotations
 
 import ctypes
+import math
 import random
 import time
 from collections.abc import Callable
@@ -42,6 +43,20 @@ GRAPH_BELOW_US = 60.0
 # A graph replay should last about this long, so its own launch cost is negligible.
 GRAPH_TARGET_US = 200.0
 MAX_GRAPH_LAUNCHES = 64
+
+
+def timing_method(gated_estimates_us: list[float]) -> tuple[bool, int]:
+    """(use a graph, launches per replay), chosen from the *gated* sides' estimates only: the
+    candidate's and, when there is one, the baseline's, never a peer's. The two methods measure
+    different things for a kernel that reads much from L2: events time one call from a flushed (cold)
+    L2, a graph's back-to-back launches all but the first from a warm one. When a fast peer (cuBLAS at
+    ~15 µs) chose the method of a job with no baseline, a 2048 x 2048 x 1024 WMMA GEMM was timed as a
+    graph alone (457 µs) and with events against itself (597 µs): one binary, two figures (issue 14)."""
+    if not gated_estimates_us:
+        raise ValueError("timing_method needs the estimate of at least the candidate")
+    fastest_us = min(gated_estimates_us)
+    launches = max(2, min(MAX_GRAPH_LAUNCHES, math.ceil(GRAPH_TARGET_US / max(fastest_us, 0.5))))
+    return fastest_us < GRAPH_BELOW_US, launches
 
 
 def reset_persisting_l2() -> str:

@@ -19,6 +19,7 @@ timings stand as before: the watch adds evidence, it is not required.
 from __future__ import annotations
 
 import os
+import statistics
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -56,6 +57,7 @@ def summarise(samples: list[Sample], own_pids: set[int], interval_s: float = INT
     sm = [s.sm_clock_mhz for s in busy]
     mem = [s.mem_clock_mhz for s in busy]
     watch.sm_clock_mhz_min, watch.sm_clock_mhz_max = min(sm), max(sm)
+    watch.sm_clock_mhz_median = float(statistics.median(sm))
     watch.mem_clock_mhz_min, watch.mem_clock_mhz_max = min(mem), max(mem)
     watch.temperature_c_max = max(s.temperature_c for s in busy)
     watch.power_w_max = round(max(s.power_w for s in busy), 1)

@@ -118,7 +118,7 @@ def measure(request: JobRequest, emit: Emit,
 
 def _measure_on_gpu(request: JobRequest, result: JobResult, emit: Emit,
                     save: Callable[[JobResult], None]) -> None:
-    from gate.pipeline import bench, build, correctness, fingerprint, gpu_watch, profile, workloads
+    from gate.pipeline import bench, build, clock_lock, correctness, fingerprint, gpu_watch, profile, workloads
 
     kernel, options = request.kernel, request.options
     artifacts = Path(request.artifacts_dir)
@@ -160,10 +160,11 @@ def _measure_on_gpu(request: JobRequest, result: JobResult, emit: Emit,
             _skip_rest(result, emit, f"not run: correctness {result.candidate.correctness.status.value}")
         else:
             def timed() -> BenchResult:
-                with gpu_watch.watch_gpu() as watch:
+                with clock_lock.apply(options.clock_policy) as clocks, gpu_watch.watch_gpu() as watch:
                     res = bench.time_revisions(kernel, modules["workload"], modules[Side.CANDIDATE],
                                                modules.get(Side.BASELINE), options)
                 res.gpu_watch = watch.result
+                res.clock_policy, res.clock_note = clocks.policy, clocks.note
                 return res
 
             result.bench = _stage(emit, Stage.BENCH, Side.JOINT, BenchResult, timed)

@@ -90,6 +90,9 @@ class SeriesHistory:
     high: np.ndarray
     count: np.ndarray           # int64: revisions behind each point (1 unless aggregated)
     verdicts: list[str]         # per point; a bucket's worst, "" when none stored
+    # per point: the environment key (GPU | driver | clock policy, "" = unknown); a bucket never
+    # mixes two. Empty: one unnamed environment.
+    environments: list[str] = field(default_factory=list)
 
     def __len__(self) -> int:
         return int(self.x.size)

@@ -60,6 +60,10 @@ class JobDetail:
     stages: list[StageDetail] = field(default_factory=list)
     artifacts: list[ArtifactDetail] = field(default_factory=list)
     events: list[EventDetail] = field(default_factory=list)
+    environment: str = ""                    # GPU model | driver | clock policy ("" = unknown)
+    # The environment of the baseline revision's own stored job of this kernel (None: none stored):
+    # when it differs, the two jobs' absolute figures are not comparable.
+    baseline_environment: str | None = None
 
 
 @dataclass

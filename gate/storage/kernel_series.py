@@ -20,8 +20,8 @@ from gate.domain.names import Metric as M
 from gate.domain.names import Side
 from gate.read_models.kernel_series import KernelHistory, SeriesHistory, Trace
 from gate.storage.models import Metric, VerdictRecord
-from gate.storage.series_buckets import bucket_series, bucket_width, worst_verdict_codes
-from gate.storage.series_cache import SeriesCache
+from gate.storage.series_buckets import Buckets, bucket_series, bucket_width, worst_verdict_codes
+from gate.storage.series_cache import HeldSeries, SeriesCache
 
 MAX_POINTS = 2000
 PEERS = ("sdpa_flash", "sdpa_cudnn", "sdpa_efficient", "cublas")
@@ -134,17 +134,35 @@ def kernel_history(
         return KernelHistory(kernel, gpu_kind, 0, 1, [])
     first_id = int(order[0])
     width = bucket_width(first_id, int(order[-1]), order.size, max_points)
-    bucketed = [(t, bucket_series(held.traces[t].revision_ids, held.traces[t].values, first_id,
-                                  width)) for t in dict.fromkeys(traces)]
-    bucketed = [(t, b) for t, b in bucketed if b.newest_ids.size]
+    bucketed = [(t, *_by_environment(held.traces[t], first_id, width)) for t in dict.fromkeys(traces)]
+    bucketed = [(t, b, envs) for t, b, envs in bucketed if b.newest_ids.size]
     details = store.revision_meta(conn, kernel, gpu_kind,
-                                  {i for _, b in bucketed for i in b.newest_ids.tolist()})
+                                  {i for _, b, _ in bucketed for i in b.newest_ids.tolist()})
     out = []
-    for (name, shape, series), b in bucketed:
+    for (name, shape, series), b, envs in bucketed:
         # x: the position of the (last) verdict of the point's revision in commit order.
         xs = np.searchsorted(order, b.newest_ids, side="right") - 1
         codes = worst_verdict_codes(order, held.verdict_codes, first_id, width, b.newest_ids)
         out.append(SeriesHistory(name, shape, series, held.traces[(name, shape, series)].unit,
                                  xs, b.newest_ids, b.mean, b.low, b.high, b.count,
-                                 [held.verdicts[c] for c in codes.tolist()]))
+                                 [held.verdicts[c] for c in codes.tolist()], envs))
     return KernelHistory(kernel, gpu_kind, int(order.size), width, out, details)
+
+
+def _by_environment(held: HeldSeries, first_id: int, width: int) -> tuple[Buckets, list[str]]:
+    """The trace's buckets, each of one environment only (a bucket that spans a change of GPU,
+    driver or clock policy is split), in revision order, with each bucket's environment."""
+    keys = list(dict.fromkeys(held.environments.tolist()))
+    if len(keys) <= 1:
+        b = bucket_series(held.revision_ids, held.values, first_id, width)
+        return b, [keys[0] if keys else ""] * b.newest_ids.size
+    parts = []
+    for key in keys:
+        mine = held.environments == key
+        parts.append((key, bucket_series(held.revision_ids[mine], held.values[mine], first_id, width)))
+    newest = np.concatenate([b.newest_ids for _, b in parts])
+    order = np.argsort(newest, kind="stable")
+    merged = Buckets(*(np.concatenate([getattr(b, f) for _, b in parts])[order]
+                       for f in ("newest_ids", "mean", "low", "high", "count")))
+    envs = np.concatenate([np.full(b.newest_ids.size, key, dtype=object) for key, b in parts])[order]
+    return merged, envs.tolist()

@@ -111,7 +111,8 @@ class StageRecord(Base):
 
 
 class Metric(Base):
-    """One figure: revision x kernel x GPU kind x shape x metric (x series: candidate, baseline, peer)."""
+    """One figure: revision x kernel x GPU kind x shape x metric (x series: candidate, baseline, peer),
+    with the environment it was measured in."""
 
     __tablename__ = "metrics"
     id: Mapped[int] = mapped_column(primary_key=True)
@@ -125,11 +126,14 @@ class Metric(Base):
     value: Mapped[float] = mapped_column(Float)
     unit: Mapped[str] = mapped_column(String(30), default="")
     direction: Mapped[str] = mapped_column(String(10), default=Direction.LOWER.value)   # lower | higher is better
+    # GPU model | driver | clock policy (`gate.domain.environment`): history compares like with like.
+    # "" = stored before environments were recorded.
+    environment: Mapped[str] = mapped_column(String(300), default="", server_default="")
     __table_args__ = (
         Index("ix_metrics_history", "kernel", "name", "gpu_kind", "shape", "revision_id"),
         # Covering index of the history pages: one trace is read from the index alone.
         Index("ix_metrics_series", "kernel", "gpu_kind", "name", "series", "shape", "revision_id",
-              "value"),
+              "value", "environment"),
     )
 
 

@@ -9,6 +9,8 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session, selectinload
 
 from gate.domain.codec import from_json
+from gate.domain.environment import stored_environment
+from gate.domain.names import Side, Stage
 from gate.domain.notices import JobFacts
 from gate.domain.verdict import RuleRow, Verdict, VerdictReport, worst_verdict
 from gate.read_models.revision import (
@@ -22,7 +24,25 @@ from gate.read_models.revision import (
 from gate.storage.models import Job, Revision, RevisionStatus
 
 
-def _job(job: Job) -> JobDetail:
+def _environment(job: Job) -> str:
+    """The environment key of a stored job: its verdict's fingerprint and its bench's clock policy."""
+    bench = next((s.payload for s in job.stages if s.side == Side.JOINT and s.stage == Stage.BENCH), None)
+    return stored_environment(job.verdict.fingerprint if job.verdict else None, bench)
+
+
+def _baseline_environments(session: Session, rev: Revision) -> dict[str, str]:
+    """kernel -> environment of the newest judged job of the baseline revision (same repository,
+    sha = base_sha); kernels it has no judged job for are absent."""
+    if not rev.base_sha:
+        return {}
+    jobs = session.scalars(
+        select(Job).join(Revision).where(Revision.repository_id == rev.repository_id,
+                                          Revision.sha == rev.base_sha, Job.verdict.has())
+        .options(selectinload(Job.verdict), selectinload(Job.stages)).order_by(Job.id)).all()
+    return {j.kernel: _environment(j) for j in jobs}
+
+
+def _job(job: Job, baseline_environment: str | None = None) -> JobDetail:
     v = job.verdict
     return JobDetail(
         id=job.id, kernel=job.kernel, gpu_kind=job.gpu_kind, state=job.state, attempts=job.attempts,
@@ -32,6 +52,7 @@ def _job(job: Job) -> JobDetail:
         stages=[StageDetail(s.side, s.stage, s.status, s.reason, s.duration_s, s.payload) for s in job.stages],
         artifacts=[ArtifactDetail(a.id, a.kind, a.path, a.size_bytes) for a in job.artifacts],
         events=[EventDetail(e.state, e.detail, e.at) for e in job.events],
+        environment=_environment(job) if v else "", baseline_environment=baseline_environment,
     )
 
 
@@ -48,7 +69,8 @@ def revision_detail(session: Session, revision_id: int) -> RevisionDetail | None
     )
     if rev is None:
         return None
-    jobs = [_job(j) for j in rev.jobs]
+    baseline_envs = _baseline_environments(session, rev)
+    jobs = [_job(j, baseline_envs.get(j.kernel)) for j in rev.jobs]
     verdict = Verdict.ERROR.value if rev.error else None
     if rev.status == RevisionStatus.DONE and not rev.error:
         worst = worst_verdict(j.verdict.verdict for j in jobs if j.verdict)

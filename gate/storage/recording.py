@@ -3,10 +3,14 @@
 Metric names, units and directions are `gate.domain.names.Metric`; what is stored where:
     bench, per shape      latency median/p10/p90, tflops
                           series: candidate | baseline | <BenchResult peer name>
+                          latency_median_kcycles beside the median where the GPU watch saw the SM
+                          clock (median µs x median busy SM MHz / 1000)
                           latency_ratio (candidate / baseline median), series candidate
     static, per arch      registers, spill_bytes, smem_bytes: the max over the kernel's functions,
                           shape "", series = arch (sm_80, sm_90a, ...)
     ncu, per shape        `NCU_METRICS`, duration-weighted over launches; series candidate | baseline
+Every row carries the job's environment key (GPU model | driver | clock policy,
+`gate.domain.environment`): history compares like with like.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from gate.domain import (
     VerdictReport,
 )
 from gate.domain.codec import to_json
+from gate.domain.environment import environment_key, kilocycles
 from gate.domain.launches import by_shape, weighted
 from gate.domain.names import NCU_METRICS, Side, Stage
 from gate.domain.names import Metric as M
@@ -35,8 +40,12 @@ def _metric(name: M, value: float, *, shape: str = "", series: str) -> Metric:
                   shape=shape, series=str(series))
 
 
-def _timing_metrics(timing: TimingSamples, shape: str, series: str) -> Iterable[Metric]:
+def _timing_metrics(timing: TimingSamples, shape: str, series: str,
+                    sm_clock_mhz: float | None = None) -> Iterable[Metric]:
     yield _metric(M.LATENCY_MEDIAN_US, timing.median_us, shape=shape, series=series)
+    if sm_clock_mhz:
+        yield _metric(M.LATENCY_MEDIAN_KCYCLES, kilocycles(timing.median_us, sm_clock_mhz), shape=shape,
+                      series=series)
     yield _metric(M.LATENCY_P10_US, timing.p10_us, shape=shape, series=series)
     yield _metric(M.LATENCY_P90_US, timing.p90_us, shape=shape, series=series)
     if timing.tflops is not None:
@@ -46,14 +55,16 @@ def _timing_metrics(timing: TimingSamples, shape: str, series: str) -> Iterable[
 def bench_metrics(bench: BenchResult) -> list[Metric]:
     """Timings per shape. With several dtypes the shape key gets a `_<dtype>` suffix to stay unique."""
     several_dtypes = len({t.dtype for t in bench.shapes}) > 1
+    watch = bench.gpu_watch
+    mhz = watch.sm_clock_mhz_median if watch is not None and watch.available else None
     out: list[Metric] = []
     for t in bench.shapes:
         shape = f"{t.shape}_{t.dtype}" if several_dtypes else t.shape
-        out += _timing_metrics(t.candidate, shape, Side.CANDIDATE)
+        out += _timing_metrics(t.candidate, shape, Side.CANDIDATE, mhz)
         if t.baseline is not None:
-            out += _timing_metrics(t.baseline, shape, Side.BASELINE)
+            out += _timing_metrics(t.baseline, shape, Side.BASELINE, mhz)
         for peer, timing in sorted(t.peers.items()):
-            out += _timing_metrics(timing, shape, peer)
+            out += _timing_metrics(timing, shape, peer, mhz)
         if t.ratio is not None:
             out.append(_metric(M.LATENCY_RATIO, t.ratio, shape=shape, series=Side.CANDIDATE))
     return out
@@ -84,7 +95,8 @@ def profile_metrics(profile: ProfileResult, series: str) -> list[Metric]:
 
 
 def extract_metrics(result: JobResult) -> list[Metric]:
-    """Every figure of a job as unsaved `Metric` rows (revision, job, kernel, GPU kind left to the caller)."""
+    """Every figure of a job as unsaved `Metric` rows, each with the job's environment key (revision,
+    job, kernel, GPU kind left to the caller)."""
     out: list[Metric] = []
     if result.bench is not None:
         out += bench_metrics(result.bench)
@@ -93,7 +105,17 @@ def extract_metrics(result: JobResult) -> list[Metric]:
     for series, side in ((Side.CANDIDATE, result.candidate), (Side.BASELINE, result.baseline)):
         if side is not None and side.profile is not None:
             out += profile_metrics(side.profile, series)
+    environment = job_environment(result)
+    for metric in out:
+        metric.environment = environment
     return out
+
+
+def job_environment(result: JobResult) -> str:
+    """The environment key of a job's figures: its fingerprint and the clock policy its bench ran under."""
+    fp = result.fingerprint
+    policy = result.bench.clock_policy if result.bench is not None else ""
+    return environment_key(fp.gpu_name if fp else "", fp.driver if fp else "", policy)
 
 
 def stage_records(result: JobResult) -> list[StageRecord]:

@@ -39,6 +39,7 @@ class HeldSeries:
     revision_ids: np.ndarray      # int64, ascending; revisions with a verdict only
     values: np.ndarray            # float64
     unit: str
+    environments: np.ndarray      # object (str): each value's environment key ("" = unknown)
 
 
 @dataclass
@@ -75,8 +76,8 @@ class SeriesCache:
             upto = int(held.revision_ids[-1]) if held.revision_ids.size else 0
             missing = [t for t in dict.fromkeys(traces) if t not in held.traces]
             for t in missing:
-                ids, values = _metric_rows(conn, kernel, gpu_kind, t, 0, upto, held.revision_ids)
-                held.traces[t] = HeldSeries(ids, values, _unit(conn, kernel, gpu_kind, t))
+                ids, values, envs = _metric_rows(conn, kernel, gpu_kind, t, 0, upto, held.revision_ids)
+                held.traces[t] = HeldSeries(ids, values, _unit(conn, kernel, gpu_kind, t), envs)
             return HeldHistory(held.revision_ids, held.verdict_codes, held.verdicts,
                                dict(held.traces))
 
@@ -120,10 +121,11 @@ class SeriesCache:
         upto = int(new_ids[-1])
         traces = {}
         for t, s in held.traces.items():
-            ids, values = _metric_rows(conn, kernel, gpu_kind, t, after, upto, new_ids)
+            ids, values, envs = _metric_rows(conn, kernel, gpu_kind, t, after, upto, new_ids)
             unit = s.unit or (_unit(conn, kernel, gpu_kind, t) if ids.size else "")
             traces[t] = HeldSeries(np.concatenate([s.revision_ids, ids]),
-                                   np.concatenate([s.values, values]), unit)
+                                   np.concatenate([s.values, values]), unit,
+                                   np.concatenate([s.environments, envs]))
         return HeldHistory(np.concatenate([held.revision_ids, new_ids]),
                            np.concatenate([held.verdict_codes, codes]), verdicts, traces)
 
@@ -139,8 +141,8 @@ class SeriesCache:
         fresh = HeldHistory(ids, np.array([code[v] for v in names], dtype=np.int64), verdicts)
         upto = int(ids[-1]) if ids.size else 0
         for t, s in (held.traces.items() if held is not None else ()):
-            fresh.traces[t] = HeldSeries(*_metric_rows(conn, kernel, gpu_kind, t, 0, upto, ids),
-                                         s.unit)
+            t_ids, values, envs = _metric_rows(conn, kernel, gpu_kind, t, 0, upto, ids)
+            fresh.traces[t] = HeldSeries(t_ids, values, s.unit, envs)
         return fresh
 
 
@@ -149,7 +151,7 @@ _VERDICTS = (select(VerdictRecord.revision_id, VerdictRecord.verdict)
                     VerdictRecord.gpu_kind == bindparam("gpu_kind"),
                     VerdictRecord.revision_id > bindparam("after"))
              .order_by(VerdictRecord.revision_id))
-_METRICS = (select(Metric.revision_id, Metric.value)
+_METRICS = (select(Metric.revision_id, Metric.value, Metric.environment)
             .where(Metric.kernel == bindparam("kernel"), Metric.gpu_kind == bindparam("gpu_kind"),
                    Metric.name == bindparam("name"), Metric.series == bindparam("series"),
                    Metric.shape == bindparam("shape"), Metric.revision_id > bindparam("after"),
@@ -158,20 +160,22 @@ _METRICS = (select(Metric.revision_id, Metric.value)
 
 
 def _metric_rows(conn: Connection, kernel: str, gpu_kind: str, trace: Trace, after: int,
-                 upto: int, with_verdict: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(revision ids, values) of `trace` in (after, upto], revisions in `with_verdict` only.
+                 upto: int, with_verdict: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(revision ids, values, environments) of `trace` in (after, upto], revisions in `with_verdict` only.
 
     Equality on every leading column of `ix_metrics_series` and only its columns read, so SQLite
     answers from that index alone, one range of it.
     """
     name, shape, series = trace
-    rev_ids, vals = fetch_columns(conn, _METRICS, {
+    rev_ids, vals, envs = fetch_columns(conn, _METRICS, {
         "kernel": kernel, "gpu_kind": gpu_kind, "name": name, "series": series, "shape": shape,
         "after": after, "upto": upto})
     ids = np.array(rev_ids, dtype=np.int64)
     values = np.array(vals, dtype=np.float64)
+    shared: dict[str, str] = {}      # one string object per key: the array holds pointers only
+    environments = np.array([shared.setdefault(e, e) for e in envs], dtype=object)
     keep = np.isin(ids, with_verdict)
-    return (ids, values) if keep.all() else (ids[keep], values[keep])
+    return (ids, values, environments) if keep.all() else (ids[keep], values[keep], environments[keep])
 
 
 def _unit(conn: Connection, kernel: str, gpu_kind: str, trace: Trace) -> str:

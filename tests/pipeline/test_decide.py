@@ -358,3 +358,24 @@ def test_increase_rules_pass_for_a_new_kernel_and_wait_for_figures_otherwise():
     job.new_kernel = False                          # a baseline exists, but its static stage did not run
     assert [r.outcome for r in decide(job, Gates(max_spill_bytes_increase=0)).rules
             if r.rule == "max_spill_bytes_increase"] == [RuleOutcome.NOT_RUN]
+
+
+def test_an_all_streams_failure_on_a_shared_gpu_is_inconclusive_but_the_floor_still_rejects():
+    """Another process time-slicing the GPU lengthens the eager all-streams window and not the
+    interleaved events: never a reject on such data. A call faster than the hardware allows is."""
+    shared = ["the GPU was shared while timing (pid 7: 900 MiB)"]
+    slow_window = timing()
+    slow_window.all_streams_us = slow_window.candidate.median_us * 3
+    result = full(timings=[slow_window])
+    assert decide(result, GATES).verdict is Verdict.REJECT                  # steady GPU: the rule decides
+    result.bench.gpu_watch = GpuWatch(available=True, problems=shared)
+    report = decide(result, GATES)
+    (row,) = rows(report, "all_streams_time")
+    assert row.outcome is RuleOutcome.INCONCLUSIVE and "pid 7" in row.reason
+    assert report.verdict is Verdict.INCONCLUSIVE
+    too_fast = timing()
+    too_fast.floor_us = too_fast.candidate.median_us * 2
+    result = full(timings=[too_fast])
+    result.bench.gpu_watch = GpuWatch(available=True, problems=shared)
+    assert decide(result, GATES).verdict is Verdict.REJECT
+    assert rows(decide(result, GATES), "physical_floor")[0].outcome is RuleOutcome.FAIL

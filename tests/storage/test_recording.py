@@ -53,3 +53,30 @@ def test_stage_records_name_side_and_stage():
         ("candidate", "static", "passed"), ("candidate", "profile", "passed"), ("joint", "bench", "passed"),
     ]
     assert rows[0].payload["functions"][0]["sass_opcodes"] == {"HMMA": 64}
+
+
+def test_every_figure_carries_the_jobs_environment_key():
+    from gate.domain import Fingerprint
+
+    result = job_result()
+    result.fingerprint = Fingerprint(gpu_name="NVIDIA H200", driver="570.86.15")
+    result.bench.clock_policy = "lock"
+    rows = extract_metrics(result)
+    assert rows and {m.environment for m in rows} == {"NVIDIA H200 | driver 570.86.15 | clocks lock"}
+    result.fingerprint = None
+    assert {m.environment for m in extract_metrics(result)} == {""}   # as rows stored before 0003
+
+
+def test_kilocycles_stand_beside_the_median_where_the_sm_clock_was_seen():
+    from gate.domain import GpuWatch
+
+    result = job_result()
+    assert not [m for m in extract_metrics(result) if m.name == "latency_median_kcycles"]   # no watch
+    result.bench.gpu_watch = GpuWatch(available=True, sm_clock_mhz_median=1980.0)
+    m = _index(extract_metrics(result))
+    shape = "b1_h8_s512_d64"
+    assert m[("latency_median_kcycles", shape, "candidate")].value == 50.0 * 1980 / 1000
+    assert m[("latency_median_kcycles", shape, "baseline")].value == 52.0 * 1980 / 1000
+    assert m[("latency_median_kcycles", shape, "candidate")].unit == "kcycles"
+    result.bench.gpu_watch = GpuWatch(available=False, reason="no NVML")
+    assert not [m for m in extract_metrics(result) if m.name == "latency_median_kcycles"]

@@ -20,7 +20,7 @@ def test_migrated_schema_matches_the_models(database_url):
 def test_upgrade_twice_is_a_no_op(database_url):
     engine = make_engine(database_url)
     upgrade(engine)
-    assert current_revision(engine) == "0002"   # head: 0002 adds the history indexes
+    assert current_revision(engine) == "0003"   # head: 0003 adds the metrics' environment
     engine.dispose()
 
 
@@ -30,4 +30,42 @@ def test_sqlite_runs_in_wal_mode_with_foreign_keys(tmp_path):
         assert conn.execute(text("PRAGMA journal_mode")).scalar() == "wal"
         assert conn.execute(text("PRAGMA foreign_keys")).scalar() == 1
         assert conn.execute(text("PRAGMA busy_timeout")).scalar() >= 1000
+    engine.dispose()
+
+
+def test_0003_gives_figures_stored_before_an_unknown_environment_and_goes_back(database_url):
+    """A database at 0002 with a stored figure: after 0003 the figure reads environment "" (unknown),
+    and the downgrade drops the column again, on SQLite and PostgreSQL."""
+    from alembic import command
+
+    from gate.storage.schema import alembic_config
+
+    engine = make_engine(database_url)
+    cfg = alembic_config(database_url)
+
+    def migrate(step, target):
+        with engine.begin() as conn:
+            cfg.attributes["connection"] = conn
+            step(cfg, target)
+
+    migrate(command.downgrade, "0002")
+    with engine.begin() as conn:
+        conn.execute(text("INSERT INTO repositories (id, name, url, default_branch, created_at) "
+                          "VALUES (1, 'r', 'r', 'main', CURRENT_TIMESTAMP)"))
+        conn.execute(text("INSERT INTO revisions (id, repository_id, sha, submitted_at, status, source) "
+                          "VALUES (1, 1, 'abc', CURRENT_TIMESTAMP, 'done', 'api')"))
+        conn.execute(text("INSERT INTO jobs (id, revision_id, kernel, gpu_kind, state, attempts, queued_at) "
+                          "VALUES (1, 1, 'k', 'H200', 'done', 1, CURRENT_TIMESTAMP)"))
+        conn.execute(text("INSERT INTO metrics (revision_id, job_id, kernel, gpu_kind, shape, name, series, "
+                          "value, unit, direction) VALUES (1, 1, 'k', 'H200', 's', 'latency_median_us', "
+                          "'candidate', 457.0, 'us', 'lower')"))
+    migrate(command.upgrade, "0003")
+    with engine.connect() as conn:
+        assert conn.execute(text("SELECT value, environment FROM metrics")).one() == (457.0, "")
+    migrate(command.downgrade, "0002")
+    with engine.connect() as conn:
+        assert conn.execute(text("SELECT value FROM metrics")).scalar() == 457.0
+        columns = conn.execute(text("SELECT * FROM metrics")).keys()
+    assert "environment" not in columns
+    migrate(command.upgrade, "head")
     engine.dispose()

@@ -9,8 +9,8 @@ from pydantic import BaseModel
 
 from gate.api.deps import SeriesCacheDep, SessionDep
 from gate.api.schemas import KernelOut, LatestVerdictOut, PointOut
-from gate.changepoints import detect
 from gate.domain.names import Metric, Side
+from gate.figures.like_with_like import CYCLE_TWIN, change_points
 from gate.read_models.kernel_series import history_points
 from gate.storage import dashboard, kernel_series
 
@@ -25,6 +25,7 @@ class ChangePointOut(BaseModel):
     before: float
     after: float
     shift_pct: float
+    basis: str = ""          # "kcycles": found in SM kilocycles (the environment's clocks differed)
 
 
 class SeriesOut(BaseModel):
@@ -32,6 +33,7 @@ class SeriesOut(BaseModel):
     series: str
     unit: str
     points: list[PointOut]
+    environments: list[str]  # per point: GPU model | driver | clock policy ("" = unknown)
     change_points: list[ChangePointOut]
 
 
@@ -71,19 +73,24 @@ def kernel_history(session: SessionDep, store: SeriesCacheDep, name: str, metric
     shapes = [shape] if shape is not None else (
         [""] if metric in PER_ARCH_METRICS
         else kernel_series.kernel_shapes(session, name, gpu))
-    hist = kernel_series.kernel_history(session, name, gpu,
-                                  [(metric, sh, s) for sh in shapes for s in wanted_series],
-                                  max_points=max_points, store=store)
+    traces = [(metric, sh, s) for sh in shapes for s in wanted_series]
+    twins = [(CYCLE_TWIN[metric], sh, s) for _, sh, s in traces] if metric in CYCLE_TWIN else []
+    hist = kernel_series.kernel_history(session, name, gpu, traces + twins,
+                                        max_points=max_points, store=store)
     out = []
     for s in hist.series:
-        cps = detect(s.value)
+        if s.name != metric:
+            continue                      # a kilocycle twin: read by change_points only
+        cps = change_points(hist, s)
         points = history_points(s, hist.details)
         out.append(SeriesOut(
             shape=s.shape, series=s.series, unit=s.unit,
             points=[PointOut(**{k: getattr(p, k) for k in PointOut.model_fields}) for p in points],
+            environments=s.environments or [""] * len(points),
             change_points=[ChangePointOut(x=points[c.index].x,
                                           revision_id=points[c.index].revision_id,
-                                          before=c.before, after=c.after, shift_pct=c.shift_pct)
+                                          before=c.before, after=c.after, shift_pct=c.shift_pct,
+                                          basis=c.basis)
                            for c in cps]))
     return HistoryOut(kernel=name, metric=metric, gpu_kind=gpu, revisions=hist.revisions,
                       bucket_revisions=hist.bucket_revisions, series=out)
