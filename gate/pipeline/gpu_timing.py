@@ -43,6 +43,8 @@ GRAPH_BELOW_US = 60.0
 # A graph replay should last about this long, so its own launch cost is negligible.
 GRAPH_TARGET_US = 200.0
 MAX_GRAPH_LAUNCHES = 64
+# Captures per side, one drawn at random per round (see `InterleavedTimer.prepare`).
+GRAPHS_PER_SIDE = 4
 
 
 def timing_method(gated_estimates_us: list[float]) -> tuple[bool, int]:
@@ -100,7 +102,7 @@ class Side:
     fn: Callable[[int], Any]          # fn(input_set_index) -> output
     samples_us: list[float] = field(default_factory=list)
     launches: int = 1                 # per timed repetition (graph method: launches per replay)
-    graph: Any = None                 # torch.cuda.CUDAGraph when timed as a graph
+    graphs: list[Any] = field(default_factory=list)   # captured torch.cuda.CUDAGraphs when timed as graphs
 
 
 class InterleavedTimer:
@@ -143,22 +145,28 @@ class InterleavedTimer:
             return "events"
         # One memory pool for every side's graph: each side's outputs then live at the same addresses,
         # as they do in eager timing (the caching allocator hands the block a side just freed to the
-        # next side). With a pool per side, each side wrote to its own pages, and the pages' placement
-        # moved one side against the other by up to 0.5 % per job at ~15 µs (H100, 20 A/A trials).
-        # Sharing is safe: the graphs replay one after another on one stream.
+        # next side). Sharing is safe: the graphs replay one after another on one stream.
+        # Each side is captured GRAPHS_PER_SIDE times and every round replays one drawn at random: one
+        # captured graph of a call runs steadily a few tenths of a percent faster or slower than
+        # another capture of the same call, so with one graph per side, 20 A/A trials at ~15 µs on an
+        # H100 showed shifts of up to 0.5 % (SDPA against itself: 1.3 %) with p < 0.05 in most
+        # trials. Drawing among several makes that a part of each side's spread, not a fixed offset.
         pool = torch.cuda.graph_pool_handle()
         try:
             for side in sides:
-                graph = torch.cuda.CUDAGraph()
-                with torch.cuda.graph(graph, pool=pool):
-                    for i in range(launches):
-                        side.fn(i % input_sets)
-                graph.replay()
-                side.graph, side.launches = graph, launches
+                side.graphs = []
+                for _ in range(GRAPHS_PER_SIDE):
+                    graph = torch.cuda.CUDAGraph()
+                    with torch.cuda.graph(graph, pool=pool):
+                        for i in range(launches):
+                            side.fn(i % input_sets)
+                    graph.replay()
+                    side.graphs.append(graph)
+                side.launches = launches
             torch.cuda.current_stream().synchronize()
         except RuntimeError as exc:   # a side that syncs or allocates on the host cannot be captured
             for side in sides:
-                side.graph, side.launches = None, 1
+                side.graphs, side.launches = [], 1
             self.notes.append(f"CUDA graph capture failed, timed with events: {str(exc)[:200]}")
             return "events"
         return "graph"
@@ -182,8 +190,8 @@ class InterleavedTimer:
                 self.flush_l2()
                 start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
                 start.record()
-                if side.graph is not None:
-                    side.graph.replay()
+                if side.graphs:
+                    self._rng.choice(side.graphs).replay()
                 else:
                     side.fn(current)
                 end.record()
