@@ -126,6 +126,7 @@ class GpuWatch:
     power_w_max: float | None = None
     clock_events: list[str] = field(default_factory=list)     # throttle reasons seen while busy
     other_processes: list[str] = field(default_factory=list)  # "pid 1234: 2048 MiB"
+    busy_while_idle_pct: list[int] = field(default_factory=list)  # utilisation while this job was idle
     problems: list[str] = field(default_factory=list)
 
 

@@ -51,6 +51,8 @@ def gpu_watch_panel(bench: dict[str, Any] | None, environment: str,
         ("temperature (max)", _range(watch.get("temperature_c_max"), watch.get("temperature_c_max"), "°C")),
         ("power (max)", _range(watch.get("power_w_max"), watch.get("power_w_max"), "W")),
         ("other processes", "; ".join(watch.get("other_processes") or []) or "none"),
+        ("busy while this job was idle", " / ".join(f"{pct} %" for pct in watch.get("busy_while_idle_pct") or [])
+         + " (before / after timing)" if watch.get("busy_while_idle_pct") else "not probed"),
         ("samples", f"{watch.get('samples', 0)} every {watch.get('interval_ms', 0):g} ms"),
     ]
     return GpuWatchPanel(rows, list(watch.get("problems") or []), notes)

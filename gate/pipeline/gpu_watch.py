@@ -12,6 +12,13 @@ while the GPU was busy, a throttle reason (power cap, thermal or hardware slowdo
 rows inconclusive: never a verdict on such data. Samples taken while NVML reports the GPU idle
 (between rounds) are not counted: idle clocks drop by design.
 
+NVML cannot always name other processes: in a virtual machine (the GPU machine this project is
+measured on) `nvmlDeviceGetComputeRunningProcesses` lists none, not even the gate's own. So the watch
+also probes the GPU's utilisation while this job is idle, before and after timing: the job has
+synchronised and waits `IDLE_PROBE_S`, longer than NVML's utilisation window, so any kernel time
+NVML then reports is another process's. A probe over `BUSY_WHILE_IDLE_PCT` is read again after a
+longer wait before it counts, so the tail of the job's own work is never taken for a stranger's.
+
 Without NVML (no driver, no nvidia-ml-py) the watch is `available=False` with the reason, and the
 timings stand as before: the watch adds evidence, it is not required.
 """
@@ -21,6 +28,7 @@ from __future__ import annotations
 import os
 import statistics
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -29,6 +37,8 @@ from typing import Any
 from gate.domain.results import GpuWatch
 
 INTERVAL_S = 0.1
+IDLE_PROBE_S, IDLE_CONFIRM_S = 0.3, 1.0   # NVML's utilisation covers the last 1/6 s to 1 s
+BUSY_WHILE_IDLE_PCT = 10
 CLOCK_SPREAD_PCT = 2.0     # GPU Boost moves the SM clock in ~15 MHz steps; 2 % of ~1980 MHz is 40 MHz
 # NVML's clock-event reasons (nvml.h, `nvmlClocksEventReason*`) that slow a kernel down. GpuIdle,
 # ApplicationsClocksSetting, SyncBoost and DisplayClockSetting are settings or states, not throttling.
@@ -47,10 +57,13 @@ class Sample:
     processes: dict[int, int] = field(default_factory=dict)   # pid -> used GPU memory, bytes
 
 
-def summarise(samples: list[Sample], own_pids: set[int], interval_s: float = INTERVAL_S) -> GpuWatch:
-    """The `GpuWatch` of a list of samples: ranges over the busy ones, and the problems. Pure."""
+def summarise(samples: list[Sample], own_pids: set[int], interval_s: float = INTERVAL_S,
+              busy_while_idle_pct: list[int] | None = None) -> GpuWatch:
+    """The `GpuWatch` of a list of samples (and of the idle probes): ranges over the busy samples,
+    and the problems. Pure."""
     busy = [s for s in samples if not s.reasons & IDLE_REASON] or samples
-    watch = GpuWatch(available=True, samples=len(samples), interval_ms=interval_s * 1000)
+    watch = GpuWatch(available=True, samples=len(samples), interval_ms=interval_s * 1000,
+                     busy_while_idle_pct=list(busy_while_idle_pct or []))
     if not busy:
         watch.problems.append("no NVML sample was taken while timing")
         return watch
@@ -78,7 +91,24 @@ def summarise(samples: list[Sample], own_pids: set[int], interval_s: float = INT
     watch.other_processes = [f"pid {pid}: {used // 2**20} MiB" for pid, used in sorted(others.items())]
     if others:
         watch.problems.append(f"the GPU was shared while timing ({', '.join(watch.other_processes)})")
+    elif any(pct >= BUSY_WHILE_IDLE_PCT for pct in watch.busy_while_idle_pct):
+        watch.problems.append(f"the GPU was shared while timing (busy {max(watch.busy_while_idle_pct)} % "
+                              "while this job was idle; NVML names no process here)")
     return watch
+
+
+def busy_while_idle(nvml: Any, handle: Any, settle: Callable[[], None],
+                    sleep: Callable[[float], None] = time.sleep) -> int:
+    """The GPU's utilisation (%) while this process runs nothing on it: `settle` waits for this
+    process's work to finish, then NVML's utilisation window is let pass. A reading over the limit is
+    taken again after a longer wait, and the lower of the two counts."""
+    settle()
+    sleep(IDLE_PROBE_S)
+    pct = int(nvml.nvmlDeviceGetUtilizationRates(handle).gpu)
+    if pct >= BUSY_WHILE_IDLE_PCT:
+        sleep(IDLE_CONFIRM_S)
+        pct = min(pct, int(nvml.nvmlDeviceGetUtilizationRates(handle).gpu))
+    return pct
 
 
 class _Watcher:
@@ -103,9 +133,10 @@ class _Watcher:
 
 @contextmanager
 def watch_gpu(device_index: int | None = None, *, interval_s: float = INTERVAL_S,
-              nvml: Any = None) -> Iterator[_Watcher]:
-    """Sample the GPU while the block runs; `.result` holds the `GpuWatch` afterwards. The device is
-    the one torch uses unless `device_index` (NVML's) is given; `nvml` stands in for `pynvml` (tests)."""
+              nvml: Any = None, settle: Callable[[], None] | None = None) -> Iterator[_Watcher]:
+    """Sample the GPU while the block runs, and probe it idle before and after; `.result` holds the
+    `GpuWatch` afterwards. The device is the one torch uses unless `device_index` (NVML's) is given;
+    `nvml` stands in for `pynvml` and `settle` for `torch.cuda.synchronize` (tests)."""
     try:
         nvml = nvml or _import_nvml()
         nvml.nvmlInit()
@@ -115,6 +146,8 @@ def watch_gpu(device_index: int | None = None, *, interval_s: float = INTERVAL_S
         unwatched.result = GpuWatch(available=False, reason=f"no NVML: {exc}")
         yield unwatched
         return
+    settle = settle or _synchronize
+    probes = [_probe(nvml, handle, settle)]
     watcher = _Watcher(lambda: _read(nvml, handle), interval_s)
     watcher._thread.start()
     try:
@@ -122,13 +155,29 @@ def watch_gpu(device_index: int | None = None, *, interval_s: float = INTERVAL_S
     finally:
         watcher._stop.set()
         watcher._thread.join(timeout=5)
-        watcher.result = summarise(watcher.samples, {os.getpid()}, interval_s)
+        probes.append(_probe(nvml, handle, settle))
+        watcher.result = summarise(watcher.samples, {os.getpid()}, interval_s,
+                                   [p for p in probes if p is not None])
         if watcher.error:
             watcher.result.problems.append(watcher.error)
         try:
             nvml.nvmlShutdown()
         except Exception:   # noqa: S110 (shutting down a library that already failed)
             pass
+
+
+def _probe(nvml: Any, handle: Any, settle: Callable[[], None]) -> int | None:
+    try:
+        return busy_while_idle(nvml, handle, settle)
+    except Exception:   # noqa: BLE001  a GPU without utilisation counters: the other checks stand
+        return None
+
+
+def _synchronize() -> None:
+    import torch
+
+    if torch.cuda.is_available():
+        torch.cuda.synchronize()
 
 
 def nvml_index() -> int:

@@ -5,7 +5,8 @@ from __future__ import annotations
 import time
 from types import SimpleNamespace
 
-from gate.pipeline.gpu_watch import Sample, summarise, watch_gpu
+from gate.pipeline.gpu_watch import (IDLE_CONFIRM_S, IDLE_PROBE_S, Sample, busy_while_idle, summarise,
+                                     watch_gpu)
 
 OWN = {100}
 
@@ -79,3 +80,46 @@ def test_without_nvml_the_watch_says_why_and_the_block_still_runs():
         ran.append(True)
     assert ran and not watch.result.available and "libnvidia-ml" in watch.result.reason
     assert watch.result.problems == []
+
+
+class Utilisation(SimpleNamespace):
+    """NVML as a virtual machine shows it: no processes listed, utilisation readings in turn."""
+
+    def __init__(self, readings):
+        super().__init__(readings=iter(readings), read=0)
+
+    def nvmlDeviceGetUtilizationRates(self, h):
+        self.read += 1
+        return SimpleNamespace(gpu=next(self.readings))
+
+
+def test_busy_while_idle_rereads_a_high_reading_after_a_longer_wait_and_keeps_the_lower():
+    waits, settled = [], []
+    tail_of_own_work = Utilisation([60, 0])
+    assert busy_while_idle(tail_of_own_work, "gpu0", lambda: settled.append(1), waits.append) == 0
+    assert settled == [1] and waits == [IDLE_PROBE_S, IDLE_CONFIRM_S] and tail_of_own_work.read == 2
+    quiet = Utilisation([3])
+    assert busy_while_idle(quiet, "gpu0", lambda: None, waits.append) == 3 and quiet.read == 1
+    assert busy_while_idle(Utilisation([100, 97]), "gpu0", lambda: None, waits.append) == 97
+
+
+def test_a_gpu_busy_while_the_job_was_idle_is_shared_even_when_nvml_lists_no_process():
+    # On the GPU machine (a VM) a loader process running matmuls was invisible to NVML's process list:
+    # the job ended inconclusive for the power cap its load caused, not for the sharing itself.
+    watch = summarise([Sample(1980, 2619, 50, 300.0, 0)], {1}, busy_while_idle_pct=[0, 97])
+    assert watch.busy_while_idle_pct == [0, 97]
+    assert watch.problems == ["the GPU was shared while timing (busy 97 % while this job was idle; "
+                              "NVML names no process here)"]
+    assert summarise([Sample(1980, 2619, 50, 300.0, 0)], {1}, busy_while_idle_pct=[2, 4]).problems == []
+
+
+def test_the_watch_probes_the_idle_gpu_before_and_after_the_block():
+    class VmNvml(FakeNvml):
+        def nvmlDeviceGetComputeRunningProcesses(self, h): return []
+        def nvmlDeviceGetUtilizationRates(self, h): return SimpleNamespace(gpu=100)
+
+    settled = []
+    with watch_gpu(0, interval_s=0.01, nvml=VmNvml([1980]), settle=lambda: settled.append(1)) as watch:
+        time.sleep(0.05)
+    assert len(settled) == 2 and watch.result.busy_while_idle_pct == [100, 100]
+    assert any("busy 100 % while this job was idle" in p for p in watch.result.problems)
