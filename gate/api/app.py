@@ -77,6 +77,7 @@ def create_app(settings: Settings | None = None, *, gate_job: GateJob | None = N
     app = FastAPI(title="FlashCore Gate", version="0.1.0", lifespan=lifespan, docs_url=None, redoc_url=None,
                   description="Gates CUDA kernel revisions: build, correctness, timing, profile, verdict.")
     docs_pages.install(app)             # /docs without a CDN
+    pages.install_error_pages(app)      # page routes answer errors with HTML, the API with JSON
     app.state.gate = gate
     app.state.metrics_registry = make_registry(session_factory)
     app.state.page_cache = PageCache()

@@ -18,15 +18,20 @@ from jinja2.utils import htmlsafe_json_dumps
 from markupsafe import Markup
 from sqlalchemy.orm import Session
 
+from gate.api import page_errors
 from gate.api.deps import SeriesCacheDep, SessionDep
-from gate.domain.names import Direction, Metric, Side, Stage
+from gate.api.revision_refs import RefProblem, resolve
+from gate.domain.names import RELATIVE_NCU_RULES, Direction, Metric, Side, Stage
 from gate.domain.verdict import Verdict
+from gate.domain.wording import format_value, gpu_words, plural, progress_line, reason_beside
+from gate.pipeline.roofline import model_peak
 from gate.pipeline.symbols import kernel_name
-from gate.figures.kernel_page import PEER_METRIC, kernel_charts, wanted_traces
+from gate.figures.kernel_page import PEER_METRIC, kernel_charts, page_legend, wanted_traces
 from gate.figures.palette import VERDICT_COLOR
 from gate.figures.gpu_watch import gpu_watch_panel
 from gate.figures.revision import compare_figure, ncu_figure, sass_figure, timing_figure
 from gate.figures.revision_table import revision_table
+from gate.figures.series_charts import Line
 from gate.storage import dashboard, kernel_series
 from gate.storage.series_cache import SeriesCache
 from gate.storage.queries import revision_detail
@@ -39,6 +44,13 @@ templates = Jinja2Templates(directory=DASHBOARDS / "templates")
 templates.env.globals["verdict_color"] = VERDICT_COLOR
 # `tojson` escapes <, > and & (safe inside <script>); compact and unsorted keeps big charts cheap.
 templates.env.policies["json.dumps_kwargs"] = {"separators": (",", ":")}
+# The words of every page (`gate.domain.wording`): "no GPU (CPU only ...)" for `cpu`, "45.2 ms" for
+# 45,230 us, a reason without its outcome repeated in front, "1 revision".
+templates.env.globals["gpu_words"] = gpu_words
+templates.env.filters["beside"] = lambda reason, outcome: reason_beside(outcome, reason)
+templates.env.filters["value"] = lambda value, unit="", digits=4: format_value(value, unit, digits)
+templates.env.filters["plural"] = plural
+templates.env.globals["progress_line"] = progress_line
 router = APIRouter(include_in_schema=False)
 static_files = StaticFiles(directory=DASHBOARDS / "static")
 
@@ -50,9 +62,38 @@ def plotly_js() -> FileResponse:
                             headers={"Cache-Control": "public, max-age=86400"})
 
 
-def _render(request: Request, session: Session, name: str, **context: object) -> HTMLResponse:
-    return templates.TemplateResponse(request, name,
-                                      {"synthetic": dashboard.has_synthetic_revisions(session), **context})
+def _render(request: Request, session: Session, name: str, status_code: int = 200,
+            **context: object) -> HTMLResponse:
+    return templates.TemplateResponse(request, name, {**_banners(session), **context},
+                                      status_code=status_code)
+
+
+def _banners(session: Session) -> dict[str, object]:
+    """What the top of every page says about the data: synthetic, or not measured on a GPU."""
+    cpu, total = dashboard.unmeasured_verdicts(session)
+    if not cpu:
+        unmeasured = ""
+    elif cpu == total:
+        unmeasured = ("No GPU measured these revisions: they were gated on a machine without a CUDA "
+                      "device, so correctness, timing and the Nsight Compute profile were not run and "
+                      "every verdict is at best incomplete. Registers, shared memory, spills and SASS "
+                      "come from the compiler.")
+    else:
+        unmeasured = (f"{plural(cpu, 'verdict')} of {total} were gated on a machine without a GPU "
+                      "(shown as \u201cno GPU\u201d): for those, correctness, timing and the Nsight "
+                      "Compute profile were not run.")
+    return {"synthetic": dashboard.has_synthetic_revisions(session), "unmeasured": unmeasured}
+
+
+def error_page(request: Request, status_code: int, message: str) -> HTMLResponse:
+    """The HTML page of an error on a page route (`gate.api.page_errors`)."""
+    with request.app.state.gate.session_factory() as session:
+        return _render(request, session, "error.html", status_code=status_code, status=status_code,
+                       title=page_errors.TITLES.get(status_code, "Error"), message=message)
+
+
+def install_error_pages(app) -> None:  # noqa: ANN001 (a FastAPI app)
+    page_errors.install(app, error_page)
 
 
 @router.get("/", response_class=HTMLResponse)
@@ -80,7 +121,7 @@ def _kernel_view(session: Session, store: SeriesCache, name: str, gpu: str | Non
     """The kernel template's context, each chart's figure already serialized to page-safe JSON."""
     gpus = kernel_series.kernel_gpu_kinds(session, name)
     if not gpus:
-        raise HTTPException(404, f"no verdicts for kernel {name!r}")
+        raise HTTPException(404, f"no kernel {name!r} has a verdict yet")
     gpu = gpu if gpu in gpus else gpus[0]
     shapes = kernel_series.kernel_shapes(session, name, gpu)
     chosen = [shape] if shape in shapes else shapes
@@ -89,11 +130,24 @@ def _kernel_view(session: Session, store: SeriesCache, name: str, gpu: str | Non
                                   max_points=PAGE_POINTS, store=store)
     peers = {key: kernel_series.peer_levels(session, name, gpu, metric, chosen)
              for key, metric in PEER_METRIC.items()}
-    charts = kernel_charts(hist, kernel_series.latest_rules(session, name, gpu), peers)
+    peak = peak_line(gpu)
+    charts = kernel_charts(hist, kernel_series.latest_rules(session, name, gpu), peers, peak)
     return {"kernel": name, "gpu": gpu, "gpus": gpus, "shape": shape if shape in shapes else "",
             "shapes": shapes, "history": hist,
+            "legend": page_legend(hist, charts, f"{peak.label}: {format_value(peak.value, 'TFLOP/s')}"
+                                  if peak else ""),
             "revisions": figure_json(revision_table(hist.details)),
             "charts": [replace(c, figure=figure_json(c.figure)) for c in charts]}
+
+
+def peak_line(gpu: str) -> Line | None:
+    """The GPU's physical dense 16-bit tensor peak (`gate.pipeline.roofline`, the one table of
+    datasheet peaks): no kernel whose results pass correctness can be faster than it."""
+    found = model_peak(gpu)
+    if found is None:
+        return None
+    model, peak = found
+    return Line(f"{model} peak (dense fp16/bf16, datasheet)", peak.tflops_16bit)
 
 
 def figure_json(figure: dict | list) -> Markup:
@@ -101,28 +155,47 @@ def figure_json(figure: dict | list) -> Markup:
     return Markup(htmlsafe_json_dumps(figure, **templates.env.policies["json.dumps_kwargs"]))
 
 
-@router.get("/revisions/{revision_id}", response_class=HTMLResponse)
-def revision_page(request: Request, session: SessionDep, revision_id: int) -> HTMLResponse:
-    """Rule tables first, then timings, correctness, ncu, ptxas/SASS, logs and artifacts."""
-    detail = revision_detail(session, revision_id)
+@router.get("/revisions/{ref}", response_class=HTMLResponse)
+def revision_page(request: Request, session: SessionDep, ref: str) -> HTMLResponse:
+    """Rule tables first, then timings, correctness, ncu, ptxas/SASS, logs and artifacts. `ref`:
+    the revision's id, sha (or a unique prefix) or branch."""
+    detail = revision_detail(session, _resolved(session, ref))
     if detail is None:
-        raise HTTPException(404, f"no revision {revision_id}")
+        raise HTTPException(404, f"no revision {ref!r}")
     return _render(request, session, "revision.html", rev=detail,
-                   jobs=[_job_view(job) for job in sorted(detail.jobs, key=_worst_first)],
+                   jobs=[_job_view(job, detail) for job in sorted(detail.jobs, key=_worst_first)],
                    running=any(j.state != "done" for j in detail.jobs))
 
 
+def _resolved(session: Session, ref: str) -> int:
+    try:
+        return resolve(session, ref)
+    except RefProblem as exc:
+        raise HTTPException(404, str(exc)) from None
+
+
 @router.get("/compare", response_class=HTMLResponse)
-def compare_page(request: Request, session: SessionDep, a: int, b: int) -> HTMLResponse:
-    """Two revisions side by side: verdicts and every shared metric with its delta."""
-    left, right = revision_detail(session, a), revision_detail(session, b)
-    if left is None or right is None:
-        raise HTTPException(404, f"no revision {a if left is None else b}")
-    rows = _compare_rows(session, a, b)
+def compare_page(request: Request, session: SessionDep, a: str | None = None,
+                 b: str | None = None) -> HTMLResponse:
+    """Two revisions side by side: verdicts and every shared metric with its delta. `a` and `b`:
+    ids, shas (or unique prefixes) or branches."""
+    if not (a or "").strip() and not (b or "").strip():
+        return _render(request, session, "compare.html", a=None, b=None, ref_a="", ref_b="",
+                       problem="Name two revisions to compare.", rows=[], chart=None)
+    try:
+        ids = resolve(session, a), resolve(session, b)
+    except RefProblem as exc:
+        return _render(request, session, "compare.html", status_code=404, a=None, b=None,
+                       ref_a=a or "", ref_b=b or "", problem=str(exc), rows=[], chart=None)
+    left, right = revision_detail(session, ids[0]), revision_detail(session, ids[1])
+    rows = _compare_rows(session, *ids)
     lat = [r for r in rows if r["name"] == Metric.LATENCY_MEDIAN_US and r["series"] == Side.CANDIDATE]
-    chart = compare_figure([f"{r['kernel']} · {r['shape']}" for r in lat], [r["a"] for r in lat],
-                            [r["b"] for r in lat], left.sha[:8], right.sha[:8]) if lat else None
-    return _render(request, session, "compare.html", a=left, b=right, rows=rows, chart=chart)
+    several_gpus = len({r["gpu"] for r in lat}) > 1
+    chart = compare_figure([" · ".join([r["kernel"], r["shape"]] + ([gpu_words(r["gpu"])] if several_gpus else []))
+                            for r in lat], [r["a"] for r in lat], [r["b"] for r in lat],
+                           f"{left.sha[:8]} (before)", f"{right.sha[:8]} (after)") if lat else None
+    return _render(request, session, "compare.html", a=left, b=right, ref_a=a, ref_b=b, problem="",
+                   rows=rows, chart=chart)
 
 
 def _compare_rows(session: Session, a: int, b: int) -> list[dict]:
@@ -151,7 +224,7 @@ def _worst_first(job) -> int:  # noqa: ANN001 (a JobDetail)
     return Verdict(v).severity if v in VERDICTS else len(VERDICTS)
 
 
-def _job_view(job) -> dict:  # noqa: ANN001 (a JobDetail)
+def _job_view(job, rev) -> dict:  # noqa: ANN001 (a JobDetail, its RevisionDetail)
     """What the revision template needs of one job, figures built."""
     stages = {(s.side, s.stage): s for s in job.stages}
     bench = stages.get((Side.JOINT, Stage.BENCH))
@@ -164,8 +237,11 @@ def _job_view(job) -> dict:  # noqa: ANN001 (a JobDetail)
     return {
         "job": job, "stages": job.stages, "timings": timings,
         "gpu_watch": gpu_watch_panel(payload(bench), job.environment, job.baseline_environment),
-        "ncu": ncu_figure(ncu_c, ncu_b) if ncu_c or ncu_b else None,
+        "ncu": ncu_figure(ncu_c, ncu_b, f"candidate {rev.sha[:8]}",
+                          f"baseline {(rev.base_sha or '')[:8]}".strip()) if ncu_c else None,
         "ncu_rows": ncu_c, "ncu_base": {k.get("shape"): k for k in ncu_b},
+        "ncu_baseline_note": baseline_profile_note(job, rev) if ncu_c and not ncu_b else "",
+        "files": listed_files(job.artifacts),
         "functions": functions,
         "sass": sass_figure(functions) if any(f.get("sass_opcodes") for f in functions) else None,
         "cases": payload(stages.get((Side.CANDIDATE, Stage.CORRECTNESS))).get("cases", []),
@@ -174,3 +250,41 @@ def _job_view(job) -> dict:  # noqa: ANN001 (a JobDetail)
         "report": next((a for a in job.artifacts if a.kind in ("ncu_report", "ncu-rep")
                         or a.path.endswith(".ncu-rep")), None),
     }
+
+
+def baseline_profile_note(job, rev) -> str:  # noqa: ANN001 (a JobDetail, its RevisionDetail)
+    """Why the Nsight Compute chart has no baseline bars, in one sentence."""
+    stages = {(s.side, s.stage): s for s in job.stages}
+    profiled = stages.get((Side.BASELINE, Stage.PROFILE))
+    if profiled is not None:
+        what = {"failed": "failed", "error": "hit an error"}.get(profiled.status, "was not run")
+        why = reason_beside(profiled.status, profiled.reason) or "no reason was given"
+        return f"The baseline's profile {what}: {why}."
+    if not rev.base_sha:
+        return "This revision has no baseline, so there is nothing to profile beside it."
+    rules = {row.get("rule") for row in (job.verdict.rules if job.verdict else [])}
+    if not rules & {r.value for r in RELATIVE_NCU_RULES}:
+        names = " or ".join(r.value for r in RELATIVE_NCU_RULES)
+        return (f"The baseline ({rev.base_sha[:8]}) was not profiled: only the relative rules ({names}) "
+                "read its profile and this kernel's gate.toml sets neither, so the gate saves the second "
+                "Nsight Compute session.")
+    built = stages.get((Side.BASELINE, Stage.BUILD))
+    if built is None or built.status != "passed":
+        why = reason_beside(built.status, built.reason) if built else "it was not built in this job"
+        return f"The baseline ({rev.base_sha[:8]}) was not profiled: {why or 'its build did not pass'}."
+    return f"The baseline ({rev.base_sha[:8]}) was not profiled in this job."
+
+
+# How the files of a job read on its page; the GPU child's own result.json is the `result` file's
+# measurement without the verdict, so it is listed only when the stored `result` is missing.
+FILE_LABELS = {"result": "result and verdict (JSON)", "result_json": "result of the GPU child (JSON)",
+               "request_json": "job request (JSON)", "build_log": "build log", "ptxas_log": "ptxas -v log",
+               "ncu_report": "Nsight Compute report (.ncu-rep)"}
+
+
+def listed_files(artifacts: list) -> list[tuple[object, str]]:
+    """(artifact, label) of each file the page lists, the .ncu-rep apart (it has its own line)."""
+    kinds = {a.kind for a in artifacts}
+    return [(a, FILE_LABELS.get(a.kind, a.kind.replace("_", " "))) for a in artifacts
+            if not (a.kind == "result_json" and "result" in kinds) and a.kind not in ("ncu_report", "ncu-rep")
+            and not a.path.endswith(".ncu-rep")]

@@ -13,6 +13,7 @@ import sys
 import time
 
 from gate.domain.verdict import Verdict, worst_verdict
+from gate.domain.wording import gpu_words, progress_line
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -40,7 +41,7 @@ def verdict_table(revision: dict) -> str:
     rows = [("kernel", "gpu", "verdict", "reason")]
     for job in revision["jobs"]:
         v = job.get("verdict") or {}
-        rows.append((job["kernel"], v.get("gpu_kind", job["gpu_kind"]), v.get("verdict", job["state"]),
+        rows.append((job["kernel"], gpu_words(v.get("gpu_kind", job["gpu_kind"])), v.get("verdict", job["state"]),
                      v.get("reason", job.get("error") or "")))
     widths = [max(len(str(r[i])) for r in rows) for i in range(3)]
     return "\n".join("  ".join(str(c).ljust(w) for c, w in zip(r[:3], widths)) + "  " + str(r[3]) for r in rows)
@@ -54,7 +55,7 @@ def follow(client, status_url: str, *, poll_s: float = 1.0, out=sys.stdout) -> d
         response.raise_for_status()
         revision = response.json()
         for job in revision["jobs"]:
-            line = f"{job['state']}: {job['progress'] or ''}".rstrip(": ")
+            line = progress_line(job["state"], job["progress"])
             if last.get(job["id"]) != line:
                 last[job["id"]] = line
                 print(f"[{job['kernel']}] {line}", file=out, flush=True)

@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+from gate.domain.wording import NO_GPU
+
 
 class StageStatus(StrEnum):
     PASSED = "passed"      # ran, kernel behaved
@@ -217,7 +219,7 @@ class Fingerprint:
 
     @property
     def gpu_kind(self) -> str:
-        return self.gpu_name or "cpu"
+        return self.gpu_name or NO_GPU
 
 
 @dataclass

@@ -23,9 +23,11 @@ class Group:
     peers: bool = False          # draw SDPA / cuBLAS levels as reference lines
 
 
+# y titles: "{unit}" becomes the unit the axis shows (µs or ms, B or KiB).
 GROUPS = (
-    Group("latency", "Latency", "median µs", (Metric.LATENCY_MEDIAN_US,), per_shape=True, peers=True),
-    Group("tflops", "Throughput", "TFLOP/s", (Metric.TFLOPS,), per_shape=True, peers=True),
+    Group("latency", "Latency", "median latency ({unit})", (Metric.LATENCY_MEDIAN_US,), per_shape=True,
+          peers=True),
+    Group("tflops", "Throughput", "{unit}", (Metric.TFLOPS,), per_shape=True, peers=True),
     Group("ratio", "Latency vs baseline", "candidate / baseline", (Metric.LATENCY_RATIO,),
           rule=Rule.MAX_LATENCY_REGRESSION_PCT),
     Group("tensor", "Tensor pipe active", "% of peak", (Metric.TENSOR_PIPE_PCT,),
@@ -34,11 +36,13 @@ GROUPS = (
           (Metric.LD_BANK_CONFLICT_PCT, Metric.ST_BANK_CONFLICT_PCT), rule=Rule.MAX_BANK_CONFLICT_PCT),
     Group("warps", "Warps active", "% of peak", (Metric.WARPS_ACTIVE_PCT,), rule=Rule.MIN_WARPS_ACTIVE_PCT),
     Group("dram", "DRAM throughput", "% of peak", (Metric.DRAM_PCT,), rule=Rule.MIN_DRAM_PCT),
-    Group("registers", "Registers per thread", "registers", (Metric.REGISTERS,), rule=Rule.MAX_REGISTERS,
+    Group("registers", "Registers per thread", "registers per thread", (Metric.REGISTERS,),
+          rule=Rule.MAX_REGISTERS, per_arch=True),
+    Group("spills", "Spills", "spilled bytes ({unit})", (Metric.SPILL_BYTES,), rule=Rule.MAX_SPILL_BYTES,
           per_arch=True),
-    Group("spills", "Spills", "bytes", (Metric.SPILL_BYTES,), rule=Rule.MAX_SPILL_BYTES, per_arch=True),
 )
 PEER_METRIC = {"latency": Metric.LATENCY_MEDIAN_US.value, "tflops": Metric.TFLOPS.value}
+PEAK_GROUP = "tflops"        # the chart the GPU's physical peak is drawn on
 
 
 @dataclass(frozen=True)
@@ -46,6 +50,7 @@ class Chart:
     id: str
     title: str
     figure: dict
+    marks: frozenset[str] = frozenset()    # what it draws besides its series (`page_legend`)
 
 
 def wanted_traces(shapes: Sequence[str], archs: Sequence[str]) -> list[tuple[str, str, str]]:
@@ -60,8 +65,9 @@ def wanted_traces(shapes: Sequence[str], archs: Sequence[str]) -> list[tuple[str
 
 
 def kernel_charts(history: KernelHistory, rules: list[dict],
-                  peers: dict[str, dict[tuple[str, str], float]]) -> list[Chart]:
-    """Charts in page order. `peers`: group key -> (shape, peer) -> level."""
+                  peers: dict[str, dict[tuple[str, str], float]], peak: Line | None = None) -> list[Chart]:
+    """Charts in page order. `peers`: group key -> (shape, peer) -> level; `peak`: the GPU's
+    physical TFLOP/s peak (None for a GPU the peak table does not know)."""
     by_metric: dict[str, list[SeriesHistory]] = {}
     for s in history.series:
         by_metric.setdefault(s.name, []).append(s)
@@ -81,10 +87,57 @@ def kernel_charts(history: KernelHistory, rules: list[dict],
                 change_points=[change_points(history, s) for s in part],
                 thresholds=_thresholds(g, rules),
                 references=[Line(peer, level) for (sh, peer), level
-                            in peers.get(g.key, {}).items() if sh == shape] if g.peers else [])
+                            in peers.get(g.key, {}).items() if sh == shape] if g.peers else [],
+                unit=part[0].unit, peak=peak if g.key == PEAK_GROUP else None)
             charts.append(Chart(f"{g.key}-{shape}" if shape else g.key, title,
-                                mark_environments(history_figure(chart), part)))
+                                mark_environments(history_figure(chart), part), _marks(chart)))
     return charts
+
+
+def _marks(chart: HistoryChart) -> frozenset[str]:
+    """What `chart` draws that the page legend must explain: `threshold`, `change`, `peak`,
+    `beyond` (a value above the peak) and `peer:<name>` per reference."""
+    marks = {f"peer:{line.label}" for line in chart.references}
+    if chart.thresholds:
+        marks.add("threshold")
+    if any(chart.change_points):
+        marks.add("change")
+    if chart.peak is not None:
+        marks.add("peak")
+        if any((s.value > chart.peak.value).any() for s in chart.series):
+            marks.add("beyond")
+    return frozenset(marks)
+
+
+@dataclass(frozen=True)
+class LegendItem:
+    css: str                    # the class of its swatch in dashboards/static/gate.css
+    text: str
+
+
+_VERDICT_SWATCH = (("accept", "dot v-accept", "accept"), ("reject", "dot v-reject x", "reject"),
+                   ("inconclusive", "dot v-inconclusive diamond", "inconclusive"),
+                   ("incomplete", "dot v-incomplete square", "incomplete"), ("error", "dot v-error", "error"),
+                   ("", "dot v-none", "no verdict"))
+
+
+def page_legend(history: KernelHistory, charts: Sequence[Chart], peak_label: str = "") -> list[LegendItem]:
+    """The kernel page's legend: only the verdicts, lines and marks its charts draw."""
+    verdicts = {v for s in history.series for v in s.verdicts}
+    items = [LegendItem(css, text) for v, css, text in _VERDICT_SWATCH if v in verdicts]
+    marks = set().union(*(c.marks for c in charts)) if charts else set()
+    if "threshold" in marks:
+        items.append(LegendItem("line threshold", "rule threshold (latest verdict)"))
+    peers = sorted(m.split(":", 1)[1] for m in marks if m.startswith("peer:"))
+    if peers:
+        items.append(LegendItem("line reference", f"{', '.join(peers)} (median of the last 20 jobs)"))
+    if "change" in marks:
+        items.append(LegendItem("line change", "change point"))
+    if "peak" in marks:
+        items.append(LegendItem("line peak", peak_label or "the GPU's physical peak"))
+    if "beyond" in marks:
+        items.append(LegendItem("dot beyond", "beyond the GPU's peak: not a real measurement"))
+    return items
 
 
 def _label(g: Group, s: SeriesHistory) -> str:

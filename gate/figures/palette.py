@@ -24,6 +24,8 @@ PEER_COLOR = {"sdpa_flash": "#ea580c", "sdpa_cudnn": "#0d9488", "sdpa_efficient"
               "cublas": "#0d9488"}
 SIDE_COLOR = {Side.CANDIDATE.value: "#2563eb", Side.BASELINE.value: "#94a3b8"}
 THRESHOLD_COLOR = "#cf222e"
+PEAK_COLOR = "#111827"         # the GPU's physical peak
+BEYOND_COLOR = "#cf222e"       # a value beyond that peak
 CHANGE_COLOR = "#7c3aed"
 
 
@@ -32,14 +34,16 @@ def base_layout(title: str, y_title: str, *, height: int = 320) -> dict:
         "title": {"text": title, "x": 0.01, "font": {"size": 15, "color": INK}},
         "font": {"family": FONT, "size": 12, "color": INK},
         "height": height,
-        "margin": {"l": 64, "r": 24, "t": 44, "b": 84},
+        # Title on top, change markers just above the plot, the legend on the right (outside the
+        # plot, so it never covers a tick label or an axis title); plotly widens the margin for it.
+        "margin": {"l": 64, "r": 24, "t": 60, "b": 56},
         "paper_bgcolor": "#ffffff",
         "plot_bgcolor": "#ffffff",
         "hovermode": "closest",
-        "xaxis": {"gridcolor": GRID, "zeroline": False, "linecolor": GRID},
+        "xaxis": {"gridcolor": GRID, "zeroline": False, "linecolor": GRID, "automargin": True},
         "yaxis": {"title": {"text": y_title}, "gridcolor": GRID, "zeroline": False,
-                  "linecolor": GRID},
-        "legend": {"orientation": "h", "yref": "container", "y": 0.02, "yanchor": "bottom", "x": 0,
+                  "linecolor": GRID, "automargin": True},
+        "legend": {"orientation": "v", "x": 1.02, "xanchor": "left", "y": 1, "yanchor": "top",
                    "font": {"size": 11}},
         "shapes": [],
         "annotations": [],

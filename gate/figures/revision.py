@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from gate.domain.names import NCU_METRICS, Side
+from gate.domain.names import NCU_METRICS, Metric, Side
+from gate.domain.wording import display_unit, format_value
+from gate.figures.axes import value_axis
 from gate.figures.palette import PEER_COLOR, SIDE_COLOR, base_layout
 
 NCU_FIELDS = tuple((m.value, m.info.label) for m in NCU_METRICS)   # (KernelMetrics key, bar label)
@@ -12,16 +14,18 @@ def timing_figure(shape_timing: dict) -> dict:
     """Box plots of one shape's samples: candidate, baseline and every peer (a stored ShapeTiming)."""
     sides = [(side.value, shape_timing.get(side.value)) for side in (Side.CANDIDATE, Side.BASELINE)]
     sides += sorted((shape_timing.get("peers") or {}).items())
+    sides = [(name, timing) for name, timing in sides if timing and timing.get("samples_us")]
+    medians = sorted(x for _, timing in sides for x in timing["samples_us"])
+    unit, factor = display_unit(Metric.LATENCY_MEDIAN_US.unit, medians[len(medians) // 2] if medians else 0.0)
     data = []
     for name, timing in sides:
-        if not timing or not timing.get("samples_us"):
-            continue
         color = SIDE_COLOR.get(name) or PEER_COLOR.get(name, "#64748b")
-        data.append({"type": "box", "name": name, "x": timing["samples_us"], "orientation": "h",
+        data.append({"type": "box", "name": name, "x": [x / factor for x in timing["samples_us"]],
+                     "orientation": "h",
                      "boxpoints": "all", "jitter": 0.4, "pointpos": 0, "marker": {"size": 3,
                      "color": color, "opacity": 0.55}, "line": {"color": color, "width": 1.4},
                      "fillcolor": "rgba(0,0,0,0)",
-                     "hovertemplate": "%{x:.4g} µs<extra>" + name + "</extra>"})
+                     "hovertemplate": "%{x:.4g} " + unit + "<extra>" + name + "</extra>"})
     ratio = shape_timing.get("ratio")
     title = shape_timing.get("shape", "")
     if ratio is not None:
@@ -29,29 +33,54 @@ def timing_figure(shape_timing: dict) -> dict:
         if shape_timing.get("ratio_ci_low") is not None:
             title += f" [{shape_timing['ratio_ci_low']:.3f}, {shape_timing['ratio_ci_high']:.3f}]"
     layout = base_layout(title, "", height=110 + 42 * max(1, len(data)))
-    layout["xaxis"]["title"] = {"text": "µs per call (each point one interleaved round)"}
+    layout["xaxis"]["title"] = {"text": f"{unit} per call (each point one interleaved round)"}
     layout["yaxis"]["autorange"] = "reversed"
     layout["yaxis"]["automargin"] = True   # peer names (sdpa_efficient, cublas) must not be clipped
     layout["showlegend"] = False
     return {"data": data, "layout": layout}
 
 
-def ncu_figure(candidate: list[dict], baseline: list[dict]) -> dict:
-    """Grouped bars: the gate's ncu ratios per shape, candidate beside baseline (KernelMetrics JSON)."""
-    data = []
-    for side, rows in ((Side.BASELINE.value, baseline), (Side.CANDIDATE.value, candidate)):
-        for row in rows:
-            present = [(label, row.get(key)) for key, label in NCU_FIELDS if row.get(key) is not None]
-            if not present:
+def ncu_figure(candidate: list[dict], baseline: list[dict], candidate_label: str = Side.CANDIDATE.value,
+               baseline_label: str = Side.BASELINE.value) -> dict:
+    """Grouped bars of the gate's ncu ratios (KernelMetrics JSON), grouped by shape then metric:
+    one trace per side, named by its side (and sha), so the legend says which bar is which.
+    Without baseline rows only the candidate is drawn and the title says so (the page says why)."""
+    keys = _launch_keys(candidate)
+    base = dict(zip(_launch_keys(baseline), baseline))
+    x0, x1, ys, yb = [], [], [], []
+    for key, row in zip(keys, candidate):
+        for field, label in NCU_FIELDS:
+            if row.get(field) is None and (base.get(key) or {}).get(field) is None:
                 continue
-            data.append({"type": "bar", "name": f"{side} · {row.get('shape') or row.get('kernel')}",
-                         "x": [p[0] for p in present], "y": [p[1] for p in present],
-                         "marker": {"color": SIDE_COLOR[side],
-                                    "pattern": {"shape": "" if len(data) % 2 == 0 else "/"}},
-                         "hovertemplate": "%{x}: %{y:.3g} %<extra>%{fullData.name}</extra>"})
-    layout = base_layout("Nsight Compute: candidate beside baseline", "% of peak / % conflicts")
+            x0.append(key)
+            x1.append(label)
+            ys.append(row.get(field))
+            yb.append((base.get(key) or {}).get(field))
+    data = []
+    sides = ((baseline_label, Side.BASELINE.value, yb), (candidate_label, Side.CANDIDATE.value, ys)) \
+        if baseline else ((candidate_label, Side.CANDIDATE.value, ys),)
+    for name, side, values in sides:
+        data.append({"type": "bar", "name": name, "x": [x0, x1], "y": values,
+                     "marker": {"color": SIDE_COLOR[side]},
+                     "hovertemplate": "%{x}: %{y:.3g} %<extra>" + name + "</extra>"})
+    title = "Nsight Compute: candidate beside baseline" if baseline else \
+        "Nsight Compute: candidate (baseline not profiled)"
+    layout = base_layout(title, "% of peak / % conflicts")
     layout["barmode"] = "group"
+    layout["showlegend"] = True
+    layout["yaxis"]["rangemode"] = "nonnegative"
     return {"data": data, "layout": layout}
+
+
+def _launch_keys(rows: list[dict]) -> list[str]:
+    """A label per profiled launch: its shape, numbered when one shape has several launches."""
+    names = [row.get("shape") or row.get("kernel") or "?" for row in rows]
+    seen: dict[str, int] = {}
+    out = []
+    for name in names:
+        seen[name] = seen.get(name, 0) + 1
+        out.append(name if names.count(name) == 1 else f"{name} #{seen[name]}")
+    return out
 
 
 def sass_figure(functions: list[dict]) -> dict:
@@ -74,11 +103,19 @@ def sass_figure(functions: list[dict]) -> dict:
 
 def compare_figure(shapes: list[str], a_us: list[float | None], b_us: list[float | None],
                    a_label: str, b_label: str) -> dict:
-    """Median latency per shape of two revisions, side by side."""
-    layout = base_layout("Median latency per shape", "µs")
+    """Median latency per kernel and shape of two revisions, side by side; on a log axis when the
+    shapes span decades (a 9 µs and a 40 ms shape both readable), ticks and hovers in µs or ms."""
+    values = [v for v in (*a_us, *b_us) if v is not None]
+    axis = value_axis(values, Metric.LATENCY_MEDIAN_US.unit, log_span=10.0)
+    layout = base_layout("Median latency per kernel and shape", f"median latency ({axis.unit})"
+                         if not axis.log else "median latency (log scale)")
+    layout["yaxis"].update(axis.layout)
     layout["barmode"] = "group"
-    data = [{"type": "bar", "name": label, "x": shapes, "y": values,
-             "marker": {"color": color}, "hovertemplate": "%{x}: %{y:.4g} µs<extra>" + label +
-             "</extra>"}
-            for label, values, color in ((a_label, a_us, "#94a3b8"), (b_label, b_us, "#2563eb"))]
+    layout["showlegend"] = True
+    layout["xaxis"]["tickangle"] = 0
+    data = [{"type": "bar", "name": label, "x": [s.replace(" · ", "<br>") for s in shapes],
+             "y": [None if v is None else v / axis.factor for v in values_],
+             "customdata": [format_value(v, Metric.LATENCY_MEDIAN_US.unit) for v in values_],
+             "marker": {"color": color}, "hovertemplate": "%{x}: %{customdata}<extra>" + label + "</extra>"}
+            for label, values_, color in ((a_label, a_us, "#94a3b8"), (b_label, b_us, "#2563eb"))]
     return {"data": data, "layout": layout}

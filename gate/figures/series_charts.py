@@ -8,9 +8,11 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from gate.changepoints import ChangePoint
+from gate.domain.wording import format_value
+from gate.figures.axes import ValueAxis, commit_axis, fit_range, spread_labels, value_axis
 from gate.figures.palette import (
-    CHANGE_COLOR, MUTED, PEER_COLOR, SERIES_COLOR, THRESHOLD_COLOR, VERDICT_COLOR, VERDICT_SYMBOL,
-    base_layout,
+    BEYOND_COLOR, CHANGE_COLOR, MUTED, PEAK_COLOR, PEER_COLOR, SERIES_COLOR, THRESHOLD_COLOR,
+    VERDICT_COLOR, VERDICT_SYMBOL, base_layout,
 )
 from gate.figures.revision_table import SHARED
 from gate.read_models.kernel_series import SeriesHistory
@@ -18,6 +20,7 @@ from gate.read_models.kernel_series import SeriesHistory
 # Indexes of customdata as drawn: [revision id, sha, date, message, verdict, (count)].
 HOVER = ("<b>%{customdata[1]}</b> %{customdata[2]}<br>%{customdata[3]}<br>"
          "%{y:.4g} {unit} · %{customdata[4]}{note}<extra>%{fullData.name}</extra>")
+BEYOND_NOTE = "<br><b>beyond the GPU's physical peak: not a real measurement</b>"
 BUCKET_NOTE = " · mean of %{customdata[5]} revisions"
 DIGITS = 5               # significant digits shipped; the hover shows 4
 
@@ -33,12 +36,14 @@ class Line:
 @dataclass
 class HistoryChart:
     title: str
-    y_title: str
+    y_title: str                                         # "{unit}" is replaced by the axis' unit
     series: list[SeriesHistory]
     labels: list[str]                                    # legend name per series
     change_points: list[list[ChangePoint]] = field(default_factory=list)   # per series
     thresholds: list[Line] = field(default_factory=list)
     references: list[Line] = field(default_factory=list)
+    unit: str = ""                                       # the stored unit of every series' values
+    peak: Line | None = None     # the GPU's physical peak: a value above it is not a measurement
 
 
 def history_figure(chart: HistoryChart) -> dict:
@@ -46,38 +51,67 @@ def history_figure(chart: HistoryChart) -> dict:
 
     customdata rows are [revision id, verdict, (bucket count)]: the revisions' sha, date and
     message ship once per page (`revision_table.py`) and the page puts them back before drawing.
+    The commit axis has whole ticks only; the value axis fits the values (`axes.value_axis`),
+    thresholds, references and the peak included. Points above `chart.peak` are ringed and named
+    in the legend as beyond the hardware, so a faked time never reads as a fast kernel.
     """
-    layout = base_layout(chart.title, chart.y_title)
-    layout["xaxis"]["title"] = {"text": "commit order"}
+    lines = [*chart.thresholds, *chart.references, *([chart.peak] if chart.peak else [])]
+    values = [v for s in chart.series for v in s.value.tolist()] + [line.value for line in lines]
+    axis = value_axis(values, chart.unit)
+    layout = base_layout(chart.title, chart.y_title.replace("{unit}", axis.unit))
+    layout["yaxis"].update(axis.layout)
+    last_x = max((int(s.x.max()) for s in chart.series if len(s)), default=0)
+    layout["xaxis"].update(commit_axis(last_x))
+    layout["xaxis"]["title"] = {"text": "commit order (oldest = 0)"}
     data = []
     marked: set[float] = set()      # x of each change marker drawn
     for i, (hist, label) in enumerate(zip(chart.series, chart.labels)):
         color = SERIES_COLOR[i % len(SERIES_COLOR)]
-        data.append(_series_trace(hist, label, color))
+        data.append(_series_trace(hist, label, color, axis))
         for cp in (chart.change_points[i] if i < len(chart.change_points) else []):
             x = int(hist.x[cp.index]) - 0.5
             if x not in marked:     # the same commit moved another trace: one marker is enough
                 marked.add(x)
                 _change_marker(layout, x, cp)
+    _stagger_changes(layout, last_x)
+    labels = []
     for line in chart.thresholds:
-        _hline(layout, line, THRESHOLD_COLOR, "dash", f"limit {line.label} {line.value:g}")
+        text = " ".join(part for part in ("limit", line.label, _shown(line.value, chart.unit)) if part)
+        labels.append(_hline(layout, line, THRESHOLD_COLOR, "dash", text, axis))
     for line in chart.references:
         color = PEER_COLOR.get(line.label.split(" ")[0], MUTED)
-        _hline(layout, line, color, "dot", f"{line.label} {line.value:.4g}")
+        labels.append(_hline(layout, line, color, "dot", f"{line.label} {_shown(line.value, chart.unit)}", axis))
+    if chart.peak is not None:
+        labels.append(_hline(layout, chart.peak, PEAK_COLOR, "longdash",
+                             f"{chart.peak.label} {_shown(chart.peak.value, chart.unit)}", axis))
+        beyond = [_beyond_trace(hist, chart.peak, axis) for hist in chart.series]
+        data += [t for t in beyond if t is not None]
+    plot_px = layout["height"] - layout["margin"]["t"] - layout["margin"]["b"] - 24   # tick labels
+    y_range = fit_range(axis, values, plot_px)
+    if y_range is not None:
+        layout["yaxis"]["range"] = y_range
+        # Lines close in value would write their labels over each other: lift each clear of the one below.
+        for label, shift in zip(labels, spread_labels([a["y"] for a in labels], y_range, plot_px)):
+            if shift:
+                label["yshift"] = round(shift, 1)
     if not data:
         layout["annotations"].append({"text": "no data yet", "showarrow": False,
                                       "xref": "paper", "yref": "paper", "x": 0.5, "y": 0.5})
     return {"data": data, "layout": layout}
 
 
-def _series_trace(hist: SeriesHistory, label: str, color: str) -> dict:
+def _shown(value: float, unit: str) -> str:
+    return format_value(value, unit)
+
+
+def _series_trace(hist: SeriesHistory, label: str, color: str, axis: ValueAxis) -> dict:
     """One trace straight from the series' columns: no object per point."""
     aggregated = bool((hist.count > 1).any())
     verdicts = hist.verdicts
     ids = hist.revision_ids.tolist()
     trace = {
         "type": "scatter", "mode": "lines+markers", "name": label,
-        "x": hist.x.tolist(), "y": rounded(hist.value),
+        "x": hist.x.tolist(), "y": rounded(axis.scale(hist.value.tolist())),
         "line": {"color": color, "width": 1.6},
         "marker": {"color": [VERDICT_COLOR.get(v, VERDICT_COLOR[""]) for v in verdicts],
                    "symbol": [VERDICT_SYMBOL.get(v, "circle-open") for v in verdicts],
@@ -85,15 +119,42 @@ def _series_trace(hist: SeriesHistory, label: str, color: str) -> dict:
         "customdata": (list(zip(ids, [v or "no verdict" for v in verdicts], hist.count.tolist()))
                        if aggregated else list(zip(ids, [v or "no verdict" for v in verdicts]))),
         "meta": {"revisions": SHARED},
-        "hovertemplate": HOVER.replace("{unit}", hist.unit).replace(
+        "hovertemplate": HOVER.replace("{unit}", axis.unit).replace(
             "{note}", BUCKET_NOTE if aggregated else ""),
     }
     if aggregated:   # the bucket's min..max as an error bar: the spread is not hidden
         trace["error_y"] = {"type": "data", "symmetric": False, "thickness": 0.8, "width": 0,
                             "color": color,
-                            "array": rounded(hist.high - hist.value),
-                            "arrayminus": rounded(hist.value - hist.low)}
+                            "array": rounded(axis.scale((hist.high - hist.value).tolist())),
+                            "arrayminus": rounded(axis.scale((hist.value - hist.low).tolist()))}
     return trace
+
+
+def _beyond_trace(hist: SeriesHistory, peak: Line, axis: ValueAxis) -> dict | None:
+    """The points of `hist` above the physical peak, ringed: no kernel can run there, so each
+    is a measurement the kernel fooled (work hidden from the timer), not a fast kernel."""
+    over = (hist.value > peak.value).nonzero()[0].tolist()
+    if not over:
+        return None
+    ids, verdicts = hist.revision_ids.tolist(), hist.verdicts
+    return {"type": "scatter", "mode": "markers", "name": "beyond the GPU's peak",
+            "x": [int(hist.x[i]) for i in over],
+            "y": rounded(axis.scale([float(hist.value[i]) for i in over])),
+            "marker": {"symbol": "circle-open", "size": 18, "color": BEYOND_COLOR,
+                       "line": {"width": 2.5, "color": BEYOND_COLOR}},
+            "customdata": [(ids[i], verdicts[i] or "no verdict") for i in over],
+            "meta": {"revisions": SHARED},
+            "hovertemplate": HOVER.replace("{unit}", axis.unit).replace("{note}", BEYOND_NOTE)}
+
+
+def _stagger_changes(layout: dict, last_x: int) -> None:
+    """Change labels of nearby commits take turns one line higher, so they never overlap."""
+    changes = sorted((a for a in layout["annotations"] if a.get("text", "").startswith("change ")),
+                     key=lambda a: a["x"])
+    near = max(last_x, 1) / 6
+    for before, after in zip(changes, changes[1:]):
+        if after["x"] - before["x"] < near and not before.get("yshift"):
+            after["yshift"] = 13
 
 
 def _change_marker(layout: dict, x: float, cp: ChangePoint) -> None:
@@ -105,13 +166,16 @@ def _change_marker(layout: dict, x: float, cp: ChangePoint) -> None:
         "text": f"change {cp.shift_pct:+.0f} %", "font": {"size": 11, "color": CHANGE_COLOR}})
 
 
-def _hline(layout: dict, line: Line, color: str, dash: str, text: str) -> None:
+def _hline(layout: dict, line: Line, color: str, dash: str, text: str, axis: ValueAxis) -> dict:
+    """A horizontal line across the plot and its label at the right end; returns the label."""
+    y = line.value / axis.factor
     layout["shapes"].append({"type": "line", "xref": "paper", "yref": "y", "x0": 0, "x1": 1,
-                             "y0": line.value, "y1": line.value,
-                             "line": {"color": color, "width": 1.2, "dash": dash}})
-    layout["annotations"].append({"x": 1, "y": line.value, "xref": "paper", "yref": "y",
-                                  "xanchor": "right", "yanchor": "bottom", "showarrow": False,
-                                  "text": text, "font": {"size": 10, "color": color}})
+                             "y0": y, "y1": y, "line": {"color": color, "width": 1.2, "dash": dash}})
+    label = {"x": 1, "y": axis.position(line.value), "xref": "paper", "yref": "y",
+             "xanchor": "right", "yanchor": "bottom", "showarrow": False,
+             "text": text, "font": {"size": 10, "color": color}}
+    layout["annotations"].append(label)
+    return label
 
 
 def rounded(values: Sequence[float], digits: int = DIGITS) -> list[float]:

@@ -22,6 +22,7 @@ from gate.domain.results import JobResult, StageStatus, StaticResult
 from gate.domain.verdict import RuleOutcome, RuleRow, Verdict, VerdictReport
 from gate.pipeline.symbols import kernel_name
 from gate.pipeline.decide_rules import (
+    bound_sentence,
     correctness_rows,
     STATIC_FIGURES,
     integrity_rows,
@@ -97,15 +98,28 @@ def _stage_row(stage: Stage, res: object | None, *, required: bool) -> list[Rule
         return []
     if status is StageStatus.PASSED and stage not in (Stage.STATIC, Stage.BUILD):
         return []
-    reason = res.reason or status.value
+    if stage is Stage.STATIC and status is StageStatus.PASSED:
+        return [_static_checked(res)]
+    reason = res.reason or ("built and imported" if status is StageStatus.PASSED else status.value)
     value = round(res.duration_s, 2) if status is StageStatus.PASSED else None
     return [RuleRow(Rule(stage), _STATUS_OUTCOME[status], reason, value=value, unit="s" if value is not None else "")]
 
 
+def _static_checked(static: StaticResult) -> RuleRow:
+    """The static stage's row says what it checked (functions compiled per arch, SASS read), not
+    how long it took."""
+    archs = list(dict.fromkeys(f.arch for f in static.functions))
+    names = len({f.function for f in static.functions})
+    sass = "SASS read" if static.sass_available else "no SASS (cuobjdump/nvdisasm not found)"
+    reason = (f"ptxas compiled {names} kernel function{'s' if names != 1 else ''} for {', '.join(archs)}; {sass}"
+              if archs else "compiled; no kernel functions found")
+    return RuleRow(Rule.STATIC, O.PASS, reason, value=len(static.functions), unit="functions")
+
+
 def static_rows(static: StaticResult | None, gates: Gates) -> list[RuleRow]:
     """max_registers, max_spill_bytes, max_smem_bytes (worst function per arch) and require_sass."""
-    limits = [(fig.limit, getattr(gates, fig.limit.value), fig.of, fig.unit) for fig in STATIC_FIGURES]
-    wanted = [name for name, limit, _, _ in limits if limit is not None] + (
+    limits = [(fig.limit, getattr(gates, fig.limit.value), fig) for fig in STATIC_FIGURES]
+    wanted = [name for name, limit, _ in limits if limit is not None] + (
         [Rule.REQUIRE_SASS] if gates.require_sass else [])
     if not wanted:
         return []
@@ -115,16 +129,16 @@ def static_rows(static: StaticResult | None, gates: Gates) -> list[RuleRow]:
         return [RuleRow(name, O.NOT_RUN, why) for name in wanted]
     rows: list[RuleRow] = []
     archs = list(dict.fromkeys(f.arch for f in static.functions))
-    for name, limit, figure, unit in limits:
+    for name, limit, fig in limits:
         if limit is None:
             continue
+        unit = fig.unit
         for arch in archs:
-            worst = max((f for f in static.functions if f.arch == arch), key=figure)
-            value = figure(worst)
-            ok = value <= limit
+            worst = max((f for f in static.functions if f.arch == arch), key=fig.of)
+            value = fig.of(worst)
+            ok, sentence = bound_sentence(fig.words, value, limit, unit, minimum=False)
             rows.append(RuleRow(name, O.PASS if ok else O.FAIL, shape="",
-                                reason=f"{arch} {kernel_name(worst.function)}: {value} {unit} "
-                                       f"{'<=' if ok else '>'} {limit}",
+                                reason=f"{arch} {kernel_name(worst.function)}: {sentence}",
                                 value=value, threshold=limit, unit=unit))
     if gates.require_sass:
         rows += _sass_rows(static, archs, gates.require_sass)

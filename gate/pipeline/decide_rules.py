@@ -21,9 +21,22 @@ from gate.domain.results import (
     StaticResult,
 )
 from gate.domain.verdict import RuleOutcome, RuleRow
+from gate.domain.wording import format_value
 from gate.pipeline.symbols import kernel_name
 
 O = RuleOutcome
+
+
+def bound_sentence(label: str, value: float, limit: float, unit: str, *, minimum: bool) -> tuple[bool, str]:
+    """Whether `value` keeps to `limit`, and one sentence that says so, a minimum read as a floor:
+    "tensor pipe 34 % is below the floor of 35 %", "96 registers is within the limit of 128
+    registers". Every rule row with a threshold words it this way (the sample data too)."""
+    ok = value >= limit if minimum else value <= limit
+    shown = " ".join(part for part in (label, format_value(value, unit, 3)) if part)
+    bound = format_value(limit, unit, 3)
+    if minimum:
+        return ok, f"{shown} {'meets' if ok else 'is below'} the floor of {bound}"
+    return ok, f"{shown} is {'within' if ok else 'over'} the limit of {bound}"
 
 
 def correctness_rows(res: CorrectnessResult | None) -> list[RuleRow]:
@@ -187,8 +200,10 @@ def profile_rows(cand: ProfileResult, base: ProfileResult | None, gates: Gates,
                 rows.append(RuleRow(rule, outcome, why, shape=shape, value=value, unit="%"))
                 continue
             limit = before - allowed if is_drop else before + allowed
-            row = _compare(rule, shape, value, limit, minimum=is_drop)
+            row = _compare(rule, shape, value, round(limit, 3), minimum=is_drop)
             row.baseline, row.delta = before, None if value is None else value - before
+            if value is not None:
+                row.reason += f" (baseline {before:.3g} % {'-' if is_drop else '+'} {allowed:g} points)"
             rows.append(row)
     return rows
 
@@ -205,21 +220,25 @@ def smem_launch_rows(cand: ProfileResult, limit: int) -> list[RuleRow]:
             continue
         worst = max(sized, key=lambda k: (k.smem_static_bytes or 0) + (k.smem_dynamic_bytes or 0))
         static, dynamic = worst.smem_static_bytes or 0, worst.smem_dynamic_bytes or 0
-        ok = static + dynamic <= limit
+        ok, sentence = bound_sentence("shared memory per block", static + dynamic, limit, "bytes", minimum=False)
         rows.append(RuleRow(Rule.MAX_SMEM_BYTES, O.PASS if ok else O.FAIL,
-                            f"{worst.kernel}: {static} static + {dynamic} dynamic = {static + dynamic} bytes "
-                            f"{'<=' if ok else '>'} {limit}", shape=shape, value=static + dynamic,
-                            threshold=limit, unit="bytes"))
+                            f"{kernel_name(worst.kernel)}: {sentence} ({static} B static + {dynamic} B dynamic)",
+                            shape=shape, value=static + dynamic, threshold=limit, unit="bytes"))
     return rows
+
+
+# What each ncu rule's sentence calls its figure.
+RULE_WORDS = {Rule.MIN_TENSOR_PIPE_PCT: "tensor pipe", Rule.MIN_WARPS_ACTIVE_PCT: "warps active",
+              Rule.MIN_DRAM_PCT: "DRAM throughput", Rule.MAX_BANK_CONFLICT_PCT: "bank conflicts",
+              Rule.MAX_TENSOR_PIPE_DROP_PCT: "tensor pipe", Rule.MAX_BANK_CONFLICT_INCREASE_PCT: "bank conflicts"}
 
 
 def _compare(rule: Rule, shape: str, value: float | None, limit: float, *, minimum: bool) -> RuleRow:
     if value is None:
         return RuleRow(rule, O.NOT_RUN, "metric not collected for this shape", shape=shape,
                        threshold=limit, unit="%")
-    ok = value >= limit if minimum else value <= limit
-    sign = (">=" if ok else "<") if minimum else ("<=" if ok else ">")
-    return RuleRow(rule, O.PASS if ok else O.FAIL, f"{value:.1f} % {sign} {limit:g} %", shape=shape,
+    ok, sentence = bound_sentence(RULE_WORDS[rule], round(value, 1), limit, "%", minimum=minimum)
+    return RuleRow(rule, O.PASS if ok else O.FAIL, sentence, shape=shape,
                    value=round(value, 3), threshold=limit, unit="%")
 
 
@@ -233,13 +252,15 @@ class StaticFigure:
     limit: Rule
     increase: Rule
     of: Callable[[FunctionResources], int]
+    words: str = ""             # what a sentence calls it before its value ("spills 16 B")
 
 
 STATIC_FIGURES = (
     StaticFigure("registers", "registers", Rule.MAX_REGISTERS, Rule.MAX_REGISTERS_INCREASE, lambda f: f.registers),
     StaticFigure("spill bytes", "bytes", Rule.MAX_SPILL_BYTES, Rule.MAX_SPILL_BYTES_INCREASE,
-                 lambda f: f.spill_bytes),
-    StaticFigure("smem bytes", "bytes", Rule.MAX_SMEM_BYTES, Rule.MAX_SMEM_BYTES_INCREASE, lambda f: f.smem_bytes),
+                 lambda f: f.spill_bytes, "spills"),
+    StaticFigure("smem bytes", "bytes", Rule.MAX_SMEM_BYTES, Rule.MAX_SMEM_BYTES_INCREASE, lambda f: f.smem_bytes,
+                 "static shared memory"),
 )
 _OPCODES_SHOWN = 6
 
@@ -277,7 +298,8 @@ def static_delta_rows(cand: StaticResult | None, base: StaticResult | None, gate
             increase = fig.of(now) - fig.of(old)
             ok = increase <= limit
             rows.append(RuleRow(fig.increase, O.PASS if ok else O.FAIL,
-                                f"{where}: {fig.label} {fig.of(old)}->{fig.of(now)} ({increase:+d}) "
-                                f"{'<=' if ok else '>'} +{limit}", value=fig.of(now), threshold=limit,
+                                f"{where}: {fig.label} {fig.of(old)} -> {fig.of(now)}, an increase of "
+                                f"{increase:+d}, {'within' if ok else 'over'} the limit of +{limit}",
+                                value=fig.of(now), threshold=limit,
                                 baseline=fig.of(old), delta=increase, unit=fig.unit))
     return rows

@@ -44,12 +44,18 @@ PEAKS: tuple[tuple[str, Peak], ...] = (
 )
 
 
-def peak_for(gpu_name: str) -> Peak | None:
-    """The datasheet peaks of the GPU whose name contains a known model, else None."""
+def model_peak(gpu_name: str) -> tuple[str, Peak] | None:
+    """The known model named in `gpu_name` ("H100 NVL") and its datasheet peaks, else None."""
     for pattern, peak in PEAKS:
         if pattern.lower() in gpu_name.lower():
-            return peak
+            return pattern, peak
     return None
+
+
+def peak_for(gpu_name: str) -> Peak | None:
+    """The datasheet peaks of the GPU whose name contains a known model, else None."""
+    found = model_peak(gpu_name)
+    return found[1] if found else None
 
 
 @dataclass(frozen=True)

@@ -10,9 +10,10 @@ from typing import Any
 from gate.domain import RuleOutcome, RuleRow, Verdict
 from gate.domain.codec import from_json, to_json
 from gate.pipeline import decide
+from gate.pipeline.decide_rules import RULE_WORDS, bound_sentence
 from gate.sample.kernel_model import KernelModel, Outcome
 from gate.sample.kernels import A100_SLOWDOWN, ARCHES, FLOPS, PEERS_ON_A100, SHAPES
-from gate.sample.stage_payloads import stage_payloads
+from gate.sample.stage_payloads import NO_NCU, stage_payloads
 from gate.sample.story import StoryEvent
 from gate.domain.names import Metric, Rule, Side
 
@@ -41,11 +42,11 @@ def judge_commit(m: KernelModel, event: StoryEvent, gpu: str, sha: str) -> Outco
         pct = 100.0 * (cand_us / base_us - 1.0)
         limit = gates[Rule.MAX_LATENCY_REGRESSION_PCT]
         if event.kind == "inconclusive" and mine and shape.endswith("causal"):
-            outcome, why = RuleOutcome.INCONCLUSIVE, f"{shape}: +{pct:.1f} % straddles {limit} %"
+            outcome, why = RuleOutcome.INCONCLUSIVE, f"+{pct:.1f} %: the interval straddles the limit of {limit} %"
         elif pct > limit:
-            outcome, why = RuleOutcome.FAIL, f"{shape}: {pct:+.1f} % slower than the baseline"
+            outcome, why = RuleOutcome.FAIL, f"{pct:+.1f} % slower than the baseline, over the limit of {limit} %"
         else:
-            outcome, why = RuleOutcome.PASS, f"{shape}: {pct:+.1f} %"
+            outcome, why = RuleOutcome.PASS, f"{pct:+.1f} %, within the limit of {limit} %"
         # As decide() writes it: medians in µs, the limit as the baseline median x (1 + pct).
         rules.append(rule(Rule.MAX_LATENCY_REGRESSION_PCT, outcome, why, shape=shape, value=round(cand_us, 3),
                           threshold=round(base_us * (1 + limit / 100.0), 3), baseline=round(base_us, 3),
@@ -105,25 +106,24 @@ def _ncu_metrics(m: KernelModel, shape: str, pipe: float, conflicts: float) -> l
 def _resource_rules(m: KernelModel, gates: dict, pipe: float, conflicts: float, regs: int,
                     profiled: bool) -> list[Any]:
     rows = []
-    checks = [(Rule.MIN_TENSOR_PIPE_PCT, pipe, m.tensor_pipe_pct, lambda v, t: v >= t, True),
-              (Rule.MAX_BANK_CONFLICT_PCT, conflicts, m.conflict_pct, lambda v, t: v <= t, True),
-              (Rule.MIN_WARPS_ACTIVE_PCT, 41.0, 41.0, lambda v, t: v >= t, True),
-              (Rule.MAX_REGISTERS, regs, m.registers, lambda v, t: v <= t, False),
-              (Rule.MAX_SPILL_BYTES, 0, 0, lambda v, t: v <= t, False)]
-    for name, value, base, ok, needs_profile in checks:
+    # (rule, value, baseline value, words, unit, minimum, read from the profile)
+    checks = [(Rule.MIN_TENSOR_PIPE_PCT, pipe, m.tensor_pipe_pct, RULE_WORDS[Rule.MIN_TENSOR_PIPE_PCT], "%", True, True),
+              (Rule.MAX_BANK_CONFLICT_PCT, conflicts, m.conflict_pct, RULE_WORDS[Rule.MAX_BANK_CONFLICT_PCT], "%",
+               False, True),
+              (Rule.MIN_WARPS_ACTIVE_PCT, 41.0, 41.0, RULE_WORDS[Rule.MIN_WARPS_ACTIVE_PCT], "%", True, True),
+              (Rule.MAX_REGISTERS, regs, m.registers, "", "registers", False, False),
+              (Rule.MAX_SPILL_BYTES, 0, 0, "spills", "bytes", False, False)]
+    for name, value, base, words, unit, minimum, needs_profile in checks:
         if name not in gates:
             continue
         limit = gates[name]
         if needs_profile and not profiled:
-            rows.append(rule(name, RuleOutcome.NOT_RUN, "not run: ncu is not installed on this "
-                             "worker", threshold=limit, baseline=round(base, 2)))
+            rows.append(rule(name, RuleOutcome.NOT_RUN, NO_NCU, threshold=limit, baseline=round(base, 2)))
             continue
-        passed = ok(value, limit)
-        rows.append(rule(name, RuleOutcome.PASS if passed else RuleOutcome.FAIL,
-                         f"{name.split('_', 1)[1].replace('_', ' ')} {value:.4g} "
-                         f"{'within' if passed else 'breaks'} {limit}",
+        passed, sentence = bound_sentence(words, round(value, 1), limit, unit, minimum=minimum)
+        rows.append(rule(name, RuleOutcome.PASS if passed else RuleOutcome.FAIL, sentence,
                          value=round(value, 2), threshold=limit, baseline=round(base, 2),
-                         delta=round(value - base, 2), unit="%" if name.endswith("pct") else ""))
+                         delta=round(value - base, 2), unit=unit))
     return rows
 
 

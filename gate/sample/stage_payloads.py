@@ -15,6 +15,8 @@ from gate.sample.kernel_model import KernelModel
 from gate.sample.kernels import ARCHES
 from gate.domain.names import Side, Stage
 
+NO_NCU = "ncu is not installed on this worker"   # why the story's one unprofiled job was not profiled
+
 
 def stage_payloads(m: KernelModel, sha: str, timings: list, pipe: float, conflicts: float, regs: int,
                    profiled: bool) -> list[tuple[str, str, str, str, dict[str, Any]]]:
@@ -53,7 +55,7 @@ def stage_payloads(m: KernelModel, sha: str, timings: list, pipe: float, conflic
     profile = (ProfileResult(StageStatus.PASSED, duration_s=57.0, kernels=kernels,
                              ncu_version="2025.1.1.0")
                if profiled else
-               ProfileResult(StageStatus.NOT_RUN, reason="not run: ncu is not installed on this worker"))
+               ProfileResult(StageStatus.NOT_RUN, reason=NO_NCU))
     return [(side, name, r.status.value, r.reason, to_json(r)) for side, name, r in (
         (Side.CANDIDATE, Stage.STATIC, static), (Side.CANDIDATE, Stage.BUILD, build),
         (Side.CANDIDATE, Stage.CORRECTNESS, correctness), (Side.JOINT, Stage.BENCH, bench),

@@ -7,6 +7,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from gate.domain.names import Side
+from gate.domain.wording import NO_GPU
 from gate.read_models.kernel_series import KernelSummary, LatestVerdict, QueueEntry, RevisionRow
 from gate.read_models.revision import RevisionMetric
 from gate.storage.models import Job, JobState, Metric, Revision, VerdictRecord
@@ -87,3 +88,12 @@ def compared_metrics(session: Session, a: int, b: int) -> list[RevisionMetric]:
         .order_by(Metric.kernel, Metric.gpu_kind, Metric.name, Metric.shape, Metric.series)
     )
     return [RevisionMetric(*row) for row in rows]
+
+
+def unmeasured_verdicts(session: Session) -> tuple[int, int]:
+    """(verdicts judged on a machine without a GPU, all verdicts): what the pages' banner says
+    was not measured (`gate.domain.wording.NO_GPU` is what such a verdict records as its GPU)."""
+    total, cpu = session.execute(
+        select(func.count(), func.count().filter(VerdictRecord.gpu_kind == NO_GPU))
+    ).one()
+    return cpu or 0, total or 0

@@ -52,11 +52,12 @@ def recent_histories(session: Session, limit: int) -> list[tuple[str, str]]:
 
 
 def kernel_gpu_kinds(session: Session, kernel: str) -> list[str]:
-    """GPU kinds this kernel has verdicts on, the one with the longest history first."""
+    """GPU kinds this kernel has verdicts on, the one of its newest verdict first (the page opens
+    on the GPU the latest runs were measured on, not on the one with the longest past)."""
     rows = session.execute(
         select(VerdictRecord.gpu_kind)
         .where(VerdictRecord.kernel == kernel).group_by(VerdictRecord.gpu_kind)
-        .order_by(func.count().desc(), func.max(VerdictRecord.id).desc())
+        .order_by(func.max(VerdictRecord.revision_id).desc(), func.max(VerdictRecord.id).desc())
     ).all()
     return [r[0] for r in rows]
 

@@ -83,6 +83,24 @@ def revision_detail(session: Session, revision_id: int) -> RevisionDetail | None
     )
 
 
+def revision_exists(session: Session, revision_id: int) -> bool:
+    return session.get(Revision, revision_id) is not None
+
+
+def revisions_with_sha_prefix(session: Session, prefix: str, limit: int = 10) -> list[tuple[int, str]]:
+    """(id, sha) of the revisions whose sha starts with `prefix` (lowercase hex), newest first."""
+    rows = session.execute(
+        select(Revision.id, Revision.sha).where(Revision.sha.startswith(prefix.lower(), autoescape=True))
+        .order_by(Revision.id.desc()).limit(limit))
+    return [(rev_id, sha) for rev_id, sha in rows]
+
+
+def newest_on_branch(session: Session, branch: str) -> int | None:
+    """The id of the newest revision submitted on `branch` (any repository), or None."""
+    return session.scalar(select(Revision.id).where(Revision.branch == branch)
+                          .order_by(Revision.id.desc()).limit(1))
+
+
 def job_facts(job: Job, fingerprint: dict[str, Any] | None = None) -> JobFacts:
     """What the messages about `job` name: its revision and repository, and the fingerprint stored
     with its verdict (given by the caller: a queued job has none, and reading the relationship

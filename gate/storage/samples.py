@@ -103,8 +103,10 @@ def add_running_revision(session: Session, *, repository_id: int, sha: str, auth
 
 def append_judged_revision(session: Session, kernel: str, *, verdict: str | None = None,
                            reason: str | None = None, metrics: list[dict] | None = None,
-                           sha: str | None = None, message: str | None = None) -> int:
-    """One more revision of `kernel` after its newest, judged on that one's GPU kind; returns its id.
+                           sha: str | None = None, message: str | None = None,
+                           gpu_kind: str | None = None) -> int:
+    """One more revision of `kernel` after its newest, judged on that one's GPU kind (or `gpu_kind`);
+    returns its id.
 
     By default a copy of the newest revision's verdict and metrics; `verdict` (with `reason`, and an
     empty rule table) and `metrics` (dicts of shape, name, series, value, unit) replace them. The
@@ -117,10 +119,11 @@ def append_judged_revision(session: Session, kernel: str, *, verdict: str | None
                    status=RevisionStatus.DONE, source=old.source)
     session.add(rev)
     session.flush()
-    job = Job(revision_id=rev.id, kernel=kernel, gpu_kind=last.gpu_kind, state=JobState.DONE)
+    gpu_kind = gpu_kind or last.gpu_kind
+    job = Job(revision_id=rev.id, kernel=kernel, gpu_kind=gpu_kind, state=JobState.DONE)
     session.add(job)
     session.flush()
-    session.add(VerdictRecord(job_id=job.id, revision_id=rev.id, kernel=kernel, gpu_kind=last.gpu_kind,
+    session.add(VerdictRecord(job_id=job.id, revision_id=rev.id, kernel=kernel, gpu_kind=gpu_kind,
                               verdict=verdict or last.verdict,
                               reason=last.reason if verdict is None else (reason or verdict),
                               rules=last.rules if verdict is None else []))
@@ -129,7 +132,7 @@ def append_judged_revision(session: Session, kernel: str, *, verdict: str | None
                     "direction": m.direction}
                    for m in session.scalars(select(Metric).where(Metric.revision_id == last.revision_id,
                                                                  Metric.kernel == kernel))]
-    session.add_all(Metric(revision_id=rev.id, job_id=job.id, kernel=kernel, gpu_kind=last.gpu_kind, **m)
+    session.add_all(Metric(revision_id=rev.id, job_id=job.id, kernel=kernel, gpu_kind=gpu_kind, **m)
                     for m in metrics)
     return rev.id
 

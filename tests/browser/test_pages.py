@@ -42,7 +42,7 @@ def test_page_loads_without_console_errors_and_draws_its_charts(browser, server,
                                      .map(gd => gd.data.length)""")
     page.screenshot(path=str(screenshot_dir / f"{name}.png"), full_page=name != "revision")
     assert errors == []
-    assert "Synthetic sample data" in page.inner_text("footer")
+    assert "Synthetic sample data" in page.inner_text("#synthetic-banner")   # at the top
     if name != "overview":
         assert traces and all(n > 0 for n in traces), traces
     page.close()

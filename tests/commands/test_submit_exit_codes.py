@@ -47,4 +47,4 @@ def test_follow_prints_each_progress_change_once():
 
     out = io.StringIO()
     follow(Client(), "/x", poll_s=0, out=out)
-    assert out.getvalue().splitlines() == ["[k] running: candidate build started", "[k] done: done: accept"]
+    assert out.getvalue().splitlines() == ["[k] running: candidate build started", "[k] done: accept"]

@@ -40,7 +40,7 @@ def test_history_figure_draws_thresholds_references_and_change_points():
                                       references=[Line("sdpa_flash", 31.0)]))
     texts = [a["text"] for a in fig["layout"]["annotations"]]
     assert "change -21 %" in texts
-    assert "limit  60" in texts
+    assert "limit 60" in texts
     assert "sdpa_flash 31" in texts
 
 
@@ -57,7 +57,7 @@ def test_kernel_charts_split_latency_per_shape_and_use_the_latest_rule_threshold
     ratio_fig = charts[2].figure
     assert ratio_fig["layout"]["shapes"][0]["y0"] == pytest.approx(1.03)
     refs = [a["text"] for a in charts[0].figure["layout"]["annotations"]]
-    assert "sdpa_flash 31" in refs
+    assert "sdpa_flash 31 µs" in refs
     assert charts[1].figure["layout"]["annotations"] == []   # that shape has no peer stored
 
 
@@ -77,7 +77,7 @@ def test_ncu_and_sass_figures_are_valid_plotly():
     sass = sass_figure([{"arch": "sm_90", "sass_opcodes": {"HMMA": 384, "LDSM": 96}}])
     go.Figure(ncu)
     go.Figure(sass)
-    assert [t["name"] for t in ncu["data"]] == ["baseline · s", "candidate · s"]
+    assert [t["name"] for t in ncu["data"]] == ["baseline", "candidate"]
     assert sass["data"][0]["x"] == ["HMMA", "LDSM"]
 
 

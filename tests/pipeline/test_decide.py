@@ -105,7 +105,7 @@ def test_registers_over_the_limit_reject_naming_the_arch_and_kernel():
     (sm80, sm90) = rows(report, "max_registers")
     assert (sm80.outcome, sm80.value, sm80.threshold) == (RuleOutcome.FAIL, 72, 64)
     assert sm90.outcome is RuleOutcome.PASS
-    assert "sm_80 wmma_gemm_kernel: 72 registers > 64" in report.reason
+    assert "sm_80 wmma_gemm_kernel: 72 registers is over the limit of 64 registers" in report.reason
 
 
 def test_spills_and_smem_limits_use_the_worst_function_per_arch():
@@ -198,7 +198,7 @@ def test_bank_conflicts_over_the_limit_reject_with_the_measured_rate():
     kernels = [KernelMetrics("k", shape="m1024", ld_bank_conflict_pct=48.4, st_bank_conflict_pct=3)]
     report = decide(full(cand_kernels=kernels), GATES)
     assert report.verdict is Verdict.REJECT
-    assert report.reason == "reject: max_bank_conflict_pct m1024: 48.4 % > 10 %"
+    assert report.reason == "reject: max_bank_conflict_pct m1024: bank conflicts 48.4 % is over the limit of 10 %"
 
 
 def test_absolute_ncu_rules_apply_only_to_the_named_shapes():
@@ -238,7 +238,7 @@ def test_the_reason_names_the_bank_conflicts_before_the_slowdown_they_cause():
     cand = [KernelMetrics("k", shape="m1024", ld_bank_conflict_pct=86.3, st_bank_conflict_pct=0)]
     report = decide(full(timings=[timing(ratio=2.4, lo=2.3, hi=2.5, p=1e-6)], cand_kernels=cand), GATES)
     assert report.verdict is Verdict.REJECT
-    assert report.reason.startswith("reject: max_bank_conflict_pct m1024: 86.3 % > 10 %")
+    assert report.reason.startswith("reject: max_bank_conflict_pct m1024: bank conflicts 86.3 % is over the limit of 10 %")
     assert rows(report, "max_latency_regression_pct")[0].outcome is RuleOutcome.FAIL
 
 
@@ -322,7 +322,8 @@ def test_max_smem_bytes_counts_dynamic_shared_memory_per_launch():
     rows = [r for r in report.rules if r.rule == "max_smem_bytes"]
     assert [(r.shape, r.outcome) for r in rows] == [("", RuleOutcome.PASS), ("m1024", RuleOutcome.FAIL)]
     assert rows[1].value == 28_672
-    assert rows[1].reason == "forward_kernel: 0 static + 28672 dynamic = 28672 bytes > 16384"
+    assert rows[1].reason == ("forward_kernel: shared memory per block 28 KiB is over the limit of 16 KiB "
+                              "(0 B static + 28672 B dynamic)")
     assert report.verdict is Verdict.REJECT
     assert decide(job, Gates(max_smem_bytes=32_768)).verdict is Verdict.ACCEPT
 
@@ -345,7 +346,7 @@ def test_the_static_delta_shows_changed_figures_and_opcodes_and_gates_the_increa
     assert (delta.baseline, delta.value, delta.delta) == (56, 64, 8)
     (increase,) = [r for r in report.rules if r.rule == "max_registers_increase"]
     assert increase.outcome is RuleOutcome.FAIL and increase.delta == 8
-    assert increase.reason == "sm_90 wmma_gemm_kernel: registers 56->64 (+8) > +4"
+    assert increase.reason == "sm_90 wmma_gemm_kernel: registers 56 -> 64, an increase of +8, over the limit of +4"
     assert report.verdict is Verdict.REJECT
     assert decide(job, Gates(max_registers_increase=8)).verdict is Verdict.ACCEPT
 
@@ -379,3 +380,21 @@ def test_an_all_streams_failure_on_a_shared_gpu_is_inconclusive_but_the_floor_st
     result.bench.gpu_watch = GpuWatch(available=True, problems=shared)
     assert decide(result, GATES).verdict is Verdict.REJECT
     assert rows(decide(result, GATES), "physical_floor")[0].outcome is RuleOutcome.FAIL
+
+
+def test_a_minimum_reads_as_a_floor_and_a_maximum_as_a_limit():
+    report = decide(full(), Gates(min_tensor_pipe_pct=55, max_bank_conflict_pct=10))
+    (pipe,) = rows(report, "min_tensor_pipe_pct")
+    assert pipe.outcome is RuleOutcome.FAIL and pipe.reason == "tensor pipe 50 % is below the floor of 55 %"
+    (conflicts,) = rows(report, "max_bank_conflict_pct")
+    assert conflicts.reason == "bank conflicts 1 % is within the limit of 10 %"
+    report = decide(full(), Gates(min_tensor_pipe_pct=45))
+    assert rows(report, "min_tensor_pipe_pct")[0].reason == "tensor pipe 50 % meets the floor of 45 %"
+
+
+def test_the_static_row_says_what_it_checked_not_how_long_it_took():
+    job = full()
+    job.candidate.static.duration_s = 2.1
+    (row,) = rows(decide(job, GATES), "static")
+    assert row.reason == "ptxas compiled 1 kernel function for sm_80, sm_90; SASS read"
+    assert (row.value, row.unit) == (2, "functions")

@@ -1,0 +1,50 @@
+"""Errors as a person meets them: a page route (or a browser asking for an unknown path) gets an
+HTML page that says what was not found and links back; the JSON API keeps FastAPI's JSON errors
+(`{"detail": ...}`), which scripts and `gate submit` read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from fastapi import FastAPI, Request
+from fastapi.exception_handlers import http_exception_handler, request_validation_exception_handler
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import Response
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+PAGE_PREFIXES = ("/kernels/", "/revisions/", "/compare")
+JSON_PREFIXES = ("/api/", "/healthz", "/metrics", "/openapi.json", "/static", "/docs")
+TITLES = {404: "Not found", 400: "Bad request", 422: "Bad request"}
+
+# (request, HTTP status, message) -> the HTML page; `gate.api.pages` supplies it.
+RenderError = Callable[[Request, int, str], Response]
+
+
+def wants_html(request: Request) -> bool:
+    """Page routes always answer HTML; another path does when a browser asks for HTML."""
+    path = request.url.path
+    if path.startswith(JSON_PREFIXES):
+        return False
+    if path == "/" or path.startswith(PAGE_PREFIXES):
+        return True
+    return "text/html" in request.headers.get("accept", "")
+
+
+def install(app: FastAPI, render: RenderError) -> None:
+    """Route HTTP and validation errors of pages to `render`, the rest to FastAPI's handlers."""
+
+    async def on_http(request: Request, exc: StarletteHTTPException) -> Response:
+        if wants_html(request) and exc.status_code >= 400:
+            return render(request, exc.status_code, str(exc.detail))
+        return await http_exception_handler(request, exc)
+
+    async def on_invalid(request: Request, exc: RequestValidationError) -> Response:
+        if wants_html(request):
+            problems = "; ".join(f"{'.'.join(map(str, e.get('loc', ())[1:]))}: {e.get('msg')}"
+                                 for e in exc.errors())
+            return render(request, 400, problems or "the request is not valid")
+        return await request_validation_exception_handler(request, exc)
+
+    app.add_exception_handler(StarletteHTTPException, on_http)
+    app.add_exception_handler(RequestValidationError, on_invalid)

@@ -1,0 +1,77 @@
+"""`gate demo --sample` is one command that serves a populated dashboard without a GPU, labelled
+synthetic at the top of every page; scripts/screenshots.py shoots its four pages (issue 13)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.browser.conftest import REPO, _free_port
+
+pytestmark = pytest.mark.browser
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
+    """`gate demo --sample` on a free port: its URL and its data directory."""
+    tmp = tmp_path_factory.mktemp("demo-sample")
+    env = {**os.environ, "GATE_DATA_DIR": str(tmp / "data"), "PYTHONPATH": str(REPO),
+           "GATE_DATABASE_URL": f"sqlite:///{tmp / 'real.db'}"}     # must stay untouched
+    port = _free_port()
+    log = open(tmp / "demo.log", "w")   # noqa: SIM115 (closed below)
+    proc = subprocess.Popen([sys.executable, "-m", "gate.cli", "demo", "--sample", "--revisions", "16",
+                             "--port", str(port)], env=env, stdout=log, stderr=subprocess.STDOUT, cwd=tmp)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        for _ in range(300):
+            if proc.poll() is not None:
+                raise RuntimeError(f"gate demo --sample exited: {(tmp / 'demo.log').read_text()}")
+            try:
+                if httpx.get(url + "/healthz", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                time.sleep(0.2)
+        assert not (tmp / "real.db").exists()
+        yield url, tmp / "data"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
+        log.close()
+
+
+def test_every_page_of_the_sample_says_synthetic_at_the_top(browser, demo):  # noqa: ANN001
+    url, _ = demo
+    kernels = httpx.get(url + "/api/v1/kernels").json()
+    assert {k["name"] for k in kernels} >= {"flashcore_wmma", "gemm_tiled"}
+    rev = kernels[0]["latest"][0]["revision_id"]
+    for path in ("/", "/kernels/flashcore_wmma", f"/revisions/{rev}", f"/compare?a={rev - 1}&b={rev}", "/nowhere"):
+        page = browser.new_page(viewport={"width": 1360, "height": 900})
+        page.goto(url + path, wait_until="networkidle")
+        banner = page.locator("#synthetic-banner")
+        assert banner.is_visible(), path
+        assert "Synthetic sample data" in banner.inner_text()
+        assert banner.bounding_box()["y"] < page.locator("main").bounding_box()["y"], path
+        assert banner.bounding_box()["y"] < 900                      # in the first screen
+        page.close()
+
+
+def test_screenshots_of_the_four_pages_are_written_and_synthetic_data_is_refused(demo, tmp_path):  # noqa: ANN001
+    _, data_dir = demo
+    database = f"sqlite:///{data_dir / 'sample' / 'gate.db'}"
+    script = [sys.executable, str(REPO / "scripts" / "screenshots.py"), "--database-url", database,
+              "--data-dir", str(data_dir), "--out", str(tmp_path / "shots")]
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    refused = subprocess.run(script, env=env, capture_output=True, text=True, timeout=300)
+    assert refused.returncode == 2 and "synthetic sample data" in refused.stderr
+    done = subprocess.run([*script, "--allow-synthetic"], env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    shots = {p.name: p.stat().st_size for p in (tmp_path / "shots").glob("*.png")}
+    assert set(shots) == {"overview.png", "kernel.png", "revision.png", "compare.png"}
+    assert all(size > 20_000 for size in shots.values()), shots
