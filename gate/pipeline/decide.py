@@ -51,9 +51,12 @@ def decide(result: JobResult, gates: Gates) -> VerdictReport:
     rows += correctness_rows(cand.correctness)
     bench_needed = gates.max_latency_regression_pct is not None
     if result.bench is not None and result.bench.status is StageStatus.PASSED and bench_needed:
-        latency = latency_rows(result.bench, gates.max_latency_regression_pct, SIGNIFICANCE, result.new_kernel)
         watch = result.bench.gpu_watch
-        rows += _untrusted(latency, watch.problems) if watch is not None and watch.problems else latency
+        unsteady = watch is not None and bool(watch.problems)
+        margin = watch.margin_pct if unsteady and watch.margin_pct else 0.0
+        latency = latency_rows(result.bench, gates.max_latency_regression_pct, SIGNIFICANCE, result.new_kernel,
+                               margin)
+        rows += _untrusted(latency, watch.problems) if unsteady and not margin else latency
     else:
         rows += _stage_row(Stage.BENCH, result.bench, required=bench_needed)
     if result.bench is not None and result.bench.status is StageStatus.PASSED:
@@ -72,8 +75,9 @@ def decide(result: JobResult, gates: Gates) -> VerdictReport:
 
 
 def _untrusted(latency: list[RuleRow], problems: list[str]) -> list[RuleRow]:
-    """Latency rows timed on a GPU whose clocks moved, that throttled or that another process used:
-    inconclusive with the reason, never a verdict (a pass or a fail) on such data."""
+    """Latency rows timed on a GPU that another process used or that slowed down for heat or a
+    hardware reason: inconclusive with the reason, never a verdict (a pass or a fail) on such data.
+    (Clocks that GPU Boost merely moved leave a verdict that clears their margin: `latency_rows`.)"""
     why = "GPU not steady while timing: " + "; ".join(problems)
     return [replace(r, outcome=O.INCONCLUSIVE, reason=f"{why} ({r.reason})")
             if r.outcome in (O.PASS, O.FAIL) and r.baseline is not None else r for r in latency]
