@@ -51,7 +51,8 @@ for part in "${parts[@]}"; do
     spread)  step gate-spread 540 python3 bench/gate_quality.py spread ;;
     drift)   step timing-drift 300 python3 bench/timing_drift.py ;;
     demo)    GATE_DATA_DIR=/tmp/gate-demo GATE_DATABASE_URL=sqlite:////tmp/gate-demo/gate.db \
-             GATE_BENCH_BUDGET_S="${GATE_BENCH_BUDGET_S:-4}" step demo 480 python3 -m gate.cli demo --no-serve ;;
+             GATE_BENCH_BUDGET_S="${GATE_BENCH_BUDGET_S:-3}" step demo "${GATE_DEMO_LIMIT_S:-480}" python3 -m gate.cli demo --no-serve
+             cp /tmp/gate-demo/gate.db "$OUT/demo-gate.db" 2>/dev/null ;;   # for scripts/screenshots.py
     latency) step flashcore-latency 180 python3 bench/flashcore_latency.py --json "$OUT/flashcore_latency.json" ;;
     *) echo "unknown part: $part (tests, quality, spread, drift, demo, latency)"; exit 2 ;;
   esac
