@@ -130,10 +130,10 @@ class GpuWatch:
     other_processes: list[str] = field(default_factory=list)  # "pid 1234: 2048 MiB"
     busy_while_idle_pct: list[int] = field(default_factory=list)  # utilisation while this job was idle
     problems: list[str] = field(default_factory=list)
-    # When every problem is GPU Boost's own regulation (clocks moved, software power cap): the margin
-    # (%) a latency verdict must clear to stand. None when a problem forbids any verdict (sharing,
-    # thermal or hardware slowdown) or when there is no problem.
-    margin_pct: float | None = None
+    # When every problem is GPU Boost's own regulation (clocks moved, software power cap): how far (%)
+    # the clocks moved. Latency verdicts stand then, with this noted. None when a problem forbids any
+    # verdict (sharing, thermal or hardware slowdown) or when there is no problem.
+    boost_spread_pct: float | None = None
 
 
 @dataclass

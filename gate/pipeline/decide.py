@@ -53,7 +53,7 @@ def decide(result: JobResult, gates: Gates) -> VerdictReport:
     if result.bench is not None and result.bench.status is StageStatus.PASSED and bench_needed:
         watch = result.bench.gpu_watch
         unsteady = watch is not None and bool(watch.problems)
-        margin = watch.margin_pct if unsteady and watch.margin_pct else 0.0
+        margin = watch.boost_spread_pct if unsteady and watch.boost_spread_pct else 0.0
         latency = latency_rows(result.bench, gates.max_latency_regression_pct, SIGNIFICANCE, result.new_kernel,
                                margin)
         rows += _untrusted(latency, watch.problems) if unsteady and not margin else latency
@@ -77,7 +77,7 @@ def decide(result: JobResult, gates: Gates) -> VerdictReport:
 def _untrusted(latency: list[RuleRow], problems: list[str]) -> list[RuleRow]:
     """Latency rows timed on a GPU that another process used or that slowed down for heat or a
     hardware reason: inconclusive with the reason, never a verdict (a pass or a fail) on such data.
-    (Clocks that GPU Boost merely moved leave a verdict that clears their margin: `latency_rows`.)"""
+    (Clocks that GPU Boost merely moved leave the verdict standing: `latency_rows` notes them.)"""
     why = "GPU not steady while timing: " + "; ".join(problems)
     return [replace(r, outcome=O.INCONCLUSIVE, reason=f"{why} ({r.reason})")
             if r.outcome in (O.PASS, O.FAIL) and r.baseline is not None else r for r in latency]

@@ -90,25 +90,16 @@ NEW_KERNEL = "new kernel: no baseline revision declares it, nothing to regress a
 
 
 def latency_rows(bench: BenchResult, max_regression_pct: float, alpha: float,
-                 new_kernel: bool = False, margin_pct: float = 0.0) -> list[RuleRow]:
-    """Per shape: fail only when the whole 95 % interval is above the threshold and p < alpha. With a
-    `margin_pct` (clocks moved while timing: `GpuWatch.margin_pct`), fail only above threshold +
-    margin and pass only below threshold - margin; between them the row is inconclusive."""
+                 new_kernel: bool = False, boost_spread_pct: float = 0.0) -> list[RuleRow]:
+    """Per shape: fail only when the whole 95 % interval is above the threshold and p < alpha. A
+    `boost_spread_pct` (GPU Boost moved the clocks while timing: `GpuWatch.boost_spread_pct`) is
+    stated on every row that judged."""
     rows = [_latency_row(st, max_regression_pct, alpha, new_kernel) for st in bench.shapes]
-    if margin_pct:
-        rows = [_with_margin(r, st, max_regression_pct, margin_pct) for r, st in zip(rows, bench.shapes)]
+    if boost_spread_pct:
+        note = f"; clocks moved by up to {boost_spread_pct:g} % (GPU Boost), on both interleaved sides"
+        rows = [replace(r, reason=r.reason + note) if r.outcome in (O.PASS, O.FAIL) and r.baseline is not None
+                else r for r in rows]
     return rows or [RuleRow(Rule.MAX_LATENCY_REGRESSION_PCT, O.NOT_RUN, "bench timed no shape")]
-
-
-def _with_margin(row: RuleRow, st: ShapeTiming, pct: float, margin_pct: float) -> RuleRow:
-    if row.outcome not in (O.PASS, O.FAIL) or row.baseline is None:
-        return row
-    lo, hi = st.ratio_ci_low, st.ratio_ci_high
-    clear = (lo > 1 + (pct + margin_pct) / 100) if row.outcome is O.FAIL else (hi <= 1 + (pct - margin_pct) / 100)
-    if clear:
-        return replace(row, reason=f"{row.reason}; clears the {margin_pct:g} % margin for clocks that moved")
-    return replace(row, outcome=O.INCONCLUSIVE,
-                   reason=f"{row.reason}, but within the {margin_pct:g} % the moving clocks could shift it")
 
 
 def _latency_row(st: ShapeTiming, pct: float, alpha: float, new_kernel: bool) -> RuleRow:

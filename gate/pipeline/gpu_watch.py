@@ -11,11 +11,12 @@ while the GPU was busy, a throttle reason (power cap, thermal or hardware slowdo
 `nvmlClocksEventReason*` bits), or another process holding the GPU. `decide` then turns the latency
 rows inconclusive: never a verdict on such data. Two kinds are told apart. Sharing and thermal or
 hardware slowdowns forbid any latency verdict. GPU Boost's own regulation does not: a heavy kernel on
-an H100 runs into the software power cap and its SM clock steps between ~1935 and 1980 MHz in
-ordinary use (the demo's attention kernels did so in 2 of 9 jobs), and since both sides are timed
-interleaved in random order the movement falls on both. It can still shift the ratio by at most the
-clocks' own spread, so then `margin_pct` is set and a latency verdict stands only when it clears the
-threshold by that margin (`decide_rules.latency_rows`). Samples taken while NVML reports the GPU idle
+an H100 runs into the software power cap and its SM clock steps between ~1875 and 1980 MHz in
+ordinary use. Both sides are timed interleaved, in random order per round of a few milliseconds,
+while Boost moves the clock over hundreds, so the movement falls on both alike: in the demo on an
+H100, unchanged kernels timed under a moving clock (3-4.5 %) read -0.4, -0.1 and +0.4 %, and a
++45.7 % regression read as such. Blocking those verdicts left the gate unable to judge its own
+subject on that GPU. Then `boost_spread_pct` is set, the verdict stands, and its rows say so. Samples taken while NVML reports the GPU idle
 (between rounds) are not counted: idle clocks drop by design.
 
 NVML cannot always name other processes: in a virtual machine (the GPU machine this project is
@@ -109,7 +110,7 @@ def summarise(samples: list[Sample], own_pids: set[int], interval_s: float = INT
     if shared:     # the cause first: the throttling a stranger's load brings is its symptom
         watch.problems.insert(0, watch.problems.pop())
     elif watch.problems and not seen & HARD_THROTTLE:
-        watch.margin_pct = round(max(spreads), 2)
+        watch.boost_spread_pct = round(max(spreads), 2)
     return watch
 
 

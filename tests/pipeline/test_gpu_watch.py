@@ -125,12 +125,12 @@ def test_the_watch_probes_the_idle_gpu_before_and_after_the_block():
     assert any("busy 100 % while this job was idle" in p for p in watch.result.problems)
 
 
-def test_boost_regulation_sets_a_margin_and_sharing_or_heat_forbid_a_verdict():
+def test_boost_regulation_is_told_apart_and_sharing_or_heat_forbid_a_verdict():
     capped = summarise([Sample(1980, 2619, 60, 690.0, 0x4), Sample(1935, 2619, 60, 699.0, 0x4)], {1})
-    assert capped.margin_pct == round((1980 - 1935) / 1980 * 100, 2)
+    assert capped.boost_spread_pct == round((1980 - 1935) / 1980 * 100, 2)
     assert capped.problems[0] == "SM clock moved 1935..1980 MHz while timing"
     hot = summarise([Sample(1980, 2619, 90, 690.0, 0x20)], {1})
-    assert hot.problems and hot.margin_pct is None
+    assert hot.problems and hot.boost_spread_pct is None
     shared = summarise([Sample(1980, 2619, 60, 690.0, 0x4)], {1}, busy_while_idle_pct=[99, 99])
-    assert shared.margin_pct is None and shared.problems[0].startswith("the GPU was shared")
-    assert summarise([Sample(1980, 2619, 50, 300.0, 0)], {1}).margin_pct is None
+    assert shared.boost_spread_pct is None and shared.problems[0].startswith("the GPU was shared")
+    assert summarise([Sample(1980, 2619, 50, 300.0, 0)], {1}).boost_spread_pct is None
