@@ -19,6 +19,7 @@ from markupsafe import Markup
 from sqlalchemy.orm import Session
 
 from gate.api.deps import SeriesCacheDep, SessionDep
+from gate.api.schemas import GpuKind, KernelName, ShapeName
 from gate.domain.names import Direction, Metric, Side, Stage
 from gate.domain.verdict import Verdict
 from gate.pipeline.symbols import kernel_name
@@ -62,9 +63,9 @@ def overview(request: Request, session: SessionDep) -> HTMLResponse:
 
 
 @router.get("/kernels/{name}", response_class=HTMLResponse)
-def kernel_page(request: Request, session: SessionDep, store: SeriesCacheDep, name: str,
-                gpu: Annotated[str | None, Query()] = None,
-                shape: Annotated[str | None, Query()] = None) -> HTMLResponse:
+def kernel_page(request: Request, session: SessionDep, store: SeriesCacheDep, name: KernelName,
+                gpu: Annotated[GpuKind | None, Query()] = None,
+                shape: Annotated[ShapeName | None, Query()] = None) -> HTMLResponse:
     """A kernel's history per metric group on one GPU kind, optionally one shape."""
     # Reading and bucketing 10,000 revisions costs more than the page's 200 ms budget; the result
     # changes only when a verdict (with its metrics) is stored, which the version sees.
