@@ -36,6 +36,8 @@ class Settings(BaseSettings):
     executor: str = Field("local", pattern="^(local|celery)$")
     broker_url: str = "redis://127.0.0.1:6379/0"
     public_url: str = "http://127.0.0.1:8000"     # base of target_url links in statuses
+    # Every request's body, 413 past it; GitHub sends webhook payloads of 25 MB at most.
+    max_body_bytes: int = Field(25 * 1024 * 1024, ge=1024)
 
     github_api_url: str = "https://api.github.com"
     github_token: str | None = None               # commit statuses

@@ -10,7 +10,8 @@ from starlette.concurrency import run_in_threadpool
 
 from gate.api.context import GateContext, NoExecutor
 from gate import notify
-from gate.api import docs_pages, pages
+from gate.api import docs_pages, pages, validation_errors
+from gate.api.body_limit import BodyLimit
 from gate.api.series_warmup import SeriesWarmup
 from gate.api.page_cache import PageCache
 from gate.api.routes import artifacts, github, health, kernels, revisions
@@ -78,6 +79,8 @@ def create_app(settings: Settings | None = None, *, gate_job: GateJob | None = N
                   description="Gates CUDA kernel revisions: build, correctness, timing, profile, verdict.")
     docs_pages.install(app)             # /docs without a CDN
     pages.install_error_pages(app)      # page routes answer errors with HTML, the API with JSON
+    validation_errors.install(app)      # 422s that do not echo large input
+    app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
     app.state.gate = gate
     app.state.metrics_registry = make_registry(session_factory)
     app.state.page_cache = PageCache()

@@ -1,7 +1,7 @@
 """GitHub webhook payloads -> what to gate. Pure: validation and the decision, no I/O.
 
-Only the fields the gate needs are declared (pydantic ignores the rest); a payload without them is
-refused with the field's name. `repository.clone_url` is used as given (GitHub sends the https URL;
+Only the fields the gate needs are declared (pydantic ignores the rest); a payload without them, or
+with a value its column cannot hold (`gate.api.schemas`), is refused with the field's name. `repository.clone_url` is used as given (GitHub sends the https URL;
 a self-hosted or test setup may send a `file://` URL or a path).
 """
 
@@ -10,22 +10,31 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator
 
+from gate.api.schemas import PRINTABLE, column_number, column_text, repository_name
+from gate.storage.limits import max_length
+from gate.storage.models import Repository, Revision
 PR_ACTIONS = ("opened", "synchronize", "reopened")      # a new head sha to gate
 HANDLED_EVENTS = ("ping", "push", "pull_request", "issue_comment")
 _SHA = r"^[0-9a-f]{40}$"
 _ZERO_SHA = "0" * 40
+_BRANCH_REF = "refs/heads/"
+Number = column_number(Revision.pull_request)        # pull request and issue numbers
+Branch = column_text(Revision.branch)
+DefaultBranch = column_text(Repository.default_branch)
 
 
 class RepositoryIn(BaseModel):
-    full_name: str = Field(pattern=r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
-    clone_url: str = Field(min_length=1)
-    default_branch: str = "main"
+    full_name: str = Field(pattern=r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$", max_length=max_length(Repository.name))
+    clone_url: str = Field(min_length=1, pattern=PRINTABLE)
+    default_branch: DefaultBranch = "main"
+
+    _clone_url_fits = field_validator("clone_url")(repository_name)
 
 
 class PushIn(BaseModel):
-    ref: str
+    ref: str = Field(pattern=PRINTABLE, max_length=len(_BRANCH_REF) + max_length(Revision.branch))
     after: str = Field(pattern=_SHA)
     deleted: bool = False
     repository: RepositoryIn
@@ -41,12 +50,12 @@ class LabelIn(BaseModel):
 
 class CommitRefIn(BaseModel):
     sha: str = Field(pattern=_SHA)
-    ref: str
+    ref: Branch
     repo: RepoRefIn | None = None       # None: GitHub sends null when the fork was deleted
 
 
 class PullRequestBodyIn(BaseModel):
-    number: int
+    number: Number
     head: CommitRefIn
     base: CommitRefIn
     labels: list[LabelIn] = Field(default_factory=list)
@@ -54,14 +63,14 @@ class PullRequestBodyIn(BaseModel):
 
 class PullRequestIn(BaseModel):
     action: str
-    number: int
+    number: Number
     pull_request: PullRequestBodyIn
     repository: RepositoryIn
     label: LabelIn | None = None        # the label just added (action "labeled")
 
 
 class IssueIn(BaseModel):
-    number: int
+    number: Number
     pull_request: dict | None = None    # present when the issue is a pull request
 
 
@@ -123,9 +132,9 @@ def from_push(push: PushIn, gated_branches: list[str]) -> GateRequest | Ignored:
     """Pushes to the default branch or to `GATE_GITHUB_BRANCHES` are gated; tags and deletions not."""
     if push.deleted or push.after == _ZERO_SHA:
         return Ignored("branch deleted")
-    if not push.ref.startswith("refs/heads/"):
+    if not push.ref.startswith(_BRANCH_REF):
         return Ignored(f"{push.ref} is not a branch")
-    branch = push.ref.removeprefix("refs/heads/")
+    branch = push.ref.removeprefix(_BRANCH_REF)
     repo = push.repository
     if branch != repo.default_branch and branch not in gated_branches:
         return Ignored(f"branch {branch!r} is not gated (default {repo.default_branch!r}, "

@@ -21,6 +21,7 @@ from sqlalchemy.orm import Session
 from gate.api import page_errors
 from gate.api.deps import SeriesCacheDep, SessionDep
 from gate.api.revision_refs import RefProblem, resolve
+from gate.api.schemas import GpuKind, KernelName, ShapeName
 from gate.domain.names import RELATIVE_NCU_RULES, Direction, Metric, Side, Stage
 from gate.domain.verdict import Verdict
 from gate.domain.wording import format_value, gpu_words, plural, progress_line, reason_beside
@@ -104,9 +105,9 @@ def overview(request: Request, session: SessionDep) -> HTMLResponse:
 
 
 @router.get("/kernels/{name}", response_class=HTMLResponse)
-def kernel_page(request: Request, session: SessionDep, store: SeriesCacheDep, name: str,
-                gpu: Annotated[str | None, Query()] = None,
-                shape: Annotated[str | None, Query()] = None) -> HTMLResponse:
+def kernel_page(request: Request, session: SessionDep, store: SeriesCacheDep, name: KernelName,
+                gpu: Annotated[GpuKind | None, Query()] = None,
+                shape: Annotated[ShapeName | None, Query()] = None) -> HTMLResponse:
     """A kernel's history per metric group on one GPU kind, optionally one shape."""
     # Reading and bucketing 10,000 revisions costs more than the page's 200 ms budget; the result
     # changes only when a verdict (with its metrics) is stored, which the version sees.

@@ -1,14 +1,20 @@
 """HTTP shapes: `XIn` validated at the edge (unknown fields refused), `XOut` what the API returns.
 
-The `XOut` of a read model (`gate.read_models`) is derived from its dataclass, never retyped."""
+The `XOut` of a read model (`gate.read_models`) is derived from its dataclass, never retyped; its
+times are stated in UTC with the offset (`UtcDatetime`). A string that reaches a column is limited
+to that column's length (`gate.storage.limits`), so both databases take whatever the API accepts."""
 
 from __future__ import annotations
 
 import dataclasses
-from typing import Annotated, Any, get_type_hints
+import types
+from datetime import UTC, datetime
+from typing import Annotated, Any, Union, get_args, get_origin, get_type_hints
 
-from pydantic import BaseModel, ConfigDict, Field, create_model
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints, create_model, field_validator
+from sqlalchemy.orm import InstrumentedAttribute
 
+from gate.errors import SourceError
 from gate.read_models.kernel_series import HistoryPoint, KernelSummary, LatestVerdict
 from gate.read_models.revision import (
     ArtifactDetail,
@@ -18,10 +24,81 @@ from gate.read_models.revision import (
     StageDetail,
     VerdictDetail,
 )
+from gate.services.submissions import canonical_repo
+from gate.storage.limits import int_range, max_length
+from gate.storage.models import Job, Metric, Repository, Revision
 
 # Revisions and branch names reach git as arguments: no leading "-", no whitespace or control chars.
 REV_PATTERN = r"^[A-Za-z0-9_.][A-Za-z0-9_./~^@{}+-]*$"
 NAME_PATTERN = r"^[A-Za-z0-9_.][A-Za-z0-9_.+-]*$"
+# Any text without control characters: PostgreSQL refuses NUL in a string, even in a comparison.
+PRINTABLE = r"^[^\x00-\x1f\x7f]*$"
+
+
+def column_text(attribute: InstrumentedAttribute) -> Any:
+    """A string compared with or stored in `attribute`: printable, at most the column's length."""
+    return Annotated[str, StringConstraints(max_length=max_length(attribute), pattern=PRINTABLE)]
+
+
+# What a kernel's history is asked by (an unknown name is a 404, an impossible one a 422).
+KernelName = column_text(Metric.kernel)
+GpuKind = column_text(Metric.gpu_kind)
+ShapeName = column_text(Metric.shape)
+MetricName = column_text(Metric.name)
+SeriesName = column_text(Metric.series)
+
+
+def column_number(attribute: InstrumentedAttribute) -> Any:
+    """A positive number (a pull request's) stored in `attribute`: 1 up to what it holds on both
+    databases."""
+    low, high = int_range(attribute)
+    return Annotated[int, Field(ge=max(low, 1), le=high)]
+
+
+def repository_name(repo: str) -> str:
+    """`repo` as the gate will store it: its name must fit the repositories' column."""
+    try:
+        _, name = canonical_repo(repo)
+    except SourceError as exc:
+        raise ValueError(str(exc)) from exc
+    limit = max_length(Repository.name)
+    if len(name) > limit:
+        raise ValueError(f"the repository's name {name[:40]!r}... is {len(name)} characters; at most {limit}")
+    return repo
+
+
+class ErrorOut(BaseModel):
+    """Every refusal but a validation error: what is wrong, in words."""
+
+    detail: str
+
+
+class ValidationErrorOut(BaseModel):
+    """One problem of a refused request (`gate.api.validation_errors`: large inputs left out)."""
+
+    loc: list[str | int]
+    msg: str
+    type: str
+    input: Any = None
+    ctx: dict[str, Any] | None = None
+
+
+class ValidationErrorsOut(BaseModel):
+    detail: list[ValidationErrorOut]
+
+
+ERROR_MEANINGS = {
+    400: "the request cannot be read (a body that is not JSON, a header out of bounds)",
+    401: "a bearer token is required for writes (GATE_API_TOKEN)",
+    404: "no such row (an id the database cannot hold names none either)",
+    413: "the request body is over GATE_MAX_BODY_BYTES",
+    503: "the server cannot take it now",
+}
+
+
+def errors(*codes: int) -> dict[int | str, dict[str, Any]]:
+    """The `responses=` of a route that may refuse with these codes (`{"detail": "..."}`)."""
+    return {code: {"model": ErrorOut, "description": ERROR_MEANINGS[code]} for code in codes}
 
 
 class RevisionIn(BaseModel):
@@ -31,12 +108,15 @@ class RevisionIn(BaseModel):
 
     repo: str = Field(min_length=1, max_length=2000, pattern=r"^[^-\x00-\x1f][^\x00-\x1f]*$",
                       description="local path or git URL of a repository with gate.toml")
-    sha: str = Field(min_length=1, max_length=200, pattern=REV_PATTERN, description="sha or ref")
-    branch: str | None = Field(None, max_length=200, pattern=REV_PATTERN)
-    base_sha: str | None = Field(None, max_length=200, pattern=REV_PATTERN,
+    sha: str = Field(min_length=1, max_length=max_length(Revision.sha), pattern=REV_PATTERN,
+                     description="sha or ref")
+    branch: str | None = Field(None, max_length=max_length(Revision.branch), pattern=REV_PATTERN)
+    base_sha: str | None = Field(None, max_length=max_length(Revision.base_sha), pattern=REV_PATTERN,
                                  description="baseline; default: last accepted revision, else the parent")
-    kernels: list[Annotated[str, Field(pattern=NAME_PATTERN, max_length=200)]] | None = Field(
+    kernels: list[Annotated[str, Field(pattern=NAME_PATTERN, max_length=max_length(Job.kernel))]] | None = Field(
         None, min_length=1, max_length=200, description="only these kernels of gate.toml (default: all)")
+
+    _repo_name_fits = field_validator("repo")(repository_name)
 
     def kernel_names(self) -> list[str] | None:
         return list(dict.fromkeys(self.kernels)) if self.kernels else None
@@ -47,12 +127,36 @@ class RevisionCreatedOut(BaseModel):
     status_url: str
 
 
+class RevisionRefusedOut(ValidationErrorsOut):
+    """A 422: invalid input (no revision stored), or a stored revision that could not be planned."""
+
+    id: int | None = None
+    status_url: str | None = None
+
+
+def _as_utc(value: datetime) -> datetime:
+    """Stored times are naive UTC (`gate.domain.clock.utcnow`); the API states the offset."""
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+UtcDatetime = Annotated[datetime, AfterValidator(_as_utc)]
+
+
+def _api_type(hint: Any) -> Any:
+    """`hint` with `datetime` (alone or in `X | None`) read as `UtcDatetime`."""
+    if hint is datetime:
+        return UtcDatetime
+    if get_origin(hint) in (Union, types.UnionType) and datetime in get_args(hint):
+        return Union[tuple(UtcDatetime if a is datetime else a for a in get_args(hint))]  # noqa: UP007
+    return hint
+
+
 def response_model(name: str, read_model: type, **fields: Any) -> type[BaseModel]:
     """`XOut` of a read model's dataclass: its fields in its order, each required (as the API has
-    always documented them). `fields` gives a nested read model's `XOut` by field name, or adds one
-    at the end (`name=type`)."""
+    always documented them), times in UTC with the offset. `fields` gives a nested read model's
+    `XOut` by field name, or adds one at the end (`name=type`)."""
     hints = get_type_hints(read_model)
-    spec: dict[str, Any] = {f.name: (fields.pop(f.name, hints[f.name]), ...)
+    spec: dict[str, Any] = {f.name: (fields.pop(f.name, _api_type(hints[f.name])), ...)
                             for f in dataclasses.fields(read_model)}
     spec.update({field_name: (kind, ...) for field_name, kind in fields.items()})
     return create_model(name, __module__=__name__, **spec)

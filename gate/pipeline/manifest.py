@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import math
 import re
 import tomllib
 from pathlib import Path, PurePosixPath
@@ -79,6 +80,8 @@ class _Checker:
         kinds = (int,) if integer else (int, float)
         if isinstance(value, bool) or not isinstance(value, kinds):
             raise self.fail(key, f"expected {'an integer' if integer else 'a number'}, got {value!r}")
+        if not math.isfinite(value):    # TOML has nan and inf: a nan timeout_s never expired
+            raise self.fail(key, f"must be a finite number, got {value!r}")
         if value < 0:
             raise self.fail(key, f"must be >= 0, got {value!r}")
         return value

@@ -35,9 +35,13 @@ def is_local_repo(repo: str) -> bool:
 
 
 def canonical_repo(repo: str) -> tuple[str, str]:
-    """(url, name): local paths made absolute; `https://host/owner/name.git` named `owner/name`."""
+    """(url, name): local paths made absolute; `https://host/owner/name.git` named `owner/name`.
+    `SourceError` for a `~user` path of an unknown user."""
     if is_local_repo(repo):
-        path = Path(repo).expanduser().resolve()
+        try:
+            path = Path(repo).expanduser().resolve()
+        except RuntimeError as exc:   # `~user/...` of a user this machine does not know
+            raise SourceError(f"{repo}: {exc}") from exc
         return str(path), path.name
     url = repo.rstrip("/")
     tail = re.split(r"[/:]", url.removesuffix(".git"))

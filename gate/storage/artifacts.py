@@ -5,6 +5,9 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+from sqlalchemy.orm import Session
+
+from gate.storage.limits import storable_id
 from gate.storage.models import Artifact
 
 
@@ -33,6 +36,11 @@ def write_text(data_dir: Path, job_id: int, kind: str, name: str, text: str) -> 
     path = folder / name
     path.write_text(text, encoding="utf-8")
     return keep(data_dir, job_id, kind, path)
+
+
+def find(session: Session, artifact_id: int) -> Artifact | None:
+    """The artifact row with this id; None if unknown."""
+    return session.get(Artifact, artifact_id) if storable_id(artifact_id) else None
 
 
 def resolve(data_dir: Path, relative: str) -> Path | None:

@@ -21,6 +21,7 @@ from gate.read_models.revision import (
     StageDetail,
     VerdictDetail,
 )
+from gate.storage.limits import storable_id
 from gate.storage.models import Job, Revision, RevisionStatus
 
 
@@ -58,6 +59,8 @@ def _job(job: Job, baseline_environment: str | None = None) -> JobDetail:
 
 def revision_detail(session: Session, revision_id: int) -> RevisionDetail | None:
     """A revision with its jobs, verdicts, rule tables, stage results, artifacts and events; None if unknown."""
+    if not storable_id(revision_id):
+        return None
     rev = session.scalar(
         select(Revision).where(Revision.id == revision_id).options(
             selectinload(Revision.repository),

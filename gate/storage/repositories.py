@@ -12,6 +12,7 @@ import hashlib
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from gate.storage.limits import max_length
 from gate.storage.models import Repository
 
 
@@ -30,8 +31,9 @@ def ensure_repository(session: Session, url: str, name: str) -> Repository:
     found = find_repository(session, url)
     if found is not None:
         return found
-    if _named(session, name) is not None:
-        name = f"{name}-{hashlib.sha1(url.encode()).hexdigest()[:8]}"   # same name, other place
+    if _named(session, name) is not None:   # same name, other place: a suffix, within the column
+        suffix = f"-{hashlib.sha1(url.encode()).hexdigest()[:8]}"
+        name = name[:max_length(Repository.name) - len(suffix)] + suffix
     found = Repository(url=url, name=name)
     session.add(found)
     return found

@@ -204,3 +204,12 @@ def test_a_manifest_of_200k_shapes_is_refused_before_parsing(repo):
 def test_manifest_sizes_and_timeout_are_bounded_with_a_clear_error(repo, change, message):
     text = change(GOOD).replace('absolute_shapes = ["b4_h16_s4096_d64_causal"]\n', "")
     assert message in str(refused(repo, text))
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-inf"])
+def test_a_timeout_that_is_not_a_finite_number_is_refused(repo, value):
+    """Issue 12 (timeout_s bounded): TOML has `nan`, and `nan` passed the `> 0 and <= 3600` check
+    (every comparison with it is false), giving a job's child a timeout that never expires.
+    Failed before the finite check in `_Checker.number`."""
+    text = GOOD.replace('dtypes = ["float16", "bfloat16"]', f'dtypes = ["float16", "bfloat16"]\ntimeout_s = {value}')
+    assert "timeout_s: must be a finite number" in str(refused(repo, text))

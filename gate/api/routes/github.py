@@ -4,7 +4,9 @@ Answers (GitHub shows them under the webhook's "Recent Deliveries"):
     503  GATE_GITHUB_WEBHOOK_SECRET is not set: the server cannot check anything, so it takes
          nothing (a configuration fault of the server, not of the sender; redeliver once it is set)
     401  X-Hub-Signature-256 missing or wrong (HMAC-SHA256 of the raw body, constant-time compare)
-    400  no X-GitHub-Event / X-GitHub-Delivery, a body that is not JSON, or an event not handled
+    413  a body over GATE_MAX_BODY_BYTES, refused before it is read (`gate.api.body_limit`)
+    400  no X-GitHub-Event / X-GitHub-Delivery (or one longer than its column), a body that is not
+         JSON, or an event not handled
     422  a push or pull_request payload without the fields the gate needs (named)
     200  ping -> pong; a duplicate delivery; an event that asks for nothing (tag, other branch, ...);
          a fork's pull request awaiting a maintainer's approval (a pending `gate` status says so)
@@ -44,17 +46,21 @@ from gate.api.github_events import (
     from_pull_request,
     from_push,
 )
+from gate.api.schemas import ErrorOut, errors
 from gate.notify import github_status
 from gate.notify.app_auth import github_headers
 from gate.notify.outbound import verify
 from gate.services.merge_base import find_merge_base
 from gate.services.submissions import canonical_repo, submit_revision
 from gate.storage import outbox
+from gate.storage.limits import max_length
+from gate.storage.models import WebhookDelivery
 from gate.storage.repositories import claim_repository
 from gate.storage.webhook_deliveries import delivered_revision, first_delivery, set_merge_base
 
 log = logging.getLogger(__name__)
 router = APIRouter(prefix="/api/v1/webhooks", tags=["webhooks"])
+DELIVERY_ID_CHARS = max_length(WebhookDelivery.delivery_id)
 
 
 class WebhookOut(BaseModel):
@@ -69,7 +75,9 @@ def _refuse(status_code: int, detail: str, delivery: str | None) -> HTTPExceptio
 
 
 @router.post("/github", response_model=WebhookOut, status_code=202,
-             responses={400: {}, 401: {}, 422: {}, 503: {}})
+             responses={200: {"model": WebhookOut, "description": "pong, a duplicate, or nothing to gate"},
+                        **errors(400, 401, 413, 503),
+                        422: {"model": ErrorOut, "description": "a payload without the fields the gate needs"}})
 async def github_webhook(
     request: Request, gate: GateDep, background: BackgroundTasks,
     x_github_event: str | None = Header(None), x_github_delivery: str | None = Header(None),
@@ -85,6 +93,9 @@ async def github_webhook(
         raise _refuse(401, "X-Hub-Signature-256 is missing or does not match the body", x_github_delivery)
     if not x_github_event or not x_github_delivery:
         raise _refuse(400, "X-GitHub-Event and X-GitHub-Delivery headers are required", x_github_delivery)
+    if len(x_github_delivery) > DELIVERY_ID_CHARS or not x_github_delivery.isprintable():
+        raise _refuse(400, f"X-GitHub-Delivery must be at most {DELIVERY_ID_CHARS} printable characters "
+                           f"(GitHub sends a GUID), got {len(x_github_delivery)}", None)
     if x_github_event not in HANDLED_EVENTS:
         raise _refuse(400, f"event {x_github_event!r} is not handled: subscribe to push and "
                            "pull_request only", x_github_delivery)

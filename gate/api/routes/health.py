@@ -13,7 +13,8 @@ from gate.api.schemas import HealthOut
 router = APIRouter(tags=["health"])
 
 
-@router.get("/healthz", response_model=HealthOut)
+@router.get("/healthz", response_model=HealthOut,
+            responses={503: {"model": HealthOut, "description": "the database does not answer"}})
 def healthz(gate: GateDep) -> JSONResponse:
     """Whether the service and its database answer."""
     executor = type(gate.executor).__name__

@@ -8,7 +8,17 @@ from fastapi import APIRouter, HTTPException, Query
 from pydantic import BaseModel
 
 from gate.api.deps import SeriesCacheDep, SessionDep
-from gate.api.schemas import KernelOut, LatestVerdictOut, PointOut
+from gate.api.schemas import (
+    GpuKind,
+    KernelName,
+    KernelOut,
+    LatestVerdictOut,
+    MetricName,
+    PointOut,
+    SeriesName,
+    ShapeName,
+    errors,
+)
 from gate.domain.names import Metric, Side
 from gate.figures.like_with_like import CYCLE_TWIN, change_points
 from gate.read_models.kernel_series import history_points
@@ -17,6 +27,7 @@ from gate.storage import dashboard, kernel_series
 router = APIRouter(prefix="/api/v1", tags=["kernels"])
 # The ptxas figures: stored per target arch (series = sm_90a, ...) with shape "", not per shape.
 PER_ARCH_METRICS = frozenset(m.value for m in (Metric.REGISTERS, Metric.SPILL_BYTES, Metric.SMEM_BYTES))
+MAX_SERIES = 64              # traces one history request may name
 
 
 class ChangePointOut(BaseModel):
@@ -54,11 +65,11 @@ def list_kernels(session: SessionDep) -> list[KernelOut]:
             for k in dashboard.kernel_overview(session)]
 
 
-@router.get("/kernels/{name}/history", response_model=HistoryOut)
-def kernel_history(session: SessionDep, store: SeriesCacheDep, name: str, metric: str,
-                   gpu: Annotated[str | None, Query()] = None,
-                   shape: Annotated[str | None, Query()] = None,
-                   series: Annotated[list[str] | None, Query()] = None,
+@router.get("/kernels/{name}/history", response_model=HistoryOut, responses=errors(404))
+def kernel_history(session: SessionDep, store: SeriesCacheDep, name: KernelName, metric: MetricName,
+                   gpu: Annotated[GpuKind | None, Query()] = None,
+                   shape: Annotated[ShapeName | None, Query()] = None,
+                   series: Annotated[list[SeriesName] | None, Query(max_length=MAX_SERIES)] = None,
                    max_points: Annotated[int, Query(ge=10, le=kernel_series.MAX_POINTS)] = 1000,
                    ) -> HistoryOut:
     """One metric's history (candidate by default; `series` adds peers or archs), with change points."""

@@ -8,7 +8,15 @@ from fastapi import APIRouter, BackgroundTasks, HTTPException, Request
 from fastapi.responses import JSONResponse
 
 from gate.api.deps import GateDep, SessionDep, WriteAuth
-from gate.api.schemas import ArtifactOut, JobOut, RevisionCreatedOut, RevisionIn, RevisionOut
+from gate.api.schemas import (
+    ArtifactOut,
+    JobOut,
+    RevisionCreatedOut,
+    RevisionIn,
+    RevisionOut,
+    RevisionRefusedOut,
+    errors,
+)
 from gate.services.submissions import is_local_repo, plan_revision, submit_revision
 from gate.read_models.revision import RevisionDetail
 from gate.storage.queries import revision_detail
@@ -17,7 +25,9 @@ router = APIRouter(prefix="/api/v1", tags=["revisions"])
 
 
 @router.post("/revisions", status_code=202, response_model=RevisionCreatedOut, dependencies=[WriteAuth],
-             responses={422: {"description": "invalid input, or the repository, sha or gate.toml is unusable"}})
+             responses={**errors(400, 401, 413),
+                        422: {"model": RevisionRefusedOut,
+                              "description": "invalid input, or the repository, sha or gate.toml is unusable"}})
 def create_revision(body: RevisionIn, request: Request, session: SessionDep, gate: GateDep,
                     background: BackgroundTasks) -> RevisionCreatedOut | JSONResponse:
     """Submit a revision: stored before the reply, one queued job per kernel."""
@@ -36,7 +46,7 @@ def create_revision(body: RevisionIn, request: Request, session: SessionDep, gat
     return out
 
 
-@router.get("/revisions/{revision_id}", response_model=RevisionOut)
+@router.get("/revisions/{revision_id}", response_model=RevisionOut, responses=errors(404))
 def read_revision(revision_id: int, request: Request, session: SessionDep) -> RevisionOut:
     """A revision: status, verdict per kernel, rule tables, stage results, artifacts, live progress."""
     detail = revision_detail(session, revision_id)

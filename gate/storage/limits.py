@@ -1,0 +1,43 @@
+"""What the columns can hold, read from the models: the API derives its input limits from here, so
+that a limit is stated once (the column) and input the database would refuse is refused at the edge
+with a clear error instead of a 500 from the driver.
+
+SQLite stores any length in a `String(n)` and 64-bit integers; PostgreSQL enforces `n` and stores
+`Integer` in 32 bits. The limits here are the stricter of the two, so both databases accept what
+the API accepts.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import BigInteger, Integer, SmallInteger, String
+from sqlalchemy.orm import InstrumentedAttribute
+
+from gate.storage.models import Revision
+
+
+def max_length(attribute: InstrumentedAttribute) -> int:
+    """The length of a `String(n)` column, e.g. `max_length(Revision.sha)` -> 64."""
+    (column,) = attribute.property.columns
+    if not isinstance(column.type, String) or column.type.length is None:
+        raise TypeError(f"{attribute} is not a String(n) column")
+    return column.type.length
+
+
+def int_range(attribute: InstrumentedAttribute) -> tuple[int, int]:
+    """The values an integer column holds on both databases: `Integer` is PostgreSQL's int4."""
+    (column,) = attribute.property.columns
+    if not isinstance(column.type, Integer):
+        raise TypeError(f"{attribute} is not an integer column")
+    bits = 64 if isinstance(column.type, BigInteger) else 16 if isinstance(column.type, SmallInteger) else 32
+    return -(2 ** (bits - 1)), 2 ** (bits - 1) - 1
+
+
+ID_RANGE = int_range(Revision.id)   # every table's id is the same Integer primary key
+
+
+def storable_id(value: int) -> bool:
+    """Whether `value` can be a row's id (every table's `id` is an `Integer`). One that cannot names
+    no row: look-ups answer None for it instead of sending the database a value it fails on."""
+    low, high = ID_RANGE
+    return low <= value <= high
+
