@@ -37,6 +37,9 @@ class RevisionIn(BaseModel):
                                  description="baseline; default: last accepted revision, else the parent")
     kernels: list[Annotated[str, Field(pattern=NAME_PATTERN, max_length=200)]] | None = Field(
         None, min_length=1, max_length=200, description="only these kernels of gate.toml (default: all)")
+    force: bool = Field(False, description=(
+        "store a new revision even when an identical submission (same repository, full commit sha, "
+        "base_sha and set of kernels) is queued or running; by default that one is returned"))
 
     def kernel_names(self) -> list[str] | None:
         return list(dict.fromkeys(self.kernels)) if self.kernels else None
@@ -45,6 +48,9 @@ class RevisionIn(BaseModel):
 class RevisionCreatedOut(BaseModel):
     id: int
     status_url: str
+    reused: bool = Field(False, description=(
+        "true: an identical submission was already queued or running and this is that revision "
+        "(HTTP 200); nothing new was stored"))
 
 
 def response_model(name: str, read_model: type, **fields: Any) -> type[BaseModel]:

@@ -93,3 +93,42 @@ def test_failing_job_ends_as_error_and_the_next_one_still_runs(make_client, pipe
     pipeline.raise_for = set()
     second = _wait_done(client, client.post("/api/v1/revisions", json={"repo": repo_dir, "sha": "a" * 40}).json()["status_url"])
     assert second["verdict"] == "accept"
+
+
+def test_identical_submission_while_queued_is_200_with_the_same_revision(make_client, repo_dir):
+    """Issue 12: every POST of one sha stored another revision. Failed before (202, a new id each
+    time), passes now; `force` still stores a new one."""
+    client = make_client(embedded_executor=False)
+    payload = {"repo": repo_dir, "sha": "b" * 40, "kernels": ["attn"]}
+    first = client.post("/api/v1/revisions", json=payload)
+    again = client.post("/api/v1/revisions", json=payload)
+    forced = client.post("/api/v1/revisions", json={**payload, "force": True})
+    assert (first.status_code, first.json()["reused"]) == (202, False)
+    assert (again.status_code, again.json()["reused"]) == (200, True)
+    assert again.json()["id"] == first.json()["id"] and again.json()["status_url"] == first.json()["status_url"]
+    assert (forced.status_code, forced.json()["reused"]) == (202, False)
+    assert forced.json()["id"] != first.json()["id"]
+
+
+def test_concurrent_identical_posts_store_one_revision(make_client, repo_dir, database_url):
+    """Twelve identical POSTs at once: one 202, the rest 200 naming the same revision, no 5xx."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    client = make_client(embedded_executor=False)
+    payload = {"repo": repo_dir, "sha": "b" * 40}
+    with ThreadPoolExecutor(12) as pool:
+        replies = list(pool.map(lambda _: client.post("/api/v1/revisions", json=payload), range(12)))
+    assert sorted(r.status_code for r in replies) == [200] * 11 + [202]
+    assert len({r.json()["id"] for r in replies}) == 1
+    engine = make_engine(database_url)
+    with make_session_factory(engine)() as s:
+        assert len(s.scalars(select(Revision)).all()) == 1
+    engine.dispose()
+
+
+def test_openapi_documents_idempotency_and_force(make_client):
+    spec = make_client(embedded_executor=False).get("/openapi.json").json()
+    post = spec["paths"]["/api/v1/revisions"]["post"]
+    assert "Idempotent" in post["description"] and "200" in post["responses"]
+    assert "force" in spec["components"]["schemas"]["RevisionIn"]["properties"]
+    assert "reused" in spec["components"]["schemas"]["RevisionCreatedOut"]["properties"]

@@ -9,22 +9,39 @@ from fastapi.responses import JSONResponse
 
 from gate.api.deps import GateDep, SessionDep, WriteAuth
 from gate.api.schemas import ArtifactOut, JobOut, RevisionCreatedOut, RevisionIn, RevisionOut
-from gate.services.submissions import is_local_repo, plan_revision, submit_revision
+from gate.services.submissions import is_local_repo, plan_revision, submit
 from gate.read_models.revision import RevisionDetail
 from gate.storage.queries import revision_detail
 
 router = APIRouter(prefix="/api/v1", tags=["revisions"])
 
 
+SUBMIT_DESCRIPTION = """Submit a revision: stored before the reply, one queued job per kernel.
+
+**Idempotent.** While a revision with the same repository, commit, `base_sha` and set of
+`kernels` is queued or running, an identical submission returns that revision: HTTP 200 with
+`reused: true` and its `id`, and nothing new is stored. Submissions racing each other store one
+revision. `sha` (and `base_sha`, when given) must be full commit shas (40 or 64 hex digits) to be
+reused: a branch, tag or short sha may move between two submissions, so each of those is gated anew.
+`"force": true` always stores a new revision. A finished or cancelled revision is never reused."""
+
+
 @router.post("/revisions", status_code=202, response_model=RevisionCreatedOut, dependencies=[WriteAuth],
-             responses={422: {"description": "invalid input, or the repository, sha or gate.toml is unusable"}})
+             description=SUBMIT_DESCRIPTION,
+             responses={200: {"model": RevisionCreatedOut,
+                              "description": "an identical submission is queued or running: that revision, "
+                                             "`reused: true`"},
+                        422: {"description": "invalid input, or the repository, sha or gate.toml is unusable"}})
 def create_revision(body: RevisionIn, request: Request, session: SessionDep, gate: GateDep,
                     background: BackgroundTasks) -> RevisionCreatedOut | JSONResponse:
-    """Submit a revision: stored before the reply, one queued job per kernel."""
-    revision = submit_revision(session, repo=body.repo, sha=body.sha, branch=body.branch,
-                               base_sha=body.base_sha, kernels=body.kernel_names(), source="api")
-    out = RevisionCreatedOut(id=revision.id,
+    """Submit a revision: stored before the reply, one queued job per kernel (or the identical one)."""
+    submitted = submit(session, repo=body.repo, sha=body.sha, branch=body.branch, base_sha=body.base_sha,
+                       kernels=body.kernel_names(), source="api", force=body.force)
+    revision = submitted.revision
+    out = RevisionCreatedOut(id=revision.id, reused=submitted.reused,
                              status_url=str(request.url_for("read_revision", revision_id=revision.id)))
+    if submitted.reused:
+        return JSONResponse(out.model_dump(), status_code=200)
     if not is_local_repo(body.repo):
         background.add_task(gate.plan_later, revision.id)   # fetching a remote may be slow
         return out
