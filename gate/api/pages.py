@@ -108,7 +108,7 @@ def revision_page(request: Request, session: SessionDep, revision_id: int) -> HT
         raise HTTPException(404, f"no revision {revision_id}")
     return _render(request, session, "revision.html", rev=detail,
                    jobs=[_job_view(job) for job in sorted(detail.jobs, key=_worst_first)],
-                   running=any(j.state != "done" for j in detail.jobs))
+                   running=detail.status in ("queued", "running"))   # done or cancelled: final
 
 
 @router.get("/compare", response_class=HTMLResponse)

@@ -53,6 +53,14 @@ class RevisionCreatedOut(BaseModel):
         "(HTTP 200); nothing new was stored"))
 
 
+class CancelOut(BaseModel):
+    id: int
+    status: str = Field(description="`cancelled`: final; no job of it runs, none has a verdict it did not have")
+    cancelled_jobs: list[int] = Field(description="jobs this call stopped (queued or running); [] when the "
+                                                  "revision was cancelled before")
+    status_url: str
+
+
 def response_model(name: str, read_model: type, **fields: Any) -> type[BaseModel]:
     """`XOut` of a read model's dataclass: its fields in its order, each required (as the API has
     always documented them). `fields` gives a nested read model's `XOut` by field name, or adds one

@@ -34,7 +34,7 @@ from gate.domain.results import (
     StageStatus,
     StaticResult,
 )
-from gate.errors import GateError, RunnerError
+from gate.errors import GateError, JobCancelled, RunnerError
 from gate.pipeline import box
 from gate.runner.protocol import (
     REQUEST_NAME,
@@ -47,6 +47,7 @@ from gate.runner.protocol import (
 )
 
 STDERR_TAIL_LINES = 60
+CANCEL_POLL_S = 0.2          # how often a waiting parent looks at its cancel event
 _STAGE_TYPES = {Stage.STATIC: StaticResult, Stage.BUILD: BuildResult, Stage.CORRECTNESS: CorrectnessResult,
                 Stage.PROFILE: ProfileResult, Stage.BENCH: BenchResult}
 _EOF = object()
@@ -72,12 +73,14 @@ def _child_box(request: JobRequest, hidden: tuple[Path, ...]) -> box.Box:
 
 def run_child(request: JobRequest, timeout_s: float,
               on_event: Callable[[ProgressEvent], None] | None = None,
-              *, command: list[str] | None = None, hidden: tuple[Path, ...] = ()) -> JobResult:
+              *, command: list[str] | None = None, hidden: tuple[Path, ...] = (),
+              cancel: threading.Event | None = None) -> JobResult:
     """Run one job's stages in a child process and return its `JobResult` (see the module doc).
 
     The child runs in the box (`gate.pipeline.box`): it writes only its artifacts and the object
     cache, reads its checkouts, sees the GPU's device nodes, and nothing of `hidden` (the data dir).
     `command` replaces the child's command line (tests use it to stand in a crashing child).
+    `cancel`, once set, kills the child's process group and raises `JobCancelled`.
     """
     artifacts = Path(request.artifacts_dir)
     artifacts.mkdir(parents=True, exist_ok=True)
@@ -95,15 +98,21 @@ def run_child(request: JobRequest, timeout_s: float,
         reader.start()
     running: dict[tuple[str, str], ProgressEvent] = {}
     error: tuple[str, str] | None = None
-    timed_out = False
+    timed_out = cancelled = False
     deadline = time.monotonic() + timeout_s
     try:
         while True:
-            try:
-                line = lines.get(timeout=max(0.0, deadline - time.monotonic()))
-            except queue.Empty:
+            left_s = deadline - time.monotonic()
+            if cancel is not None and cancel.is_set():
+                cancelled = True
+                break
+            if left_s <= 0:            # a child that never stops printing times out as well
                 timed_out = True
                 break
+            try:
+                line = lines.get(timeout=min(left_s, CANCEL_POLL_S))
+            except queue.Empty:
+                continue
             if line is _EOF:
                 break
             try:
@@ -117,7 +126,7 @@ def run_child(request: JobRequest, timeout_s: float,
             _track(running, payload)
             if on_event is not None:
                 on_event(payload)
-        if not timed_out:
+        if not timed_out and not cancelled:
             try:
                 proc.wait(timeout=max(0.1, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
@@ -129,6 +138,8 @@ def run_child(request: JobRequest, timeout_s: float,
             reader.join(timeout=5)
         for stream in (proc.stdout, proc.stderr):
             stream.close()
+    if cancelled:
+        raise JobCancelled(f"its child (process group {proc.pid}) was killed")
     return _outcome(request, box.returncode(proc.returncode), timed_out, timeout_s, running, error, list(tail), result_path)
 
 

@@ -27,7 +27,7 @@ from gate.storage import outbox
 from gate.storage.models import Job, JobEvent, JobState, Revision, RevisionStatus
 from gate.storage.queries import job_facts
 from gate.storage.repositories import ensure_repository
-from gate.storage.revisions import add_revision, unplanned_revision_ids
+from gate.storage.revisions import add_revision, lock_queued, unplanned_revision_ids
 
 log = logging.getLogger(__name__)
 
@@ -100,6 +100,9 @@ class PlanResult:
 
 
 def _fail(session: Session, revision: Revision, field_name: str, message: str) -> PlanResult:
+    if not lock_queued(session, revision.id):           # cancelled meanwhile: it stays cancelled
+        session.rollback()
+        return PlanResult(error=message, field=field_name)
     revision.status, revision.error = RevisionStatus.DONE, message
     session.commit()
     log.info("revision %s not planned: %s", revision.id, message)
@@ -131,7 +134,11 @@ def plan_revision(session: Session, revision: Revision, *, sources: SourceReader
         raise
     except GateError as exc:
         return _fail(session, revision, "repo", f"cannot read {repo} at {sha[:12]}: {exc}")
-    if revision.jobs or revision.status != RevisionStatus.QUEUED:    # planned elsewhere meanwhile
+    # Planned elsewhere, or cancelled, meanwhile? The row stays locked until the jobs are committed.
+    still_queued = lock_queued(session, revision.id)
+    session.refresh(revision)
+    if not still_queued or revision.jobs:
+        session.rollback()
         return PlanResult(jobs=list(revision.jobs), error=revision.error)
     names = [k.name for k in manifest.kernels]
     unknown = [k for k in (revision.kernels or []) if k not in names]

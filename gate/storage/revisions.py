@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import select, update
 from sqlalchemy.orm import Session, selectinload
 
 from gate.errors import StorageError
@@ -58,3 +58,12 @@ def unplanned_revision_ids(session: Session) -> list[int]:
         select(Revision.id).where(Revision.status == RevisionStatus.QUEUED, ~Revision.jobs.any())
         .order_by(Revision.id)
     ).all())
+
+
+def lock_queued(session: Session, revision_id: int) -> bool:
+    """Whether the revision is still queued, holding its row until the transaction ends (on
+    PostgreSQL a cancel waits for the planner's commit): the planner adds jobs only when True."""
+    return session.execute(
+        update(Revision).where(Revision.id == revision_id, Revision.status == RevisionStatus.QUEUED)
+        .values(status=Revision.status).execution_options(synchronize_session=False)
+    ).rowcount == 1

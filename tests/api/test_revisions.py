@@ -132,3 +132,62 @@ def test_openapi_documents_idempotency_and_force(make_client):
     assert "Idempotent" in post["description"] and "200" in post["responses"]
     assert "force" in spec["components"]["schemas"]["RevisionIn"]["properties"]
     assert "reused" in spec["components"]["schemas"]["RevisionCreatedOut"]["properties"]
+
+
+def _wait_state(client, status_url, state, timeout_s=20.0):
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        body = client.get(status_url).json()
+        if body["jobs"] and body["jobs"][0]["state"] == state:
+            return body
+        time.sleep(0.02)
+    raise AssertionError(f"no job {state}: {body}")
+
+
+def test_cancel_stops_a_running_revision_which_ends_cancelled_never_accept(make_client, repo_dir, pipeline):
+    """Issue 12: there was no cancel. Failed before (404 for the route), passes now."""
+    import threading
+
+    pipeline.gate = threading.Event()                       # the job runs until cancelled
+    client = make_client()
+    status_url = client.post("/api/v1/revisions", json={"repo": repo_dir, "sha": "HEAD"}).json()["status_url"]
+    _wait_state(client, status_url, "running")
+    reply = client.post(status_url + "/cancel")
+    assert reply.status_code == 200
+    assert reply.json()["status"] == "cancelled" and len(reply.json()["cancelled_jobs"]) == 1
+    body = client.get(status_url).json()
+    assert body["status"] == "cancelled" and body["verdict"] != "accept"
+    assert body["jobs"][0]["state"] == "cancelled" and body["jobs"][0]["verdict"] is None
+    again = client.post(status_url + "/cancel")                     # idempotent
+    assert again.status_code == 200 and again.json()["cancelled_jobs"] == []
+    executor = client.app.state.gate.executor
+    deadline = time.monotonic() + 5
+    while executor._running and time.monotonic() < deadline:     # the held job was stopped at once
+        time.sleep(0.02)
+    assert not executor._running and not pipeline.gate.is_set() and len(pipeline.calls) == 1
+    assert client.get(status_url).json()["jobs"][0]["verdict"] is None
+
+
+def test_cancel_of_a_queued_revision_means_its_jobs_never_start(make_client, repo_dir, pipeline):
+    client = make_client(embedded_executor=False)
+    status_url = client.post("/api/v1/revisions", json={"repo": repo_dir, "sha": "HEAD"}).json()["status_url"]
+    assert client.post(status_url + "/cancel").status_code == 200
+    assert client.get(status_url).json()["jobs"][0]["state"] == "cancelled"
+
+
+def test_cancel_answers_404_for_an_unknown_id_and_409_once_done(make_client, repo_dir):
+    client = make_client()
+    assert client.post("/api/v1/revisions/987654/cancel").status_code == 404
+    status_url = client.post("/api/v1/revisions", json={"repo": repo_dir, "sha": "HEAD"}).json()["status_url"]
+    _wait_done(client, status_url)
+    late = client.post(status_url + "/cancel")
+    assert late.status_code == 409 and "done" in late.json()["detail"]
+    assert client.get(status_url).json()["verdict"] == "accept"              # untouched
+
+
+def test_cancel_needs_the_token_when_one_is_set(make_client, repo_dir):
+    client = make_client(token="s3cret", embedded_executor=False)
+    auth = {"Authorization": "Bearer s3cret"}
+    status_url = client.post("/api/v1/revisions", json={"repo": repo_dir, "sha": "HEAD"}, headers=auth).json()["status_url"]
+    assert client.post(status_url + "/cancel").status_code == 401
+    assert client.post(status_url + "/cancel", headers=auth).status_code == 200

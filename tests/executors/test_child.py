@@ -54,9 +54,10 @@ def test_a_hang_is_killed_with_its_process_group_and_keeps_the_checkpoint(tmp_pa
     checkpoint = ('{"kernel": "k", "candidate": {"sha": "%s", "static": {"status": "passed", "reason": "ok"}}}'
                   % ("c" * 40))
     started = time.monotonic()
-    result = run_child(request, 2, None, command=child(f"""
+    alive_at_start = []                 # the grandchild runs when the stage starts (else no proof)
+    result = run_child(request, 2, lambda _e: alive_at_start.append(bool(_pids_with_arg(marker))), command=child(f"""
         open({str(result_path)!r}, "w").write({checkpoint!r})
-        grandchild = subprocess.Popen(["sleep", "60", {marker!r}])
+        grandchild = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", {marker!r}])
         event("bench", "started", side="joint")
         time.sleep(60)
     """))
@@ -64,6 +65,7 @@ def test_a_hang_is_killed_with_its_process_group_and_keeps_the_checkpoint(tmp_pa
     assert result.candidate.static.status is StageStatus.PASSED        # kept from the checkpoint
     assert result.bench.status is StageStatus.FAILED
     assert "timed out after 2 s during bench" in result.bench.reason
+    assert alive_at_start == [True]
     assert not [pid for pid in _pids_with_arg(marker) if running(pid)]
 
 

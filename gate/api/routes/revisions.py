@@ -8,7 +8,8 @@ from fastapi import APIRouter, BackgroundTasks, HTTPException, Request
 from fastapi.responses import JSONResponse
 
 from gate.api.deps import GateDep, SessionDep, WriteAuth
-from gate.api.schemas import ArtifactOut, JobOut, RevisionCreatedOut, RevisionIn, RevisionOut
+from gate.api.schemas import ArtifactOut, CancelOut, JobOut, RevisionCreatedOut, RevisionIn, RevisionOut
+from gate.services.cancellation import cancel
 from gate.services.submissions import is_local_repo, plan_revision, submit
 from gate.read_models.revision import RevisionDetail
 from gate.storage.queries import revision_detail
@@ -51,6 +52,28 @@ def create_revision(body: RevisionIn, request: Request, session: SessionDep, gat
         return JSONResponse({"detail": detail, **out.model_dump()}, status_code=422)
     gate.executor.wake()
     return out
+
+
+CANCEL_DESCRIPTION = """Cancel a revision: its queued jobs never start, its running jobs are stopped
+(their GPU child's process group is killed: at once by the embedded executor, at the worker's next
+heartbeat, within 5 s, by a Celery or `gate worker` process), and the revision ends `cancelled`,
+a final status that never reads as `accept` (GitHub: an `error` commit status and a `cancelled`
+Check Run). Idempotent: cancelling a cancelled revision answers 200 again, with no jobs."""
+
+
+@router.post("/revisions/{revision_id}/cancel", response_model=CancelOut, dependencies=[WriteAuth],
+             description=CANCEL_DESCRIPTION,
+             responses={404: {"description": "no such revision"},
+                        409: {"description": "the revision is done: its verdicts stand"}})
+def cancel_revision(revision_id: int, request: Request, session: SessionDep, gate: GateDep) -> CancelOut:
+    """Cancel a queued or running revision."""
+    result = cancel(session, revision_id, gate.executor)
+    if result.status is None:
+        raise HTTPException(status_code=404, detail=f"no revision {revision_id}")
+    if result.finished:
+        raise HTTPException(status_code=409, detail=f"revision {revision_id} is done: its verdicts stand")
+    return CancelOut(id=revision_id, status=result.status, cancelled_jobs=result.job_ids,
+                     status_url=str(request.url_for("read_revision", revision_id=revision_id)))
 
 
 @router.get("/revisions/{revision_id}", response_model=RevisionOut)
