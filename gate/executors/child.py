@@ -48,6 +48,11 @@ from gate.runner.protocol import (
 
 STDERR_TAIL_LINES = 60
 CANCEL_POLL_S = 0.2          # how often a waiting parent looks at its cancel event
+# The child's output is the kernel's to choose: a line is read in pieces of at most this many
+# characters, and at most QUEUED_EVENT_LINES wait for the parent (the child then blocks), so a
+# child that prints without end or without newlines costs the parent bounded memory.
+MAX_LINE_CHARS = 64 << 10
+QUEUED_EVENT_LINES = 1024
 _STAGE_TYPES = {Stage.STATIC: StaticResult, Stage.BUILD: BuildResult, Stage.CORRECTNESS: CorrectnessResult,
                 Stage.PROFILE: ProfileResult, Stage.BENCH: BenchResult}
 _EOF = object()
@@ -90,7 +95,7 @@ def run_child(request: JobRequest, timeout_s: float,
     proc = box.popen(_child_box(request, hidden), command or child_command(request_path, result_path),
                      cwd=artifacts, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
                      text=True, errors="replace", start_new_session=True, env=_child_env())
-    lines: queue.Queue = queue.Queue()
+    lines: queue.Queue = queue.Queue(maxsize=QUEUED_EVENT_LINES)
     tail: deque[str] = deque(maxlen=STDERR_TAIL_LINES)
     readers = [threading.Thread(target=_pump, args=(proc.stdout, lines.put, lines.put), daemon=True),
                threading.Thread(target=_pump, args=(proc.stderr, tail.append, None), daemon=True)]
@@ -134,6 +139,7 @@ def run_child(request: JobRequest, timeout_s: float,
     finally:
         if proc.poll() is None:
             _kill_group(proc)
+        _drain(lines, readers[0])
         for reader in readers:
             reader.join(timeout=5)
         for stream in (proc.stdout, proc.stderr):
@@ -144,10 +150,20 @@ def run_child(request: JobRequest, timeout_s: float,
 
 
 def _pump(stream, sink: Callable, on_end: Callable | None) -> None:
-    for line in stream:
+    while line := stream.readline(MAX_LINE_CHARS):
         sink(line.rstrip("\n"))
     if on_end is not None:
         on_end(_EOF)
+
+
+def _drain(lines: queue.Queue, reader: threading.Thread, timeout_s: float = 5.0) -> None:
+    """Empty the event queue until its reader ends (it may wait on a full queue after we stopped)."""
+    deadline = time.monotonic() + timeout_s
+    while reader.is_alive() and time.monotonic() < deadline:
+        try:
+            lines.get(timeout=0.05)
+        except queue.Empty:
+            pass
 
 
 def _kill_group(proc: subprocess.Popen) -> None:

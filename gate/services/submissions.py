@@ -147,7 +147,9 @@ def plan_revision(session: Session, revision: Revision, *, sources: SourceReader
                      f"kernels {unknown} are not in gate.toml at {sha[:12]} (it declares {names})")
     revision.sha, revision.base_sha = sha, base or None
     revision.parent_sha = info.get("parent_sha")
-    revision.author, revision.message = info.get("author"), info.get("message")
+    author = info.get("author")        # git allows any length; the column does not
+    revision.author = author[:Revision.author.type.length] if author else author
+    revision.message = info.get("message")
     revision.committed_at = as_naive_utc(info.get("committed_at"))
     revision.base_sha = choose_baseline(session, revision, parent_sha=revision.parent_sha)
     jobs = [Job(revision=revision, kernel=name, state=JobState.QUEUED)

@@ -167,3 +167,26 @@ def test_the_child_runs_boxed_without_the_data_dir_the_network_or_a_writable_che
     assert seen == {"db": False, "mirrors": False, "token": False, "uid": seen["uid"],
                     "checkout_writable": False, "network": False}
     assert seen["uid"] != 0
+
+
+def test_a_child_printing_100_mib_without_a_newline_costs_the_parent_bounded_memory(tmp_path):
+    """The kernel's output reaches the parent (the server, with the local executor). Failed before
+    (the whole line read, ~200 MiB), passes now (pieces of MAX_LINE_CHARS, a tail of them)."""
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        result = run_child(make_request(tmp_path), 60, None, command=child("""
+            event("correctness", "started")
+            chunk = "x" * (1 << 20)
+            for _ in range(100):
+                sys.stderr.write(chunk)
+            sys.stderr.flush()
+            sys.exit(3)
+        """))
+        peak_mib = tracemalloc.get_traced_memory()[1] / (1 << 20)
+    finally:
+        tracemalloc.stop()
+    assert peak_mib < 16
+    assert result.candidate.correctness.status is StageStatus.FAILED
+    assert "exited with code 3 during correctness" in result.candidate.correctness.reason
