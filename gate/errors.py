@@ -7,7 +7,9 @@
      ├── ProfilerError              ncu ran but could not profile (permissions, no counters)
      ├── RunnerError                the GPU child process failed for reasons not of the kernel's making
      ├── StorageError               the database refused or is unreachable
-     └── NotifyError                GitHub or an outbound webhook could not be reached after retries
+     ├── NotifyError                GitHub or an outbound webhook could not be reached after retries
+     └── JobCancelled               a running job was cancelled (or taken from this worker): its
+                                    child was stopped and nothing of it is stored
 
 A `GateError` ends a job as `error` (or a stage as `not_run`), never as `accept`.
 """
@@ -49,3 +51,8 @@ class StorageError(GateError):
 
 class NotifyError(GateError):
     """A notification could not be delivered after its retries."""
+
+
+class JobCancelled(GateError):
+    """The job stopped being this worker's while it ran (`POST .../cancel`, or re-queued as an
+    orphan): its child process group was killed; the job's row already says what happened."""

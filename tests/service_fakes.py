@@ -7,6 +7,7 @@ and executor code runs for real against real databases and brokers.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,7 +32,7 @@ from gate.domain import (
     VerdictReport,
 )
 from gate.domain.job import ProgressEvent
-from gate.errors import ManifestError, SourceError
+from gate.errors import JobCancelled, ManifestError, SourceError
 
 SHA_A = "a" * 40
 SHA_B = "b" * 40
@@ -107,12 +108,16 @@ class FakePipeline:
     before_return: Callable[[], None] | None = None
 
     def __call__(self, *, repo: str, sha: str, base_sha: str | None, kernel: str, data_dir: Path,
-                 options: Any, mirror: Any, on_event: Callable[[ProgressEvent], None]) -> FakeOutcome:
+                 options: Any, mirror: Any, on_event: Callable[[ProgressEvent], None],
+                 cancel: threading.Event | None = None) -> FakeOutcome:
         self.calls.append({"repo": repo, "sha": sha, "base_sha": base_sha, "kernel": kernel})
         on_event(ProgressEvent(stage="build", side="candidate", state="started"))
         self.started.set()
-        if self.gate is not None:
-            self.gate.wait(30)
+        deadline = time.monotonic() + 30
+        while self.gate is not None and not self.gate.is_set() and time.monotonic() < deadline:
+            if cancel is not None and cancel.is_set():      # as `gate_job` does: stop, store nothing
+                raise JobCancelled("cancelled while held")
+            self.gate.wait(0.02)
         if kernel in self.raise_for:
             raise RuntimeError(f"boom in {kernel}")
         log = Path(data_dir) / "build.log"

@@ -49,7 +49,7 @@ function followProgress() {
       if (state) { state.textContent = job.state; state.className = "state s-" + job.state; }
       if (progress) progress.textContent = job.progress || "waiting for a worker";
     }
-    if (revision.status === "done") { clearInterval(timer); window.location.reload(); }
+    if (revision.status === "done" || revision.status === "cancelled") { clearInterval(timer); window.location.reload(); }
   }, 2000);
 }
 

@@ -165,7 +165,7 @@ def revision_page(request: Request, session: SessionDep, ref: str) -> HTMLRespon
         raise HTTPException(404, f"no revision {ref!r}")
     return _render(request, session, "revision.html", rev=detail,
                    jobs=[_job_view(job, detail) for job in sorted(detail.jobs, key=_worst_first)],
-                   running=any(j.state != "done" for j in detail.jobs))
+                   running=detail.status in ("queued", "running"))   # done or cancelled: final
 
 
 def _resolved(session: Session, ref: str) -> int:

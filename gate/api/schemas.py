@@ -115,6 +115,9 @@ class RevisionIn(BaseModel):
                                  description="baseline; default: last accepted revision, else the parent")
     kernels: list[Annotated[str, Field(pattern=NAME_PATTERN, max_length=max_length(Job.kernel))]] | None = Field(
         None, min_length=1, max_length=200, description="only these kernels of gate.toml (default: all)")
+    force: bool = Field(False, description=(
+        "store a new revision even when an identical submission (same repository, full commit sha, "
+        "base_sha and set of kernels) is queued or running; by default that one is returned"))
 
     _repo_name_fits = field_validator("repo")(repository_name)
 
@@ -124,6 +127,17 @@ class RevisionIn(BaseModel):
 
 class RevisionCreatedOut(BaseModel):
     id: int
+    status_url: str
+    reused: bool = Field(False, description=(
+        "true: an identical submission was already queued or running and this is that revision "
+        "(HTTP 200); nothing new was stored"))
+
+
+class CancelOut(BaseModel):
+    id: int
+    status: str = Field(description="`cancelled`: final; no job of it runs, none has a verdict it did not have")
+    cancelled_jobs: list[int] = Field(description="jobs this call stopped (queued or running); [] when the "
+                                                  "revision was cancelled before")
     status_url: str
 
 

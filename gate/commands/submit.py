@@ -1,8 +1,9 @@
 """`gate submit`: hand a revision to a running server; `--wait` follows it to the verdict.
 
 Exit code with --wait, from the worst kernel verdict: error 2 > reject 1 > incomplete or inconclusive
-3 > accept 0 (a revision that could not be planned counts as error). Without --wait: 0 once accepted
-for gating, 2 if the server refused it.
+3 > accept 0 (a revision that could not be planned, or was cancelled, counts as error). Without
+--wait: 0 once accepted for gating (or an identical submission was already queued or running: the
+server returns that revision), 2 if the server refused it.
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--branch", default=None)
     p.add_argument("--base", dest="base_sha", default=None, help="baseline revision")
     p.add_argument("--kernel", action="append", dest="kernels", default=None)
+    p.add_argument("--force", action="store_true",
+                   help="a new revision even if an identical one is queued or running")
     p.add_argument("--wait", action="store_true", help="follow progress; exit with the verdict's code")
     p.add_argument("--token", default=None, help="bearer token (default: $GATE_API_TOKEN)")
     p.set_defaults(func=main)
@@ -47,8 +50,11 @@ def verdict_table(revision: dict) -> str:
     return "\n".join("  ".join(str(c).ljust(w) for c, w in zip(r[:3], widths)) + "  " + str(r[3]) for r in rows)
 
 
+FINAL_STATUSES = ("done", "cancelled")
+
+
 def follow(client, status_url: str, *, poll_s: float = 1.0, out=sys.stdout) -> dict:  # noqa: ANN001
-    """Poll until the revision is done, printing one line per job progress change."""
+    """Poll until the revision is done or cancelled, printing one line per job progress change."""
     last: dict[int, str] = {}
     while True:
         response = client.get(status_url)
@@ -59,7 +65,7 @@ def follow(client, status_url: str, *, poll_s: float = 1.0, out=sys.stdout) -> d
             if last.get(job["id"]) != line:
                 last[job["id"]] = line
                 print(f"[{job['kernel']}] {line}", file=out, flush=True)
-        if revision["status"] == "done":
+        if revision["status"] in FINAL_STATUSES:
             return revision
         time.sleep(poll_s)
 
@@ -71,10 +77,10 @@ def main(args: argparse.Namespace) -> int:
     headers = {"Authorization": f"Bearer {token}"} if token else {}
     repo = args.repo if "://" in args.repo or "@" in args.repo else os.path.abspath(args.repo)
     body = {"repo": repo, "sha": args.sha, "branch": args.branch, "base_sha": args.base_sha,
-            "kernels": args.kernels}
+            "kernels": args.kernels, "force": args.force or None}
     with httpx.Client(base_url=args.server, headers=headers, timeout=30) as client:
         reply = client.post("/api/v1/revisions", json={k: v for k, v in body.items() if v is not None})
-        if reply.status_code not in (202, 422):
+        if reply.status_code not in (200, 202, 422):
             print(f"gate submit: the server answered {reply.status_code}: {reply.text}", file=sys.stderr)
             return 2
         created = reply.json()
@@ -84,12 +90,17 @@ def main(args: argparse.Namespace) -> int:
             if "status_url" not in created:
                 return 2
         page = f"{args.server.rstrip('/')}/revisions/{created['id']}"
-        print(f"revision {created['id']}: {page}  (API: {created['status_url']})")
+        reused = " (an identical submission already queued or running)" if created.get("reused") else ""
+        print(f"revision {created['id']}{reused}: {page}  (API: {created['status_url']})")
         if not args.wait:
-            return 0 if reply.status_code == 202 else 2
+            return 0 if reply.status_code in (200, 202) else 2
         revision = follow(client, created["status_url"])
     if revision.get("error"):
         print(f"error: {revision['error']}")
+    elif revision["status"] == "cancelled":
+        print(verdict_table(revision))
+        print("cancelled: no verdict")
+        return 2
     else:
         print(verdict_table(revision))
     print(f"details: {page}")

@@ -15,6 +15,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from gate import notify
 from gate.domain.job import ProgressEvent, RunOptions
+from gate.errors import JobCancelled
 from gate.storage import claims
 from gate.storage.models import Job
 from gate.storage.outcomes import Outcome, store_error, store_outcome
@@ -34,12 +35,16 @@ class Executor(Protocol):
     def wake(self) -> None:
         """New jobs were queued: look now rather than at the next poll."""
 
+    def cancel(self, job_ids: list[int]) -> None:
+        """These jobs were cancelled: stop the children of those this process runs, now."""
+
 
 class GateJob(Protocol):
     """`gate.executors.job.gate_job`: one kernel of one revision, through every stage, to a verdict."""
 
     def __call__(self, *, repo: str, sha: str, base_sha: str | None, kernel: str, data_dir: Path,
-                 options: RunOptions, mirror: Any, on_event: Callable[[ProgressEvent], None]) -> Outcome: ...
+                 options: RunOptions, mirror: Any, on_event: Callable[[ProgressEvent], None],
+                 cancel: threading.Event) -> Outcome: ...
 
 
 def load_gate_job() -> GateJob:
@@ -66,9 +71,14 @@ class JobEnvironment:
     heartbeat_s: float = claims.HEARTBEAT_S
 
 
-def run_claimed(env: JobEnvironment, job_id: int, attempt: int) -> None:
+def run_claimed(env: JobEnvironment, job_id: int, attempt: int, cancel: threading.Event | None = None) -> None:
     """Run a job this worker has claimed and store its outcome. Never raises for a job's failure:
-    a GateError or any unexpected exception becomes verdict `error` with the message."""
+    a GateError or any unexpected exception becomes verdict `error` with the message.
+
+    `cancel` stops the job (its child's process group is killed, nothing is stored): set by the
+    executor when the job is cancelled, or here when a heartbeat finds the job no longer this
+    attempt's (cancelled, or re-queued as an orphan and taken by another worker)."""
+    cancel = cancel or threading.Event()
     with env.session_factory() as session:
         job = session.get(Job, job_id)
         rev = job.revision
@@ -76,18 +86,23 @@ def run_claimed(env: JobEnvironment, job_id: int, attempt: int) -> None:
     work_dir = Path(env.data_dir).resolve() / "jobs" / str(job_id)
     work_dir.mkdir(parents=True, exist_ok=True)
     stop = threading.Event()
-    beat = threading.Thread(target=_heartbeats, args=(env, job_id, attempt, stop), daemon=True,
+    beat = threading.Thread(target=_heartbeats, args=(env, job_id, attempt, stop, cancel), daemon=True,
                             name=f"heartbeat-{job_id}")
     beat.start()
 
     def on_event(event: ProgressEvent) -> None:
         line = f"{event.side} {event.stage} {event.state}" + (f": {event.detail}" if event.detail else "")
         with env.session_factory() as s:
-            claims.heartbeat(s, job_id, attempt, progress=line,
-                             event=(f"{event.stage} {event.state}", f"{event.side}: {event.detail}".rstrip(": ")))
+            if not claims.heartbeat(s, job_id, attempt, progress=line,
+                                    event=(f"{event.stage} {event.state}", f"{event.side}: {event.detail}".rstrip(": "))):
+                cancel.set()
 
     try:
-        outcome = env.gate_job(**call, data_dir=work_dir, options=env.options, mirror=env.mirror, on_event=on_event)
+        outcome = env.gate_job(**call, data_dir=work_dir, options=env.options, mirror=env.mirror, on_event=on_event,
+                               cancel=cancel)
+    except JobCancelled as exc:   # the row already says what happened (cancelled, or re-queued)
+        log.info("job %s attempt %s stopped: %s", job_id, attempt, exc)
+        return
     except Exception as exc:   # GateError or a bug: the job ends as `error`, the worker carries on
         log.exception("job %s failed in the gate", job_id)
         stop.set()
@@ -107,10 +122,12 @@ def run_claimed(env: JobEnvironment, job_id: int, attempt: int) -> None:
                         notify.on_verdict)
 
 
-def _heartbeats(env: JobEnvironment, job_id: int, attempt: int, stop: threading.Event) -> None:
+def _heartbeats(env: JobEnvironment, job_id: int, attempt: int, stop: threading.Event,
+                cancel: threading.Event) -> None:
     while not stop.wait(env.heartbeat_s):
         try:
             with env.session_factory() as s:
-                claims.heartbeat(s, job_id, attempt)
+                if not claims.heartbeat(s, job_id, attempt):
+                    cancel.set()     # cancelled, or re-queued and taken by another worker: stop
         except Exception:   # a missed beat is harmless; a long outage makes the job re-queue
             log.warning("job %s: heartbeat failed", job_id, exc_info=True)

@@ -106,6 +106,10 @@ class CeleryExecutor:
     def stop(self) -> None:
         self.sweeper.stop()
 
+    def cancel(self, job_ids: list[int]) -> None:
+        """Nothing to send: a queued job's message is dropped by the claim (the row is no longer
+        queued), and a worker running one kills its child at its next heartbeat (`run_claimed`)."""
+
     def wake(self) -> None:
         try:
             self.dispatch_queued()

@@ -34,7 +34,7 @@ from gate.domain.results import (
     StageStatus,
     StaticResult,
 )
-from gate.errors import GateError, RunnerError
+from gate.errors import GateError, JobCancelled, RunnerError
 from gate.pipeline import box
 from gate.runner.protocol import (
     REQUEST_NAME,
@@ -47,6 +47,12 @@ from gate.runner.protocol import (
 )
 
 STDERR_TAIL_LINES = 60
+CANCEL_POLL_S = 0.2          # how often a waiting parent looks at its cancel event
+# The child's output is the kernel's to choose: a line is read in pieces of at most this many
+# characters, and at most QUEUED_EVENT_LINES wait for the parent (the child then blocks), so a
+# child that prints without end or without newlines costs the parent bounded memory.
+MAX_LINE_CHARS = 64 << 10
+QUEUED_EVENT_LINES = 1024
 _STAGE_TYPES = {Stage.STATIC: StaticResult, Stage.BUILD: BuildResult, Stage.CORRECTNESS: CorrectnessResult,
                 Stage.PROFILE: ProfileResult, Stage.BENCH: BenchResult}
 _EOF = object()
@@ -72,12 +78,14 @@ def _child_box(request: JobRequest, hidden: tuple[Path, ...]) -> box.Box:
 
 def run_child(request: JobRequest, timeout_s: float,
               on_event: Callable[[ProgressEvent], None] | None = None,
-              *, command: list[str] | None = None, hidden: tuple[Path, ...] = ()) -> JobResult:
+              *, command: list[str] | None = None, hidden: tuple[Path, ...] = (),
+              cancel: threading.Event | None = None) -> JobResult:
     """Run one job's stages in a child process and return its `JobResult` (see the module doc).
 
     The child runs in the box (`gate.pipeline.box`): it writes only its artifacts and the object
     cache, reads its checkouts, sees the GPU's device nodes, and nothing of `hidden` (the data dir).
     `command` replaces the child's command line (tests use it to stand in a crashing child).
+    `cancel`, once set, kills the child's process group and raises `JobCancelled`.
     """
     artifacts = Path(request.artifacts_dir)
     artifacts.mkdir(parents=True, exist_ok=True)
@@ -87,7 +95,7 @@ def run_child(request: JobRequest, timeout_s: float,
     proc = box.popen(_child_box(request, hidden), command or child_command(request_path, result_path),
                      cwd=artifacts, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
                      text=True, errors="replace", start_new_session=True, env=_child_env())
-    lines: queue.Queue = queue.Queue()
+    lines: queue.Queue = queue.Queue(maxsize=QUEUED_EVENT_LINES)
     tail: deque[str] = deque(maxlen=STDERR_TAIL_LINES)
     readers = [threading.Thread(target=_pump, args=(proc.stdout, lines.put, lines.put), daemon=True),
                threading.Thread(target=_pump, args=(proc.stderr, tail.append, None), daemon=True)]
@@ -95,15 +103,21 @@ def run_child(request: JobRequest, timeout_s: float,
         reader.start()
     running: dict[tuple[str, str], ProgressEvent] = {}
     error: tuple[str, str] | None = None
-    timed_out = False
+    timed_out = cancelled = False
     deadline = time.monotonic() + timeout_s
     try:
         while True:
-            try:
-                line = lines.get(timeout=max(0.0, deadline - time.monotonic()))
-            except queue.Empty:
+            left_s = deadline - time.monotonic()
+            if cancel is not None and cancel.is_set():
+                cancelled = True
+                break
+            if left_s <= 0:            # a child that never stops printing times out as well
                 timed_out = True
                 break
+            try:
+                line = lines.get(timeout=min(left_s, CANCEL_POLL_S))
+            except queue.Empty:
+                continue
             if line is _EOF:
                 break
             try:
@@ -117,7 +131,7 @@ def run_child(request: JobRequest, timeout_s: float,
             _track(running, payload)
             if on_event is not None:
                 on_event(payload)
-        if not timed_out:
+        if not timed_out and not cancelled:
             try:
                 proc.wait(timeout=max(0.1, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
@@ -125,18 +139,31 @@ def run_child(request: JobRequest, timeout_s: float,
     finally:
         if proc.poll() is None:
             _kill_group(proc)
+        _drain(lines, readers[0])
         for reader in readers:
             reader.join(timeout=5)
         for stream in (proc.stdout, proc.stderr):
             stream.close()
+    if cancelled:
+        raise JobCancelled(f"its child (process group {proc.pid}) was killed")
     return _outcome(request, box.returncode(proc.returncode), timed_out, timeout_s, running, error, list(tail), result_path)
 
 
 def _pump(stream, sink: Callable, on_end: Callable | None) -> None:
-    for line in stream:
+    while line := stream.readline(MAX_LINE_CHARS):
         sink(line.rstrip("\n"))
     if on_end is not None:
         on_end(_EOF)
+
+
+def _drain(lines: queue.Queue, reader: threading.Thread, timeout_s: float = 5.0) -> None:
+    """Empty the event queue until its reader ends (it may wait on a full queue after we stopped)."""
+    deadline = time.monotonic() + timeout_s
+    while reader.is_alive() and time.monotonic() < deadline:
+        try:
+            lines.get(timeout=0.05)
+        except queue.Empty:
+            pass
 
 
 def _kill_group(proc: subprocess.Popen) -> None:

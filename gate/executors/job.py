@@ -10,6 +10,7 @@ directly. Workspaces are removed afterwards; artifacts stay for the caller to ke
 from __future__ import annotations
 
 import shutil
+import threading
 import uuid
 from collections.abc import Callable
 from pathlib import Path
@@ -17,7 +18,7 @@ from pathlib import Path
 from gate.domain.job import GateOutcome, JobRequest, ProgressEvent, RunOptions
 from gate.domain.manifest import KernelSpec, Manifest
 from gate.domain.names import Side, Stage
-from gate.errors import ManifestError
+from gate.errors import JobCancelled, ManifestError
 from gate.executors.child import run_child
 from gate.pipeline.decide import decide
 from gate.pipeline.manifest import load_manifest
@@ -50,8 +51,9 @@ def collect_artifacts(artifacts_dir: Path) -> list[tuple[str, str]]:
 
 def gate_job(*, repo: str, sha: str, base_sha: str | None, kernel: str, data_dir: Path,
              options: RunOptions, mirror: Mirror, on_event: Emit | None = None,
-             job_key: str | None = None) -> GateOutcome:
-    """Gate one kernel at `sha` (a full sha) against `base_sha` on this machine."""
+             job_key: str | None = None, cancel: threading.Event | None = None) -> GateOutcome:
+    """Gate one kernel at `sha` (a full sha) against `base_sha` on this machine. `cancel` stops it
+    (`JobCancelled`): before the child starts, or by killing the child's process group."""
     emit = on_event or (lambda _event: None)
     key = job_key or f"{sha[:12]}-{kernel}-{uuid.uuid4().hex[:8]}"
     workspace = Path(data_dir) / "workspaces" / key
@@ -69,7 +71,10 @@ def gate_job(*, repo: str, sha: str, base_sha: str | None, kernel: str, data_dir
             f" vs {base_sha[:12]}" if baseline else ", new kernel: no baseline declares it")))
         request = JobRequest(kernel=spec, candidate=candidate, baseline=baseline,
                              artifacts_dir=str(artifacts), options=options)
-        result = run_child(request, timeout_s=spec.timeout_s, on_event=emit, hidden=(Path(data_dir),))
+        if cancel is not None and cancel.is_set():
+            raise JobCancelled("cancelled before its child started")
+        result = run_child(request, timeout_s=spec.timeout_s, on_event=emit, hidden=(Path(data_dir),),
+                           cancel=cancel)
         result.new_kernel = new_kernel
     finally:
         shutil.rmtree(workspace, ignore_errors=True)

@@ -4,7 +4,8 @@ Used inside `gate serve` and by `gate worker` with GATE_EXECUTOR=local (a databa
 At start it re-queues jobs a dead process of this host left RUNNING (the process died mid-job), and an
 `OrphanSweeper` keeps re-queueing jobs whose worker stopped beating (see `liveness.py`); the attempt
 check in `store_outcome` keeps a late result from being stored twice. Worker ids carry the process id,
-so two executors on one host never take each other's live jobs for leftovers.
+so two executors on one host never take each other's live jobs for leftovers. `cancel(job_ids)`
+stops the jobs this process runs at once (their children's process groups are killed).
 """
 
 from __future__ import annotations
@@ -45,6 +46,8 @@ class LocalExecutor:
         self._stop = threading.Event()
         self._wake = threading.Event()
         self._threads: list[threading.Thread] = []
+        self._running: dict[int, threading.Event] = {}      # job id -> its cancel event
+        self._running_lock = threading.Lock()
 
     def _slots(self) -> list[tuple[str, list[str]]]:
         """(worker id, GPU kinds it serves) per slot. Jobs of kind "any" go to the first free slot."""
@@ -75,13 +78,27 @@ class LocalExecutor:
     def wake(self) -> None:
         self._wake.set()
 
+    def cancel(self, job_ids: list[int]) -> None:
+        with self._running_lock:
+            for job_id in job_ids:
+                if job_id in self._running:
+                    self._running[job_id].set()
+
     def run_once(self, worker: str, kinds: list[str]) -> bool:
         """Claim and run one job; False when none was queued."""
         with self.env.session_factory() as session:
             claimed = claims.claim_next(session, worker=worker, gpu_kinds=kinds)
         if claimed is None:
             return False
-        run_claimed(self.env, *claimed)
+        job_id, attempt = claimed
+        cancel = threading.Event()
+        with self._running_lock:
+            self._running[job_id] = cancel
+        try:
+            run_claimed(self.env, job_id, attempt, cancel)
+        finally:
+            with self._running_lock:
+                self._running.pop(job_id, None)
         return True
 
     def drain(self) -> int:

@@ -5,6 +5,7 @@ Pure values and HTTP: nothing here reads or writes the database. Two hooks turn 
 no network I/O is in a job's path and a verdict is never lost to a flaky network:
     on_jobs_queued(jobs)            -> e.g. `pending` commit statuses
     on_verdict(job, report)         -> e.g. the final status, a completed Check Run, webhooks
+    on_cancelled(jobs)              -> e.g. an `error` status and a `cancelled` Check Run
 
 Listeners are registered once at start-up, from the settings: `configure(settings)`. The sweep that
 sends the stored rows is `gate.services.outbox`; `sender.py` sends one row.
@@ -24,6 +25,7 @@ if TYPE_CHECKING:
 class Listener(Protocol):
     def jobs_queued(self, jobs: Sequence[JobFacts]) -> list[Delivery]: ...
     def verdict(self, job: JobFacts, report: VerdictReport) -> list[Delivery]: ...
+    def cancelled(self, jobs: Sequence[JobFacts]) -> list[Delivery]: ...
 
 
 _listeners: list[Listener] = []
@@ -44,6 +46,10 @@ def on_jobs_queued(jobs: Sequence[JobFacts]) -> list[Delivery]:
 
 def on_verdict(job: JobFacts, report: VerdictReport) -> list[Delivery]:
     return [d for listener in _listeners for d in listener.verdict(job, report)]
+
+
+def on_cancelled(jobs: Sequence[JobFacts]) -> list[Delivery]:
+    return [d for listener in _listeners for d in listener.cancelled(jobs)]
 
 
 def configure(settings: Settings) -> list[Listener]:

@@ -51,6 +51,10 @@ class GitHubStatusListener:
         return [self._status(f, messages.commit_state(report.verdict), messages.describe(report))
                 for f in _github_jobs([job])]
 
+    def cancelled(self, jobs: Sequence[JobFacts]) -> list[Delivery]:
+        return [self._status(f, messages.CANCELLED_STATE, messages.CANCELLED_DESCRIPTION)
+                for f in _github_jobs(jobs)]
+
     def _status(self, f: JobFacts, state: str, description: str) -> Delivery:
         body = github_status.status_body(state, description, messages.context(f.kernel),
                                          target_url(self.public_url, f))
@@ -76,6 +80,15 @@ class CheckRunListener:
             job_id=f.job_id,
         ) for f in _github_jobs([job])]
 
+    def cancelled(self, jobs: Sequence[JobFacts]) -> list[Delivery]:
+        return [check_runs.complete_check_run(
+            self.api_url, f.repo, f.sha, messages.context(f.kernel), target_url(self.public_url, f),
+            conclusion=messages.CANCELLED_CONCLUSION, title=messages.CANCELLED_DESCRIPTION,
+            summary=f"### {messages.context(f.kernel)}: cancelled\n\n{messages.CANCELLED_DESCRIPTION}\n\n"
+                    f"[The revision on the dashboard]({target_url(self.public_url, f)})",
+            job_id=f.job_id,
+        ) for f in _github_jobs(jobs)]
+
 
 class WebhookListener:
     def __init__(self, urls: Sequence[str], public_url: str):
@@ -89,6 +102,10 @@ class WebhookListener:
     def verdict(self, job: JobFacts, report: VerdictReport) -> list[Delivery]:
         body = verdict_event(job, report, self.public_url)
         return [outbound.new_webhook(url, body, job.job_id) for url in self.urls]
+
+    def cancelled(self, jobs: Sequence[JobFacts]) -> list[Delivery]:
+        """Outbound webhooks carry verdicts only; a cancelled job has none."""
+        return []
 
 
 def verdict_event(job: JobFacts, report: VerdictReport, public_url: str) -> dict[str, Any]:

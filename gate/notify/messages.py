@@ -15,6 +15,7 @@ Mapping (DESIGN.md: only `accept` may ever read as passing):
     incomplete    error           action_required        the gate could not measure here (e.g. no
                                                          GPU): not the author's fault, still blocks
     error         error           failure                the gate itself failed
+    (cancelled)   error           cancelled              stopped on request: no verdict at all
 
 `neutral` and `skipped` conclusions are never used: branch protection counts them as passing.
 """
@@ -49,6 +50,13 @@ _OUTCOME_MARK = {
     RuleOutcome.NOT_RUN: "not run",
     RuleOutcome.INCONCLUSIVE: "inconclusive",
 }
+
+
+# A cancelled job has no verdict. GitHub's commit statuses have no "cancelled"; `error` keeps a
+# required check blocking, and the Check Run says `cancelled`, which branch protection does not pass.
+CANCELLED_STATE = "error"
+CANCELLED_CONCLUSION = "cancelled"
+CANCELLED_DESCRIPTION = "cancelled on request: no verdict (submit again to gate this commit)"
 
 
 def commit_state(verdict: Verdict) -> str:

@@ -1,6 +1,8 @@
 """Submitting a revision (stored and committed before any reply) and planning its jobs.
 
-    submit_revision  -> a durable `Revision` row, status queued, no jobs yet
+    submit           -> a durable `Revision` row, status queued, no jobs yet; or the identical
+                        submission already queued or running (`Submission.reused`)
+    submit_revision  -> the same, when the caller needs only the revision
     plan_revision    -> resolve the sha, read gate.toml there, choose the baseline, one queued Job per
                         kernel; a bad repo, sha or manifest ends the revision as DONE with `error` set
     plan_pending     -> at start-up: plan every queued revision that has no jobs (nothing is lost)
@@ -8,6 +10,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 import logging
 import re
 from dataclasses import dataclass, field
@@ -23,7 +27,7 @@ from gate.storage import outbox
 from gate.storage.models import Job, JobEvent, JobState, Revision, RevisionStatus
 from gate.storage.queries import job_facts
 from gate.storage.repositories import ensure_repository
-from gate.storage.revisions import unplanned_revision_ids
+from gate.storage.revisions import add_revision, lock_queued, unplanned_revision_ids
 
 log = logging.getLogger(__name__)
 
@@ -48,16 +52,48 @@ def canonical_repo(repo: str) -> tuple[str, str]:
     return url, "/".join(tail[-2:])
 
 
-def submit_revision(session: Session, *, repo: str, sha: str, branch: str | None = None,
-                    base_sha: str | None = None, kernels: list[str] | None = None, source: str = "api",
-                    pull_request: int | None = None) -> Revision:
-    """Store a revision and commit; only then may the caller reply. Its jobs come from `plan_revision`."""
-    revision = Revision(repository=ensure_repository(session, *canonical_repo(repo)), sha=sha, branch=branch, base_sha=base_sha,
-                        kernels=kernels or None, source=source, pull_request=pull_request,
-                        status=RevisionStatus.QUEUED)
-    session.add(revision)
+_COMMIT_ID = re.compile(r"[0-9a-fA-F]{40}|[0-9a-fA-F]{64}")     # SHA-1 or SHA-256 object name
+
+
+def submission_key(sha: str, base_sha: str | None, kernels: list[str] | None) -> str | None:
+    """What makes two submissions of one repository identical: the commit, the baseline asked for
+    and the set of kernels. None (never reused) when `sha` or `base_sha` is a ref or a short sha:
+    a branch may move between two submissions, and the second must then gate the new commit."""
+    if not _COMMIT_ID.fullmatch(sha) or (base_sha is not None and not _COMMIT_ID.fullmatch(base_sha)):
+        return None
+    what = [sha.lower(), base_sha.lower() if base_sha else None, sorted(set(kernels)) if kernels else None]
+    return hashlib.sha256(json.dumps(what).encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class Submission:
+    revision: Revision
+    reused: bool        # an identical submission was queued or running: it is returned, nothing stored
+
+
+def submit(session: Session, *, repo: str, sha: str, branch: str | None = None, base_sha: str | None = None,
+           kernels: list[str] | None = None, source: str = "api", pull_request: int | None = None,
+           force: bool = False) -> Submission:
+    """Store a revision and commit; only then may the caller reply. Its jobs come from `plan_revision`.
+
+    Idempotent: while a revision with the same repository, commit, baseline and kernels is queued or
+    running, that revision is returned (`reused`) instead of a second one; `force` always stores a
+    new one (which later submissions do not reuse). Racing submissions store one revision (the
+    database's unique index decides, `storage.revisions.add_revision`)."""
+    repository = ensure_repository(session, *canonical_repo(repo))
+    key = None if force else submission_key(sha, base_sha, kernels)
+    revision, reused = add_revision(session, repository_id=repository.id, submission_key=key, sha=sha,
+                                    branch=branch, base_sha=base_sha, kernels=kernels or None, source=source,
+                                    pull_request=pull_request)
     session.commit()
-    return revision
+    if reused:
+        log.info("revision %s reused for an identical submission of %s", revision.id, sha[:12])
+    return Submission(revision=revision, reused=reused)
+
+
+def submit_revision(session: Session, **submission: object) -> Revision:
+    """`submit` for callers that need only the revision (a reused one or a new one)."""
+    return submit(session, **submission).revision
 
 
 @dataclass
@@ -68,6 +104,9 @@ class PlanResult:
 
 
 def _fail(session: Session, revision: Revision, field_name: str, message: str) -> PlanResult:
+    if not lock_queued(session, revision.id):           # cancelled meanwhile: it stays cancelled
+        session.rollback()
+        return PlanResult(error=message, field=field_name)
     revision.status, revision.error = RevisionStatus.DONE, message
     session.commit()
     log.info("revision %s not planned: %s", revision.id, message)
@@ -99,7 +138,11 @@ def plan_revision(session: Session, revision: Revision, *, sources: SourceReader
         raise
     except GateError as exc:
         return _fail(session, revision, "repo", f"cannot read {repo} at {sha[:12]}: {exc}")
-    if revision.jobs or revision.status != RevisionStatus.QUEUED:    # planned elsewhere meanwhile
+    # Planned elsewhere, or cancelled, meanwhile? The row stays locked until the jobs are committed.
+    still_queued = lock_queued(session, revision.id)
+    session.refresh(revision)
+    if not still_queued or revision.jobs:
+        session.rollback()
         return PlanResult(jobs=list(revision.jobs), error=revision.error)
     names = [k.name for k in manifest.kernels]
     unknown = [k for k in (revision.kernels or []) if k not in names]
@@ -108,7 +151,9 @@ def plan_revision(session: Session, revision: Revision, *, sources: SourceReader
                      f"kernels {unknown} are not in gate.toml at {sha[:12]} (it declares {names})")
     revision.sha, revision.base_sha = sha, base or None
     revision.parent_sha = info.get("parent_sha")
-    revision.author, revision.message = info.get("author"), info.get("message")
+    author = info.get("author")        # git allows any length; the column does not
+    revision.author = author[:Revision.author.type.length] if author else author
+    revision.message = info.get("message")
     revision.committed_at = as_naive_utc(info.get("committed_at"))
     revision.base_sha = choose_baseline(session, revision, parent_sha=revision.parent_sha)
     jobs = [Job(revision=revision, kernel=name, state=JobState.QUEUED)

@@ -23,7 +23,6 @@ import re
 import shutil
 import subprocess
 import tarfile
-import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -33,40 +32,49 @@ from pathlib import Path
 from gate.domain.job import Checkout
 from gate.errors import SourceError
 from gate.sources.policy import FetchPolicy
+from gate.sources.streams import Tail, run_capped
 
 _FULL_SHA = re.compile(r"^[0-9a-f]{40}([0-9a-f]{24})?$")
 GIT_TIMEOUT_S = 600.0
 
 
 MAX_CHECKOUT_BYTES = 1 << 30    # one revision's tree, uncompressed
+MAX_GIT_OUTPUT_BYTES = 1 << 20  # what a plumbing command (rev-parse, show -s, ...) may print
+MAX_COMMIT_INFO_BYTES = 64 << 10   # author, date, parents and the message: the rest is cut
+TRUNCATED = "\n[message cut: longer than the gate keeps]"
 _ERROR_CHARS = 2000
 
 
 def git_cause(stderr: str) -> str:
-    """git's reason for failing: every fatal/error/warning line (the cause is often not the last
-    line), else the last lines, at most `_ERROR_CHARS` characters."""
+    """git's reason for failing, at most `_ERROR_CHARS` characters: every fatal/error line first
+    (the cause is often not the last line), then the distinct warning/remote lines (a remote may
+    repeat one thousands of times), else the last lines."""
     lines = [line.strip() for line in stderr.splitlines() if line.strip()]
-    marked = [line for line in lines if line.lower().startswith(("fatal:", "error:", "warning:", "remote:"))]
-    text = " | ".join(marked or lines[-3:])
+    causes = [line for line in lines if line.lower().startswith(("fatal:", "error:"))]
+    context = list(dict.fromkeys(line for line in lines if line.lower().startswith(("warning:", "remote:"))))
+    text = " | ".join(causes + context or lines[-3:])
     return text[:_ERROR_CHARS]
 
 
-def _git(args: list[str], *, cwd: Path | None = None, binary: bool = False,
-         timeout_s: float = GIT_TIMEOUT_S, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
-    """Run git with an argument list; raise SourceError with git's own message on failure."""
-    cmd = ["git", *args]
+def _git(args: list[str], *, cwd: Path | None = None, timeout_s: float = GIT_TIMEOUT_S,
+         env: dict[str, str] | None = None, max_stdout_bytes: int = MAX_GIT_OUTPUT_BYTES,
+         truncate: bool = False) -> subprocess.CompletedProcess:
+    """Run git with an argument list; its stdout as text, read up to `max_stdout_bytes` (past it,
+    git is killed: an error, or with `truncate` the first part is kept); raise SourceError with
+    git's own message on failure."""
     try:
-        proc = subprocess.run(cmd, cwd=cwd, capture_output=True, timeout=timeout_s, check=False,
-                              env={**os.environ, "GIT_TERMINAL_PROMPT": "0", **(env or {})})
+        ran = run_capped(["git", *args], cwd=cwd, timeout_s=timeout_s, max_stdout_bytes=max_stdout_bytes,
+                         env={**os.environ, "GIT_TERMINAL_PROMPT": "0", **(env or {})})
     except FileNotFoundError as exc:
         raise SourceError("git is not installed") from exc
-    except subprocess.TimeoutExpired as exc:
-        raise SourceError(f"git {args[0]} timed out after {timeout_s:.0f} s") from exc
-    if proc.returncode != 0:
-        stderr = proc.stderr.decode(errors="replace")
-        raise SourceError(f"git {args[0]} failed (exit {proc.returncode}): {git_cause(stderr) or 'no message'}")
-    return proc if binary else subprocess.CompletedProcess(
-        proc.args, proc.returncode, proc.stdout.decode(errors="replace"), proc.stderr.decode(errors="replace"))
+    if ran.timed_out:
+        raise SourceError(f"git {args[0]} timed out after {timeout_s:.0f} s")
+    if ran.truncated and not truncate:
+        raise SourceError(f"git {args[0]} printed more than {max_stdout_bytes} bytes")
+    if ran.returncode != 0 and not ran.truncated:
+        raise SourceError(f"git {args[0]} failed (exit {ran.returncode}): {git_cause(ran.stderr) or 'no message'}")
+    return subprocess.CompletedProcess(["git", *args], ran.returncode, ran.stdout.decode(errors="replace"),
+                                       ran.stderr)
 
 
 def _dir_bytes(path: Path) -> int:
@@ -90,9 +98,7 @@ def _transfer(args: list[str], target: Path, policy: FetchPolicy, *, cwd: Path |
                                 start_new_session=True)
     except FileNotFoundError as exc:
         raise SourceError("git is not installed") from exc
-    stderr: list[bytes] = []
-    reader = threading.Thread(target=lambda: stderr.append(proc.stderr.read()), daemon=True)
-    reader.start()
+    stderr = Tail(proc.stderr)       # a remote may send `remote:` lines without end
     deadline, why = time.monotonic() + policy.timeout_s, ""
     while proc.poll() is None:
         if time.monotonic() > deadline:
@@ -104,14 +110,13 @@ def _transfer(args: list[str], target: Path, policy: FetchPolicy, *, cwd: Path |
             proc.wait()
             break
         time.sleep(0.5)
-    reader.join(timeout=5)
+    text = stderr.text()
     proc.stderr.close()
     if not why and proc.returncode == 0 and _dir_bytes(target) > policy.max_bytes:
         why = f"exceeded {policy.max_bytes} bytes"      # a local clone can finish between two checks
     if why:
         raise SourceError(f"git {args[0]} {why}")
     if proc.returncode != 0:
-        text = b"".join(stderr).decode(errors="replace")
         raise SourceError(f"git {args[0]} failed (exit {proc.returncode}): {git_cause(text) or 'no message'}")
 
 
@@ -238,9 +243,14 @@ class Mirror:
     def commit_info(self, repo: str, sha: str) -> dict:
         """`author`, `message`, `committed_at` (aware datetime) and `parent_sha` (None for a root)."""
         mirror = self._mirror_with(repo, sha)
-        out = _git(["show", "-s", "--format=%an <%ae>%x00%cI%x00%P%x00%B", "--end-of-options", sha],
-                   cwd=mirror).stdout
-        author, committed, parents, message = out.split("\x00", 3)
+        shown = _git(["show", "-s", "--format=%an <%ae>%x00%cI%x00%P%x00%B", "--end-of-options", sha],
+                     cwd=mirror, max_stdout_bytes=MAX_COMMIT_INFO_BYTES, truncate=True)
+        fields = shown.stdout.split("\x00", 3)
+        if len(fields) < 4:
+            raise SourceError(f"commit {sha}: its author and parents take more than {MAX_COMMIT_INFO_BYTES} bytes")
+        author, committed, parents, message = fields
+        if shown.returncode != 0:      # cut: a message may be any size, the gate keeps its start
+            message = message.rstrip() + TRUNCATED
         return {
             "author": author,
             "message": message.strip(),
@@ -254,6 +264,7 @@ def _export(mirror: Path, sha: str, workspace: Path) -> None:
     refusing a tree larger than `MAX_CHECKOUT_BYTES`."""
     proc = subprocess.Popen(["git", "archive", "--format=tar", "--end-of-options", sha], cwd=mirror,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
+    tail = Tail(proc.stderr)
     total, error = 0, None
     try:
         with tarfile.open(fileobj=proc.stdout, mode="r|") as tar:
@@ -273,9 +284,10 @@ def _export(mirror: Path, sha: str, workspace: Path) -> None:
         if error:
             proc.kill()
         else:
-            proc.stdout.read()        # the archive's trailing blocks, so that git exits by itself
-        stderr = proc.stderr.read().decode(errors="replace")
+            while proc.stdout.read(1 << 16):   # the archive's trailing blocks, so that git exits by itself
+                pass
         proc.wait()
+        stderr = tail.text()
         proc.stdout.close()
         proc.stderr.close()
     if error:

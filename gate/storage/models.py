@@ -6,12 +6,13 @@ worker only ever claims a row (state change + attempts) inside a transaction.
 
 from __future__ import annotations
 
+import hashlib
 from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
-from sqlalchemy import JSON, Float, ForeignKey, Index, Integer, String, Text, UniqueConstraint
-from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+from sqlalchemy import JSON, Float, ForeignKey, Index, Integer, String, Text, UniqueConstraint, text
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship, validates
 
 from gate.domain.clock import utcnow
 from gate.domain.names import Direction, Side
@@ -26,12 +27,25 @@ class JobState(StrEnum):
     QUEUED = "queued"
     RUNNING = "running"
     DONE = "done"            # a verdict was stored (any verdict, error included)
+    CANCELLED = "cancelled"  # stopped on request: never started, or its child was killed; no verdict
 
 
 class RevisionStatus(StrEnum):
     QUEUED = "queued"
     RUNNING = "running"
     DONE = "done"
+    CANCELLED = "cancelled"  # `POST /api/v1/revisions/{id}/cancel`: final, never `accept`
+
+
+# A revision in these states is "active": an identical submission returns it (the index below).
+ACTIVE_STATUSES = (RevisionStatus.QUEUED, RevisionStatus.RUNNING)
+_ACTIVE_WHERE = "status IN (%s)" % ", ".join(f"'{status.value}'" for status in ACTIVE_STATUSES)
+
+
+def url_key(url: str) -> str:
+    """The unique key of a repository's canonical URL: a URL may be longer than PostgreSQL indexes
+    (2,704 bytes a B-tree row), its SHA-256 never is."""
+    return hashlib.sha256(url.encode()).hexdigest()
 
 
 class Repository(Base):
@@ -39,9 +53,17 @@ class Repository(Base):
     id: Mapped[int] = mapped_column(primary_key=True)
     name: Mapped[str] = mapped_column(String(300), unique=True)      # "owner/name" or a path's name
     url: Mapped[str] = mapped_column(Text)                            # local path or git URL
+    # url_key(url), set with the url: the database keeps one row per place, however requests race.
+    url_key: Mapped[str] = mapped_column(String(64))                 # unique: uq_repositories_url_key
     default_branch: Mapped[str] = mapped_column(String(200), default="main")
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     revisions: Mapped[list[Revision]] = relationship(back_populates="repository")
+    __table_args__ = (UniqueConstraint("url_key", name="uq_repositories_url_key"),)
+
+    @validates("url")
+    def _keyed(self, _name: str, url: str) -> str:
+        self.url_key = url_key(url)
+        return url
 
 
 class Revision(Base):
@@ -61,8 +83,15 @@ class Revision(Base):
     kernels: Mapped[list[Any] | None] = mapped_column(JSON)           # requested subset, None = all
     pull_request: Mapped[int | None] = mapped_column(Integer)
     error: Mapped[str | None] = mapped_column(Text)                   # why planning failed (sha, key, path)
+    # What makes two submissions identical (`services.submissions.submission_key`); None: never
+    # reused (a ref that may move, or `force`). Unique per repository among active revisions.
+    submission_key: Mapped[str | None] = mapped_column(String(64))
     repository: Mapped[Repository] = relationship(back_populates="revisions")
     jobs: Mapped[list[Job]] = relationship(back_populates="revision", order_by="Job.id")
+    __table_args__ = (
+        Index("uq_revisions_active_submission", "repository_id", "submission_key", unique=True,
+              postgresql_where=text(_ACTIVE_WHERE), sqlite_where=text(_ACTIVE_WHERE)),
+    )
 
 
 class Job(Base):

@@ -49,7 +49,8 @@ def _finish(session: Session, job_id: int, attempt: int, verdict: str, error: st
     )
     if done.rowcount != 1:
         session.rollback()
-        log.warning("job %s attempt %s: result dropped, the job was re-queued meanwhile", job_id, attempt)
+        log.warning("job %s attempt %s: result dropped, the job was re-queued or cancelled meanwhile",
+                    job_id, attempt)
         return None
     session.add(JobEvent(job_id=job_id, state=JobState.DONE.value, detail=verdict if not error else f"{verdict}: {error}", at=now))
     return session.get(Job, job_id, populate_existing=True)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from alembic import command
 from alembic.config import Config
-from sqlalchemy import Engine, text
+from sqlalchemy import Connection, Engine, text
 
 from gate.errors import StorageError
 
@@ -26,16 +26,35 @@ def upgrade(engine: Engine) -> None:
     """Apply every migration not yet applied. Safe when a server and workers start together."""
     cfg = alembic_config(engine.url.render_as_string(hide_password=False))
     try:
-        with engine.begin() as connection:
-            if connection.dialect.name == "postgresql":
-                # Transaction-scoped advisory lock: two processes migrating at once queue up.
-                connection.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": _PG_MIGRATION_LOCK})
-            cfg.attributes["connection"] = connection
-            command.upgrade(cfg, "head")
+        with engine.connect() as connection:
+            sqlite = connection.dialect.name == "sqlite"
+            if sqlite:
+                # Batch mode copies a table and drops the old one, which the foreign keys of other
+                # tables refuse; SQLite can switch them off only outside a transaction (Alembic's
+                # advice). They are checked, and on again, once the migrations are committed.
+                _sqlite_foreign_keys(connection, on=False)
+            try:
+                with connection.begin():
+                    if connection.dialect.name == "postgresql":
+                        # Transaction-scoped advisory lock: two processes migrating at once queue up.
+                        connection.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": _PG_MIGRATION_LOCK})
+                    cfg.attributes["connection"] = connection
+                    command.upgrade(cfg, "head")
+            finally:
+                if sqlite:
+                    _sqlite_foreign_keys(connection, on=True)
     except Exception as exc:  # the database refused or is unreachable
         if isinstance(exc, StorageError):
             raise
         raise StorageError(f"cannot migrate {engine.url.render_as_string()}: {exc}") from exc
+
+
+def _sqlite_foreign_keys(connection: Connection, *, on: bool) -> None:
+    connection.exec_driver_sql(f"PRAGMA foreign_keys={'ON' if on else 'OFF'}")
+    broken = connection.exec_driver_sql("PRAGMA foreign_key_check").all() if on else []
+    connection.commit()
+    if broken:
+        raise StorageError(f"the migrated database has rows whose foreign keys point nowhere: {broken[:5]}")
 
 
 def current_revision(engine: Engine) -> str | None:

@@ -124,6 +124,22 @@ def test_same_delivery_id_twice_gives_one_job(database_url, tmp_path, repo, gith
         assert session.scalar(select(func.count()).select_from(WebhookDelivery)) == 1
 
 
+def test_a_delivery_replayed_with_a_new_id_while_queued_or_running_gives_no_second_job(
+        database_url, tmp_path, repo, github, db):
+    """Issue 12: a signed delivery replayed with a new delivery id created a job each time.
+    Failed before (two revisions), passes now: the identical submission is reused."""
+    pipeline = FakePipeline(gate=threading.Event())                         # holds the job running
+    with serve(_settings(database_url, tmp_path, github), gate_job=pipeline, sources=_sources(repo)) as url:
+        first = post_event(url, "pull_request", pull_request_payload(repo), delivery="r-1")
+        replay = post_event(url, "pull_request", pull_request_payload(repo), delivery="r-2")
+        pipeline.gate.set()
+        github.wait_for(lambda: len(_statuses(github, repo.head)) == 2)
+    assert replay.json()["revision_id"] == first.json()["revision_id"]
+    with db() as session:
+        assert session.scalar(select(func.count()).select_from(Revision)) == 1
+    assert _job_count(db) == 1 and len(pipeline.calls) == 1
+
+
 def test_github_answering_502_twice_gets_the_final_status_exactly_once(database_url, tmp_path, repo, github):
     pipeline = FakePipeline(gate=threading.Event())                         # holds the job ...
     with serve(_settings(database_url, tmp_path, github), gate_job=pipeline, sources=_sources(repo)) as url:

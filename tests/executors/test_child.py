@@ -54,9 +54,10 @@ def test_a_hang_is_killed_with_its_process_group_and_keeps_the_checkpoint(tmp_pa
     checkpoint = ('{"kernel": "k", "candidate": {"sha": "%s", "static": {"status": "passed", "reason": "ok"}}}'
                   % ("c" * 40))
     started = time.monotonic()
-    result = run_child(request, 2, None, command=child(f"""
+    alive_at_start = []                 # the grandchild runs when the stage starts (else no proof)
+    result = run_child(request, 2, lambda _e: alive_at_start.append(bool(_pids_with_arg(marker))), command=child(f"""
         open({str(result_path)!r}, "w").write({checkpoint!r})
-        grandchild = subprocess.Popen(["sleep", "60", {marker!r}])
+        grandchild = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", {marker!r}])
         event("bench", "started", side="joint")
         time.sleep(60)
     """))
@@ -64,6 +65,7 @@ def test_a_hang_is_killed_with_its_process_group_and_keeps_the_checkpoint(tmp_pa
     assert result.candidate.static.status is StageStatus.PASSED        # kept from the checkpoint
     assert result.bench.status is StageStatus.FAILED
     assert "timed out after 2 s during bench" in result.bench.reason
+    assert alive_at_start == [True]
     assert not [pid for pid in _pids_with_arg(marker) if running(pid)]
 
 
@@ -165,3 +167,26 @@ def test_the_child_runs_boxed_without_the_data_dir_the_network_or_a_writable_che
     assert seen == {"db": False, "mirrors": False, "token": False, "uid": seen["uid"],
                     "checkout_writable": False, "network": False}
     assert seen["uid"] != 0
+
+
+def test_a_child_printing_100_mib_without_a_newline_costs_the_parent_bounded_memory(tmp_path):
+    """The kernel's output reaches the parent (the server, with the local executor). Failed before
+    (the whole line read, ~200 MiB), passes now (pieces of MAX_LINE_CHARS, a tail of them)."""
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        result = run_child(make_request(tmp_path), 60, None, command=child("""
+            event("correctness", "started")
+            chunk = "x" * (1 << 20)
+            for _ in range(100):
+                sys.stderr.write(chunk)
+            sys.stderr.flush()
+            sys.exit(3)
+        """))
+        peak_mib = tracemalloc.get_traced_memory()[1] / (1 << 20)
+    finally:
+        tracemalloc.stop()
+    assert peak_mib < 16
+    assert result.candidate.correctness.status is StageStatus.FAILED
+    assert "exited with code 3 during correctness" in result.candidate.correctness.reason

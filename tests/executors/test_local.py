@@ -128,3 +128,81 @@ def test_another_hosts_running_job_is_left_alone(session_factory, tmp_path):
     with session_factory() as s:
         claims.claim_next(s, worker="local@otherhost/serve:cpu")
     assert _executor(session_factory, tmp_path, FakePipeline()).recover() == []
+
+
+def test_cancel_kills_the_running_childs_process_group_and_stores_no_verdict(session_factory, tmp_path):
+    """Issue 12: "there is no cancel". A job whose GPU child (here a stand-in that starts a
+    grandchild and sleeps) runs when its revision is cancelled: the executor kills the child's whole
+    process group at once, stores nothing, and takes the next job. Failed before (no cancel)."""
+    import sys
+    import textwrap
+
+    from gate.domain import KernelSpec
+    from gate.domain.job import Checkout, JobRequest
+    from gate.executors.child import run_child
+    from gate.services.cancellation import cancel
+    from tests.executors.test_child import _pids_with_arg, running
+
+    marker = f"gate-cancel-{time.time():.6f}"
+    script = textwrap.dedent(f"""
+        import json, subprocess, sys, time
+        subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", {marker!r}])
+        print(json.dumps({{"type": "progress", "stage": "bench", "side": "joint", "state": "started"}}), flush=True)
+        time.sleep(60)
+    """)
+    started = threading.Event()
+
+    def child_job(*, kernel, data_dir, on_event, cancel, **_):  # noqa: ANN001, ANN003, ANN202
+        request = JobRequest(kernel=KernelSpec(name=kernel, sources=["k.cu"]),
+                             candidate=Checkout("c" * 40, str(tmp_path)), artifacts_dir=str(data_dir / "art"))
+
+        def seen(event):  # noqa: ANN001, ANN202
+            on_event(event)
+            started.set()
+        run_child(request, 60, seen, command=[sys.executable, "-c", script], cancel=cancel)
+        raise AssertionError("the child was not stopped")
+
+    rev_id = _submit(session_factory)
+    executor = _executor(session_factory, tmp_path, child_job)
+    executor.start()
+    try:
+        assert started.wait(30)
+        assert _pids_with_arg(marker)
+        stopped_at = time.monotonic()
+        with session_factory() as s:
+            result = cancel(s, rev_id, executor)
+        deadline = time.monotonic() + 10
+        while executor._running and time.monotonic() < deadline:
+            time.sleep(0.02)
+        took_s = time.monotonic() - stopped_at
+        assert not executor._running and took_s < 3
+        assert not [pid for pid in _pids_with_arg(marker) if running(pid)]
+    finally:
+        executor.stop()
+    with session_factory() as s:
+        (job,) = s.get(Revision, rev_id).jobs
+        assert result.job_ids == [job.id]
+        assert (s.get(Revision, rev_id).status, job.state, job.verdict) == ("cancelled", "cancelled", None)
+
+
+def test_a_worker_that_finds_its_job_cancelled_at_a_heartbeat_stops_it(session_factory, tmp_path):
+    """Another process cancelled the job (Celery, `gate worker`): the heartbeat tells the worker."""
+    from gate.storage.cancellation import cancel_revision
+
+    rev_id = _submit(session_factory)
+    pipeline = FakePipeline(gate=threading.Event())          # holds the job until cancelled
+    executor = _executor(session_factory, tmp_path, pipeline)   # heartbeat every 0.05 s
+    executor.start()
+    try:
+        assert pipeline.started.wait(20)
+        with session_factory() as s:
+            cancel_revision(s, rev_id)                       # in storage only: no executor told
+        deadline = time.monotonic() + 10
+        while executor._running and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert not executor._running
+    finally:
+        executor.stop()
+    with session_factory() as s:
+        (job,) = s.get(Revision, rev_id).jobs
+        assert (job.state, job.verdict) == ("cancelled", None)

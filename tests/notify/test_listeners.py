@@ -109,3 +109,15 @@ def test_configure_registers_listeners_the_settings_ask_for():
     assert [type(x).__name__ for x in chosen] == ["GitHubStatusListener", "CheckRunListener", "WebhookListener"]
     assert notify._listeners == chosen
     assert configure(Settings()) == [] and notify._listeners == []
+
+
+def test_cancelled_jobs_get_an_error_status_and_a_cancelled_check_run_never_success(session_factory):
+    """A cancelled revision must not leave `pending` forever, nor read as passing."""
+    with session_factory() as session:
+        facts = [job_facts(add_job(session, kernel="a"))]
+    (status,) = GitHubStatusListener(API, PUBLIC_URL).cancelled(facts)
+    (check,) = CheckRunListener(API, PUBLIC_URL).cancelled(facts)
+    assert status.payload["body"]["state"] == "error" and "cancelled" in status.payload["body"]["description"]
+    assert status.payload["body"]["context"] == "gate/a"
+    assert check.payload["action"] == "complete" and check.payload["body"]["conclusion"] == "cancelled"
+    assert WebhookListener(["http://hook"], PUBLIC_URL).cancelled(facts) == []

@@ -4,7 +4,7 @@ from service_fakes import SHA_A, SHA_B, FakeSources
 from sqlalchemy import select
 
 from gate import notify
-from gate.services.submissions import canonical_repo, plan_pending, plan_revision, submit_revision
+from gate.services.submissions import canonical_repo, plan_pending, plan_revision, submit, submit_revision
 from gate.storage.models import Job, JobEvent, Revision, VerdictRecord
 
 
@@ -135,3 +135,35 @@ def test_planning_reads_git_with_no_database_transaction_open(session_factory):
         plan = plan_revision(session, rev, sources=WatchingSources())
     assert plan.error is None and len(plan.jobs) == 1
     assert seen == [False, False, False]
+
+
+def test_identical_submission_while_queued_returns_it_and_force_stores_another(session_factory):
+    """Issue 12: 500 POSTs of one sha stored 488 identical revisions. Failed before (a new
+    revision each time), passes now."""
+    same = dict(repo="/src/flash", sha=SHA_B, base_sha=SHA_A, kernels=["fwd", "bwd"])
+    with session_factory() as s:
+        first = submit(s, **same)
+        again = submit(s, **{**same, "kernels": ["bwd", "fwd", "bwd"]})   # the same set of kernels
+        forced = submit(s, **same, force=True)
+        other_base = submit(s, **{**same, "base_sha": None})
+    assert (first.reused, again.reused, forced.reused, other_base.reused) == (False, True, False, False)
+    assert again.revision.id == first.revision.id
+    assert len({first.revision.id, forced.revision.id, other_base.revision.id}) == 3
+
+
+def test_a_finished_revision_is_not_reused(session_factory):
+    with session_factory() as s:
+        first = submit(s, repo="/src/flash", sha=SHA_B).revision
+        first.status = "done"
+        s.commit()
+        again = submit(s, repo="/src/flash", sha=SHA_B)
+    assert not again.reused and again.revision.id != first.id
+
+
+def test_a_ref_is_never_reused_it_may_have_moved(session_factory):
+    with session_factory() as s:
+        first = submit(s, repo="/src/flash", sha="main")
+        again = submit(s, repo="/src/flash", sha="main")
+        short = submit(s, repo="/src/flash", sha=SHA_B, base_sha="main")
+    assert not again.reused and not short.reused
+    assert len({first.revision.id, again.revision.id, short.revision.id}) == 3

@@ -20,7 +20,7 @@ def test_migrated_schema_matches_the_models(database_url):
 def test_upgrade_twice_is_a_no_op(database_url):
     engine = make_engine(database_url)
     upgrade(engine)
-    assert current_revision(engine) == "0003"   # head: 0003 adds the metrics' environment
+    assert current_revision(engine) == "0004"   # head: 0003 the metrics' environment, 0004 one row per place and submission
     engine.dispose()
 
 
@@ -69,3 +69,38 @@ def test_0003_gives_figures_stored_before_an_unknown_environment_and_goes_back(d
     assert "environment" not in columns
     migrate(command.upgrade, "head")
     engine.dispose()
+
+
+
+def test_migration_0004_merges_repository_rows_that_races_duplicated(database_url):
+    """Rows stored twice for one URL before 0004 (issue 12's race) become one, keeping every revision."""
+    from alembic import command
+
+    from gate.storage.schema import alembic_config
+
+    engine = make_engine(database_url)
+    with engine.begin() as conn:
+        conn.execute(text("DROP TABLE IF EXISTS alembic_version"))
+    for table in ("notifications", "webhook_deliveries", "artifacts", "verdicts", "metrics", "stage_results",
+                  "job_events", "jobs", "revisions", "repositories"):
+        with engine.begin() as conn:
+            conn.execute(text(f"DROP TABLE IF EXISTS {table}"))
+    cfg = alembic_config(database_url)
+    with engine.begin() as conn:
+        cfg.attributes["connection"] = conn
+        command.upgrade(cfg, "0002")
+    with engine.begin() as conn:
+        for repo_id, name in ((1, "flash"), (2, "flash-1a2b3c4d"), (3, "other")):
+            url = "/src/other" if name == "other" else "/src/flash"
+            conn.execute(text("INSERT INTO repositories (id, name, url, default_branch, created_at) "
+                              "VALUES (:i, :n, :u, 'main', CURRENT_TIMESTAMP)"), {"i": repo_id, "n": name, "u": url})
+            conn.execute(text("INSERT INTO revisions (repository_id, sha, submitted_at, status, source) "
+                              "VALUES (:i, 'abc', CURRENT_TIMESTAMP, 'done', 'api')"), {"i": repo_id})
+    upgrade(engine)
+    with engine.connect() as conn:
+        assert conn.execute(text("SELECT id, name FROM repositories ORDER BY id")).all() == [(1, "flash"), (3, "other")]
+        assert conn.execute(text("SELECT repository_id FROM revisions ORDER BY id")).scalars().all() == [1, 1, 3]
+    engine.dispose()
+
+
+

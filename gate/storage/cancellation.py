@@ -1,0 +1,77 @@
+"""Cancelling a revision: its queued and running jobs end `cancelled`, and so does the revision.
+
+One transaction of conditional UPDATEs, taking row locks in the order every other writer does (jobs,
+then the revision: the claim, the stored outcome), so a cancel racing a claim or a verdict on
+PostgreSQL waits instead of deadlocking:
+
+    1. jobs queued or running  -> cancelled     (a job mid-claim or mid-verdict is waited for)
+    2. the revision queued or running -> cancelled; if it is neither, nothing changes
+    3. jobs again               -> cancelled     (a planner that committed jobs between 1 and 2)
+
+A queued job is then never claimed (a claim takes `queued` rows only); a running one's worker learns
+it at its next heartbeat (the row is no longer its attempt) and kills its child, and a late result is
+dropped by the attempt check in `store_outcome`. The planner locks the revision before adding jobs
+(`revisions.lock_queued`), so no job is added to a cancelled revision.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from sqlalchemy import select, update
+from sqlalchemy.orm import Session
+
+from gate.domain.notices import Delivery, JobFacts
+from gate.storage import outbox
+from gate.storage.models import ACTIVE_STATUSES, Job, JobEvent, JobState, Revision, RevisionStatus, utcnow
+from gate.storage.queries import job_facts
+
+CANCELLED_REASON = "cancelled on request"
+
+# What to tell the world about jobs cancelled (the service passes the notifications' `on_cancelled`).
+CancelNotices = Callable[[Sequence[JobFacts]], Sequence[Delivery]]
+
+
+@dataclass(frozen=True)
+class CancelResult:
+    status: str | None                                  # the revision's status now; None: no such revision
+    cancelled: bool = False                             # this call cancelled it (False: already final)
+    job_ids: list[int] = field(default_factory=list)    # jobs this call stopped (queued or running)
+
+    @property
+    def finished(self) -> bool:
+        """The revision had ended with its verdicts before: too late to cancel."""
+        return self.status == RevisionStatus.DONE
+
+
+def _cancel_jobs(session: Session, revision_id: int) -> list[int]:
+    now = utcnow()
+    return list(session.scalars(
+        update(Job).where(Job.revision_id == revision_id, Job.state.in_([JobState.QUEUED, JobState.RUNNING]))
+        .values(state=JobState.CANCELLED, finished_at=now, progress="cancelled", error=CANCELLED_REASON)
+        .returning(Job.id).execution_options(synchronize_session=False)
+    ).all())
+
+
+def cancel_revision(session: Session, revision_id: int, notices: CancelNotices | None = None) -> CancelResult:
+    """Cancel revision `revision_id` and commit (see the module doc). Idempotent: a revision already
+    cancelled, or done, is left as it is and its status returned with `cancelled=False`."""
+    job_ids = _cancel_jobs(session, revision_id)
+    moved = session.execute(
+        update(Revision).where(Revision.id == revision_id,
+                               Revision.status.in_([s.value for s in ACTIVE_STATUSES]))
+        .values(status=RevisionStatus.CANCELLED).execution_options(synchronize_session=False)
+    ).rowcount
+    if moved != 1:
+        session.rollback()
+        return CancelResult(status=session.scalar(select(Revision.status).where(Revision.id == revision_id)))
+    job_ids += _cancel_jobs(session, revision_id)
+    now = utcnow()
+    session.add_all(JobEvent(job_id=job_id, state=JobState.CANCELLED.value, detail=CANCELLED_REASON, at=now)
+                    for job_id in job_ids)
+    if notices is not None and job_ids:
+        jobs = session.scalars(select(Job).where(Job.id.in_(job_ids)).order_by(Job.id)).all()
+        outbox.add(session, notices([job_facts(job) for job in jobs]))
+    session.commit()
+    return CancelResult(status=RevisionStatus.CANCELLED.value, cancelled=True, job_ids=sorted(job_ids))

@@ -1,0 +1,83 @@
+"""Cancelling a revision in the database (SQLite and PostgreSQL): jobs and revision end `cancelled`.
+
+Issue 12: "there is no cancel". Each test failed before (no `cancel_revision`) and passes now.
+"""
+
+from __future__ import annotations
+
+from service_fakes import FakeSources
+from sqlalchemy import select
+
+from gate.services.submissions import plan_revision, submit_revision
+from gate.storage import claims
+from gate.storage.cancellation import cancel_revision
+from gate.storage.models import Job, JobEvent, Notification, Revision
+
+
+def _planned(session_factory, kernels=("fwd", "bwd")) -> int:
+    with session_factory() as s:
+        rev = submit_revision(s, repo="/src/flash", sha="HEAD")
+        assert plan_revision(s, rev, sources=FakeSources(kernels=kernels)).error is None
+        return rev.id
+
+
+def test_queued_and_running_jobs_end_cancelled_and_are_never_claimed(session_factory):
+    rev_id = _planned(session_factory)
+    with session_factory() as s:
+        running_id, attempt = claims.claim_next(s, worker="w1")
+    seen = []
+    with session_factory() as s:
+        result = cancel_revision(s, rev_id, lambda facts: seen.extend(f.job_id for f in facts) or [])
+    with session_factory() as s:
+        rev = s.get(Revision, rev_id)
+        assert (result.status, result.cancelled, rev.status) == ("cancelled", True, "cancelled")
+        assert sorted(result.job_ids) == sorted(j.id for j in rev.jobs) == sorted(seen)
+        assert {j.state for j in rev.jobs} == {"cancelled"} and all(j.verdict is None for j in rev.jobs)
+        assert s.scalars(select(JobEvent.state).where(JobEvent.job_id == running_id)).all()[-1] == "cancelled"
+        assert claims.claim_next(s, worker="w2") is None                        # queued ones never start
+        assert not claims.heartbeat(s, running_id, attempt)                    # the worker learns it
+
+
+def test_cancel_is_idempotent_and_a_done_revision_stays_done(session_factory):
+    rev_id = _planned(session_factory, kernels=("fwd",))
+    with session_factory() as s:
+        assert cancel_revision(s, rev_id).cancelled
+        again = cancel_revision(s, rev_id)
+        assert (again.status, again.cancelled, again.job_ids) == ("cancelled", False, [])
+        assert cancel_revision(s, 10_000).status is None
+        done = s.get(Revision, _planned(session_factory, kernels=("fwd",)))
+        done.status = "done"
+        s.commit()
+        late = cancel_revision(s, done.id)
+        assert (late.status, late.cancelled, late.finished) == ("done", False, True)
+        assert s.get(Job, done.jobs[0].id).state == "queued"                  # untouched
+
+
+def test_cancelled_jobs_store_the_messages_notify_made_in_the_same_transaction(session_factory):
+    rev_id = _planned(session_factory, kernels=("fwd",))
+    from gate.domain.notices import Delivery
+
+    with session_factory() as s:
+        cancel_revision(s, rev_id, lambda facts: [Delivery("webhook", "http://x", {"k": f.kernel}, f.job_id)
+                                                  for f in facts])
+        (row,) = s.scalars(select(Notification)).all()
+        assert row.payload == {"k": "fwd"}
+
+
+def test_a_revision_cancelled_while_it_is_planned_gets_no_jobs(session_factory):
+    """The planner reads git with no transaction open; a cancel meanwhile must win."""
+    with session_factory() as s:
+        rev = submit_revision(s, repo="/src/flash", sha="HEAD")
+
+    class CancellingSources(FakeSources):
+        def manifest(self, repo, sha):
+            with session_factory() as other:
+                assert cancel_revision(other, rev.id).cancelled
+            return super().manifest(repo, sha)
+
+    with session_factory() as s:
+        plan = plan_revision(s, s.get(Revision, rev.id), sources=CancellingSources())
+    assert plan.jobs == []
+    with session_factory() as s:
+        assert s.get(Revision, rev.id).status == "cancelled"
+        assert s.scalars(select(Job)).all() == []
