@@ -91,7 +91,11 @@ def test_a_job_timed_while_another_process_loads_the_gpu_is_inconclusive_naming_
     assert outcome.report.verdict.value == "inconclusive", outcome.report.reason
     assert "GPU not steady while timing" in outcome.report.reason
     assert "the GPU was shared while timing" in outcome.report.reason
-    assert watch.other_processes and all(p.startswith("pid ") and p.endswith("MiB") for p in watch.other_processes)
+    # Where NVML lists processes, the loader is among them; in a virtual machine (the project's GPU
+    # machine) it lists none, and the idle probes see the GPU busy while the job was idle instead.
+    named = bool(watch.other_processes) and all(p.startswith("pid ") and p.endswith("MiB")
+                                                for p in watch.other_processes)
+    assert named or max(watch.busy_while_idle_pct, default=0) >= 10, watch
     # NVML names processes by their pid in the driver's (host) namespace: where the test runs in that
     # namespace, the loader is named by its own pid.
     print("loader pid", loader.pid, "named:", any(f"pid {loader.pid}:" in p for p in watch.other_processes))
@@ -106,5 +110,6 @@ def test_the_same_job_on_an_idle_gpu_is_not_flagged_shared(subject):
     print("watch:", watch)
     assert watch is not None and watch.available, watch
     assert watch.other_processes == [], watch.other_processes
+    assert max(watch.busy_while_idle_pct, default=0) < 10, watch.busy_while_idle_pct
     assert outcome.report.verdict.value in ("accept", "inconclusive")   # A/A: no reject on an idle GPU
     assert "shared" not in outcome.report.reason

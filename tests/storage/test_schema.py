@@ -43,10 +43,17 @@ def test_0003_gives_figures_stored_before_an_unknown_environment_and_goes_back(d
     engine = make_engine(database_url)
     cfg = alembic_config(database_url)
 
-    def migrate(step, target):
-        with engine.begin() as conn:
-            cfg.attributes["connection"] = conn
-            step(cfg, target)
+    def migrate(step, target):   # as schema.upgrade does: SQLite's batch copies need foreign keys off
+        with engine.connect() as conn:
+            if conn.dialect.name == "sqlite":
+                conn.exec_driver_sql("PRAGMA foreign_keys=OFF")
+                conn.commit()
+            with conn.begin():
+                cfg.attributes["connection"] = conn
+                step(cfg, target)
+            if conn.dialect.name == "sqlite":
+                conn.exec_driver_sql("PRAGMA foreign_keys=ON")
+                conn.commit()
 
     migrate(command.downgrade, "0002")
     with engine.begin() as conn:
