@@ -45,7 +45,7 @@ step() {   # step NAME SECONDS COMMAND...: run with a time limit, log to $OUT/NA
 }
 for part in "${parts[@]}"; do
   case "$part" in
-    tests)   step gpu-tests "${GATE_GPU_TESTS_LIMIT_S:-540}" python3 -m pytest -m gpu ${GATE_GPU_TESTS:-tests/gpu} -q -p no:cacheprovider -W default -rfE ;;
+    tests)   step gpu-tests "${GATE_GPU_TESTS_LIMIT_S:-585}" python3 -m pytest -m gpu ${GATE_GPU_TESTS:-tests/gpu} -q -p no:cacheprovider -W default -rfE ;;
     quality) GATE_QUALITY_SECTIONS="${GATE_QUALITY_SECTIONS:-verdict,aa,det,sdpa}" \
              step gate-quality 540 python3 bench/gate_quality.py ;;
     spread)  step gate-spread 540 python3 bench/gate_quality.py spread ;;
