@@ -7,7 +7,6 @@ a self-hosted or test setup may send a `file://` URL or a path).
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 from pydantic import BaseModel, Field, field_validator
@@ -175,7 +174,3 @@ def approving_comment(event: IssueCommentIn, approval: ForkApproval = ForkApprov
         return Ignored(f"{event.comment.author_association} may not approve (maintainers: "
                        f"{', '.join(approval.maintainers)})")
     return event.issue.number
-
-
-def is_sha(value: str) -> bool:
-    return re.fullmatch(_SHA, value) is not None

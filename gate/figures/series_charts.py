@@ -189,8 +189,3 @@ def rounded(values: Sequence[float], digits: int = DIGITS) -> list[float]:
     if top == 0.0 or not np.isfinite(top):
         return a.tolist()
     return np.round(a, digits - 1 - int(np.floor(np.log10(top)))).tolist()
-
-
-def labels_for(series: Sequence[SeriesHistory], by: str) -> list[str]:
-    """Legend names: the shape, the series or the metric, whichever tells the traces apart."""
-    return [getattr(s, by) or s.series for s in series]

@@ -83,6 +83,19 @@ def summarise(samples: list[Sample], own_pids: set[int], interval_s: float = INT
     watch.mem_clock_mhz_min, watch.mem_clock_mhz_max = min(mem), max(mem)
     watch.temperature_c_max = max(s.temperature_c for s in busy)
     watch.power_w_max = round(max(s.power_w for s in busy), 1)
+    others: dict[int, int] = {}
+    for s in samples:
+        for pid, used in s.processes.items():
+            if pid not in own_pids:
+                others[pid] = max(others.get(pid, 0), used)
+    watch.other_processes = [f"pid {pid}: {used // 2**20} MiB" for pid, used in sorted(others.items())]
+    # The cause first: the throttling a stranger's load brings is its symptom.
+    if others:
+        watch.problems.append(f"the GPU was shared while timing ({', '.join(watch.other_processes)})")
+    elif any(pct >= BUSY_WHILE_IDLE_PCT for pct in watch.busy_while_idle_pct):
+        watch.problems.append(f"the GPU was shared while timing (busy {max(watch.busy_while_idle_pct)} % "
+                              "while this job was idle; NVML names no process here)")
+    shared = bool(watch.problems)
     spreads = [CLOCK_SPREAD_PCT]
     for label, low, high in (("SM", min(sm), max(sm)), ("memory", min(mem), max(mem))):
         spread = (high - low) / high * 100 if high else 0.0
@@ -95,21 +108,7 @@ def summarise(samples: list[Sample], own_pids: set[int], interval_s: float = INT
     watch.clock_events = [name for bit, name in THROTTLE_REASONS.items() if seen & bit]
     if watch.clock_events:
         watch.problems.append(f"clocks throttled while timing: {', '.join(watch.clock_events)}")
-    others: dict[int, int] = {}
-    for s in samples:
-        for pid, used in s.processes.items():
-            if pid not in own_pids:
-                others[pid] = max(others.get(pid, 0), used)
-    watch.other_processes = [f"pid {pid}: {used // 2**20} MiB" for pid, used in sorted(others.items())]
-    if others:
-        watch.problems.append(f"the GPU was shared while timing ({', '.join(watch.other_processes)})")
-    elif any(pct >= BUSY_WHILE_IDLE_PCT for pct in watch.busy_while_idle_pct):
-        watch.problems.append(f"the GPU was shared while timing (busy {max(watch.busy_while_idle_pct)} % "
-                              "while this job was idle; NVML names no process here)")
-    shared = bool(watch.problems) and watch.problems[-1].startswith("the GPU was shared")
-    if shared:     # the cause first: the throttling a stranger's load brings is its symptom
-        watch.problems.insert(0, watch.problems.pop())
-    elif watch.problems and not seen & HARD_THROTTLE:
+    if watch.problems and not shared and not seen & HARD_THROTTLE:
         watch.boost_spread_pct = round(max(spreads), 2)
     return watch
 

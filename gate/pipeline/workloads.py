@@ -131,7 +131,6 @@ class Attention:
     name = "attention"
 
     def make_inputs(self, shape: Shape, dtype: str, seed: int, device: str) -> Inputs:
-        import torch
 
         p = shape.params
         size = (int(p["b"]), int(p["h"]), int(p["s"]), int(p["d"]))
@@ -205,7 +204,6 @@ class Gemm:
     name = "gemm"
 
     def make_inputs(self, shape: Shape, dtype: str, seed: int, device: str) -> Inputs:
-        import torch
 
         m, n, k = (int(shape.params[x]) for x in "mnk")
         inputs = {"a": guarded_empty((m, k), dtype, device), "b": guarded_empty((n, k), dtype, device)}

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from alembic import command
@@ -26,27 +28,33 @@ def upgrade(engine: Engine) -> None:
     """Apply every migration not yet applied. Safe when a server and workers start together."""
     cfg = alembic_config(engine.url.render_as_string(hide_password=False))
     try:
-        with engine.connect() as connection:
-            sqlite = connection.dialect.name == "sqlite"
-            if sqlite:
-                # Batch mode copies a table and drops the old one, which the foreign keys of other
-                # tables refuse; SQLite can switch them off only outside a transaction (Alembic's
-                # advice). They are checked, and on again, once the migrations are committed.
-                _sqlite_foreign_keys(connection, on=False)
-            try:
-                with connection.begin():
-                    if connection.dialect.name == "postgresql":
-                        # Transaction-scoped advisory lock: two processes migrating at once queue up.
-                        connection.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": _PG_MIGRATION_LOCK})
-                    cfg.attributes["connection"] = connection
-                    command.upgrade(cfg, "head")
-            finally:
-                if sqlite:
-                    _sqlite_foreign_keys(connection, on=True)
+        with engine.connect() as connection, migrating(connection):
+            with connection.begin():
+                if connection.dialect.name == "postgresql":
+                    # Transaction-scoped advisory lock: two processes migrating at once queue up.
+                    connection.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": _PG_MIGRATION_LOCK})
+                cfg.attributes["connection"] = connection
+                command.upgrade(cfg, "head")
     except Exception as exc:  # the database refused or is unreachable
         if isinstance(exc, StorageError):
             raise
         raise StorageError(f"cannot migrate {engine.url.render_as_string()}: {exc}") from exc
+
+
+@contextmanager
+def migrating(connection: Connection) -> Iterator[None]:
+    """Around migrations run on `connection` (outside its transaction): on SQLite, foreign keys off.
+    Batch mode copies a table and drops the old one, which the foreign keys of other tables refuse;
+    SQLite can switch them off only outside a transaction (Alembic's advice). They are checked, and
+    on again, once the migrations are committed."""
+    sqlite = connection.dialect.name == "sqlite"
+    if sqlite:
+        _sqlite_foreign_keys(connection, on=False)
+    try:
+        yield
+    finally:
+        if sqlite:
+            _sqlite_foreign_keys(connection, on=True)
 
 
 def _sqlite_foreign_keys(connection: Connection, *, on: bool) -> None:

@@ -38,22 +38,15 @@ def test_0003_gives_figures_stored_before_an_unknown_environment_and_goes_back(d
     and the downgrade drops the column again, on SQLite and PostgreSQL."""
     from alembic import command
 
-    from gate.storage.schema import alembic_config
+    from gate.storage.schema import alembic_config, migrating
 
     engine = make_engine(database_url)
     cfg = alembic_config(database_url)
 
-    def migrate(step, target):   # as schema.upgrade does: SQLite's batch copies need foreign keys off
-        with engine.connect() as conn:
-            if conn.dialect.name == "sqlite":
-                conn.exec_driver_sql("PRAGMA foreign_keys=OFF")
-                conn.commit()
-            with conn.begin():
-                cfg.attributes["connection"] = conn
-                step(cfg, target)
-            if conn.dialect.name == "sqlite":
-                conn.exec_driver_sql("PRAGMA foreign_keys=ON")
-                conn.commit()
+    def migrate(step, target):
+        with engine.connect() as conn, migrating(conn), conn.begin():
+            cfg.attributes["connection"] = conn
+            step(cfg, target)
 
     migrate(command.downgrade, "0002")
     with engine.begin() as conn:
