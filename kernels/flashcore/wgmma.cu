@@ -22,6 +22,7 @@
 // the output is written by a TMA store that clips rows past S_q.
 // Needs sm_90a (wgmma, setmaxnreg): build with -gencode=arch=compute_90a,code=sm_90a.
 #include "params.h"
+#include "config_override.h"
 #include "sm_count.h"
 
 #include <cuda.h>  // CUtensorMap and its enums (header only: the encoder is fetched at run time)
@@ -29,8 +30,6 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
-#include <cstdlib>
-#include <cstring>
 
 namespace flashcore {
 
@@ -663,16 +662,7 @@ cudaError_t launch_config(Config c, const FlashParams& p, cudaStream_t stream) {
   return cudaErrorInvalidValue;
 }
 
-Config choose_config(const FlashParams& p) {
-  // Tuning override for benchmarks: FLASHCORE_WGMMA_CONFIG=c1n128|c2n128|c2n128p|c2n176|c2n176p|c3n128.
-  if (const char* env = std::getenv("FLASHCORE_WGMMA_CONFIG")) {
-    if (!std::strcmp(env, "c1n128")) return Config::kC1N128;
-    if (!std::strcmp(env, "c2n128")) return Config::kC2N128;
-    if (!std::strcmp(env, "c2n128p")) return Config::kC2N128P;
-    if (!std::strcmp(env, "c2n176")) return Config::kC2N176;
-    if (!std::strcmp(env, "c2n176p")) return Config::kC2N176P;
-    if (!std::strcmp(env, "c3n128")) return Config::kC3N128;
-  }
+Config per_shape_config(const FlashParams& p) {
   // From the H100 sweep in docs/kernels.md: grids of 128-row blocks that cannot fill the SMs run
   // 64-row blocks (B1 H8 S512 D64: 7.2 us against 10.1 us); otherwise two consumers, taking turns
   // (ping-pong) at D=64, where the softmax is the larger share (642 us against 731 us at
@@ -680,6 +670,14 @@ Config choose_config(const FlashParams& p) {
   const long long bh = static_cast<long long>(p.batch) * p.heads;
   if (bh * ((p.seqlen_q + 127) / 128) < sm_count()) return Config::kC1N128;
   return p.head_dim == 64 ? Config::kC2N128P : Config::kC2N128;
+}
+
+Config choose_config(const FlashParams& p) {
+  // Tuning override for benchmarks (config_override.h).
+  static constexpr ConfigName<Config> kNames[] = {
+      {"c1n128", Config::kC1N128}, {"c2n128", Config::kC2N128}, {"c2n128p", Config::kC2N128P},
+      {"c2n176", Config::kC2N176}, {"c2n176p", Config::kC2N176P}, {"c3n128", Config::kC3N128}};
+  return config_override("FLASHCORE_WGMMA_CONFIG", kNames, per_shape_config(p));
 }
 
 }  // namespace flashcore

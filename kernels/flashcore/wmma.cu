@@ -15,13 +15,12 @@
 // fall in distinct banks (row pitch 144 B or 272 B instead of 128 B or 256 B).
 // Needs sm_80 or newer (cp.async, ldmatrix, bf16 mma).
 #include "params.h"
+#include "config_override.h"
 #include "sm_count.h"
 
 #include <cuda_runtime.h>
 
 #include <cstdint>
-#include <cstdlib>
-#include <cstring>
 
 namespace flashcore {
 
@@ -456,21 +455,21 @@ cudaError_t launch_config(Config c, const FlashParams& p, cudaStream_t stream) {
 // blocks (D=64: 4 warps x 2 m-atoms, 252 registers; D=128: 8 warps x 1); grids of 64-row blocks
 // that cannot fill the SMs (B1 H8 S512: 64 blocks for 132 SMs) split the keys inside the block
 // (D=64: 32-row blocks of 4 groups x 2 warps, 8.5 us there against 9.4 us for 64 rows x 2 groups).
-Config choose_config(const FlashParams& p) {
-  // Tuning override for benchmarks: FLASHCORE_WMMA_CONFIG=w4m1|w4m2|w8m1|w4m1s2|w2m1s4.
-  if (const char* env = std::getenv("FLASHCORE_WMMA_CONFIG")) {
-    if (!std::strcmp(env, "w4m1")) return Config::kW4M1;
-    if (!std::strcmp(env, "w4m2")) return Config::kW4M2;
-    if (!std::strcmp(env, "w8m1")) return Config::kW8M1;
-    if (!std::strcmp(env, "w4m1s2")) return Config::kW4M1S2;
-    if (!std::strcmp(env, "w2m1s4")) return Config::kW2M1S4;
-  }
+Config per_shape_config(const FlashParams& p) {
   const long long bh = static_cast<long long>(p.batch) * p.heads;
   const long long sms = sm_count();
   auto blocks = [&](int rows) { return bh * ((p.seqlen_q + rows - 1) / rows); };
   if (blocks(64) < sms) return p.head_dim == 64 ? Config::kW2M1S4 : Config::kW4M1S2;
   if (blocks(128) >= 2 * sms) return p.head_dim == 64 ? Config::kW4M2 : Config::kW8M1;
   return Config::kW4M1;
+}
+
+Config choose_config(const FlashParams& p) {
+  // Tuning override for benchmarks (config_override.h).
+  static constexpr ConfigName<Config> kNames[] = {
+      {"w4m1", Config::kW4M1}, {"w4m2", Config::kW4M2}, {"w8m1", Config::kW8M1},
+      {"w4m1s2", Config::kW4M1S2}, {"w2m1s4", Config::kW2M1S4}};
+  return config_override("FLASHCORE_WMMA_CONFIG", kNames, per_shape_config(p));
 }
 
 }  // namespace flashcore
