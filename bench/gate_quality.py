@@ -75,20 +75,14 @@ def built(work: Path, cache: Path, extra_pct: int, tag: str = "") -> tuple[objec
     return res, build.load_module(res.module_path)
 
 
-MANIFEST = """\
-[[kernel]]
-name = "fma_chain"
-sources = ["kernels/fma_chain.cu", "extension/fma_binding.cpp"]
-workload = "quality_workload:make"
-arch = ["sm_90"]
-shapes = [{shapes}]
-dtypes = ["float32"]
+MANIFEST = (SUBJECT / "gate.toml.in").read_text()
 
-[kernel.gates]
-max_latency_regression_pct = 1
-max_bank_conflict_pct = 10
-max_error_ratio = 16.0
-"""
+
+def subject_manifest(shapes: list[Shape], workload: str = "quality_workload:make") -> str:
+    """The subject's gate.toml for these shapes: the latency gate and a bank-conflict rule."""
+    listed = ", ".join("{" + ", ".join(f"{k} = {v}" for k, v in sh.params.items()) + "}" for sh in shapes)
+    return MANIFEST.format(shapes=listed, more_gates="max_bank_conflict_pct = 10").replace(
+        "quality_workload:make", workload)
 
 
 def _git(repo: Path, *args: str) -> str:
@@ -102,8 +96,7 @@ def subject_repo(work: Path) -> tuple[Path, dict[int, str]]:
     """The subject as a git repository with a gate.toml: the base commit, then +3 % and +5 % commits."""
     repo = work / "subject-repo"
     shutil.copytree(SUBJECT, repo)
-    shapes = ", ".join("{" + ", ".join(f"{k} = {v}" for k, v in sh.params.items()) + "}" for sh in VERDICT_SHAPES)
-    (repo / "gate.toml").write_text(MANIFEST.format(shapes=shapes))
+    (repo / "gate.toml").write_text(subject_manifest(VERDICT_SHAPES))
     _git(repo, "init", "-q")
     _git(repo, "add", "-A")
     _git(repo, "commit", "-q", "-m", "base")
@@ -204,9 +197,7 @@ def spread_repo(work: Path) -> tuple[Path, dict[str, str]]:
     source of the kernel) and +5 %."""
     repo = work / "spread-repo"
     shutil.copytree(SUBJECT, repo)
-    shapes = ", ".join("{" + ", ".join(f"{k} = {v}" for k, v in sh.params.items()) + "}" for sh in (SMALL, LARGE))
-    (repo / "gate.toml").write_text(MANIFEST.format(shapes=shapes).replace("quality_workload:make",
-                                                                           "quality_workload:make_with_peer"))
+    (repo / "gate.toml").write_text(subject_manifest([SMALL, LARGE], "quality_workload:make_with_peer"))
     _git(repo, "init", "-q")
     _git(repo, "add", "-A")
     _git(repo, "commit", "-q", "-m", "base")

@@ -20,19 +20,7 @@ from gate.domain.job import RunOptions
 pytestmark = pytest.mark.gpu
 
 SUBJECT = Path(__file__).resolve().parents[2] / "bench" / "quality_repo"
-MANIFEST = """\
-[[kernel]]
-name = "fma_chain"
-sources = ["kernels/fma_chain.cu", "extension/fma_binding.cpp"]
-workload = "quality_workload:make"
-arch = ["sm_90"]
-shapes = [{n = 1048576, iters = 2000}]
-dtypes = ["float32"]
-
-[kernel.gates]
-max_latency_regression_pct = 1
-max_error_ratio = 16.0
-"""
+MANIFEST = (SUBJECT / "gate.toml.in").read_text().format(shapes="{n = 1048576, iters = 2000}", more_gates="")
 LOADER = """\
 import torch
 a = torch.randn(8192, 8192, device="cuda", dtype=torch.half)
