@@ -239,7 +239,7 @@ def spread(work: Path, jobs: int) -> dict:
             runs[label].append({
                 "verdict": outcome.report.verdict.value, "reason": outcome.report.reason,
                 "median_us": {t.shape: getattr(t, side).median_us for t in bench_res.shapes},
-                "method": {t.shape: t.method for t in bench_res.shapes},
+                "method": {t.shape: f"{t.method} x{t.launches}" for t in bench_res.shapes},
                 "sm_mhz": [watch.sm_clock_mhz_min, watch.sm_clock_mhz_max] if watch and watch.available else None})
             print(f"spread {label:<8} job {i + 1}/{jobs}: {runs[label][-1]['median_us']} "
                   f"{runs[label][-1]['method']} SM {runs[label][-1]['sm_mhz']}", flush=True)

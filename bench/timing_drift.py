@@ -35,7 +35,6 @@ moves, it is clocks/power; `inputs per side`, `outputs kept` and the pool rows p
 from __future__ import annotations
 
 import json
-import math
 import os
 import random
 import shutil
@@ -50,7 +49,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from gate.domain import Shape  # noqa: E402
 from gate.pipeline import build, workloads  # noqa: E402
-from gate.pipeline.gpu_timing import InterleavedTimer  # noqa: E402
+from gate.pipeline.gpu_timing import InterleavedTimer, timing_method  # noqa: E402
 from gate.pipeline.manifest import load_manifest  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -78,8 +77,10 @@ def build_copy(src: Path, work: Path, cache: Path, tag: str, kernel: str):
 
 
 def time_sides(timer, wl, shape, dtype, sides, *, rounds=ROUNDS, flush=True, input_sets=INPUT_SETS,
-               per_side_inputs=False, keep_outputs=False, spaced_ms=0.0, graph=False, shared_pool=False):
-    """Median µs per side label. `sides`: [(label, module)] called through `wl.call(module, 'forward', inputs)`."""
+               per_side_inputs=False, keep_outputs=False, spaced_ms=0.0, graph=False, shared_pool=False,
+               launches=None):
+    """Median µs per side label. `sides`: [(label, module)] called through `wl.call(module, 'forward', inputs)`;
+    `launches` per graph replay, or (None) as the gate chooses them."""
     import torch
 
     n_sets = len(sides) if per_side_inputs else 1
@@ -95,14 +96,10 @@ def time_sides(timer, wl, shape, dtype, sides, *, rounds=ROUNDS, flush=True, inp
         for i in range(3):
             fn(i % input_sets)
     graphs = {}
-    launches = 1
+    if graph and launches is None:
+        launches = timing_method([timer.estimate_us(fn) for _, fn in fns])[1]
+    launches = launches if graph else 1
     if graph:
-        est = []
-        for _, fn in fns:
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            start.record(); fn(0); end.record(); end.synchronize()  # noqa: E702
-            est.append(start.elapsed_time(end) * 1e3)
-        launches = max(2, min(64, math.ceil(200.0 / max(min(est), 0.5))))
         pool = torch.cuda.graph_pool_handle() if shared_pool else None
         for label, fn in fns:
             g = torch.cuda.CUDAGraph()
@@ -217,6 +214,20 @@ def main() -> int:
     row(fname, "alone, graph", fts([("A", fma_a)], graph=True))
     row(fname, "A/A, no L2 flush", fts(faa, flush=False))
 
+    # --- launches per graph replay, at the ~15 µs shape of the cross-job spread -------------------
+    # One "alone" job in five read 1.7 % slower there: does the per-call figure follow the launch
+    # count, which came from a noisy estimate (ceil(200 µs / estimate)) before it became a power of 2?
+    lshape = Shape({"n": 128 * 2**10, "iters": 2400})
+    lname = "fma chain 128K x 2400"
+    for n in (4, 8, 10, 13, 16, 32):
+        row(lname, f"alone, graph of {n} launches",
+            time_sides(timer, fwl, lshape, "float32", [("A", fma_a)], graph=True, launches=n))
+
+    linputs = fwl.make_inputs(lshape, "float32", 7, "cuda")
+    estimates = [timer.estimate_us(lambda i: fwl.call(fma_a, "forward", linputs)) for _ in range(10)]
+    rows.append({"subject": lname, "arrangement": "10 estimates (events, one call)", "median_us": min(estimates),
+                 "all": {"estimates_us": estimates}})
+    print(f"{lname:<26} estimates {', '.join(f'{e:.1f}' for e in estimates)} us", flush=True)
     elapsed = time.perf_counter() - t0
     report = {"device": torch.cuda.get_device_name(), "rounds": ROUNDS, "elapsed_s": elapsed, "rows": rows}
     (out / "timing_drift.json").write_text(json.dumps(report, indent=1))

@@ -103,6 +103,7 @@ class ShapeTiming:
     rounds: int = 0                       # interleaved rounds taken
     rel_se_pct: float | None = None       # relative standard error of the candidate median
     method: str = "events"                # "events" or "graph" (launch-bound kernels)
+    launches: int = 1                     # calls per timed repetition (graph: launches per replay)
     all_streams_us: float | None = None   # candidate's time per call until every stream finished
     enqueue_us: float | None = None       # ... of which the host's time to enqueue one call
     floor_us: float | None = None         # physical floor of one call on this GPU (roofline.py)

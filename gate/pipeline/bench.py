@@ -167,6 +167,7 @@ def _timing(run: _ShapeRun, workload: Any) -> ShapeTiming:
         shape=run.shape.label, dtype=run.dtype, candidate=_samples(cand, flops),
         peers={s.label: _samples(s, flops) for s in run.sides if s.label not in ("candidate", "baseline")},
         rounds=run.rounds, rel_se_pct=stats.median_rel_se_pct(cand.samples_us), method=run.method,
+        launches=cand.launches,
         all_streams_us=run.all_streams.per_call_us if run.all_streams else None,
         enqueue_us=run.all_streams.enqueue_us if run.all_streams else None,
         floor_us=run.floor.floor_us if run.floor else None,
