@@ -101,7 +101,8 @@ def _prepare(kernel: KernelSpec, workload: Any, cand: Any, base: Any | None, sha
     sides = [Side("candidate", calling(cand))]
     if base is not None:
         sides.append(Side("baseline", calling(base)))
-    peer_sets = [workload.peers(shape, inputs) for inputs in sets]
+    peers = getattr(workload, "peers", None)          # optional for a custom workload
+    peer_sets = [peers(shape, inputs) if peers else {} for inputs in sets]
     sides += [Side(label, lambda i, label=label: peer_sets[i][label]()) for label in peer_sets[0]]
     gated = 2 if base is not None else 1      # candidate (and baseline): they alone choose the method
     estimates = [timer.estimate_us(s.fn) for s in sides[:gated]]

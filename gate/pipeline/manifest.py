@@ -196,15 +196,25 @@ def _workload(check: _Checker, value: Any, key: str, root: Path) -> str:
     match = _CALLABLE.match(workload)
     if not match:
         raise check.fail(key, f"expected one of {sorted(WORKLOAD_DIMS)} or 'module:callable', got {workload!r}")
-    module_path = match.group(1).replace(".", "/")
-    candidates = [root / f"{module_path}.py", root / module_path / "__init__.py"]
-    module_file = next((c for c in candidates if c.is_file()), None)
+    module_file = workload_module_file(root, match.group(1))
     if module_file is None:
         raise check.fail(key, f"module {match.group(1)!r} not found in the repository")
     if match.group(2) not in _top_level_names(check, module_file, key, root):
         raise check.fail(key, f"{module_file.relative_to(root).as_posix()} defines no {match.group(2)!r} "
                               "at module level (a def, a class or an assignment)")
     return workload
+
+
+def workload_module_file(root: Path, module_name: str) -> Path | None:
+    """The file of a `module:callable` workload's module (`a.b` is `a/b.py` or `a/b/__init__.py`),
+    resolved, or None when neither is a file inside `root` (a symlink out of it does not count).
+    The manifest checks it here and the GPU child imports the same file (`workloads.get_workload`)."""
+    module_path = Path(*module_name.split("."))
+    for candidate in (root / module_path.with_suffix(".py"), root / module_path / "__init__.py"):
+        resolved = candidate.resolve()
+        if resolved.is_relative_to(root) and resolved.is_file():
+            return resolved
+    return None
 
 
 def _top_level_names(check: _Checker, module_file: Path, key: str, root: Path) -> set[str]:
@@ -242,6 +252,7 @@ def _shapes(check: _Checker, value: Any, key: str, workload: str) -> list[Shape]
 def _shape(check: _Checker, item: Any, key: str, workload: str) -> Shape:
     if not isinstance(item, dict) or not item:
         raise check.fail(key, "expected a non-empty inline table")
+    # A custom workload's keys mean nothing here: the job asks its `check_shape` (`get_workload`).
     dims, flags = WORKLOAD_DIMS.get(workload), WORKLOAD_FLAGS.get(workload, ())
     if dims is not None:
         check.only_keys(item, dims + flags, key)

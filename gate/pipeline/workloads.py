@@ -3,10 +3,15 @@
 Built in: `attention` (scaled-dot-product attention forward, q/k/v `[B,H,S,D]`, scale 1/sqrt(D),
 `module.forward(q, k, v, causal)`) and `gemm` (A·Bᵀ, A `[M,K]`, B `[N,K]`, `module.forward(a, b)`).
 A manifest may instead name `"module:callable"` inside the repository: the callable returns an
-object with the methods of `Workload` below (`flops` and `dram_bytes` optional).
+object with the methods of `Workload` below; `REQUIRED_METHODS` must be there, the rest is optional.
+docs/manifest.md ("A custom workload") is the reader's version of this, with an example.
 
 The protocol, and why each part is there:
 
+- `check_shape(shape)` -> a message naming what is wrong with one declared shape, or None. The
+  manifest checks built-in shapes when it is read; a custom workload's keys mean nothing to it, so
+  `get_workload` asks the workload about every shape as soon as it is loaded: a refusal is a
+  `ManifestError` (verdict `error`), not a kernel fault in `make_inputs` (`reject`).
 - `make_inputs(shape, dtype, seed, device)` -> `dict[str, Tensor]` (non-tensors allowed, e.g. a
   `causal` flag). Built-ins allocate every tensor with `guarded_empty`: a view in the middle of a
   NaN-filled buffer, so an out-of-bounds read returns NaN into the output and an out-of-bounds write
@@ -21,7 +26,8 @@ The protocol, and why each part is there:
 - `flops(shape)` and `dram_bytes(shape, dtype)` (the compulsory DRAM traffic: every input read once,
   the output written once) give the physical floor of a call (`roofline`); a custom workload without
   them gets no floor.
-- `peers(shape, inputs)` are PyTorch's own implementations, timed beside the kernel for reference.
+- `peers(shape, inputs)` are PyTorch's own implementations, timed beside the kernel for reference;
+  none without it.
 
 The bench times rotating input sets (`bench.INPUT_SETS`), each refilled right after it is used, so no
 timed call sees the pointer+content pair of the call before it.
@@ -37,13 +43,15 @@ from typing import Any, Protocol
 
 from gate.domain import KernelSpec, Shape
 from gate.errors import ManifestError
+from gate.pipeline.manifest import workload_module_file
 
 Inputs = dict[str, Any]   # name -> torch.Tensor
 
 
 class Workload(Protocol):
-    name: str
+    """Every method a workload may have; a custom one needs only `REQUIRED_METHODS` (see above)."""
 
+    def check_shape(self, shape: Shape) -> str | None: ...
     def make_inputs(self, shape: Shape, dtype: str, seed: int, device: str) -> Inputs: ...
     def refill(self, inputs: Inputs, seed: int) -> None: ...
     def call(self, module: Any, function_name: str, inputs: Inputs) -> Any: ...
@@ -53,6 +61,8 @@ class Workload(Protocol):
     def dram_bytes(self, shape: Shape, dtype: str) -> float: ...
     def peers(self, shape: Shape, inputs: Inputs) -> dict[str, Callable[[], Any]]: ...
 
+
+REQUIRED_METHODS = ("make_inputs", "refill", "call", "reference", "lowp_reference")
 
 # Problems up to this many multiply-adds get a float64 reference; larger ones float32 (still far
 # more precise than the fp16/bf16 kernels under test, and float64 is ~60x slower on H100).
@@ -239,25 +249,43 @@ class Gemm:
 
 
 def get_workload(kernel: KernelSpec, src_dir: Path) -> Workload:
-    """The built-in workload named by the manifest, or `module:callable` loaded from the repo."""
+    """The built-in workload named by the manifest, or `module:callable` loaded from the repository,
+    with every declared shape checked (`check_shape`). Raises `ManifestError` for a `module:callable`
+    that does not resolve, an object without `REQUIRED_METHODS`, or a shape the workload refuses;
+    anything the repository's module raises itself propagates unchanged."""
     if kernel.workload == "attention":
         return Attention()
     if kernel.workload == "gemm":
         return Gemm()
+    key = f"kernel[{kernel.name!r}].workload"
     module_name, sep, attr = kernel.workload.partition(":")
     if not sep or not module_name or not attr:
-        raise ManifestError(f"workload {kernel.workload!r}: expected attention, gemm or module:callable",
-                            key="workload")
-    root = Path(src_dir).resolve()
-    path = (root / Path(*module_name.split("."))).with_suffix(".py").resolve()
-    if not path.is_relative_to(root) or not path.is_file():
-        raise ManifestError(f"workload module {module_name!r} is not a file inside the repository",
-                            key="workload")
+        raise ManifestError(f"{kernel.workload!r}: expected attention, gemm or module:callable", key=key)
+    path = workload_module_file(Path(src_dir).resolve(), module_name)
+    if path is None:
+        raise ManifestError(f"module {module_name!r} is not a file inside the repository", key=key)
     spec = importlib.util.spec_from_file_location(f"gate_workload_{abs(hash(path))}", path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     factory = getattr(module, attr, None)
     if not callable(factory):
-        raise ManifestError(f"workload {kernel.workload!r}: {attr!r} is not callable", key="workload")
-    return factory()
+        raise ManifestError(f"{kernel.workload!r}: {attr!r} is not callable", key=key)
+    workload = factory()
+    missing = [m for m in REQUIRED_METHODS if not callable(getattr(workload, m, None))]
+    if missing:
+        raise ManifestError(f"{kernel.workload!r}: the {type(workload).__name__} it returns has no "
+                            f"{', '.join(missing)} (the protocol: docs/manifest.md)", key=key)
+    check_shape = getattr(workload, "check_shape", None)
+    for i, shape in enumerate(kernel.shapes if callable(check_shape) else ()):
+        problem = check_shape(shape)
+        if problem:
+            raise ManifestError(f"{_toml(shape)}: {problem} (checked by {kernel.workload})",
+                                key=f"kernel[{kernel.name!r}].shapes[{i}]")
+    return workload
+
+
+def _toml(shape: Shape) -> str:
+    """A shape as the manifest writes it: `{b = 2, s = 1000, causal = true}`."""
+    return "{" + ", ".join(f"{k} = {str(v).lower() if isinstance(v, bool) else v}"
+                           for k, v in shape.params.items()) + "}"

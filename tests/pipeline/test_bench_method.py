@@ -35,11 +35,15 @@ class FakeTimer:
         return "graph" if use_graph else "events"
 
 
-def prepare(cand_us, base_us=None):
+class WorkloadWithoutPeers(FakeWorkload):
+    peers = None                              # as a custom workload that declares none
+
+
+def prepare(cand_us, base_us=None, workload=None):
     kernel = KernelSpec(name="k", sources=["k.cu"], workload="gemm", shapes=[Shape({"m": 16})])
     timer = FakeTimer()
     base = SimpleNamespace(us=base_us) if base_us is not None else None
-    run = bench._prepare(kernel, FakeWorkload(), SimpleNamespace(us=cand_us), base, kernel.shapes[0],
+    run = bench._prepare(kernel, workload or FakeWorkload(), SimpleNamespace(us=cand_us), base, kernel.shapes[0],
                          "float16", timer)
     return run, timer.prepared
 
@@ -56,6 +60,11 @@ def test_the_same_slow_binary_gets_the_same_method_alone_and_against_itself():
     against_itself, (labels, _, _) = prepare(500.0, 500.0)
     assert labels == ["candidate", "baseline", "cublas"]
     assert alone.method == against_itself.method == "events"
+
+
+def test_a_workload_without_peers_times_the_kernel_alone():
+    run, (labels, _, _) = prepare(500.0, 500.0, WorkloadWithoutPeers())
+    assert labels == ["candidate", "baseline"] and [s.label for s in run.sides] == labels
 
 
 def test_a_launch_bound_gated_side_still_gets_a_graph():

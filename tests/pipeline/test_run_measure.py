@@ -22,6 +22,7 @@ from gate.domain.verdict import Verdict
 from gate.errors import ToolMissingError
 from gate.pipeline import run
 from gate.pipeline.decide import decide
+from gate.pipeline.workloads import get_workload
 
 P = StageStatus.PASSED
 
@@ -179,3 +180,25 @@ def test_static_and_build_share_one_object_cache_and_the_configured_nvcc(tmp_pat
     static_kw, base_static_kw = static_args
     assert static_kw["nvcc"] == base_static_kw["nvcc"] == "/opt/cuda-x/bin/nvcc"
     assert fakes["build_args"] == [(static_kw["cache_dir"], "/opt/cuda-x/bin/nvcc")] * 2
+
+
+def test_a_shape_the_custom_workload_refuses_ends_the_job_as_error_naming_the_key(tmp_path, fake_gpu):
+    calls, fakes = fake_gpu
+    fakes["workloads"].get_workload = get_workload          # the real loader, on a module without torch
+    (tmp_path / "cand").mkdir()
+    (tmp_path / "cand" / "wl.py").write_text(
+        "class W:\n"
+        "    def check_shape(self, shape):\n"
+        "        return None if shape.params['n'] % 128 == 0 else 'n: a multiple of 128'\n"
+        "    make_inputs = refill = call = reference = lowp_reference = print\n"
+        "def make():\n    return W()\n")
+    req = request(tmp_path)
+    req.kernel.workload, req.kernel.shapes = "wl:make", [Shape({"n": 256}), Shape({"n": 100})]
+    result = run.measure(req, lambda e: None)
+    assert result.candidate.correctness.status is StageStatus.ERROR
+    assert result.candidate.correctness.reason == (
+        "ManifestError: gate.toml: kernel['k'].shapes[1]: {n = 100}: n: a multiple of 128 (checked by wl:make)")
+    assert [c[0] for c in calls] == ["build", "build"]     # no correctness case, no timing, no profile
+    assert result.bench.reason == "not run: correctness error"
+    report = decide(result, req.kernel.gates)
+    assert report.verdict is Verdict.ERROR and "shapes[1]" in report.reason
