@@ -64,9 +64,20 @@ class Workload(Protocol):
 
 REQUIRED_METHODS = ("make_inputs", "refill", "call", "reference", "lowp_reference")
 
-# Problems up to this many multiply-adds get a float64 reference; larger ones float32 (still far
-# more precise than the fp16/bf16 kernels under test, and float64 is ~60x slower on H100).
+# Problems up to this many multiply-adds get a float64 reference; larger fp16/bf16 ones float32 (still
+# far more precise than the kernels under test, and float64 is ~60x slower on H100). A float32 run
+# always gets float64: a float32 reference would be the very computation of `lowp_reference`, so
+# PyTorch's own error would read 0 and every correct float32 kernel would fail (seen on the device
+# with a foreign float32 attention kernel: "max error 1.85e-06 > 16 x PyTorch's 0").
 _FLOAT64_MAX_MACS = 2**28
+# The float64 attention formula holds one S x S score matrix per head; heads go in chunks of this size.
+_FLOAT64_SCORES_BYTES = 2**30
+
+
+def _float64_reference(macs: int, dtype: Any) -> bool:
+    import torch
+
+    return macs <= _FLOAT64_MAX_MACS or dtype == torch.float32
 
 
 def _element_bytes(dtype: str) -> int:
@@ -162,13 +173,18 @@ class Attention:
         causal = bool(shape.params.get("causal", False))
         q, k, v = (inputs[n] for n in "qkv")
         b, h, s, d = q.shape
-        if b * h * s * s * d <= _FLOAT64_MAX_MACS:   # explicit formula in float64
-            q64, k64, v64 = (t.double() for t in (q, k, v))
-            scores = q64 @ k64.transpose(-1, -2) / math.sqrt(d)
-            if causal:
-                mask = torch.ones(s, s, dtype=torch.bool, device=q.device).triu(1)
-                scores.masked_fill_(mask, float("-inf"))
-            return (scores.softmax(-1) @ v64).float()
+        if _float64_reference(b * h * s * s * d, q.dtype):   # explicit formula in float64, by head chunks
+            mask = torch.ones(s, s, dtype=torch.bool, device=q.device).triu(1) if causal else None
+            heads = [t.reshape(b * h, s, d) for t in (q, k, v)]
+            step = max(1, _FLOAT64_SCORES_BYTES // (s * s * 8))
+            out = torch.empty(b * h, s, d, dtype=torch.float32, device=q.device)
+            for i in range(0, b * h, step):
+                q64, k64, v64 = (t[i:i + step].double() for t in heads)
+                scores = q64 @ k64.transpose(-1, -2) / math.sqrt(d)
+                if mask is not None:
+                    scores.masked_fill_(mask, float("-inf"))
+                out[i:i + step] = scores.softmax(-1) @ v64
+            return out.reshape(b, h, s, d)
         # Large: float32 through the memory-efficient backend (no S x S matrix in memory).
         with sdpa_kernel([SDPBackend.EFFICIENT_ATTENTION, SDPBackend.MATH]):
             return F.scaled_dot_product_attention(q.float(), k.float(), v.float(), is_causal=causal)
@@ -227,7 +243,7 @@ class Gemm:
 
     def reference(self, shape: Shape, inputs: Inputs) -> Any:
         a, b = inputs["a"], inputs["b"]
-        if a.shape[0] * b.shape[0] * a.shape[1] <= _FLOAT64_MAX_MACS:
+        if _float64_reference(a.shape[0] * b.shape[0] * a.shape[1], a.dtype):
             return (a.double() @ b.double().T).float()
         return a.float() @ b.float().T
 
