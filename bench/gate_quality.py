@@ -80,9 +80,8 @@ MANIFEST = (SUBJECT / "gate.toml.in").read_text()
 
 def subject_manifest(shapes: list[Shape], workload: str = "quality_workload:make") -> str:
     """The subject's gate.toml for these shapes: the latency gate and a bank-conflict rule."""
-    listed = ", ".join("{" + ", ".join(f"{k} = {v}" for k, v in sh.params.items()) + "}" for sh in shapes)
-    return MANIFEST.format(shapes=listed, more_gates="max_bank_conflict_pct = 10").replace(
-        "quality_workload:make", workload)
+    text = MANIFEST.format(shapes=", ".join(sh.toml for sh in shapes), more_gates="max_bank_conflict_pct = 10")
+    return text.replace("quality_workload:make", workload)
 
 
 def _git(repo: Path, *args: str) -> str:

@@ -96,9 +96,10 @@ def time_sides(timer, wl, shape, dtype, sides, *, rounds=ROUNDS, flush=True, inp
         for i in range(3):
             fn(i % input_sets)
     graphs = {}
-    if graph and launches is None:
+    if not graph:
+        launches = 1
+    elif launches is None:
         launches = timing_method([timer.estimate_us(fn) for _, fn in fns])[1]
-    launches = launches if graph else 1
     if graph:
         pool = torch.cuda.graph_pool_handle() if shared_pool else None
         for label, fn in fns:

@@ -18,6 +18,12 @@ class Shape:
         flags = [k for k, v in self.params.items() if v is True]
         return "_".join(parts + flags)
 
+    @property
+    def toml(self) -> str:
+        """As the manifest writes it: `{b = 2, s = 1000, causal = true}`."""
+        return "{" + ", ".join(f"{k} = {str(v).lower() if isinstance(v, bool) else v}"
+                               for k, v in self.params.items()) + "}"
+
     def __hash__(self) -> int:
         return hash(tuple(sorted(self.params.items())))
 

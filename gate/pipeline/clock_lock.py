@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gate.domain.environment import ClockPolicy
-from gate.pipeline.gpu_watch import _import_nvml, nvml_index
+from gate.pipeline.gpu_watch import import_nvml, nvml_index
 
 
 @dataclass
@@ -36,16 +36,15 @@ def apply(requested: str, device_index: int | None = None, nvml: Any = None) -> 
     if policy is ClockPolicy.OBSERVE:
         yield Applied(ClockPolicy.OBSERVE.value, "clocks left alone and observed")
         return
-    handle = None
     try:
-        nvml = nvml or _import_nvml()
+        nvml = nvml or import_nvml()
         nvml.nvmlInit()
         handle = nvml.nvmlDeviceGetHandleByIndex(nvml_index() if device_index is None else device_index)
         target = int(nvml.nvmlDeviceGetDefaultApplicationsClock(handle, nvml.NVML_CLOCK_SM))
         nvml.nvmlDeviceSetGpuLockedClocks(handle, target, target)
     except Exception as exc:   # not permitted, no driver, no library: observe and say why
-        if handle is not None:
-            _shutdown(nvml)
+        if nvml is not None:
+            _shutdown(nvml)    # a shutdown without an init fails quietly
         yield Applied(ClockPolicy.OBSERVE.value,
                       f"clock lock asked for but not applied ({type(exc).__name__}: {exc}); clocks observed instead")
         return

@@ -154,7 +154,7 @@ def watch_gpu(device_index: int | None = None, *, interval_s: float = INTERVAL_S
     `GpuWatch` afterwards. The device is the one torch uses unless `device_index` (NVML's) is given;
     `nvml` stands in for `pynvml` and `settle` for `torch.cuda.synchronize` (tests)."""
     try:
-        nvml = nvml or _import_nvml()
+        nvml = nvml or import_nvml()
         nvml.nvmlInit()
         handle = nvml.nvmlDeviceGetHandleByIndex(nvml_index() if device_index is None else device_index)
     except Exception as exc:       # no driver, no library: say so, time as before
@@ -205,7 +205,7 @@ def nvml_index() -> int:
     return int(to_nvml(device)) if to_nvml else device
 
 
-def _import_nvml() -> Any:
+def import_nvml() -> Any:
     import pynvml
 
     return pynvml

@@ -296,12 +296,7 @@ def get_workload(kernel: KernelSpec, src_dir: Path) -> Workload:
     for i, shape in enumerate(kernel.shapes if callable(check_shape) else ()):
         problem = check_shape(shape)
         if problem:
-            raise ManifestError(f"{_toml(shape)}: {problem} (checked by {kernel.workload})",
+            raise ManifestError(f"{shape.toml}: {problem} (checked by {kernel.workload})",
                                 key=f"kernel[{kernel.name!r}].shapes[{i}]")
     return workload
 
-
-def _toml(shape: Shape) -> str:
-    """A shape as the manifest writes it: `{b = 2, s = 1000, causal = true}`."""
-    return "{" + ", ".join(f"{k} = {str(v).lower() if isinstance(v, bool) else v}"
-                           for k, v in shape.params.items()) + "}"
