@@ -55,6 +55,7 @@ def gate_job(*, repo: str, sha: str, base_sha: str | None, kernel: str, data_dir
     """Gate one kernel at `sha` (a full sha) against `base_sha` on this machine. `cancel` stops it
     (`JobCancelled`): before the child starts, or by killing the child's process group."""
     emit = on_event or (lambda _event: None)
+    data_dir = Path(data_dir).resolve()    # the child runs in its artifacts dir: relative paths would miss
     key = job_key or f"{sha[:12]}-{kernel}-{uuid.uuid4().hex[:8]}"
     workspace = Path(data_dir) / "workspaces" / key
     artifacts = Path(data_dir) / "artifacts" / key

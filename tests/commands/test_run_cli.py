@@ -88,3 +88,20 @@ def test_gate_run_refuses_an_unknown_kernel(tmp_path):
     proc = gate_run(tmp_path, "--repo", str(repo), "--kernel", "nope")
     assert proc.returncode == 2
     assert "no kernel named 'nope'" in proc.stderr
+
+
+@pytest.mark.nvcc
+@needs_nvcc
+def test_gate_run_works_with_the_default_data_dir_relative_to_where_it_is_started(tmp_path):
+    """With no settings the data dir is `.gate` under the working directory. The job's child runs in
+    its own artifacts directory, so a relative path handed to it (or to its box) pointed nowhere:
+    bwrap once failed with "Can't find source path .gate/artifacts/.../candidate"."""
+    repo, _ = make_repo(tmp_path, variants=["compile_error"])
+    work = tmp_path / "work"
+    work.mkdir()
+    env = {k: v for k, v in gate_env().items() if k not in ("GATE_DATA_DIR", "GATE_DATABASE_URL")}
+    proc = subprocess.run([sys.executable, "-m", "gate.cli", "run", "--repo", str(repo), "--sha",
+                           "variant/compile_error"], capture_output=True, text=True, env=env, cwd=work, timeout=600)
+    assert proc.returncode == 1, proc.stderr
+    assert 'identifier "zero_value" is undefined' in proc.stdout      # the child ran and compiled
+    assert (work / ".gate" / "mirrors").is_dir()
