@@ -23,8 +23,10 @@ events; every other row changes one thing:
                                them the same ones (ratio B/A over many rounds)
 
 Subjects: the WMMA GEMM of the gate's own samples (tests/samples/wmma_gemm, loads its fragments
-straight from global memory, so it is L2-bound like the issue's kernel) and the FMA chain of
-bench/quality_repo (compute-bound: the control, which should not move).
+straight from global memory, so it is L2-bound like the issue's kernel); the same GEMM with C staged
+through shared memory and written column-wise (the sample's `bank_conflicts` variant: a shared-memory
+WMMA GEMM whose global stores are partial sectors, so L2 state matters to its writes as well); and the
+FMA chain of bench/quality_repo (compute-bound: the control, which should not move).
 
 What to look for: if `alone+peer, graph` reads like the issue's 457 µs and every events row reads like
 A/A (~600 µs), the method choice was the cause (fixed in `gpu_timing.timing_method`: only the gated
@@ -60,10 +62,16 @@ BIAS_ROUNDS = int(os.environ.get("GATE_DRIFT_BIAS_ROUNDS", "4000"))
 INPUT_SETS = 3
 
 
-def build_copy(src: Path, work: Path, cache: Path, tag: str, kernel: str):
-    """A separate checkout and .so of `src` (two builds of one source: a true A/A)."""
+def build_copy(src: Path, work: Path, cache: Path, tag: str, kernel: str, variant: str | None = None):
+    """A separate checkout and .so of `src` (two builds of one source: a true A/A); `variant` names a
+    change of tests/samples/build.py applied to the WMMA sample's kernel."""
     dest = work / f"{src.name}-{tag}"
     shutil.copytree(src, dest)
+    if variant:
+        from tests.samples.build import KERNEL_FILE, apply_variant
+
+        path = dest / KERNEL_FILE
+        path.write_text(apply_variant(path.read_text(encoding="utf-8"), variant), encoding="utf-8")
     spec = load_manifest(dest).kernel(kernel) if (dest / "gate.toml").exists() else None
     if spec is None:   # bench/quality_repo has no gate.toml: the spec gate_quality.py uses
         sys.path.insert(0, str(ROOT / "bench"))
@@ -164,32 +172,42 @@ def main() -> int:
         print(f"{subject:<26} {arrangement:<34} {value:9.2f} us   {json.dumps({k: round(v, 2) for k, v in medians.items()})}",
               flush=True)
 
-    # --- the issue's kernel: an L2-bound WMMA GEMM at 2048 x 2048 x 1024 fp16 -----------------------
-    _, _, gemm_a = build_copy(GEMM_REPO, work, cache, "a", "wmma_gemm")
-    _, _, gemm_b = build_copy(GEMM_REPO, work, cache, "b", "wmma_gemm")
-    print(f"builds: {time.perf_counter() - t0:.0f} s", flush=True)
+    # --- the issue's kernel: a WMMA GEMM at 2048 x 2048 x 1024 fp16 -----------------------------
     gemm = workloads.Gemm()
     cublas = SimpleNamespace(forward=lambda a, b: torch.matmul(a, b.T))
     big = Shape({"m": 2048, "n": 2048, "k": 1024})
-    name = "wmma gemm 2048x2048x1024"
     ts = lambda sides, **kw: time_sides(timer, gemm, big, "float16", sides, **kw)  # noqa: E731
-    aa = [("A", gemm_a), ("A'", gemm_b)]
-    row(name, "A/A, events (reference)", ts(aa))
-    row(name, "alone, events (the gate now)", ts([("A", gemm_a)]))
-    row(name, "alone+peer, graph (before the fix)", ts([("A", gemm_a), ("cublas", cublas)], graph=True))
-    row(name, "vs other kernel (cuBLAS), events", ts([("A", gemm_a), ("cublas", cublas)]))
-    row(name, "A/A, no L2 flush", ts(aa, flush=False))
-    row(name, "A/A, inputs per side", ts(aa, per_side_inputs=True))
-    row(name, "A/A, 1 input set", ts(aa, input_sets=1))
-    row(name, "A/A, 8 input sets", ts(aa, input_sets=8))
-    row(name, "A/A, outputs kept (no reuse)", ts(aa, keep_outputs=True))
-    row(name, "A/A, spaced 2 ms", ts(aa, spaced_ms=2.0, rounds=min(ROUNDS, 100)))
-    row(name, "A/A, graph", ts(aa, graph=True))
-    row(name, "alone, graph", ts([("A", gemm_a)], graph=True))
+
+    def gemm_rows(name, a, b, *, every_factor):
+        aa = [("A", a), ("A'", b)]
+        row(name, "A/A, events (reference)", ts(aa))
+        row(name, "alone, events (the gate now)", ts([("A", a)]))
+        row(name, "alone+peer, graph (before the fix)", ts([("A", a), ("cublas", cublas)], graph=True))
+        row(name, "vs other kernel (cuBLAS), events", ts([("A", a), ("cublas", cublas)]))
+        row(name, "A/A, no L2 flush", ts(aa, flush=False))
+        if every_factor:
+            row(name, "A/A, inputs per side", ts(aa, per_side_inputs=True))
+            row(name, "A/A, 1 input set", ts(aa, input_sets=1))
+            row(name, "A/A, 8 input sets", ts(aa, input_sets=8))
+            row(name, "A/A, outputs kept (no reuse)", ts(aa, keep_outputs=True))
+        row(name, "A/A, spaced 2 ms", ts(aa, spaced_ms=2.0, rounds=min(ROUNDS, 100)))
+        row(name, "A/A, graph", ts(aa, graph=True))
+        row(name, "alone, graph", ts([("A", a)], graph=True))
+
+    _, _, gemm_a = build_copy(GEMM_REPO, work, cache, "a", "wmma_gemm")
+    _, _, gemm_b = build_copy(GEMM_REPO, work, cache, "b", "wmma_gemm")
+    # The same GEMM with C staged through unpadded shared memory and written column-wise (the
+    # sample's `bank_conflicts` variant): a shared-memory WMMA GEMM whose stores are partial sectors.
+    _, _, smem_a = build_copy(GEMM_REPO, work, cache, "smem-a", "wmma_gemm", variant="bank_conflicts")
+    _, _, smem_b = build_copy(GEMM_REPO, work, cache, "smem-b", "wmma_gemm", variant="bank_conflicts")
+    print(f"builds: {time.perf_counter() - t0:.0f} s", flush=True)
+    gemm_rows("wmma gemm 2048x2048x1024", gemm_a, gemm_b, every_factor=True)
+    gemm_rows("wmma gemm, C via smem", smem_a, smem_b, every_factor=False)
 
     # --- the A/A bias at the ~30 µs shape: graph pools --------------------------------------------
     small = Shape({"m": 512, "n": 512, "k": 256})
     sname = "wmma gemm 512x512x256"
+    aa = [("A", gemm_a), ("A'", gemm_b)]
     for label, kw in (("A/A graph, own pools", {}), ("A/A graph, shared pool", {"shared_pool": True}),
                       ("A/A events", {"graph": False})):
         kw = {"graph": True, **kw}
