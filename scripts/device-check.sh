@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # The one script for the GPU machine: carried wheels, versions, then the parts asked for, a short
-# table last. Usage (repo root): scripts/device-check.sh [tests] [quality] [spread] [drift] [cost] [demo] [latency]
+# table last. Usage (repo root): scripts/device-check.sh [tests] [quality] [spread] [drift] [streams] [cost] [demo] [latency]
 # (no argument = all; one device call runs at most 10 minutes, so the parts are split across calls).
 #   quality  bench/gate_quality.py sections GATE_QUALITY_SECTIONS (default verdict,aa,det,sdpa: ~6 min
 #            on an H100; `aa` alone prints the A/A bias at both sizes)
 #   spread   bench/gate_quality.py spread: one revision in 5 separate jobs x 3 arrangements (~5 min)
 #   drift    bench/timing_drift.py: why one binary read 457 vs 597 us, one factor at a time (< 5 min)
+#   streams  bench/all_streams_loop.py: the all-streams check's two figures on honest calls (< 1 min)
 #   cost     bench/verdict_cost.py: the warm verdict beside the gate before the defences (~4 min); needs
 #            that gate's tree carried in .carry/before: git archive c381cf8 | tar -x -C .carry/before
 # Logs and JSON go to $OUT (default ./device-out).
@@ -33,7 +34,7 @@ export PYTHONPATH="$PWD:${PYTHONPATH:-}"
 # This workplace asks that GPU clocks be left alone: ncu runs with --clock-control none (both sides
 # of every comparison alike). Elsewhere the default is `base`.
 export GATE_NCU_CLOCK_CONTROL="${GATE_NCU_CLOCK_CONTROL:-none}"
-parts=("$@"); [ ${#parts[@]} -eq 0 ] && parts=(tests quality spread drift cost demo latency)
+parts=("$@"); [ ${#parts[@]} -eq 0 ] && parts=(tests quality spread drift streams cost demo latency)
 
 nvidia-smi -L; nvcc --version | tail -1; ncu --version | tail -1
 python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda)'
@@ -52,12 +53,13 @@ for part in "${parts[@]}"; do
              step gate-quality 540 python3 bench/gate_quality.py ;;
     spread)  step gate-spread 540 python3 bench/gate_quality.py spread ;;
     drift)   step timing-drift 300 python3 bench/timing_drift.py ;;
+    streams) step all-streams 120 python3 bench/all_streams_loop.py ;;
     cost)    step verdict-cost 420 python3 bench/verdict_cost.py .carry/before ;;
     demo)    GATE_DATA_DIR=/tmp/gate-demo GATE_DATABASE_URL=sqlite:////tmp/gate-demo/gate.db \
              GATE_BENCH_BUDGET_S="${GATE_BENCH_BUDGET_S:-3}" step demo "${GATE_DEMO_LIMIT_S:-480}" python3 -m gate.cli demo --no-serve
              cp /tmp/gate-demo/gate.db "$OUT/demo-gate.db" 2>/dev/null ;;   # for scripts/screenshots.py
     latency) step flashcore-latency 180 python3 bench/flashcore_latency.py --json "$OUT/flashcore_latency.json" ;;
-    *) echo "unknown part: $part (tests, quality, spread, drift, cost, demo, latency)"; exit 2 ;;
+    *) echo "unknown part: $part (tests, quality, spread, drift, streams, cost, demo, latency)"; exit 2 ;;
   esac
 done
 
@@ -66,6 +68,7 @@ echo; echo "== device check: ${parts[*]}"
 [ -f "$OUT/gate-quality.log" ] && sed -n '/^== gate quality/,$p' "$OUT/gate-quality.log"
 [ -f "$OUT/gate-spread.log" ] && sed -n '/^== gate quality/,$p' "$OUT/gate-spread.log"
 [ -f "$OUT/timing-drift.log" ] && sed -n '/^== timing drift/,$p' "$OUT/timing-drift.log"
+[ -f "$OUT/all-streams.log" ] && cat "$OUT/all-streams.log"
 [ -f "$OUT/verdict-cost.log" ] && sed -n '/^== verdict cost/,$p' "$OUT/verdict-cost.log"
 [ -f "$OUT/demo.log" ] && sed -n '/^commit /,$p' "$OUT/demo.log"
 for k in "${!STATUS[@]}"; do printf '%-18s %s\n' "$k" "${STATUS[$k]}"; done

@@ -106,6 +106,7 @@ class ShapeTiming:
     launches: int = 1                     # calls per timed repetition (graph: launches per replay)
     all_streams_us: float | None = None   # candidate's time per call until every stream finished
     enqueue_us: float | None = None       # ... of which the host's time to enqueue one call
+    caller_stream_us: float | None = None  # ... and the caller's stream's time per call in that loop
     floor_us: float | None = None         # physical floor of one call on this GPU (roofline.py)
     floor_basis: str = ""                 # what bound the floor: "compute 2.1 GFLOP at 989 TFLOP/s"
 

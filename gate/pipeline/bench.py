@@ -6,7 +6,7 @@ repetition, one input set per round, refilled right after it, CUDA graphs for la
 until the candidate's and the baseline's medians are known to `options.target_rel_se_pct` or
 `options.bench_budget_s` is spent. Afterwards, per shape, the figures that keep the timing honest:
 the candidate's time per call until *every* stream has finished (`all_streams_time`, to compare with
-its event time) and the physical floor of one call on this GPU (`roofline`); `decide_rules.integrity_rows`
+its caller's stream over the same calls) and the physical floor of one call on this GPU (`roofline`); `decide_rules.integrity_rows`
 judges them. Every sample is kept. The candidate/baseline comparison (median ratio, 95 % bootstrap interval,
 Mann-Whitney p) comes from `stats`. When the kernel has a latency gate and some shape's interval
 straddles 1 + threshold, those shapes go on sampling with twice the budget and half the target error,
@@ -171,6 +171,7 @@ def _timing(run: _ShapeRun, workload: Any) -> ShapeTiming:
         launches=cand.launches,
         all_streams_us=run.all_streams.per_call_us if run.all_streams else None,
         enqueue_us=run.all_streams.enqueue_us if run.all_streams else None,
+        caller_stream_us=run.all_streams.caller_stream_us if run.all_streams else None,
         floor_us=run.floor.floor_us if run.floor else None,
         floor_basis=run.floor.basis if run.floor else "")
     if "baseline" in by_label:

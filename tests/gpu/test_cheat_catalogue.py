@@ -43,7 +43,7 @@ def _evidence(outcome) -> str:
         rows.append(f"bench: {bench.reason}")
         rows += [f"  {st.shape} {st.method}: cand {st.candidate.median_us:.2f} us, base "
                  f"{st.baseline.median_us if st.baseline else float('nan'):.2f} us, ratio {st.ratio}, "
-                 f"all streams {st.all_streams_us}" for st in bench.shapes]
+                 f"all streams {st.all_streams_us}, caller stream {st.caller_stream_us}" for st in bench.shapes]
     return "\n".join(rows)
 
 

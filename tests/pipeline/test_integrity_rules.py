@@ -9,9 +9,10 @@ from gate.pipeline.decide_rules import integrity_rows
 
 
 def shape(events_us: float, all_streams_us: float | None, floor_us: float | None = None,
-          enqueue_us: float = 1.0) -> ShapeTiming:
+          enqueue_us: float = 1.0, caller_stream_us: float | None = None) -> ShapeTiming:
     return ShapeTiming("m1024", "float16", TimingSamples([events_us], events_us, events_us, events_us),
-                       all_streams_us=all_streams_us, enqueue_us=enqueue_us, floor_us=floor_us,
+                       all_streams_us=all_streams_us, enqueue_us=enqueue_us, caller_stream_us=caller_stream_us,
+                       floor_us=floor_us,
                        floor_basis="compute 2.15 GFLOP at 989.4 TFLOP/s" if floor_us else "")
 
 
@@ -40,6 +41,28 @@ def test_a_small_kernel_gets_slack_for_fork_and_join_gaps():
 def test_a_launch_bound_loop_is_explained_by_the_host_enqueue_time():
     (row,) = rows(shape(9.0, 36.0, enqueue_us=35.0))   # 9 us kernel behind 35 us of Python per call
     assert row.outcome is RuleOutcome.PASS
+
+
+def test_a_loop_slower_than_the_cold_event_time_is_judged_against_the_same_loop_on_the_caller_stream():
+    """causal-conv1d's fp16 forward on an H100: 52.5 us cold with events, 68 us per call in the eager
+    loop. Against the event time that read as hidden work; the caller's stream over the same calls
+    explains it."""
+    (row,) = rows(shape(52.5, 68.0, caller_stream_us=67.4))
+    assert row.outcome is RuleOutcome.PASS
+    assert row.reason == "68 us per call until every stream finished vs 67.4 us on the caller's stream over the same calls"
+    assert row.baseline == 67.4
+
+
+def test_a_private_stream_is_caught_against_the_caller_stream_of_the_same_loop():
+    # The caller's stream holds nothing: its events read the host's pace between the two records.
+    (row,) = rows(shape(0.02, 312.0, enqueue_us=8.0, caller_stream_us=8.3))
+    assert row.outcome is RuleOutcome.FAIL
+    assert row.reason == ("work outside the caller's stream: 312 us per call until every stream finished "
+                          "vs 8.3 us on the caller's stream over the same calls (limit 12.375 us)")
+
+
+def test_a_result_stored_before_the_caller_stream_figure_is_judged_as_it_was():
+    assert rows(shape(52.5, 68.0))[0].outcome is RuleOutcome.FAIL       # 52.5 x 1.25 + 2 = 67.6 us
 
 
 def test_a_missing_measure_cannot_pass():
