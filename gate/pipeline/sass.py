@@ -17,6 +17,8 @@ from collections import Counter
 from pathlib import Path
 
 DISASSEMBLERS = ("cuobjdump", "nvdisasm")
+# Goes with every histogram the object cache keeps: a change to what `parse_sass` returns bumps it.
+FORMAT = 1
 
 # cuobjdump: "\t\tFunction : NAME"; nvdisasm: ".text.NAME:" label lines.
 _FUNCTION = re.compile(r"^\s*(?:Function : (\S+)|\.text\.(\S+):)\s*$")

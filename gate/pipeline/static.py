@@ -118,10 +118,20 @@ def run_static(kernel: KernelSpec, src_dir: Path, out_dir: Path, nvcc: str = "nv
             command = tools.nvcc_command([arch], name, torch_needed) if tools \
                 else tc.plain_nvcc_command(nvcc_path, [arch])
             jobs.append((source_name, arch, command, objects.key_of(path, source_name, command, versions, src_dir)))
+
+    def read(job: tuple[str, str, list[str], str]) -> tuple[objects.CompiledObject, dict | None, str]:
+        source_name, arch, command, key = job
+        compiled = objects.compile_object(source_name, command, key, src_dir, out_dir, cache, kernel.timeout_s)
+        if disassembler is None or not compiled.ok or compiled.obj is None:
+            return compiled, None, ""
+        try:
+            return compiled, _histograms(disassembler, compiled.obj, key, cache), ""
+        except (subprocess.CalledProcessError, subprocess.TimeoutExpired, OSError) as exc:
+            return compiled, None, f"disassembler failed on {source_name} ({arch}): {exc}"
+
     with ThreadPoolExecutor(max_workers=max(1, min(len(jobs), (os.cpu_count() or 2) // 2))) as pool:
-        compiled_all = list(pool.map(lambda j: objects.compile_object(
-            j[0], j[2], j[3], src_dir, out_dir, cache, kernel.timeout_s), jobs))
-    for (source_name, arch, command, _), compiled in zip(jobs, compiled_all):
+        read_all = list(pool.map(read, jobs))
+    for (source_name, arch, command, _), (compiled, histograms, sass_error) in zip(jobs, read_all):
         logs.append(f"$ {' '.join([*command, '-c', source_name])}" + (" (object cache hit)" if compiled.hit else ""))
         logs.append(compiled.log)
         if not compiled.ok and tools and _lacks_torch_header(compiled.log, tools.torch_includes):
@@ -133,15 +143,12 @@ def run_static(kernel: KernelSpec, src_dir: Path, out_dir: Path, nvcc: str = "nv
             failure = failure or f"compile error ({arch}): {_first_error(compiled.log, src_dir)}"
             continue
         found = parse_ptxas(compiled.log)
-        if sass_ok and compiled.obj is not None:
-            try:
-                histograms = sass.disassemble(disassembler, compiled.obj)
-            except (subprocess.CalledProcessError, subprocess.TimeoutExpired, OSError) as exc:
-                logs.append(f"disassembler failed on {source_name} ({arch}): {exc}")
-                sass_ok = False
-            else:
-                for fn in found:
-                    fn.sass_opcodes = histograms.get(fn.function, {})
+        if sass_error:
+            logs.append(sass_error)
+            sass_ok = False
+        elif histograms is not None:
+            for fn in found:
+                fn.sass_opcodes = histograms.get(fn.function, {})
         functions.extend(found)
     log = "\n".join(logs)
     (out_dir / LOG_NAME).write_text(log, encoding="utf-8")
@@ -161,6 +168,17 @@ def run_static(kernel: KernelSpec, src_dir: Path, out_dir: Path, nvcc: str = "nv
               + (f", SASS via {disassembler.name}" if sass_ok else "; no SASS disassembler found"))
     return StaticResult(StageStatus.PASSED, reason=reason, duration_s=elapsed, functions=functions,
                         sass_available=sass_ok, log=log)
+
+
+def _histograms(disassembler: Path, obj: Path, key: str, cache: ObjectCache) -> dict[str, dict[str, int]]:
+    """The object's SASS histograms: from the cache when this disassembler and parser stored them for
+    its key (equal keys, equal bytes), else disassembled now and stored."""
+    stamp = f"{disassembler.name} format {sass.FORMAT}"
+    if (stored := cache.sass(key, stamp)) is not None:
+        return stored
+    histograms = sass.disassemble(disassembler, obj)
+    cache.put_sass(key, stamp, histograms)
+    return histograms
 
 
 def _without_sass(fn: FunctionResources) -> FunctionResources:

@@ -135,3 +135,23 @@ def test_real_nvcc_compile_error_is_reported_not_raised(repo):
     run = run_tool([nvcc, "-c", "kernels/bad.cu", "-o", "/dev/null"], cwd=repo, timeout_s=120)
     assert not run.ok
     assert "undeclared_name" in run.output
+
+
+def test_sass_histograms_are_kept_per_key_and_stamp(tmp_path):
+    cache = ObjectCache(tmp_path / "cache")
+    histograms = {"_Z6kernelv": {"HMMA": 8, "LDG": 4}}
+    assert cache.sass("ab" * 32, "cuobjdump format 1") is None
+    cache.put_sass("ab" * 32, "cuobjdump format 1", histograms)
+    assert cache.sass("ab" * 32, "cuobjdump format 1") == histograms
+    assert cache.sass("ab" * 32, "nvdisasm format 1") is None        # another tool: disassemble again
+    assert cache.sass("ab" * 32, "cuobjdump format 2") is None        # another parser format
+    assert cache.sass("cd" * 32, "cuobjdump format 1") is None
+
+
+@pytest.mark.parametrize("text", ["not json", "[1, 2]", '{"stamp": "s", "functions": {"f": {"HMMA": "8"}}}',
+                                  '{"stamp": "s", "functions": ["f"]}', '{"stamp": "s"}'])
+def test_a_damaged_sass_entry_is_ignored_not_trusted(tmp_path, text):
+    cache = ObjectCache(tmp_path / "cache")
+    cache.put_sass("ab" * 32, "s", {})
+    (tmp_path / "cache" / "ab" / f"{'ab' * 32}.sass.json").write_text(text)
+    assert cache.sass("ab" * 32, "s") is None

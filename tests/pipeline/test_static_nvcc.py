@@ -80,3 +80,19 @@ def test_a_source_named_like_a_shell_command_never_runs_it(tmp_path):
         for kernel in load_manifest(repo).kernels:
             run_static(kernel, repo, tmp_path / "out")
     assert not list(tmp_path.rglob("PWNED")) and not Path("PWNED").exists()
+
+
+def test_a_second_run_takes_the_sass_histograms_from_the_object_cache(tmp_path, monkeypatch):
+    repo, cache = sample(tmp_path), tmp_path / "cache"
+    first = run_static(spec("sm_80"), repo, tmp_path / "out1", cache_dir=cache)
+    if not first.sass_available:
+        pytest.skip("no SASS disassembler on this machine")
+
+    def disassembled_again(*_args, **_kwargs):
+        raise AssertionError("the cached object was disassembled again")
+
+    monkeypatch.setattr(sass, "disassemble", disassembled_again)
+    second = run_static(spec("sm_80"), repo, tmp_path / "out2", cache_dir=cache)
+    assert second.sass_available
+    assert second.functions[0].sass_opcodes == first.functions[0].sass_opcodes
+    assert second.functions[0].sass_opcodes["HMMA"] > 0
