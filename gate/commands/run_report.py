@@ -39,7 +39,7 @@ def render(outcomes: list[GateOutcome], *, sha: str, base_sha: str | None) -> st
     for outcome in outcomes:
         report, result = outcome.report, outcome.result
         lines.append(f"{result.kernel}: {report.verdict.value.upper()}  {report.reason}")
-        rules = [[r.rule, r.shape or "-", r.outcome.value, _cell(r.value), _cell(r.threshold),
+        rules = [[r.rule, r.where or "-", r.outcome.value, _cell(r.value), _cell(r.threshold),
                   _cell(r.baseline), _cell(r.delta), r.unit or "-", r.reason] for r in report.rules]
         lines += _table(["rule", "shape", "outcome", "value", "threshold", "baseline", "delta", "unit",
                          "reason"], rules)

@@ -57,6 +57,13 @@ class RuleRow:
     delta: float | None = None
     unit: str = ""
     decisive: bool = False          # this row decided the verdict (`VerdictReport.reason` names it)
+    dtype: str = ""                 # for rules judged per shape and dtype (timing): "float16"
+
+    @property
+    def where(self) -> str:
+        """The shape and dtype the row is about, as every table and message shows them:
+        `b4_h8_s1024_d64 float16`; "" for per-kernel rules."""
+        return " ".join(filter(None, (self.shape, self.dtype)))
 
 
 @dataclass

@@ -86,8 +86,8 @@ def figure(row: RuleRow) -> str:
         text = f"{row.rule} {_fmt(row.value, row.unit)}"
         if row.threshold is not None and op:
             text += f" {op} {_fmt(row.threshold, row.unit)}"
-    if row.shape:
-        text += f" @ {row.shape}"
+    if row.where:
+        text += f" @ {row.where}"
     return text
 
 
@@ -140,7 +140,7 @@ def _table_row(row: RuleRow) -> str:
     delta = "" if row.delta is None else f"{row.delta:+.4g}"
     cells = [
         f"`{row.rule}`",
-        row.shape,
+        row.where,
         _fmt(row.value, row.unit),
         _fmt(row.threshold, row.unit),
         _fmt(row.baseline, row.unit),

@@ -199,7 +199,7 @@ def verdict_of(rows: list[RuleRow]) -> tuple[Verdict, str]:
 
 
 def _where(row: RuleRow) -> str:
-    return f"{row.rule} {row.shape}" if row.shape else row.rule
+    return " ".join(filter(None, (row.rule, row.where)))
 
 
 def _delta_pct(row: RuleRow) -> float | None:

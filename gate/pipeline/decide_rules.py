@@ -106,12 +106,12 @@ def _latency_row(st: ShapeTiming, pct: float, alpha: float, new_kernel: bool) ->
     rule, limit = Rule.MAX_LATENCY_REGRESSION_PCT, 1.0 + pct / 100.0
     cand = st.candidate.median_us
     if st.baseline is None and new_kernel:
-        return RuleRow(rule, O.PASS, NEW_KERNEL, shape=st.shape, value=cand, threshold=pct, unit="us")
+        return RuleRow(rule, O.PASS, NEW_KERNEL, shape=st.shape, dtype=st.dtype, value=cand, threshold=pct, unit="us")
     if st.baseline is None or st.ratio is None:
-        return RuleRow(rule, O.NOT_RUN, "no baseline timing to compare with", shape=st.shape,
+        return RuleRow(rule, O.NOT_RUN, "no baseline timing to compare with", shape=st.shape, dtype=st.dtype,
                        value=cand, threshold=pct, unit="us")
     base = st.baseline.median_us
-    common = dict(shape=st.shape, value=cand, baseline=base, delta=cand - base,
+    common = dict(shape=st.shape, dtype=st.dtype, value=cand, baseline=base, delta=cand - base,
                   threshold=round(base * limit, 3), unit="us")
     change = f"{(st.ratio - 1) * 100:+.1f} %"
     lo, hi, p = st.ratio_ci_low, st.ratio_ci_high, st.p_value
@@ -146,7 +146,7 @@ def integrity_rows(bench: BenchResult) -> list[RuleRow]:
     for st in bench.shapes:
         events = st.candidate.median_us
         if st.all_streams_us is None:
-            rows.append(RuleRow(Rule.ALL_STREAMS_TIME, O.NOT_RUN, "no all-streams measure", shape=st.shape,
+            rows.append(RuleRow(Rule.ALL_STREAMS_TIME, O.NOT_RUN, "no all-streams measure", shape=st.shape, dtype=st.dtype,
                                 value=events, unit="us"))
         else:
             if st.caller_stream_us is not None:
@@ -160,14 +160,15 @@ def integrity_rows(bench: BenchResult) -> list[RuleRow]:
             hidden = st.all_streams_us > limit
             rows.append(RuleRow(Rule.ALL_STREAMS_TIME, O.FAIL if hidden else O.PASS,
                                 f"work outside the caller's stream: {figures} (limit {limit:g} us)" if hidden
-                                else figures, shape=st.shape, value=round(st.all_streams_us, 3),
+                                else figures, shape=st.shape, dtype=st.dtype, value=round(st.all_streams_us, 3),
                                 threshold=limit, baseline=round(explained, 3), unit="us"))
         if st.floor_us is not None:
             below = events < st.floor_us
             figures = f"{events:.3g} us vs floor {st.floor_us:.3g} us ({st.floor_basis})"
             rows.append(RuleRow(Rule.PHYSICAL_FLOOR, O.FAIL if below else O.PASS,
                                 f"faster than the hardware allows: {figures}" if below else figures,
-                                shape=st.shape, value=events, threshold=round(st.floor_us, 4), unit="us"))
+                                shape=st.shape, dtype=st.dtype, value=events, threshold=round(st.floor_us, 4),
+                                unit="us"))
     return rows
 
 

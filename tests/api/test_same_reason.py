@@ -79,3 +79,9 @@ def test_cli_page_status_and_check_run_name_the_same_deciding_rule(make_client, 
     marked = re.findall(r'<tr class="o-fail decisive".*?<code>(\w+)</code>', page)
     assert marked == [deciding]
     assert pipeline.reports and pipeline.reports[0].decisive_row.rule == deciding
+    # Rows timed per dtype say which one, on every surface alike.
+    latency = next(r for r in report.rules if r.rule == Rule.MAX_LATENCY_REGRESSION_PCT)
+    assert latency.dtype and latency.where == f"{latency.shape} {latency.dtype}"
+    assert f"<td>{latency.where}</td>" in page
+    assert f"max_latency_regression_pct  {latency.where}  fail" in cli
+    assert f"| {latency.where} |" in summary

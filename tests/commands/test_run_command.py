@@ -45,9 +45,12 @@ def test_render_shows_the_verdict_the_rule_table_and_static_figures():
                            {"HMMA": 16, "LDSM": 8, "IMAD": 100})
     result = JobResult("wmma_gemm", SideResults("c" * 40, static=StaticResult(StageStatus.PASSED, functions=[fn])))
     report = VerdictReport(Verdict.INCOMPLETE, "incomplete: build: not run: no CUDA device",
-                           [RuleRow("max_registers", RuleOutcome.PASS, "sm_80: 72 <= 128", value=72, threshold=128)])
+                           [RuleRow("max_registers", RuleOutcome.PASS, "sm_80: 72 <= 128", value=72, threshold=128),
+                            RuleRow("max_latency_regression_pct", RuleOutcome.PASS, "+0.1 %", shape="m1024",
+                                    dtype="bfloat16", value=10.0, unit="us")])
     text = render([GateOutcome(result, report, [("ptxas_log", "a/ptxas.log")])], sha="c" * 40, base_sha=None)
     assert "wmma_gemm: INCOMPLETE  incomplete: build: not run: no CUDA device" in text
     assert "max_registers" in text and "128" in text
+    assert "max_latency_regression_pct  m1024 bfloat16  pass" in text
     assert "wmma_gemm_kernel  sm_80  72" in text and "HMMA=16 LDSM=8" in text and "IMAD" not in text
     assert "artifact ptxas_log: a/ptxas.log" in text

@@ -32,9 +32,9 @@ def static(**kw) -> StaticResult:
                         sass_available=kw.pop("sass_available", True), **kw)
 
 
-def timing(shape="m1024", ratio=1.0, lo=0.99, hi=1.01, p=0.5, base_us=100.0) -> ShapeTiming:
+def timing(shape="m1024", ratio=1.0, lo=0.99, hi=1.01, p=0.5, base_us=100.0, dtype="float16") -> ShapeTiming:
     cand_us = base_us * ratio
-    return ShapeTiming(shape=shape, dtype="float16",
+    return ShapeTiming(shape=shape, dtype=dtype,
                        candidate=TimingSamples([cand_us], cand_us, cand_us, cand_us),
                        baseline=TimingSamples([base_us], base_us, base_us, base_us),
                        ratio=ratio, ratio_ci_low=lo, ratio_ci_high=hi, p_value=p, all_streams_us=cand_us * 0.95)
@@ -164,6 +164,15 @@ def test_latency_regresses_only_when_large_and_significant(ratio, lo, hi, p, out
     (row,) = rows(report, "max_latency_regression_pct")
     assert row.outcome is outcome
     assert row.baseline == 100.0 and row.threshold == 103.0 and row.unit == "us"
+
+
+def test_rows_timed_per_dtype_say_which_dtype_and_so_does_the_reason():
+    """causal-conv1d is gated in float16 and bfloat16: two rows per shape that read alike in the CLI
+    table until the dtype was shown."""
+    report = decide(full(timings=[timing(), timing(ratio=1.2, lo=1.18, hi=1.22, p=0.001, dtype="bfloat16")]), GATES)
+    assert [r.where for r in rows(report, "max_latency_regression_pct")] == ["m1024 float16", "m1024 bfloat16"]
+    assert [r.where for r in rows(report, "all_streams_time")] == ["m1024 float16", "m1024 bfloat16"]
+    assert report.reason.startswith("reject: max_latency_regression_pct m1024 bfloat16: +20.0 % slower")
 
 
 def test_inconclusive_latency_makes_the_verdict_inconclusive():
