@@ -64,6 +64,8 @@ class KernelSpec:
     gates: Gates = field(default_factory=Gates)
     profile: bool = True             # run the Nsight Compute stage
     timeout_s: float = 600.0         # the whole job's child process
+    nvcc_flags: list[str] = field(default_factory=list)   # after the gate's and torch's (compile_flags.py)
+    cxx_flags: list[str] = field(default_factory=list)
 
     @property
     def cuda_sources(self) -> list[str]:

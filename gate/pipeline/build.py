@@ -57,9 +57,10 @@ def build_extension(kernel: KernelSpec, src_dir: Path, cache_dir: Path, out_dir:
         if not path.is_file():
             raise ManifestError(f"source {rel!r} does not exist", key="sources")
         if path.suffix == ".cu":
-            command = tools.nvcc_command(archs, name, objects.uses_torch(path, src_dir))
+            command = tools.nvcc_command(archs, name, objects.uses_torch(path, src_dir, kernel.nvcc_flags),
+                                         kernel.nvcc_flags)
         else:
-            command = tools.cxx_command(name)
+            command = tools.cxx_command(name, kernel.cxx_flags)
         jobs.append((rel, command, objects.key_of(path, rel, command, tools.versions, src_dir)))
 
     with ThreadPoolExecutor(max_workers=max(1, min(len(jobs), os.cpu_count() or 1))) as pool:

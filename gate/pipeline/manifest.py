@@ -24,6 +24,7 @@ from typing import Any
 
 from gate.domain.manifest import Gates, KernelSpec, Manifest, Shape
 from gate.errors import ManifestError
+from gate.pipeline import compile_flags
 
 MANIFEST_NAME = "gate.toml"
 
@@ -47,7 +48,7 @@ MAX_CASES = 512                 # shapes x dtypes x archs, per kernel
 MAX_TIMEOUT_S = 3600.0          # the whole job's child
 
 _KERNEL_REQUIRED = ("name", "sources", "workload", "shapes")
-_KERNEL_OPTIONAL = ("function", "arch", "dtypes", "gates", "profile", "timeout_s")
+_KERNEL_OPTIONAL = ("function", "arch", "dtypes", "gates", "profile", "timeout_s", "nvcc_flags", "cxx_flags")
 _PCT_OF_PEAK = ("min_tensor_pipe_pct", "max_bank_conflict_pct", "min_warps_active_pct", "min_dram_pct")
 
 
@@ -144,6 +145,10 @@ def _kernel(check: _Checker, table: Any, key: str, root: Path) -> KernelSpec:
         spec.timeout_s = float(check.number(table["timeout_s"], f"{key}.timeout_s"))
         if spec.timeout_s == 0 or spec.timeout_s > MAX_TIMEOUT_S:
             raise check.fail(f"{key}.timeout_s", f"must be > 0 and <= {MAX_TIMEOUT_S:g}, got {spec.timeout_s:g}")
+    for compiler in ("nvcc", "cxx"):
+        if f"{compiler}_flags" in table:
+            setattr(spec, f"{compiler}_flags",
+                    _flags(check, table[f"{compiler}_flags"], f"{key}.{compiler}_flags", compiler, root))
     if "gates" in table:
         spec.gates = _gates(check, table["gates"], f"{key}.gates", {s.label for s in shapes})
     cases = len(spec.shapes) * len(spec.dtypes) * len(spec.arch)
@@ -166,8 +171,20 @@ def _sources(check: _Checker, value: Any, key: str, root: Path) -> list[str]:
     return sources
 
 
-def _inside_repo(check: _Checker, source: str, key: str, root: Path) -> None:
-    """Refuse absolute paths, `..` that escape, symlinks that resolve outside, and missing files."""
+def _flags(check: _Checker, value: Any, key: str, compiler: str, root: Path) -> list[str]:
+    """Extra compiler flags: each on the allowlist of `compile_flags`, an `-I` directory inside the repo."""
+    flags = check.strings(value, key)
+    for i, flag in enumerate(flags):
+        if (why := compile_flags.refusal(flag, compiler)) is not None:
+            raise check.fail(f"{key}[{i}]", why)
+        if (directory := compile_flags.include_dir(flag)) is not None:
+            _inside_repo(check, directory, f"{key}[{i}]", root, directory=True)
+    return flags
+
+
+def _inside_repo(check: _Checker, source: str, key: str, root: Path, *, directory: bool = False) -> None:
+    """Refuse absolute paths, `..` that escape, symlinks that resolve outside, and missing files (or
+    directories)."""
     posix = PurePosixPath(source)
     if any(ord(c) < 32 for c in source):
         raise check.fail(key, f"{source!r} contains control characters")
@@ -185,8 +202,8 @@ def _inside_repo(check: _Checker, source: str, key: str, root: Path) -> None:
     resolved = (root / source).resolve()
     if not resolved.is_relative_to(root):
         raise check.fail(key, f"{source!r} resolves outside the repository (symlink?)")
-    if not resolved.is_file():
-        raise check.fail(key, f"{source!r} does not exist in the repository")
+    if not (resolved.is_dir() if directory else resolved.is_file()):
+        raise check.fail(key, f"{source!r} does not exist in the repository" + (" as a directory" if directory else ""))
 
 
 def _workload(check: _Checker, value: Any, key: str, root: Path) -> str:

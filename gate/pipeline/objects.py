@@ -37,14 +37,23 @@ def extension_name(kernel: KernelSpec) -> str:
     return name if name[:1].isalpha() else f"k_{name}"
 
 
-def uses_torch(path: Path, root: Path) -> bool:
+def repo_include_dirs(flags: list[str], root: Path) -> list[Path]:
+    """The root and every relative `-I` directory of `flags`: where a quoted include is looked up
+    inside the repository (a manifest's `nvcc_flags = ["-Icsrc"]`). A header found there is part of
+    an object's key like one next to the source."""
+    relative = [f[2:] for f in flags if f.startswith("-I") and len(f) > 2 and not Path(f[2:]).is_absolute()]
+    return list(dict.fromkeys([root, *(root / d for d in relative)]))
+
+
+def uses_torch(path: Path, root: Path, flags: list[str] | None = None) -> bool:
     """Whether `path`, or a local header it includes, includes a torch/ATen/c10/pybind11 header."""
-    return any(_TORCH_HEADER.search(p.read_bytes()) for p in [path, *local_includes(path, [root], root)])
+    found = local_includes(path, repo_include_dirs(flags or [], root), root)
+    return any(_TORCH_HEADER.search(p.read_bytes()) for p in [path, *found])
 
 
 def key_of(path: Path, rel: str, command: list[str], versions: Toolchain, src_dir: Path) -> str:
     """The cache key of `rel` compiled by `command` (both stages must agree on it)."""
-    return object_key(path, [*command, rel], versions, [src_dir], src_dir)
+    return object_key(path, [*command, rel], versions, repo_include_dirs(command, src_dir), src_dir)
 
 
 def compile_object(rel: str, command: list[str], key: str, src_dir: Path, out_dir: Path, cache: ObjectCache,

@@ -110,13 +110,13 @@ def run_static(kernel: KernelSpec, src_dir: Path, out_dir: Path, nvcc: str = "nv
     jobs: list[tuple[str, str, list[str], str]] = []   # (source, arch, command, key)
     for source_name in kernel.cuda_sources:
         path = src_dir / source_name
-        torch_needed = objects.uses_torch(path, src_dir)
+        torch_needed = objects.uses_torch(path, src_dir, kernel.nvcc_flags)
         if torch_needed and tools is None:
             deferred.append(source_name)
             continue
         for arch in kernel.arch:
-            command = tools.nvcc_command([arch], name, torch_needed) if tools \
-                else tc.plain_nvcc_command(nvcc_path, [arch])
+            command = tools.nvcc_command([arch], name, torch_needed, kernel.nvcc_flags) if tools \
+                else tc.plain_nvcc_command(nvcc_path, [arch], kernel.nvcc_flags)
             jobs.append((source_name, arch, command, objects.key_of(path, source_name, command, versions, src_dir)))
 
     def read(job: tuple[str, str, list[str], str]) -> tuple[objects.CompiledObject, dict | None, str]:

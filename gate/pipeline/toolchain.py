@@ -96,9 +96,10 @@ def find_nvcc(nvcc: str) -> str:
     return found
 
 
-def plain_nvcc_command(nvcc: str, archs: list[str]) -> list[str]:
-    """The nvcc command line of a `.cu` that includes no torch header (torch flags come on top)."""
-    return [nvcc, *_NVCC_FLAGS, *(gencode(a) for a in archs)]
+def plain_nvcc_command(nvcc: str, archs: list[str], extra: list[str] | None = None) -> list[str]:
+    """The nvcc command line of a `.cu` that includes no torch header; the manifest's `nvcc_flags`
+    (`extra`) come last."""
+    return [nvcc, *_NVCC_FLAGS, *(gencode(a) for a in archs), *(extra or [])]
 
 
 def nvcc_versions(nvcc: str) -> Toolchain:
@@ -126,14 +127,16 @@ class Tools:
                 *(f"-I{p}" for p in self.cuda_includes), *self.torch_defines,
                 f"-DTORCH_EXTENSION_NAME={name}"]
 
-    def nvcc_command(self, archs: list[str], name: str, uses_torch: bool) -> list[str]:
+    def nvcc_command(self, archs: list[str], name: str, uses_torch: bool, extra: list[str] | None = None) -> list[str]:
+        """nvcc for one `.cu`: the gate's flags, torch's when it includes torch headers, then the
+        manifest's `nvcc_flags` (`extra`), in a `CUDAExtension`'s order: a `-U` there undoes torch's `-D`."""
         cmd = plain_nvcc_command(self.nvcc, archs)
         if uses_torch:  # torch's own defines (and C++ standard) for .cu files that include its headers
             cmd += [*self.torch_nvcc_flags, *self._torch_flags(name)]
-        return cmd
+        return cmd + list(extra or [])
 
-    def cxx_command(self, name: str) -> list[str]:
-        return [self.cxx, *_CXX_FLAGS, *self._torch_flags(name)]
+    def cxx_command(self, name: str, extra: list[str] | None = None) -> list[str]:
+        return [self.cxx, *_CXX_FLAGS, *self._torch_flags(name), *(extra or [])]
 
     def link_command(self, objects: list[str], output: str) -> list[str]:
         # Objects before libraries: with --as-needed (the default of several distributions) a

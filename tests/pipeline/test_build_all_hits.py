@@ -12,10 +12,10 @@ from gate.pipeline.build_cache import Toolchain
 class FakeTools:
     versions = Toolchain("t", "c", "x")
 
-    def nvcc_command(self, archs, name, uses_torch):
+    def nvcc_command(self, archs, name, uses_torch, extra=None):
         return ["nvcc", *archs]
 
-    def cxx_command(self, name):
+    def cxx_command(self, name, extra=None):
         return ["c++"]
 
     def link_command(self, objs, output):

@@ -54,3 +54,15 @@ def test_the_documented_manifest_examples_load(tmp_path, where, text):
 
 def test_the_readme_has_an_example():
     assert any(where.startswith("README.md") for where, _ in examples())
+
+
+def test_every_key_the_loader_accepts_has_a_row_in_docs_manifest():
+    import dataclasses
+
+    from gate.domain.manifest import Gates
+    from gate.pipeline import manifest
+
+    text = (ROOT / "docs" / "manifest.md").read_text(encoding="utf-8")
+    documented = set(re.findall(r"^\| `(\w+)` \|", text, re.MULTILINE))
+    accepted = {*manifest._KERNEL_REQUIRED, *manifest._KERNEL_OPTIONAL, *(f.name for f in dataclasses.fields(Gates))}
+    assert accepted - {"gates"} <= documented, f"undocumented keys: {sorted(accepted - {'gates'} - documented)}"

@@ -96,3 +96,22 @@ def test_a_second_run_takes_the_sass_histograms_from_the_object_cache(tmp_path, 
     assert second.sass_available
     assert second.functions[0].sass_opcodes == first.functions[0].sass_opcodes
     assert second.functions[0].sass_opcodes["HMMA"] > 0
+
+
+def test_the_manifests_nvcc_flags_reach_the_compile(tmp_path):
+    (tmp_path / "repo").mkdir()
+    (tmp_path / "repo" / "tile.cu").write_text(
+        "#ifndef TILE\n#define TILE 16\n#endif\n"
+        "__global__ void tile_kernel(float* out) {\n"
+        "    __shared__ float s[TILE];\n"
+        "    s[threadIdx.x % TILE] = threadIdx.x;\n"
+        "    __syncthreads();\n"
+        "    out[threadIdx.x] = s[(threadIdx.x + 1) % TILE];\n}\n")
+
+    def smem(flags):
+        kernel = KernelSpec(name="tile", sources=["tile.cu"], arch=["sm_80"], nvcc_flags=flags)
+        res = run_static(kernel, tmp_path / "repo", tmp_path / f"out{len(flags)}", cache_dir=tmp_path / "cache")
+        assert res.status is StageStatus.PASSED, res.reason
+        return res.functions[0].smem_bytes
+
+    assert (smem([]), smem(["-DTILE=256"])) == (16 * 4, 256 * 4)     # and no stale cache hit between them
