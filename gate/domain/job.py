@@ -46,7 +46,7 @@ class ProgressEvent:
 
     stage: str
     side: str = "candidate"        # candidate | baseline | joint
-    state: str = "started"         # started | passed | failed | not_run | error
+    state: str = "started"         # started | running (a step inside it) | passed | failed | not_run | error
     detail: str = ""
 
 

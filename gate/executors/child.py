@@ -181,7 +181,7 @@ def _kill_group(proc: subprocess.Popen) -> None:
 def _track(running: dict[tuple[str, str], ProgressEvent], event: ProgressEvent) -> None:
     key = (event.stage, event.side)
     running.pop(key, None)
-    if event.state == "started":
+    if event.state in ("started", "running"):    # "running": a step inside a stage (a source compiled)
         running[key] = event
 
 

@@ -88,13 +88,16 @@ def measure(request: JobRequest, emit: Emit,
     artifacts = Path(request.artifacts_dir)
     result = JobResult(kernel=kernel.name, candidate=SideResults(sha=request.candidate.sha),
                        baseline=SideResults(sha=request.baseline.sha) if request.baseline else None)
+    def compiling(side: Side) -> Callable[[str], None]:
+        return lambda detail: emit(ProgressEvent(stage=Stage.STATIC, side=side, state="running", detail=detail))
+
     result.candidate.static = _stage(emit, Stage.STATIC, Side.CANDIDATE, StaticResult, lambda: static.run_static(
         kernel, Path(request.candidate.path), artifacts / Side.CANDIDATE / Stage.STATIC, nvcc=options.nvcc_path,
-        cache_dir=object_cache_dir(request)))
+        cache_dir=object_cache_dir(request), on_compiled=compiling(Side.CANDIDATE)))
     if request.baseline and result.baseline:   # for the static delta; unchanged sources are cache hits
         result.baseline.static = _stage(emit, Stage.STATIC, Side.BASELINE, StaticResult, lambda: static.run_static(
             kernel, Path(request.baseline.path), artifacts / Side.BASELINE / Stage.STATIC, nvcc=options.nvcc_path,
-            cache_dir=object_cache_dir(request)))
+            cache_dir=object_cache_dir(request), on_compiled=compiling(Side.BASELINE)))
     save(result)
     if result.candidate.static.status is StageStatus.FAILED:
         skip = "not run: static compile failed"

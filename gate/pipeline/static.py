@@ -14,7 +14,8 @@ import os
 import re
 import subprocess
 import time
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -80,10 +81,13 @@ def parse_ptxas(log: str) -> list[FunctionResources]:
 
 
 def run_static(kernel: KernelSpec, src_dir: Path, out_dir: Path, nvcc: str = "nvcc",
-               cache_dir: Path | None = None) -> StaticResult:
+               cache_dir: Path | None = None, on_compiled: Callable[[str], None] | None = None) -> StaticResult:
     """Compile every `.cu` source of `kernel` for every manifest arch (on half the cores: a CPU
     machine is shared, a GPU worker's heavy template sources want several), with the build's command line into the build's object cache (`cache_dir`; default: a private
     one under `out_dir`), and read the figures from those objects.
+
+    `on_compiled` hears, from this thread, of every object compiled now (not taken from the cache):
+    a large extension's first compile runs for minutes, and `gate run` shows each source as it lands.
 
     Where torch is not importable, a source that includes torch headers cannot be compiled as the
     build would: it is left to the build, and the stage is NOT_RUN (so the verdict is at most
@@ -119,19 +123,29 @@ def run_static(kernel: KernelSpec, src_dir: Path, out_dir: Path, nvcc: str = "nv
                 else tc.plain_nvcc_command(nvcc_path, [arch], kernel.nvcc_flags)
             jobs.append((source_name, arch, command, objects.key_of(path, source_name, command, versions, src_dir)))
 
-    def read(job: tuple[str, str, list[str], str]) -> tuple[objects.CompiledObject, dict | None, str]:
+    def read(job: tuple[str, str, list[str], str]) -> tuple[objects.CompiledObject, dict | None, str, float]:
         source_name, arch, command, key = job
+        started = time.monotonic()
         compiled = objects.compile_object(source_name, command, key, src_dir, out_dir, cache, kernel.timeout_s)
+        took = time.monotonic() - started
         if disassembler is None or not compiled.ok or compiled.obj is None:
-            return compiled, None, ""
+            return compiled, None, "", took
         try:
-            return compiled, _histograms(disassembler, compiled.obj, key, cache), ""
+            return compiled, _histograms(disassembler, compiled.obj, key, cache), "", took
         except (subprocess.CalledProcessError, subprocess.TimeoutExpired, OSError) as exc:
-            return compiled, None, f"disassembler failed on {source_name} ({arch}): {exc}"
+            return compiled, None, f"disassembler failed on {source_name} ({arch}): {exc}", took
 
     with ThreadPoolExecutor(max_workers=max(1, min(len(jobs), (os.cpu_count() or 2) // 2))) as pool:
-        read_all = list(pool.map(read, jobs))
-    for (source_name, arch, command, _), (compiled, histograms, sass_error) in zip(jobs, read_all):
+        futures = {pool.submit(read, job): i for i, job in enumerate(jobs)}
+        read_all: list = [None] * len(jobs)
+        for done, future in enumerate(as_completed(futures), 1):
+            read_all[futures[future]] = future.result()
+            compiled, took = read_all[futures[future]][0], read_all[futures[future]][3]
+            if on_compiled is not None and not compiled.hit:
+                source_name, arch = jobs[futures[future]][:2]
+                on_compiled(f"{source_name} for {arch}: {'compiled' if compiled.ok else 'compile error'} in "
+                            f"{took:.0f} s ({done} of {len(jobs)})")
+    for (source_name, arch, command, _), (compiled, histograms, sass_error, _took) in zip(jobs, read_all):
         logs.append(f"$ {' '.join([*command, '-c', source_name])}" + (" (object cache hit)" if compiled.hit else ""))
         logs.append(compiled.log)
         if not compiled.ok and tools and _lacks_torch_header(compiled.log, tools.torch_includes):

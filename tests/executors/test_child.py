@@ -47,6 +47,16 @@ def test_a_segfault_inside_a_stage_fails_that_stage_with_the_signal(tmp_path):
     assert "illegal memory access" in result.notes[-1]
 
 
+def test_a_crash_after_a_step_inside_a_stage_still_fails_that_stage(tmp_path):
+    """`running` events (a source compiled) keep the stage running; the crash is still charged to it."""
+    result = run_child(make_request(tmp_path), 30, None, command=child("""
+        event("static", "started"); event("static", "running")
+        os.kill(os.getpid(), signal.SIGSEGV)
+    """))
+    assert result.candidate.static.status is StageStatus.FAILED
+    assert "killed by SIGSEGV during static (candidate)" in result.candidate.static.reason
+
+
 def test_a_hang_is_killed_with_its_process_group_and_keeps_the_checkpoint(tmp_path):
     request = make_request(tmp_path)
     result_path = tmp_path / "art" / RESULT_NAME

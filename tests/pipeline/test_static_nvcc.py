@@ -1,5 +1,6 @@
 """The static stage with the real nvcc on the sample kernel (one arch each, to keep it quick)."""
 
+import re
 import shutil
 from pathlib import Path
 
@@ -115,3 +116,12 @@ def test_the_manifests_nvcc_flags_reach_the_compile(tmp_path):
         return res.functions[0].smem_bytes
 
     assert (smem([]), smem(["-DTILE=256"])) == (16 * 4, 256 * 4)     # and no stale cache hit between them
+
+
+def test_each_source_compiled_now_is_reported_as_it_lands_and_cache_hits_are_not(tmp_path):
+    repo, cache, heard = sample(tmp_path), tmp_path / "cache", []
+    run_static(spec("sm_80"), repo, tmp_path / "out1", cache_dir=cache, on_compiled=heard.append)
+    assert len(heard) == 1
+    assert re.fullmatch(r"kernels/wmma_gemm\.cu for sm_80: compiled in \d+ s \(1 of 1\)", heard[0])
+    run_static(spec("sm_80"), repo, tmp_path / "out2", cache_dir=cache, on_compiled=heard.append)
+    assert len(heard) == 1                      # every object came from the cache
