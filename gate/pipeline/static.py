@@ -40,6 +40,15 @@ _MISSING_HEADER = re.compile(r"^(\S+?):\d+:\d+: fatal error: \S+: No such file o
 
 
 @dataclass
+class _Read:
+    """One object of the static stage: compiled (or from the cache), and its SASS histograms."""
+    compiled: objects.CompiledObject
+    seconds: float
+    histograms: dict[str, dict[str, int]] | None = None
+    sass_error: str = ""
+
+
+@dataclass
 class _Entry:
     function: str
     arch: str
@@ -123,29 +132,30 @@ def run_static(kernel: KernelSpec, src_dir: Path, out_dir: Path, nvcc: str = "nv
                 else tc.plain_nvcc_command(nvcc_path, [arch], kernel.nvcc_flags)
             jobs.append((source_name, arch, command, objects.key_of(path, source_name, command, versions, src_dir)))
 
-    def read(job: tuple[str, str, list[str], str]) -> tuple[objects.CompiledObject, dict | None, str, float]:
+    def read(job: tuple[str, str, list[str], str]) -> _Read:
         source_name, arch, command, key = job
         started = time.monotonic()
         compiled = objects.compile_object(source_name, command, key, src_dir, out_dir, cache, kernel.timeout_s)
-        took = time.monotonic() - started
-        if disassembler is None or not compiled.ok or compiled.obj is None:
-            return compiled, None, "", took
-        try:
-            return compiled, _histograms(disassembler, compiled.obj, key, cache), "", took
-        except (subprocess.CalledProcessError, subprocess.TimeoutExpired, OSError) as exc:
-            return compiled, None, f"disassembler failed on {source_name} ({arch}): {exc}", took
+        got = _Read(compiled, seconds=time.monotonic() - started)
+        if disassembler is not None and compiled.ok and compiled.obj is not None:
+            try:
+                got.histograms = _histograms(disassembler, compiled.obj, key, cache)
+            except (subprocess.CalledProcessError, subprocess.TimeoutExpired, OSError) as exc:
+                got.sass_error = f"disassembler failed on {source_name} ({arch}): {exc}"
+        return got
 
+    reads: dict[int, _Read] = {}
     with ThreadPoolExecutor(max_workers=max(1, min(len(jobs), (os.cpu_count() or 2) // 2))) as pool:
         futures = {pool.submit(read, job): i for i, job in enumerate(jobs)}
-        read_all: list = [None] * len(jobs)
-        for done, future in enumerate(as_completed(futures), 1):
-            read_all[futures[future]] = future.result()
-            compiled, took = read_all[futures[future]][0], read_all[futures[future]][3]
-            if on_compiled is not None and not compiled.hit:
-                source_name, arch = jobs[futures[future]][:2]
-                on_compiled(f"{source_name} for {arch}: {'compiled' if compiled.ok else 'compile error'} in "
-                            f"{took:.0f} s ({done} of {len(jobs)})")
-    for (source_name, arch, command, _), (compiled, histograms, sass_error, _took) in zip(jobs, read_all):
+        for future in as_completed(futures):       # in the order they finish: progress as it lands
+            i = futures[future]
+            got = reads[i] = future.result()
+            if on_compiled is not None and not got.compiled.hit:
+                outcome = "compiled" if got.compiled.ok else "compile error"
+                on_compiled(f"{jobs[i][0]} for {jobs[i][1]}: {outcome} in {got.seconds:.0f} s "
+                            f"({len(reads)} of {len(jobs)})")
+    for i, (source_name, arch, command, _) in enumerate(jobs):
+        compiled, histograms, sass_error = reads[i].compiled, reads[i].histograms, reads[i].sass_error
         logs.append(f"$ {' '.join([*command, '-c', source_name])}" + (" (object cache hit)" if compiled.hit else ""))
         logs.append(compiled.log)
         if not compiled.ok and tools and _lacks_torch_header(compiled.log, tools.torch_includes):
