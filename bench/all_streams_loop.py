@@ -23,10 +23,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from gate.pipeline.bench import all_streams_calls  # noqa: E402
 from gate.pipeline.gpu_timing import InterleavedTimer, all_streams_time  # noqa: E402
 
 LOOPS = 7                 # repeated loops per subject: the table shows each figure's median
-LOOP_US = 2000.0          # one loop's length, as bench.ALL_STREAMS_WORK_US
 
 
 def subjects():
@@ -58,7 +58,7 @@ def main() -> int:
     for name, fn in subjects().items():
         call = lambda _i, fn=fn: fn()  # noqa: E731
         cold = timer.estimate_us(call, reps=21)
-        calls = max(3, min(64, round(LOOP_US / cold)))
+        calls = all_streams_calls(cold)         # as many calls as the gate's own check makes
         loops = [all_streams_time(call, 1, calls) for _ in range(LOOPS)]
         every = statistics.median(x.per_call_us for x in loops)
         caller = statistics.median(x.caller_stream_us for x in loops)

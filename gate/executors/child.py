@@ -70,13 +70,10 @@ def _child_env() -> dict[str, str]:
 
 
 def _child_box(request: JobRequest, hidden: tuple[Path, ...]) -> box.Box:
-    """The child's box. Paths are the caller's (relative to the gate's working directory), resolved
-    here: the box reads relative ones against the child's own directory, the artifacts."""
     cache = request.options.build_cache_dir
     writable = (Path(request.artifacts_dir), *((Path(cache),) if cache else ()))
     readable = tuple(Path(side.path) for side in (request.candidate, request.baseline) if side is not None)
-    return box.Box(writable=tuple(p.resolve() for p in writable), readable=tuple(p.resolve() for p in readable),
-                   hidden=tuple(p.resolve() for p in hidden), gpu=True, limits=box.GPU_CHILD_LIMITS)
+    return box.Box(writable=writable, readable=readable, hidden=hidden, gpu=True, limits=box.GPU_CHILD_LIMITS)
 
 
 def run_child(request: JobRequest, timeout_s: float,

@@ -55,10 +55,11 @@ def gate_job(*, repo: str, sha: str, base_sha: str | None, kernel: str, data_dir
     """Gate one kernel at `sha` (a full sha) against `base_sha` on this machine. `cancel` stops it
     (`JobCancelled`): before the child starts, or by killing the child's process group."""
     emit = on_event or (lambda _event: None)
-    data_dir = Path(data_dir).resolve()    # the child runs in its artifacts dir: relative paths would miss
+    # Every path of the request absolute: the child, and its box, run in the artifacts directory.
+    data_dir = Path(data_dir).resolve()
     key = job_key or f"{sha[:12]}-{kernel}-{uuid.uuid4().hex[:8]}"
-    workspace = Path(data_dir) / "workspaces" / key
-    artifacts = Path(data_dir) / "artifacts" / key
+    workspace = data_dir / "workspaces" / key
+    artifacts = data_dir / "artifacts" / key
     try:
         emit(ProgressEvent(stage=Stage.SOURCE, side=Side.JOINT, state="started"))
         candidate = mirror.checkout(repo, sha, workspace / "candidate")
@@ -74,7 +75,7 @@ def gate_job(*, repo: str, sha: str, base_sha: str | None, kernel: str, data_dir
                              artifacts_dir=str(artifacts), options=options)
         if cancel is not None and cancel.is_set():
             raise JobCancelled("cancelled before its child started")
-        result = run_child(request, timeout_s=spec.timeout_s, on_event=emit, hidden=(Path(data_dir),),
+        result = run_child(request, timeout_s=spec.timeout_s, on_event=emit, hidden=(data_dir,),
                            cancel=cancel)
         result.new_kernel = new_kernel
     finally:

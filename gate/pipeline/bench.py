@@ -129,6 +129,12 @@ def _sample(run: _ShapeRun, workload: Any, timer: InterleavedTimer, budget_s: fl
             return
 
 
+def all_streams_calls(estimate_us: float) -> int:
+    """Eager calls in the all-streams loop of a call estimated at `estimate_us`: ~`ALL_STREAMS_WORK_US`."""
+    calls = math.ceil(ALL_STREAMS_WORK_US / max(estimate_us, 1.0))
+    return max(ALL_STREAMS_MIN_CALLS, min(ALL_STREAMS_MAX_CALLS, calls))
+
+
 def _integrity_figures(runs: list[_ShapeRun], workload: Any, timer: InterleavedTimer) -> None:
     """After all timing: the candidate's time per call on every stream, and the physical floor of
     one call on this GPU."""
@@ -138,9 +144,7 @@ def _integrity_figures(runs: list[_ShapeRun], workload: Any, timer: InterleavedT
     if peak is None:
         timer.notes.append(f"no datasheet peaks for {torch.cuda.get_device_name()}: no physical floor")
     for run in runs:
-        calls = max(ALL_STREAMS_MIN_CALLS,
-                    min(ALL_STREAMS_MAX_CALLS, math.ceil(ALL_STREAMS_WORK_US / max(run.estimate_us, 1.0))))
-        run.all_streams = all_streams_time(run.sides[0].fn, INPUT_SETS, calls)
+        run.all_streams = all_streams_time(run.sides[0].fn, INPUT_SETS, all_streams_calls(run.estimate_us))
         if peak is not None:
             flops = getattr(workload, "flops", None)
             dram_bytes = getattr(workload, "dram_bytes", None)

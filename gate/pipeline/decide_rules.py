@@ -102,16 +102,21 @@ def latency_rows(bench: BenchResult, max_regression_pct: float, alpha: float,
     return rows or [RuleRow(Rule.MAX_LATENCY_REGRESSION_PCT, O.NOT_RUN, "bench timed no shape")]
 
 
+def _about(st: ShapeTiming) -> dict[str, str]:
+    """A row timed per shape and dtype says which (`RuleRow.where`)."""
+    return {"shape": st.shape, "dtype": st.dtype}
+
+
 def _latency_row(st: ShapeTiming, pct: float, alpha: float, new_kernel: bool) -> RuleRow:
     rule, limit = Rule.MAX_LATENCY_REGRESSION_PCT, 1.0 + pct / 100.0
     cand = st.candidate.median_us
     if st.baseline is None and new_kernel:
-        return RuleRow(rule, O.PASS, NEW_KERNEL, shape=st.shape, dtype=st.dtype, value=cand, threshold=pct, unit="us")
+        return RuleRow(rule, O.PASS, NEW_KERNEL, **_about(st), value=cand, threshold=pct, unit="us")
     if st.baseline is None or st.ratio is None:
-        return RuleRow(rule, O.NOT_RUN, "no baseline timing to compare with", shape=st.shape, dtype=st.dtype,
+        return RuleRow(rule, O.NOT_RUN, "no baseline timing to compare with", **_about(st),
                        value=cand, threshold=pct, unit="us")
     base = st.baseline.median_us
-    common = dict(shape=st.shape, dtype=st.dtype, value=cand, baseline=base, delta=cand - base,
+    common = dict(**_about(st), value=cand, baseline=base, delta=cand - base,
                   threshold=round(base * limit, 3), unit="us")
     change = f"{(st.ratio - 1) * 100:+.1f} %"
     lo, hi, p = st.ratio_ci_low, st.ratio_ci_high, st.p_value
@@ -131,8 +136,8 @@ def _latency_row(st: ShapeTiming, pct: float, alpha: float, new_kernel: bool) ->
 # this factor plus this slack before the difference counts as hidden work. What the caller's stream
 # explains is its own time over the same eager calls (events around the loop): a joined side stream
 # adds only its fork/join gaps there, and the final synchronisation ~20 µs over ~2 ms of calls.
-# Results stored before that figure existed fall back to the cold event time or the host's enqueue
-# time, whichever is larger.
+# A timing without that figure (one built by hand, as in the sample data) falls back to the cold
+# event time or the host's enqueue time, whichever is larger.
 ALL_STREAMS_RATIO, ALL_STREAMS_SLACK_US = 1.25, 2.0
 
 
@@ -146,7 +151,7 @@ def integrity_rows(bench: BenchResult) -> list[RuleRow]:
     for st in bench.shapes:
         events = st.candidate.median_us
         if st.all_streams_us is None:
-            rows.append(RuleRow(Rule.ALL_STREAMS_TIME, O.NOT_RUN, "no all-streams measure", shape=st.shape, dtype=st.dtype,
+            rows.append(RuleRow(Rule.ALL_STREAMS_TIME, O.NOT_RUN, "no all-streams measure", **_about(st),
                                 value=events, unit="us"))
         else:
             if st.caller_stream_us is not None:
@@ -160,14 +165,14 @@ def integrity_rows(bench: BenchResult) -> list[RuleRow]:
             hidden = st.all_streams_us > limit
             rows.append(RuleRow(Rule.ALL_STREAMS_TIME, O.FAIL if hidden else O.PASS,
                                 f"work outside the caller's stream: {figures} (limit {limit:g} us)" if hidden
-                                else figures, shape=st.shape, dtype=st.dtype, value=round(st.all_streams_us, 3),
+                                else figures, **_about(st), value=round(st.all_streams_us, 3),
                                 threshold=limit, baseline=round(explained, 3), unit="us"))
         if st.floor_us is not None:
             below = events < st.floor_us
             figures = f"{events:.3g} us vs floor {st.floor_us:.3g} us ({st.floor_basis})"
             rows.append(RuleRow(Rule.PHYSICAL_FLOOR, O.FAIL if below else O.PASS,
                                 f"faster than the hardware allows: {figures}" if below else figures,
-                                shape=st.shape, dtype=st.dtype, value=events, threshold=round(st.floor_us, 4),
+                                **_about(st), value=events, threshold=round(st.floor_us, 4),
                                 unit="us"))
     return rows
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gate.domain import KernelSpec
+from gate.pipeline import compile_flags
 from gate.pipeline import toolchain as tc
 from gate.pipeline.build_cache import ObjectCache, Toolchain, local_includes, object_key
 
@@ -41,8 +42,8 @@ def repo_include_dirs(flags: list[str], root: Path) -> list[Path]:
     """The root and every relative `-I` directory of `flags`: where a quoted include is looked up
     inside the repository (a manifest's `nvcc_flags = ["-Icsrc"]`). A header found there is part of
     an object's key like one next to the source."""
-    relative = [f[2:] for f in flags if f.startswith("-I") and len(f) > 2 and not Path(f[2:]).is_absolute()]
-    return list(dict.fromkeys([root, *(root / d for d in relative)]))
+    dirs = [d for d in map(compile_flags.include_dir, flags) if d is not None and not Path(d).is_absolute()]
+    return list(dict.fromkeys([root, *(root / d for d in dirs)]))
 
 
 def uses_torch(path: Path, root: Path, flags: list[str] | None = None) -> bool:

@@ -88,6 +88,7 @@ def measure(request: JobRequest, emit: Emit,
     artifacts = Path(request.artifacts_dir)
     result = JobResult(kernel=kernel.name, candidate=SideResults(sha=request.candidate.sha),
                        baseline=SideResults(sha=request.baseline.sha) if request.baseline else None)
+
     def compiling(side: Side) -> Callable[[str], None]:
         return lambda detail: emit(ProgressEvent(stage=Stage.STATIC, side=side, state="running", detail=detail))
 
