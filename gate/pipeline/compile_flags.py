@@ -10,6 +10,10 @@ standard, register limits, ptxas options and include directories inside the repo
 another compiler or host compiler (`-ccbin`), pass options through to it (`-Xcompiler`, where gcc's
 `-fplugin` loads a shared object), name outputs, or read files outside the checkout are refused: the
 compile is boxed anyway, but the gate's command line stays the gate's.
+
+nvcc runs its sub-commands through a shell, and a macro's value goes with them: `-DX=$(touch f)` made
+nvcc 13.0 create `f`. A value is therefore limited to letters, digits and `_ . + -` (`_VALUE`), the
+same set as the loader's path names, which bounds `-I` directories.
 """
 
 from __future__ import annotations
@@ -17,9 +21,10 @@ from __future__ import annotations
 import re
 
 _MACRO = r"[A-Za-z_][A-Za-z0-9_]*"
+_VALUE = r"[A-Za-z0-9_.+-]*"          # nothing a shell reads: no $ ` ; | & quotes or spaces
 _PTXAS_OPTION = (r"(?:-v|-O[0-3]|--warn-on-spills|--warn-on-local-memory-usage"
                  r"|--allow-expensive-optimizations=(?:true|false)|-dlcm=(?:ca|cg)|-dscm=(?:cg|cs|wt))")
-_COMMON = (rf"-D{_MACRO}(?:=\S*)?", rf"-U{_MACRO}", r"-O[0-3]", r"-std=c\+\+(?:17|20)")
+_COMMON = (rf"-D{_MACRO}(?:={_VALUE})?", rf"-U{_MACRO}", r"-O[0-3]", r"-std=c\+\+(?:17|20)")
 NVCC_ALLOWED = _COMMON + (
     r"--?use_fast_math", r"--expt-relaxed-constexpr", r"--expt-extended-lambda", r"--extended-lambda",
     r"--(?:ftz|prec-div|prec-sqrt|fmad)=(?:true|false)", r"--?maxrregcount=\d{1,3}", r"--restrict",
@@ -31,7 +36,7 @@ INCLUDE = "-I"       # -I<dir>: a directory inside the repository (the manifest 
 
 _NVCC = re.compile("|".join(f"(?:{p})" for p in NVCC_ALLOWED))
 _CXX = re.compile("|".join(f"(?:{p})" for p in CXX_ALLOWED))
-SUMMARY = ("-D/-U macros, -O0..-O3, -std=c++17/20, -I<directory in the repository>; nvcc also "
+SUMMARY = ("-D/-U macros (values of letters, digits and _ . + -), -O0..-O3, -std=c++17/20, -I<directory in the repository>; nvcc also "
            "--use_fast_math, --expt-relaxed-constexpr, --expt-extended-lambda, --ftz/--prec-div/--prec-sqrt/"
            "--fmad=true|false, --maxrregcount=N, --restrict, --extra-device-vectorization, -lineinfo, "
            "--ptxas-options=/-Xptxas= with -v, -O0..-O3, --warn-on-spills, -dlcm=, -dscm=; "

@@ -54,6 +54,10 @@ def test_a_real_repositorys_flags_are_accepted_in_order(repo):
     ("--output-directory=/tmp", "not an allowed nvcc flag"),
     ("-include=/etc/passwd", "not an allowed nvcc flag"),
     ("-D A=1", "not an allowed nvcc flag"),                           # one word per flag
+    ("-DX=$(touch pwned)", "not an allowed nvcc flag"),               # nvcc hands -D values to a shell
+    ("-DX=`touch pwned`", "not an allowed nvcc flag"),
+    ("-DX=1;id", "not an allowed nvcc flag"),
+    ("-Icsrc/$(id)", "use letters, digits"),
     ("-I/usr/include", "must be a path relative to the repository root"),
     ("-I../outside", "leaves the repository"),
     ("-Icsrc/missing", "does not exist in the repository as a directory"),
