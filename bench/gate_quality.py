@@ -17,7 +17,9 @@ variants change only `GATE_EXTRA_PCT` (more arithmetic, identical memory traffic
      trials with a significant shift beyond +-0.2 % in either direction;
   6. (spread) the cross-job spread: the same revision gated in GATE_SPREAD_JOBS (5) separate jobs
      (`gate_job`, each its own GPU child process, as the service runs them) alone (new kernel),
-     against its A/A copy and against the +5 % variant; max/min of its median per arrangement.
+     against its A/A copy and against the +5 % variant; max/min of its median per arrangement, at
+     both sizes and at a DRAM-bound size (one FMA per element: a memory-bound kernel's median moved
+     5 % between two jobs of causal-conv1d while the FMA chain held within 0.33 %).
 
 A trial is one `bench.time_revisions` call; "alarm"/"detected" = `stats.regression_call` says
 REGRESSION at the threshold named in the table (whole 95 % interval above 1 + threshold, p < 0.05).
@@ -48,6 +50,7 @@ THRESHOLDS_PCT = (1.0, 2.0)
 SUBJECT = Path(__file__).resolve().parent / "quality_repo"
 LARGE = Shape({"n": 4 * 2**20, "iters": 2000})     # ~300 µs on an H100
 SMALL = Shape({"n": 128 * 2**10, "iters": 2400})   # ~10 µs: one wave, latency-bound
+MEMORY = Shape({"n": 32 * 2**20, "iters": 1})       # ~80 µs: one FMA per element, DRAM-bound (spread)
 VERDICT_SHAPES = [SMALL, Shape({"n": 2**20, "iters": 2000}), LARGE]
 
 
@@ -196,7 +199,7 @@ def spread_repo(work: Path) -> tuple[Path, dict[str, str]]:
     source of the kernel) and +5 %."""
     repo = work / "spread-repo"
     shutil.copytree(SUBJECT, repo)
-    (repo / "gate.toml").write_text(subject_manifest([SMALL, LARGE], "quality_workload:make_with_peer"))
+    (repo / "gate.toml").write_text(subject_manifest([SMALL, LARGE, MEMORY], "quality_workload:make_with_peer"))
     _git(repo, "init", "-q")
     _git(repo, "add", "-A")
     _git(repo, "commit", "-q", "-m", "base")

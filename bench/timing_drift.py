@@ -25,8 +25,10 @@ events; every other row changes one thing:
 Subjects: the WMMA GEMM of the gate's own samples (tests/samples/wmma_gemm, loads its fragments
 straight from global memory, so it is L2-bound like the issue's kernel); the same GEMM with C staged
 through shared memory and written column-wise (the sample's `bank_conflicts` variant: a shared-memory
-WMMA GEMM whose global stores are partial sectors, so L2 state matters to its writes as well); and the
-FMA chain of bench/quality_repo (compute-bound: the control, which should not move).
+WMMA GEMM whose global stores are partial sectors, so L2 state matters to its writes as well); the
+sample's last version with A and B staged through padded shared memory (bench/drift_subjects, the
+shared-memory GEMM of the issue's time), at 2048 x 2048 x 1024 and 2048^3; and the FMA chain of
+bench/quality_repo (compute-bound: the control, which should not move).
 
 What to look for: if `alone+peer, graph` reads like the issue's 457 µs and every events row reads like
 A/A (~600 µs), the method choice was the cause (fixed in `gpu_timing.timing_method`: only the gated
@@ -57,21 +59,27 @@ from gate.pipeline.manifest import load_manifest  # noqa: E402
 ROOT = Path(__file__).resolve().parent.parent
 GEMM_REPO = ROOT / "tests" / "samples" / "wmma_gemm"
 FMA_REPO = ROOT / "bench" / "quality_repo"
+STAGED_KERNEL = ROOT / "bench" / "drift_subjects" / "wmma_gemm_smem_staged.cu"
 ROUNDS = int(os.environ.get("GATE_DRIFT_ROUNDS", "200"))
 BIAS_ROUNDS = int(os.environ.get("GATE_DRIFT_BIAS_ROUNDS", "4000"))
 INPUT_SETS = 3
 
 
-def build_copy(src: Path, work: Path, cache: Path, tag: str, kernel: str, variant: str | None = None):
+def build_copy(src: Path, work: Path, cache: Path, tag: str, kernel: str, variant: str | None = None,
+               kernel_source: Path | None = None):
     """A separate checkout and .so of `src` (two builds of one source: a true A/A); `variant` names a
-    change of tests/samples/build.py applied to the WMMA sample's kernel."""
+    change of tests/samples/build.py applied to the WMMA sample's kernel, `kernel_source` a file that
+    replaces that kernel."""
     dest = work / f"{src.name}-{tag}"
     shutil.copytree(src, dest)
-    if variant:
+    if variant or kernel_source:
         from tests.samples.build import KERNEL_FILE, apply_variant
 
         path = dest / KERNEL_FILE
-        path.write_text(apply_variant(path.read_text(encoding="utf-8"), variant), encoding="utf-8")
+        if kernel_source:
+            shutil.copyfile(kernel_source, path)
+        if variant:
+            path.write_text(apply_variant(path.read_text(encoding="utf-8"), variant), encoding="utf-8")
     spec = load_manifest(dest).kernel(kernel) if (dest / "gate.toml").exists() else None
     if spec is None:   # bench/quality_repo has no gate.toml: the spec gate_quality.py uses
         sys.path.insert(0, str(ROOT / "bench"))
@@ -176,9 +184,9 @@ def main() -> int:
     gemm = workloads.Gemm()
     cublas = SimpleNamespace(forward=lambda a, b: torch.matmul(a, b.T))
     big = Shape({"m": 2048, "n": 2048, "k": 1024})
-    ts = lambda sides, **kw: time_sides(timer, gemm, big, "float16", sides, **kw)  # noqa: E731
 
-    def gemm_rows(name, a, b, *, every_factor):
+    def gemm_rows(name, a, b, *, every_factor, shape=big):
+        ts = lambda sides, **kw: time_sides(timer, gemm, shape, "float16", sides, **kw)  # noqa: E731
         aa = [("A", a), ("A'", b)]
         row(name, "A/A, events (reference)", ts(aa))
         row(name, "alone, events (the gate now)", ts([("A", a)]))
@@ -200,9 +208,16 @@ def main() -> int:
     # sample's `bank_conflicts` variant): a shared-memory WMMA GEMM whose stores are partial sectors.
     _, _, smem_a = build_copy(GEMM_REPO, work, cache, "smem-a", "wmma_gemm", variant="bank_conflicts")
     _, _, smem_b = build_copy(GEMM_REPO, work, cache, "smem-b", "wmma_gemm", variant="bank_conflicts")
+    # The sample's last shared-memory version (A and B staged through padded shared memory), at the
+    # issue's shape and at the sample's 2048^3, where the cheat catalogue's baselines time it.
+    _, _, staged_a = build_copy(GEMM_REPO, work, cache, "staged-a", "wmma_gemm", kernel_source=STAGED_KERNEL)
+    _, _, staged_b = build_copy(GEMM_REPO, work, cache, "staged-b", "wmma_gemm", kernel_source=STAGED_KERNEL)
     print(f"builds: {time.perf_counter() - t0:.0f} s", flush=True)
     gemm_rows("wmma gemm 2048x2048x1024", gemm_a, gemm_b, every_factor=True)
     gemm_rows("wmma gemm, C via smem", smem_a, smem_b, every_factor=False)
+    gemm_rows("staged gemm 2048x2048x1024", staged_a, staged_b, every_factor=True)
+    gemm_rows("staged gemm 2048^3", staged_a, staged_b, every_factor=False,
+              shape=Shape({"m": 2048, "n": 2048, "k": 2048}))
 
     # --- the A/A bias at the ~30 µs shape: graph pools --------------------------------------------
     small = Shape({"m": 512, "n": 512, "k": 256})
