@@ -17,6 +17,9 @@ events; every other row changes one thing:
     vs other kernel            interleaved with a different kernel (cuBLAS) instead of itself
     no L2 flush / inputs per side / 1 or 8 input sets / outputs kept (no allocator reuse) /
     spaced (2 ms idle between calls) / graph
+    idle gap                   the staged GEMM (and the FMA chain, DRAM- and compute-bound) with each call
+                               waited for and the GPU left idle 0 to 5 ms before the next, and after a
+                               2 ms gap a one-thread spin or ~150 µs of work on every SM before the call
     small A/A graph: own pools vs shared pool   the A/A bias at the ~30 µs shape (512 x 512 x 256):
                                graph timing captures each side into its own memory pool, so the two
                                builds write their outputs to different addresses; a shared pool gives
@@ -93,10 +96,11 @@ def build_copy(src: Path, work: Path, cache: Path, tag: str, kernel: str, varian
 
 
 def time_sides(timer, wl, shape, dtype, sides, *, rounds=ROUNDS, flush=True, input_sets=INPUT_SETS,
-               per_side_inputs=False, keep_outputs=False, spaced_ms=0.0, graph=False, shared_pool=False,
-               launches=None):
+               per_side_inputs=False, keep_outputs=False, spaced_ms=None, graph=False, shared_pool=False,
+               launches=None, before=None):
     """Median µs per side label. `sides`: [(label, module)] called through `wl.call(module, 'forward', inputs)`;
-    `launches` per graph replay, or (None) as the gate chooses them."""
+    `launches` per graph replay, or (None) as the gate chooses them; `spaced_ms`: wait for each call and
+    leave the GPU idle that long after it; `before()`: GPU work enqueued before each call's L2 flush."""
     import torch
 
     n_sets = len(sides) if per_side_inputs else 1
@@ -135,6 +139,8 @@ def time_sides(timer, wl, shape, dtype, sides, *, rounds=ROUNDS, flush=True, inp
         rng.shuffle(order)
         current = r % input_sets
         for label, fn in order:
+            if before:
+                before()
             if flush:
                 timer.flush_l2()
             start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -147,7 +153,7 @@ def time_sides(timer, wl, shape, dtype, sides, *, rounds=ROUNDS, flush=True, inp
                     kept.append(out)
             end.record()
             pending.append((label, start, end))
-            if spaced_ms:
+            if spaced_ms is not None:
                 end.synchronize()
                 time.sleep(spaced_ms / 1000)
         for s in range(n_sets):
@@ -256,6 +262,34 @@ def main() -> int:
     for n in (4, 8, 10, 13, 16, 32):
         row(lname, f"alone, graph of {n} launches",
             time_sides(timer, fwl, lshape, "float32", [("A", fma_a)], graph=True, launches=n))
+
+    # --- what an idle GPU costs the next call ----------------------------------------------------
+    # A 2 ms gap between calls made every GEMM 23-31 µs slower per call (x1.37 at 84 µs). How does the
+    # cost grow with the gap, and what before the call takes it away: a one-thread spin keeps the GPU
+    # busy with its SMs idle, the FMA chain keeps every SM busy for ~150 µs?
+    gname = "idle gap: staged gemm"
+    gts = lambda sides, **kw: time_sides(timer, gemm, big, "float16", sides, rounds=100, **kw)  # noqa: E731
+    s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    s.record()
+    torch.cuda._sleep(10**6)
+    e.record()
+    e.synchronize()
+    cycles_per_us = 10**6 / (s.elapsed_time(e) * 1e3)   # the spin's clock, measured
+    spin = fwl.make_inputs(Shape({"n": 4 * 2**20, "iters": 1000}), "float32", 3, "cuda")
+    warm_all_sms = lambda: fwl.call(fma_a, "forward", spin)  # noqa: E731
+    row(gname, "back-to-back (no wait)", gts([("A", staged_a)]))
+    for gap in (0.0, 0.02, 0.1, 0.5, 1.0, 2.0, 5.0):
+        row(gname, f"waited, then idle {gap:g} ms", gts([("A", staged_a)], spaced_ms=gap))
+    row(gname, "idle 2 ms, 1-thread spin 200 us", gts([("A", staged_a)], spaced_ms=2.0,
+                                                      before=lambda: torch.cuda._sleep(int(200 * cycles_per_us))))
+    row(gname, "idle 2 ms, all SMs busy ~150 us", gts([("A", staged_a)], spaced_ms=2.0, before=warm_all_sms))
+    dram = Shape({"n": 32 * 2**20, "iters": 1})
+    dname = "idle gap: fma 32M x 1 (DRAM)"
+    for gap in (None, 0.0, 2.0):
+        label = "back-to-back (no wait)" if gap is None else f"waited, then idle {gap:g} ms"
+        row(dname, label, time_sides(timer, fwl, dram, "float32", [("A", fma_a)], rounds=100, spaced_ms=gap))
+    row("idle gap: fma 4M x 2000", "waited, then idle 2 ms",
+        time_sides(timer, fwl, fshape, "float32", [("A", fma_a)], rounds=100, spaced_ms=2.0))
 
     linputs = fwl.make_inputs(lshape, "float32", 7, "cuda")
     estimates = [timer.estimate_us(lambda i: fwl.call(fma_a, "forward", linputs)) for _ in range(10)]
