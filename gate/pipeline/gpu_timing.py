@@ -33,7 +33,6 @@ H100, three times the cost budget of all these defences.)
 from __future__ import annotations
 
 import ctypes
-import math
 import random
 import time
 from collections.abc import Callable
@@ -44,12 +43,13 @@ from typing import Any
 # dispatched through Python (SDPA: ~30 µs of CPU per call) reads the CPU time, not the GPU's: a 10 µs
 # SDPA call estimated at > 20 µs was timed with events on an H200 and showed a 1.5 % A/A bias.
 GRAPH_BELOW_US = 60.0
-# A graph replay should last about this long, so its own launch cost is small. The launches per
-# replay are a power of two: the estimate they come from reads host time too and moves from job to
-# job, and a replay's fixed cost, shared by its launches, is part of every per-call figure; so one
-# binary should get the same count in every job (`timing_method`).
-GRAPH_TARGET_US = 200.0
-MAX_GRAPH_LAUNCHES = 64
+# Launches per graph replay: one count for every graph-timed side in every job. A replay has a fixed
+# cost (~4.7 µs) that its launches share, so the per-call figure follows the count: 15.60 µs at 4
+# launches, 14.58 at 32 for one ~15 µs kernel (bench/timing_drift.py). A count taken from the estimate
+# moved with it, and the estimate reads host time too: rounded up to a power of two, it still gave
+# x8 instead of x16 in 2 of 5 "alone" jobs on an H100 (15.04 vs 14.75 µs for one binary, +2 %). At 64
+# the fixed cost is under 0.1 µs per call; a replay lasts at most 64 x GRAPH_BELOW_US.
+GRAPH_LAUNCHES = 64
 # Captures per side, one drawn at random per round (see `InterleavedTimer.prepare`).
 GRAPHS_PER_SIDE = 4
 
@@ -60,13 +60,11 @@ def timing_method(gated_estimates_us: list[float]) -> tuple[bool, int]:
     different things for a kernel that reads much from L2: events time one call from a flushed (cold)
     L2, a graph's back-to-back launches all but the first from a warm one. When a fast peer (cuBLAS at
     ~15 µs) chose the method of a job with no baseline, a 2048 x 2048 x 1024 WMMA GEMM was timed as a
-    graph alone (457 µs) and with events against itself (597 µs): one binary, two figures (issue 14)."""
+    graph alone (457 µs) and with events against itself (597 µs): one binary, two figures (issue 14).
+    The launches per replay are always GRAPH_LAUNCHES, whatever the estimate."""
     if not gated_estimates_us:
         raise ValueError("timing_method needs the estimate of at least the candidate")
-    fastest_us = min(gated_estimates_us)
-    wanted = GRAPH_TARGET_US / max(fastest_us, 0.5)
-    launches = max(2, min(MAX_GRAPH_LAUNCHES, 2 ** math.ceil(math.log2(max(wanted, 1.0)))))
-    return fastest_us < GRAPH_BELOW_US, launches
+    return min(gated_estimates_us) < GRAPH_BELOW_US, GRAPH_LAUNCHES
 
 
 def reset_persisting_l2() -> str:
