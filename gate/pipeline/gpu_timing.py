@@ -10,9 +10,16 @@ the GPU busy long enough (tens of µs) for the CPU to enqueue start event, launc
 the GPU reaches them: the events then bracket the kernel, not the CPU's launch latency. That latency
 is what made naive A-then-B interleaving of one 10 µs SDPA call read B 7.5 % slower (measured on an
 H200 while planning). For launch-bound sides (a few µs) even that is not enough, so such sides are
-timed as CUDA graphs of `graph_launches` back-to-back launches cycling over the input sets (captured
-once per side) and a sample is the replay time divided by the launch count; the flush stays outside
-the graph. A replay runs no host code, so host-side caching cannot act inside it.
+timed as CUDA graphs of `GRAPH_LAUNCHES` back-to-back launches cycling over the input sets (captured
+a few times per side) and a sample is the replay time divided by the launch count; the flush stays
+outside the graph. A replay runs no host code, so host-side caching cannot act inside it.
+
+An idle GPU slows the next call: after 0.5 to 5 ms with nothing to run, one GEMM read 1.32 to 1.38 x
+its back-to-back time on an H100, a DRAM-bound kernel 1.14 x after 2 ms (bench/timing_drift.py, "idle
+gap"); ~150 µs of work on every SM right before the call took it away, a one-thread spin did not. So a
+batch's rounds are all enqueued before its one synchronisation; the flush, and a graph or a call of
+at least GRAPH_BELOW_US per repetition, keep the GPU busy while the host enqueues the next, so only
+the first call of a batch follows an idle GPU, on a side drawn at random.
 
 Rotation and L2: the flush already makes every repetition cold, so rotating sets costs no L2 hits;
 what it costs is the refill (one normal_ per input tensor per round, outside the events) and the
@@ -58,10 +65,10 @@ def timing_method(gated_estimates_us: list[float]) -> tuple[bool, int]:
     """(use a graph, launches per replay), chosen from the *gated* sides' estimates only: the
     candidate's and, when there is one, the baseline's, never a peer's. The two methods measure
     different things for a kernel that reads much from L2: events time one call from a flushed (cold)
-    L2, a graph's back-to-back launches all but the first from a warm one. When a fast peer (cuBLAS at
-    ~15 µs) chose the method of a job with no baseline, a 2048 x 2048 x 1024 WMMA GEMM was timed as a
-    graph alone (457 µs) and with events against itself (597 µs): one binary, two figures (issue 14).
-    The launches per replay are always GRAPH_LAUNCHES, whatever the estimate."""
+    L2, a graph's back-to-back launches all but the first from a warm one. A fast peer (cuBLAS at
+    ~15 µs) used to choose the method of a job with no baseline: a 2048 x 2048 x 1024 WMMA GEMM timed
+    alone then read as a graph, 2 to 5 % under its events figure in an A/A job on an H100
+    (bench/timing_drift.py). The launches per replay are always GRAPH_LAUNCHES, whatever the estimate."""
     if not gated_estimates_us:
         raise ValueError("timing_method needs the estimate of at least the candidate")
     return min(gated_estimates_us) < GRAPH_BELOW_US, GRAPH_LAUNCHES
