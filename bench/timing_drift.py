@@ -29,8 +29,8 @@ Subjects: the WMMA GEMM of the gate's own samples (tests/samples/wmma_gemm, load
 straight from global memory, so it is L2-bound like the issue's kernel); the same GEMM with C staged
 through shared memory and written column-wise (the sample's `bank_conflicts` variant: a shared-memory
 WMMA GEMM whose global stores are partial sectors, so L2 state matters to its writes as well); the
-sample's last version with A and B staged through padded shared memory (bench/drift_subjects, the
-shared-memory GEMM of the issue's time), at 2048 x 2048 x 1024 and 2048^3; and the FMA chain of
+sample's last version with A and B staged through padded shared memory (the `smem_staged` variant,
+the shared-memory GEMM of the issue's time), at 2048 x 2048 x 1024 and 2048^3; and the FMA chain of
 bench/quality_repo (compute-bound: the control, which should not move).
 
 What to look for: if `alone+peer, graph` reads like the issue's 457 µs and every events row reads like
@@ -64,27 +64,21 @@ from gate.pipeline.manifest import load_manifest  # noqa: E402
 ROOT = Path(__file__).resolve().parent.parent
 GEMM_REPO = ROOT / "tests" / "samples" / "wmma_gemm"
 FMA_REPO = ROOT / "bench" / "quality_repo"
-STAGED_KERNEL = ROOT / "bench" / "drift_subjects" / "wmma_gemm_smem_staged.cu"
 ROUNDS = int(os.environ.get("GATE_DRIFT_ROUNDS", "200"))
 BIAS_ROUNDS = int(os.environ.get("GATE_DRIFT_BIAS_ROUNDS", "4000"))
 INPUT_SETS = 3
 
 
-def build_copy(src: Path, work: Path, cache: Path, tag: str, kernel: str, variant: str | None = None,
-               kernel_source: Path | None = None):
+def build_copy(src: Path, work: Path, cache: Path, tag: str, kernel: str, variant: str | None = None):
     """A separate checkout and .so of `src` (two builds of one source: a true A/A); `variant` names a
-    change of tests/samples/build.py applied to the WMMA sample's kernel, `kernel_source` a file that
-    replaces that kernel."""
+    change of tests/samples/build.py applied to the WMMA sample's kernel."""
     dest = work / f"{src.name}-{tag}"
     shutil.copytree(src, dest)
-    if variant or kernel_source:
+    if variant:
         from tests.samples.build import KERNEL_FILE, apply_variant
 
         path = dest / KERNEL_FILE
-        if kernel_source:
-            shutil.copyfile(kernel_source, path)
-        if variant:
-            path.write_text(apply_variant(path.read_text(encoding="utf-8"), variant), encoding="utf-8")
+        path.write_text(apply_variant(path.read_text(encoding="utf-8"), variant), encoding="utf-8")
     spec = load_manifest(dest).kernel(kernel) if (dest / "gate.toml").exists() else None
     if spec is None:   # bench/quality_repo has no gate.toml: the spec gate_quality.py uses
         sys.path.insert(0, str(ROOT / "bench"))
@@ -218,8 +212,8 @@ def main() -> int:
     _, _, smem_b = build_copy(GEMM_REPO, work, cache, "smem-b", "wmma_gemm", variant="bank_conflicts")
     # The sample's last shared-memory version (A and B staged through padded shared memory), at the
     # issue's shape and at the sample's 2048^3, where the cheat catalogue's baselines time it.
-    _, _, staged_a = build_copy(GEMM_REPO, work, cache, "staged-a", "wmma_gemm", kernel_source=STAGED_KERNEL)
-    _, _, staged_b = build_copy(GEMM_REPO, work, cache, "staged-b", "wmma_gemm", kernel_source=STAGED_KERNEL)
+    _, _, staged_a = build_copy(GEMM_REPO, work, cache, "staged-a", "wmma_gemm", variant="smem_staged")
+    _, _, staged_b = build_copy(GEMM_REPO, work, cache, "staged-b", "wmma_gemm", variant="smem_staged")
     print(f"builds: {time.perf_counter() - t0:.0f} s", flush=True)
     gemm_rows("wmma gemm 2048x2048x1024", gemm_a, gemm_b, every_factor=True)
     gemm_rows("wmma gemm, C via smem", smem_a, smem_b, every_factor=False)

@@ -45,6 +45,15 @@ def test_bank_conflict_variant_adds_the_unpadded_c_tile_to_static_smem(tmp_path)
     assert res.functions[0].smem_bytes == 64 * 64 * 4
 
 
+def test_smem_staged_variant_stages_a_and_b_through_padded_shared_memory(tmp_path):
+    # timing_drift's subject: the sample before a343f93, two 64 x (32 + 8) half tiles
+    res = run_static(spec("sm_90"), sample(tmp_path, "smem_staged"), tmp_path / "out")
+    (fn,) = res.functions
+    assert (fn.smem_bytes, fn.spill_bytes) == (2 * 64 * 40 * 2, 0)
+    if res.sass_available:
+        assert fn.sass_opcodes["HMMA"] > 0 and fn.sass_opcodes["STS"] > 0 and fn.sass_opcodes["BAR"] > 0
+
+
 def test_a_compile_error_is_a_failed_stage_with_the_log(tmp_path):
     res = run_static(spec("sm_80"), sample(tmp_path, "compile_error"), tmp_path / "out")
     assert res.status is StageStatus.FAILED

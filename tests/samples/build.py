@@ -15,6 +15,8 @@ with the correct kernel. Variants (edits of `kernels/wmma_gemm.cu`, each anchore
     compile_error    an undefined identifier: the static stage must fail with nvcc's log
     slower           N dependent FMAs per K step on a dummy register ("slower:N", default 8): more
                      arithmetic, identical memory traffic and layout (calibrate N on the GPU)
+    smem_staged      the sample before a343f93, A and B staged through padded shared memory: a
+                     timing subject of bench/timing_drift.py, not gated by the tests
 
 The cheat catalogue (issue 10; `CATALOGUE` names the rule each must end with). Cheats in the
 launcher are host code of the kernel's own translation unit, the place a submitter controls:
@@ -85,6 +87,51 @@ def bank_conflicts(source: str) -> str:
 
 """
     return head + epilogue + "}  // namespace wmma_gemm_sample" + tail
+
+
+def smem_staged(source: str) -> str:
+    """The sample before a343f93: A and B tiles staged through shared memory rows padded by 8 halves
+    (50 % bank conflicts on an H200). Not gated by any test: a timing subject of bench/timing_drift.py."""
+    start = "    for (int k0 = 0; k0 < p.k; k0 += kStep) {\n"
+    epilogue = "    for (int i = 0; i < 2; ++i) {\n        for (int j = 0; j < 2; ++j) {\n            const int r ="
+    if source.count(start) != 1 or source.count(epilogue) != 1:
+        raise ValueError("variant anchor not found exactly once: the main loop")
+    head, rest = source.split(start, 1)
+    tail = rest.split(epilogue, 1)[1]
+    loop = """    constexpr int kPad = 8;   // halves of padding per smem row
+    __shared__ __half a_s[kTile][kStep + kPad];
+    __shared__ __half b_s[kTile][kStep + kPad];
+    for (int k0 = 0; k0 < p.k; k0 += kStep) {
+        // 64 rows x 32 halves per tile = 256 chunks of 8 halves; 128 threads load two each.
+        for (int chunk = threadIdx.x; chunk < kTile * kStep / 8; chunk += kThreads) {
+            const int r = chunk / (kStep / 8);
+            const int c = (chunk % (kStep / 8)) * 8;
+            const bool k_ok = k0 + c < p.k;   // K is a multiple of 16: a chunk is all in or all out
+            uint4 a_val = make_uint4(0, 0, 0, 0);
+            uint4 b_val = make_uint4(0, 0, 0, 0);
+            if (k_ok && row0 + r < p.m)
+                a_val = *reinterpret_cast<const uint4*>(p.a + (size_t)(row0 + r) * p.k + k0 + c);
+            if (k_ok && col0 + r < p.n)
+                b_val = *reinterpret_cast<const uint4*>(p.b + (size_t)(col0 + r) * p.k + k0 + c);
+            *reinterpret_cast<uint4*>(&a_s[r][c]) = a_val;
+            *reinterpret_cast<uint4*>(&b_s[r][c]) = b_val;
+        }
+        __syncthreads();
+        for (int kk = 0; kk < kStep; kk += 16) {
+            wmma::fragment<wmma::matrix_a, 16, 16, 16, __half, wmma::row_major> a_frag[2];
+            wmma::fragment<wmma::matrix_b, 16, 16, 16, __half, wmma::col_major> b_frag[2];
+            for (int i = 0; i < 2; ++i)
+                wmma::load_matrix_sync(a_frag[i], &a_s[warp_row + i * 16][kk], kStep + kPad);
+            for (int j = 0; j < 2; ++j)
+                wmma::load_matrix_sync(b_frag[j], &b_s[warp_col + j * 16][kk], kStep + kPad);
+            for (int i = 0; i < 2; ++i)
+                for (int j = 0; j < 2; ++j) wmma::mma_sync(acc[i][j], a_frag[i], b_frag[j], acc[i][j]);
+        }
+        __syncthreads();
+    }
+
+"""
+    return head + loop + epilogue + tail
 
 
 def compile_error(source: str) -> str:
@@ -235,6 +282,7 @@ VARIANTS: dict[str, Callable[..., str]] = {
     "deferred_thread": deferred_thread, "cache_by_pointer": cache_by_pointer,
     "cache_by_checksum": cache_by_checksum, "input_modified": input_modified,
     "out_of_bounds": out_of_bounds, "endless_loop": endless_loop, "more_work": more_work,
+    "smem_staged": smem_staged,
 }
 # Variants that also change the manifest: the endless loop needs a timeout shorter than the default.
 # The joined stream is gated at the 2048³ shape only: its fork/join costs 1-1.6 µs per launch on an
