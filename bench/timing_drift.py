@@ -37,7 +37,7 @@ What to look for: if `alone+peer, graph` reads like the issue's 457 µs and ever
 A/A (~600 µs), the method choice was the cause (fixed in `gpu_timing.timing_method`: only the gated
 sides choose). If `no L2 flush` also reads fast, it is the L2 state a graph keeps warm; if `spaced`
 moves, it is clocks/power; `inputs per side`, `outputs kept` and the pool rows point at placement.
-Found on an H100: the peer-chosen graph reads 2 to 5 % fast; an idle GPU before each call, 1.32 to 1.38 x
+Found on an H100: the peer-chosen graph reads 1 to 5 % fast; an idle GPU before each call, 1.32 to 1.38 x
 slow from 0.5 ms of idle on (the `idle gap` rows), which ~150 µs of work on every SM takes away.
 """
 
@@ -211,7 +211,7 @@ def main() -> int:
     _, _, smem_a = build_copy(GEMM_REPO, work, cache, "smem-a", "wmma_gemm", variant="bank_conflicts")
     _, _, smem_b = build_copy(GEMM_REPO, work, cache, "smem-b", "wmma_gemm", variant="bank_conflicts")
     # The sample's last shared-memory version (A and B staged through padded shared memory), at the
-    # issue's shape and at the sample's 2048^3, where the cheat catalogue's baselines time it.
+    # issue's shape and at 2048^3, the sample's largest shape.
     _, _, staged_a = build_copy(GEMM_REPO, work, cache, "staged-a", "wmma_gemm", variant="smem_staged")
     _, _, staged_b = build_copy(GEMM_REPO, work, cache, "staged-b", "wmma_gemm", variant="smem_staged")
     print(f"builds: {time.perf_counter() - t0:.0f} s", flush=True)

@@ -67,7 +67,7 @@ def timing_method(gated_estimates_us: list[float]) -> tuple[bool, int]:
     different things for a kernel that reads much from L2: events time one call from a flushed (cold)
     L2, a graph's back-to-back launches all but the first from a warm one. A fast peer (cuBLAS at
     ~15 µs) used to choose the method of a job with no baseline: a 2048 x 2048 x 1024 WMMA GEMM timed
-    alone then read as a graph, 2 to 5 % under its events figure in an A/A job on an H100
+    alone then read as a graph, 1 to 5 % under its events figure in an A/A job on an H100
     (bench/timing_drift.py). The launches per replay are always GRAPH_LAUNCHES, whatever the estimate."""
     if not gated_estimates_us:
         raise ValueError("timing_method needs the estimate of at least the candidate")
