@@ -59,7 +59,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from gate.domain import Shape  # noqa: E402
 from gate.pipeline import build, workloads  # noqa: E402
 from gate.pipeline.gpu_timing import InterleavedTimer, timing_method  # noqa: E402
-from gate.pipeline.manifest import load_manifest  # noqa: E402
+from gate.manifest.load import load_manifest  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 GEMM_REPO = ROOT / "tests" / "samples" / "wmma_gemm"

@@ -18,7 +18,7 @@ if [ -d .whl ] && ls .whl/*.whl >/dev/null 2>&1; then
     && export PYTHONPATH="/tmp/site:${PYTHONPATH:-}"
 fi
 export PATH="$PATH:/usr/local/cuda/bin"
-# The box for submitted code (gate/pipeline/box.py) needs bubblewrap; where it cannot be installed,
+# The box for submitted code (gate/box.py) needs bubblewrap; where it cannot be installed,
 # .debs carried in .debs/ are unpacked (not installed) and used from there. Fetch them on a Debian or
 # Ubuntu machine with: (mkdir -p .debs && cd .debs && apt-get download bubblewrap libcap2 libselinux1
 # libpcre2-8-0) and carry .debs with the working tree.

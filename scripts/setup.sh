@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 extras="${1:-}"
-# Submitted code compiles and runs in a bubblewrap box (gate/pipeline/box.py): Debian's package.
+# Submitted code compiles and runs in a bubblewrap box (gate/box.py): Debian's package.
 if ! command -v bwrap >/dev/null 2>&1; then
   if [ "$(id -u)" = 0 ]; then
     apt-get update -qq && apt-get install -y -qq bubblewrap >/dev/null

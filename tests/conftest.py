@@ -24,7 +24,7 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 @pytest.fixture
 def tmp_path(tmp_path: Path) -> Path:
     """pytest's own, readable by others: compiles and the GPU child run as an unprivileged user in the
-    box (gate/pipeline/box.py), and pytest makes the directory 0700."""
+    box (gate/box.py), and pytest makes the directory 0700."""
     tmp_path.chmod(0o755)
     return tmp_path
 

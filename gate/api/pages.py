@@ -25,8 +25,8 @@ from gate.api.schemas import GpuKind, KernelName, ShapeName
 from gate.domain.names import RELATIVE_NCU_RULES, Direction, Metric, Side, Stage
 from gate.domain.verdict import Verdict
 from gate.domain.wording import format_value, gpu_words, plural, progress_line, reason_beside
-from gate.pipeline.roofline import model_peak
-from gate.pipeline.symbols import kernel_name
+from gate.nvidia.roofline import model_peak
+from gate.nvidia.symbols import kernel_name
 from gate.figures.kernel_page import PEER_METRIC, kernel_charts, page_legend, wanted_traces
 from gate.figures.palette import VERDICT_COLOR
 from gate.figures.gpu_watch import gpu_watch_panel
@@ -142,7 +142,7 @@ def _kernel_view(session: Session, store: SeriesCache, name: str, gpu: str | Non
 
 
 def peak_line(gpu: str) -> Line | None:
-    """The GPU's physical dense 16-bit tensor peak (`gate.pipeline.roofline`, the one table of
+    """The GPU's physical dense 16-bit tensor peak (`gate.nvidia.roofline`, the one table of
     datasheet peaks): no kernel whose results pass correctness can be faster than it."""
     found = model_peak(gpu)
     if found is None:

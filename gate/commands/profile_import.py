@@ -62,7 +62,7 @@ def main(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from gate.domain.codec import to_json
-    from gate.pipeline.ncu_report import read_report
+    from gate.nvidia.ncu_report import read_report
 
     path = Path(args.file)
     kernels = read_report(path)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from gate.domain.job import GateOutcome
 from gate.domain.results import FunctionResources
-from gate.pipeline.symbols import kernel_name
+from gate.nvidia.symbols import kernel_name
 
 # Opcodes worth a glance: tensor cores (HMMA/HGMMA/IMMA/QGMMA), ldmatrix, cp.async, spills, barriers.
 KEY_OPCODES = ("HMMA", "HGMMA", "IMMA", "QGMMA", "LDSM", "LDGSTS", "STL", "LDL", "BAR")

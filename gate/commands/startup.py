@@ -30,7 +30,7 @@ def _check_box(log) -> None:  # noqa: ANN001
     """Say at start, not at the first job, when submitted code cannot be boxed."""
     import shutil
 
-    from gate.pipeline import box
+    from gate import box
 
     if not box.enabled():
         log.warning("GATE_BOX=off: submitted code runs unboxed, with the server's rights (trusted repositories only)")

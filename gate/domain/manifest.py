@@ -1,4 +1,4 @@
-"""The manifest's types (`gate.toml`). Validation lives in `gate.pipeline.manifest`."""
+"""The manifest's types (`gate.toml`). Validation lives in `gate.manifest.load`."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Verdict types. The decision itself is `gate.pipeline.decide.decide` (a pure function)."""
+"""Verdict types. The decision itself is `gate.verdict.decide.decide` (a pure function)."""
 
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ class Verdict(StrEnum):
 
 # Worst first. One kernel's verdict decides a revision's (the worst of its jobs) and the exit code of
 # `gate run`/`gate submit` with several kernels; the same order decides a job's verdict from its rule
-# rows (`gate.pipeline.decide`: any error -> error, any fail -> reject, any not-run -> incomplete, ...).
+# rows (`gate.verdict.decide`: any error -> error, any fail -> reject, any not-run -> incomplete, ...).
 SEVERITY_ORDER = (Verdict.ERROR, Verdict.REJECT, Verdict.INCOMPLETE, Verdict.INCONCLUSIVE, Verdict.ACCEPT)
 
 

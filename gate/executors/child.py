@@ -35,7 +35,7 @@ from gate.domain.results import (
     StaticResult,
 )
 from gate.errors import GateError, JobCancelled, RunnerError
-from gate.pipeline import box
+from gate import box
 from gate.runner.protocol import (
     REQUEST_NAME,
     RESULT_NAME,
@@ -82,7 +82,7 @@ def run_child(request: JobRequest, timeout_s: float,
               cancel: threading.Event | None = None) -> JobResult:
     """Run one job's stages in a child process and return its `JobResult` (see the module doc).
 
-    The child runs in the box (`gate.pipeline.box`): it writes only its artifacts and the object
+    The child runs in the box (`gate.box`): it writes only its artifacts and the object
     cache, reads its checkouts, sees the GPU's device nodes, and nothing of `hidden` (the data dir).
     `command` replaces the child's command line (tests use it to stand in a crashing child).
     `cancel`, once set, kills the child's process group and raises `JobCancelled`.

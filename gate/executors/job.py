@@ -2,7 +2,7 @@
 
 `gate_job` checks out the candidate and its baseline from the git mirror (`gate.sources`), reads the
 manifest, runs every measuring stage in a child process (`gate.executors.child`, which starts
-`python -m gate.runner`), and decides the verdict with the pure `gate.pipeline.decide`. Storing the
+`python -m gate.runner`), and decides the verdict with the pure `gate.verdict.decide`. Storing the
 outcome and notifying is the executor's (`gate.executors.base.run_claimed`); `gate run` calls this
 directly. Workspaces are removed afterwards; artifacts stay for the caller to keep.
 """
@@ -20,8 +20,8 @@ from gate.domain.manifest import KernelSpec, Manifest
 from gate.domain.names import Side, Stage
 from gate.errors import JobCancelled, ManifestError
 from gate.executors.child import run_child
-from gate.pipeline.decide import decide
-from gate.pipeline.manifest import load_manifest
+from gate.verdict.decide import decide
+from gate.manifest.load import load_manifest
 from gate.sources.mirror import Mirror
 
 Emit = Callable[[ProgressEvent], None]

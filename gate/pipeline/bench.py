@@ -23,7 +23,8 @@ from typing import Any
 
 from gate.domain import BenchResult, KernelSpec, ShapeTiming, StageStatus, TimingSamples
 from gate.domain.job import RunOptions
-from gate.pipeline import roofline, stats
+from gate.nvidia import roofline
+from gate.pipeline import stats
 from gate.pipeline.gpu_timing import AllStreams, InterleavedTimer, Side, all_streams_time, timing_method
 
 ROUNDS_PER_BATCH = 16

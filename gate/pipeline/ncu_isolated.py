@@ -22,7 +22,7 @@ from pathlib import Path
 
 import gate
 from gate.errors import ProfilerError, ToolMissingError
-from gate.pipeline.ncu_report import Launch, read_launches
+from gate.nvidia.ncu_report import Launch, read_launches
 
 
 class ReaderExit(IntEnum):

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gate.domain import KernelSpec
-from gate.pipeline import compile_flags
+from gate.manifest import compile_flags
 from gate.pipeline import toolchain as tc
 from gate.pipeline.build_cache import ObjectCache, Toolchain, local_includes, object_key
 

@@ -4,7 +4,7 @@
 the kernel once per (shape, dtype) after warm-up between cudaProfilerStart/Stop (so ncu runs with
 `--profile-from-start off`) inside an NVTX range naming the shape. Only the catalog's metrics for
 the local arch are requested; the `.ncu-rep` stays in `out_dir` as an artifact and is read with
-`gate.pipeline.ncu_report` in a separate clean interpreter (`ncu_isolated`: see why there).
+`gate.nvidia.ncu_report` in a separate clean interpreter (`ncu_isolated`: see why there).
 
 Faults, and whose they are:
 - ncu not found -> ToolMissingError. Counters not permitted (ERR_NVGPUCTRPERM), no profiler
@@ -38,9 +38,9 @@ from gate.domain import KernelMetrics, KernelSpec, ProfileResult, StageStatus
 from gate.domain.codec import to_json
 from gate.domain.job import RunOptions
 from gate.errors import ProfilerError, ToolMissingError
-from gate.pipeline.ncu_catalog import arch_of, requested_metrics
+from gate.nvidia.ncu_catalog import arch_of, requested_metrics
 from gate.pipeline.ncu_isolated import read_launches_isolated
-from gate.pipeline.ncu_report import kernel_metrics
+from gate.nvidia.ncu_report import kernel_metrics
 
 DEFAULT_WORKLOAD_FACTORY = "gate.pipeline.workloads:get_workload"
 # PyTorch's own kernels (fills, copies, casts) that a binding may launch around the real work.

@@ -22,7 +22,7 @@ from functools import cache
 from pathlib import Path
 
 from gate.errors import ToolMissingError
-from gate.pipeline import box
+from gate import box
 from gate.pipeline.build_cache import Toolchain
 
 # Flags common to every compile. -Xptxas -v: ptxas's register/smem/spill report goes into the log.

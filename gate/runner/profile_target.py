@@ -30,7 +30,7 @@ from typing import Any
 
 from gate.domain import KernelSpec
 from gate.domain.codec import from_json
-from gate.pipeline.ncu_report import range_name
+from gate.nvidia.ncu_report import range_name
 from gate.pipeline.profile import DEFAULT_WORKLOAD_FACTORY
 
 

@@ -9,8 +9,8 @@ from typing import Any
 
 from gate.domain import RuleOutcome, RuleRow, Verdict
 from gate.domain.codec import from_json, to_json
-from gate.pipeline import decide
-from gate.pipeline.decide_rules import RULE_WORDS, bound_sentence
+from gate.verdict import decide
+from gate.verdict.rules import RULE_WORDS, bound_sentence
 from gate.sample.kernel_model import KernelModel, Outcome
 from gate.sample.kernels import A100_SLOWDOWN, ARCHES, FLOPS, PEERS_ON_A100, SHAPES
 from gate.sample.stage_payloads import NO_NCU, stage_payloads
@@ -132,7 +132,7 @@ def rule(name: str, outcome: RuleOutcome, reason: str, **kw: Any) -> Any:
 
 
 def verdict_of(rules: list[Any], profiled: bool) -> tuple[str, str]:
-    """The verdict the gate's own precedence gives these rows (`gate.pipeline.decide.verdict_of`);
+    """The verdict the gate's own precedence gives these rows (`gate.verdict.decide.verdict_of`);
     the deciding row is marked in `rules`, as a real job's is."""
     rows = from_json(list[RuleRow], rules, path="rules")
     verdict, reason = decide.verdict_of(rows)

@@ -1,7 +1,7 @@
 """What planning needs to know about a repository at a revision, behind a small protocol.
 
 The default reads through the pipeline's bare-mirror cache (`gate.sources.mirror.Mirror`) and the
-manifest loader (`gate.pipeline.manifest.load_manifest`); tests hand in their own implementation.
+manifest loader (`gate.manifest.load.load_manifest`); tests hand in their own implementation.
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ class MirrorSources:
         return self.mirror.commit_info(repo, sha)
 
     def manifest(self, repo: str, sha: str) -> Manifest:
-        from gate.pipeline.manifest import load_manifest
+        from gate.manifest.load import load_manifest
 
         self.workspaces.mkdir(parents=True, exist_ok=True)
         workspace = Path(tempfile.mkdtemp(prefix=f"plan-{sha[:12]}-", dir=self.workspaces))

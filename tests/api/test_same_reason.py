@@ -19,7 +19,7 @@ from gate.commands.run_report import render
 from gate.domain import Gates, KernelMetrics, ProfileResult, StageStatus
 from gate.domain.names import Rule
 from gate.notify import messages
-from gate.pipeline.decide import decide
+from gate.verdict.decide import decide
 
 GATES = Gates(max_latency_regression_pct=3, max_bank_conflict_pct=10)
 

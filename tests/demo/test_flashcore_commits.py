@@ -8,7 +8,7 @@ from gate.demo.flashcore_commits import STEPS, build_demo_repo, project_root
 from gate.demo.replay import DemoRow, summary
 from gate.errors import GateError
 from gate.pipeline import run
-from gate.pipeline.manifest import load_manifest
+from gate.manifest.load import load_manifest
 
 WGMMA = "kernels/flashcore/wgmma.cu"
 WMMA = "kernels/flashcore/wmma.cu"

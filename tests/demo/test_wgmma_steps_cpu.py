@@ -13,8 +13,8 @@ from gate.domain.names import Rule
 from gate.domain.results import StageStatus
 from gate.domain.verdict import RuleOutcome, Verdict
 from gate.pipeline import run
-from gate.pipeline.decide import decide
-from gate.pipeline.manifest import load_manifest
+from gate.verdict.decide import decide
+from gate.manifest.load import load_manifest
 
 pytestmark = [pytest.mark.nvcc, pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not on PATH")]
 

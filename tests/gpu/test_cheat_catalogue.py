@@ -17,7 +17,7 @@ import pytest
 
 from gate.domain.job import RunOptions
 from gate.pipeline import build
-from gate.pipeline.manifest import load_manifest
+from gate.manifest.load import load_manifest
 from gate.executors.job import gate_job
 from gate.sources.mirror import Mirror
 from tests.samples.build import CATALOGUE, make_repo

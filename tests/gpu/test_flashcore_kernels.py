@@ -220,7 +220,7 @@ def one_stage_wgmma(tmp_path_factory):
         pytest.skip(f"flashcore_wgmma needs an sm_90 GPU; this one is {flashcore_build.default_arch()}")
     from gate.demo.flashcore_commits import build_demo_repo
     from gate.pipeline import build
-    from gate.pipeline.manifest import load_manifest
+    from gate.manifest.load import load_manifest
 
     repo = tmp_path_factory.mktemp("demo") / "flashcore"
     build_demo_repo(repo)

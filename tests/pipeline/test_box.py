@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from gate.domain import KernelSpec, StageStatus
-from gate.pipeline import box
+from gate import box
 from gate.pipeline.static import LOG_NAME, run_static
 
 pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None or os.environ.get("GATE_BOX") == "off",

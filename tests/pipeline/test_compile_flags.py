@@ -6,9 +6,10 @@ from pathlib import Path
 import pytest
 
 from gate.errors import ManifestError
-from gate.pipeline import compile_flags, objects
+from gate.manifest import compile_flags
+from gate.pipeline import objects
 from gate.pipeline.build_cache import Toolchain
-from gate.pipeline.manifest import load_manifest
+from gate.manifest.load import load_manifest
 from gate.pipeline.toolchain import Tools
 
 HEAD = """

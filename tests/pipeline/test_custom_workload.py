@@ -11,7 +11,7 @@ import pytest
 
 from gate.domain import KernelSpec, Shape
 from gate.errors import ManifestError
-from gate.pipeline.manifest import load_manifest
+from gate.manifest.load import load_manifest
 from gate.pipeline.workloads import REQUIRED_METHODS, get_workload, guard_damage, perturb_one
 from tests.pipeline.test_readme_manifest import examples, write_example
 

@@ -19,7 +19,7 @@ from gate.domain import (
     TimingSamples,
     Verdict,
 )
-from gate.pipeline.decide import decide
+from gate.verdict.decide import decide
 
 P, F, N = StageStatus.PASSED, StageStatus.FAILED, StageStatus.NOT_RUN
 FN = "_ZN16wmma_gemm_sample16wmma_gemm_kernelE10GemmParams"

@@ -3,9 +3,9 @@
 import pytest
 
 from gate.domain import BenchResult, RuleOutcome, ShapeTiming, StageStatus, TimingSamples
-from gate.pipeline import roofline
+from gate.nvidia import roofline
 from gate.domain.names import Rule
-from gate.pipeline.decide_rules import integrity_rows
+from gate.verdict.rules import integrity_rows
 
 
 def shape(events_us: float, all_streams_us: float | None, floor_us: float | None = None,

@@ -5,7 +5,7 @@ import pytest
 
 from gate.domain import Shape
 from gate.errors import ManifestError
-from gate.pipeline.manifest import load_manifest
+from gate.manifest.load import load_manifest
 
 GOOD = """
 [[kernel]]

@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 from gate.errors import ManifestError
-from gate.pipeline.manifest import load_manifest
+from gate.manifest.load import load_manifest
 
 MANIFEST = """
 [[kernel]]

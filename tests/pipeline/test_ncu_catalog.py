@@ -1,7 +1,7 @@
 import pytest
 
 from gate.errors import ProfilerError
-from gate.pipeline.ncu_catalog import SUPPORTED_ARCHS, arch_of, catalog, reading_catalog, requested_metrics
+from gate.nvidia.ncu_catalog import SUPPORTED_ARCHS, arch_of, catalog, reading_catalog, requested_metrics
 
 
 def test_every_supported_arch_measures_the_same_quantities():

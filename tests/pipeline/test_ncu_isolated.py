@@ -4,7 +4,7 @@ import pytest
 
 from gate.errors import ProfilerError
 from gate.pipeline.ncu_isolated import read_launches_isolated
-from gate.pipeline.ncu_report import read_launches
+from gate.nvidia.ncu_report import read_launches
 
 
 def test_child_reader_returns_the_same_launches_as_in_process(ncu_fixture):

@@ -3,7 +3,7 @@ from pathlib import Path
 import pytest
 
 from gate.errors import ProfilerError
-from gate.pipeline.ncu_report import Launch, conflict_pct, kernel_metrics, parse_range, range_name, read_report
+from gate.nvidia.ncu_report import Launch, conflict_pct, kernel_metrics, parse_range, range_name, read_report
 
 HOPPER = {"device__attribute_compute_capability_major": 9, "device__attribute_compute_capability_minor": 0}
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from gate.pipeline.manifest import load_manifest
+from gate.manifest.load import load_manifest
 
 ROOT = Path(__file__).resolve().parents[2]
 _TOML_BLOCK = re.compile(r"```toml\n(.*?)```", re.DOTALL)
@@ -60,7 +60,7 @@ def test_every_key_the_loader_accepts_has_a_row_in_docs_manifest():
     import dataclasses
 
     from gate.domain.manifest import Gates
-    from gate.pipeline import manifest
+    from gate.manifest import load as manifest
 
     text = (ROOT / "docs" / "manifest.md").read_text(encoding="utf-8")
     documented = set(re.findall(r"^\| `(\w+)` \|", text, re.MULTILINE))

@@ -21,7 +21,7 @@ from gate.domain.job import Checkout, JobRequest
 from gate.domain.verdict import Verdict
 from gate.errors import ToolMissingError
 from gate.pipeline import run
-from gate.pipeline.decide import decide
+from gate.verdict.decide import decide
 from gate.pipeline.workloads import get_workload
 
 P = StageStatus.PASSED

@@ -78,7 +78,7 @@ def test_a_source_named_like_a_shell_command_never_runs_it(tmp_path):
     """Issue 12: `k$(touch PWNED).cu` listed in `sources` made nvcc's shell run `touch` on the host.
     The manifest refuses the name, so the static stage never sees it and nothing runs."""
     from gate.errors import ManifestError
-    from gate.pipeline.manifest import load_manifest
+    from gate.manifest.load import load_manifest
 
     repo = tmp_path / "repo"
     repo.mkdir()

@@ -1,6 +1,6 @@
 """Readable kernel names: instantiations told apart, namespaces and signatures gone."""
 
-from gate.pipeline.symbols import kernel_name, short_name
+from gate.nvidia.symbols import kernel_name, short_name
 
 WGMMA = "_ZN9flashcore26flashcore_wgmma_fwd_kernelINS_3CfgILi128ELi1ELi128ELb0EEELb0EEEv11FlashParamsNS_7TmaMapsE"
 

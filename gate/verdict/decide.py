@@ -20,8 +20,8 @@ from gate.domain.manifest import Gates
 from gate.domain.names import NCU_RULES, Rule, Stage
 from gate.domain.results import JobResult, StageStatus, StaticResult
 from gate.domain.verdict import RuleOutcome, RuleRow, Verdict, VerdictReport
-from gate.pipeline.symbols import kernel_name
-from gate.pipeline.decide_rules import (
+from gate.nvidia.symbols import kernel_name
+from gate.verdict.rules import (
     bound_sentence,
     correctness_rows,
     STATIC_FIGURES,

@@ -22,7 +22,7 @@ from gate.domain.results import (
 )
 from gate.domain.verdict import RuleOutcome, RuleRow
 from gate.domain.wording import format_value
-from gate.pipeline.symbols import kernel_name
+from gate.nvidia.symbols import kernel_name
 
 O = RuleOutcome
 

@@ -24,7 +24,7 @@ from typing import Any
 
 from gate.domain.manifest import Gates, KernelSpec, Manifest, Shape
 from gate.errors import ManifestError
-from gate.pipeline import compile_flags
+from gate.manifest import compile_flags
 
 MANIFEST_NAME = "gate.toml"
 

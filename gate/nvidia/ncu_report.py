@@ -21,7 +21,7 @@ from types import ModuleType
 
 from gate.domain import KernelMetrics
 from gate.errors import ProfilerError, ToolMissingError
-from gate.pipeline.ncu_catalog import arch_of, reading_catalog
+from gate.nvidia.ncu_catalog import arch_of, reading_catalog
 
 RANGE_PREFIX = "gate:"   # NVTX push/pop range per profiled call: "gate:<shape label>:<dtype>"
 _LAUNCH_ATTRIBUTES = (
