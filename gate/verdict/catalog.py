@@ -60,20 +60,26 @@ class RuleSpec:
     unit: str                            # of its value and threshold
     meaning: str                         # docs/manifest.md's gate table says this
     bound: Bound = Bound.CEILING
-    key: str | None = None               # its `Gates` field and manifest key; None: always on
+    keyed: bool = True                   # the manifest sets it (False: always on, or shown only)
+    key_name: str = ""                   # its `Gates` field when not named like the rule
     default: str = "off"                 # as docs/manifest.md shows it
     words: str = ""                      # what its sentence calls the figure ("tensor pipe 34 % ...")
     integer: bool = False                # the manifest key takes an integer
     pct_of_peak: bool = False            # the manifest key is a % of peak: at most 100
     positive: bool = False               # the manifest key must be > 0 (not only >= 0)
     baseline_profile: bool = False       # reads the baseline's Nsight Compute profile too
-    metric: Metric | None = None         # the per-shape (or per-arch) figure it judges, as stored
-    figure: str = ""                     # static rows: the `FunctionResources` field it reads
+    metric: Metric | None = None         # the figure it judges, as stored; static rows: the
+                                         # `FunctionResources` field of the same name
     chart: Chart | None = None           # drawn on the kernel page with its threshold
 
     @property
     def kind(self) -> Kind:
         return self.kinds[0]
+
+    @property
+    def key(self) -> str | None:
+        """Its `Gates` field and manifest key (a rule is named after it); None when always on."""
+        return (self.key_name or self.rule.value) if self.keyed else None
 
 
 _F, _N = Bound.FLOOR, Bound.NONE
@@ -86,66 +92,65 @@ CATALOG: tuple[RuleSpec, ...] = (
              "reject when the candidate's median is slower than the baseline's by more than this, **and** the "
              "difference is significant (the whole 95 % bootstrap interval of the ratio above the threshold, "
              "Mann-Whitney p < 0.05), per shape and dtype. Candidate and baseline are timed interleaved in "
-             "one process", key="max_latency_regression_pct", metric=Metric.LATENCY_RATIO,
+             "one process", metric=Metric.LATENCY_RATIO,
              chart=Chart("ratio", "Latency vs baseline", "candidate / baseline")),
     RuleSpec(Rule.CORRECTNESS, (Kind.CORRECTNESS,), "max |error| against a float32/float64 reference",
              "abs err", "correctness: the kernel's max error against a float32/float64 reference may be at most "
              "this many times PyTorch's own low-precision error (with a floor of the dtype's epsilon)",
-             key="max_error_ratio", default="`4.0`", positive=True),
+             key_name="max_error_ratio", default="`4.0`", positive=True),
     RuleSpec(Rule.MAX_REGISTERS, (Kind.STATIC_LIMIT,), "ptxas registers per thread", "registers",
-             "registers per thread (ptxas), worst function per arch", key="max_registers", integer=True,
-             metric=Metric.REGISTERS, figure="registers",
+             "registers per thread (ptxas), worst function per arch", integer=True,
+             metric=Metric.REGISTERS,
              chart=Chart("registers", "Registers per thread", "registers per thread")),
     RuleSpec(Rule.MAX_SPILL_BYTES, (Kind.STATIC_LIMIT,), "ptxas spill stores + loads", "bytes",
-             "spill stores + loads (ptxas), worst function per arch", key="max_spill_bytes", integer=True,
-             words="spills", metric=Metric.SPILL_BYTES, figure="spill_bytes",
+             "spill stores + loads (ptxas), worst function per arch", integer=True,
+             words="spills", metric=Metric.SPILL_BYTES,
              chart=Chart("spills", "Spills", "spilled bytes ({unit})")),
     RuleSpec(Rule.MAX_SMEM_BYTES, (Kind.STATIC_LIMIT, Kind.LAUNCH_CONFIG),
              "ptxas static shared memory; ncu launch__shared_mem_per_block_static + _dynamic", "bytes",
              "shared memory per block: the static part (ptxas) per function and arch, and, where the profile "
              "ran, static + dynamic (the launch's `<<<grid, block, bytes>>>`) per launch, worst launch per shape",
-             key="max_smem_bytes", integer=True, words="static shared memory", metric=Metric.SMEM_BYTES,
-             figure="smem_bytes"),
+             integer=True, words="static shared memory", metric=Metric.SMEM_BYTES),
     RuleSpec(Rule.REQUIRE_SASS, (Kind.SASS,), "the SASS opcode histogram per arch", "",
              "SASS base opcodes that must appear in the kernel's code for every arch, e.g. `[\"HMMA\"]`",
-             bound=_N, key="require_sass", default="`[]`"),
+             bound=_N, default="`[]`"),
     RuleSpec(Rule.STATIC_DELTA, (Kind.STATIC_INCREASE,), "ptxas figures and SASS opcodes of both builds",
-             "registers", "what changed against the baseline's build: shown, never decisive", bound=_N),
+             "registers", "what changed against the baseline's build: shown, never decisive", bound=_N, keyed=False),
     RuleSpec(Rule.MAX_REGISTERS_INCREASE, (Kind.STATIC_INCREASE,), "ptxas registers of both builds", "registers",
              "registers per thread the candidate may add over the baseline's build, per function and arch",
-             key="max_registers_increase", integer=True, words="registers", figure="registers"),
+             integer=True, words="registers", metric=Metric.REGISTERS),
     RuleSpec(Rule.MAX_SPILL_BYTES_INCREASE, (Kind.STATIC_INCREASE,), "ptxas spill bytes of both builds", "bytes",
-             "spill bytes the candidate may add over the baseline's", key="max_spill_bytes_increase",
-             integer=True, words="spill bytes", figure="spill_bytes"),
+             "spill bytes the candidate may add over the baseline's",
+             integer=True, words="spill bytes", metric=Metric.SPILL_BYTES),
     RuleSpec(Rule.MAX_SMEM_BYTES_INCREASE, (Kind.STATIC_INCREASE,), "ptxas static shared memory of both builds",
-             "bytes", "static shared memory the candidate may add over the baseline's",
-             key="max_smem_bytes_increase", integer=True, words="smem bytes", figure="smem_bytes"),
+             "bytes", "static shared memory the candidate may add over the baseline's", integer=True,
+             words="smem bytes", metric=Metric.SMEM_BYTES),
     RuleSpec(Rule.ALL_STREAMS_TIME, (Kind.INTEGRITY,), "time per call until every stream has finished", "us",
-             "always on: the candidate's work on every stream was timed, not only the caller's stream"),
+             "always on: the candidate's work on every stream was timed, not only the caller's stream", keyed=False),
     RuleSpec(Rule.PHYSICAL_FLOOR, (Kind.INTEGRITY,), "event time against the datasheet's peaks", "us",
-             "always on: no time faster than the GPU's datasheet peaks allow", bound=_F),
+             "always on: no time faster than the GPU's datasheet peaks allow", bound=_F, keyed=False),
     RuleSpec(Rule.MIN_TENSOR_PIPE_PCT, (_ABS,), "ncu sm__pipe_tensor_cycles_active (duration-weighted)", "%",
              "tensor pipe active, % of peak sustained (ncu `sm__pipe_tensor_cycles_active`)",
-             bound=_F, key="min_tensor_pipe_pct", words="tensor pipe", pct_of_peak=True,
+             bound=_F, words="tensor pipe", pct_of_peak=True,
              metric=Metric.TENSOR_PIPE_PCT, chart=Chart("tensor", "Tensor pipe active", "% of peak")),
     RuleSpec(Rule.MIN_WARPS_ACTIVE_PCT, (_ABS,), "ncu sm__warps_active (duration-weighted)", "%",
-             "`sm__warps_active`, % of peak", bound=_F, key="min_warps_active_pct", words="warps active",
+             "`sm__warps_active`, % of peak", bound=_F, words="warps active",
              pct_of_peak=True, metric=Metric.WARPS_ACTIVE_PCT, chart=Chart("warps", "Warps active", "% of peak")),
     RuleSpec(Rule.MIN_DRAM_PCT, (_ABS,), "ncu gpu__dram_throughput (duration-weighted)", "%",
-             "`gpu__dram_throughput`, % of peak", bound=_F, key="min_dram_pct", words="DRAM throughput",
+             "`gpu__dram_throughput`, % of peak", bound=_F, words="DRAM throughput",
              pct_of_peak=True, metric=Metric.DRAM_PCT, chart=Chart("dram", "DRAM throughput", "% of peak")),
     RuleSpec(Rule.MAX_BANK_CONFLICT_PCT, (_ABS,), "ncu l1tex shared ld+st conflicts / wavefronts (worst launch)",
              "%", "excess shared-memory wavefronts over all shared wavefronts, loads and stores pooled, worst "
-             "launch per shape", key="max_bank_conflict_pct", words="bank conflicts", pct_of_peak=True,
+             "launch per shape", words="bank conflicts", pct_of_peak=True,
              metric=Metric.SHARED_CONFLICT_PCT,
              chart=Chart("conflicts", "Shared-memory bank conflicts", "% of wavefronts (loads + stores)")),
     RuleSpec(Rule.MAX_TENSOR_PIPE_DROP_PCT, (_REL,), "ncu tensor pipe of both sides", "%",
              "relative to the baseline's profile: points of tensor-pipe utilisation the candidate may lose",
-             bound=_F, key="max_tensor_pipe_drop_pct", words="tensor pipe", baseline_profile=True,
+             bound=_F, words="tensor pipe", baseline_profile=True,
              metric=Metric.TENSOR_PIPE_PCT),
     RuleSpec(Rule.MAX_BANK_CONFLICT_INCREASE_PCT, (_REL,), "ncu pooled bank conflicts of both sides", "%",
              "relative to the baseline's profile: points of bank conflicts the candidate may add",
-             key="max_bank_conflict_increase_pct", words="bank conflicts", baseline_profile=True,
+             words="bank conflicts", baseline_profile=True,
              metric=Metric.SHARED_CONFLICT_PCT),
 )
 

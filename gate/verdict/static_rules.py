@@ -1,7 +1,8 @@
 """Rule rows of the static stage (ptxas figures and SASS), for `decide`. Pure functions.
 
 Which ptxas figures are judged, in what unit and words, is the catalogue's `static limit` and
-`static increase` rows (`gate.verdict.catalog`); each names the `FunctionResources` field it reads.
+`static increase` rows (`gate.verdict.catalog`); each row's metric names the `FunctionResources`
+field it reads.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ _OPCODES_SHOWN = 6
 
 
 def _of(spec: RuleSpec, function: FunctionResources) -> int:
-    return getattr(function, spec.figure)
+    return getattr(function, spec.metric)       # the ptxas figure of the same name
 
 
 def static_rows(static: StaticResult | None, gates: Gates, catalog: tuple[RuleSpec, ...] = CATALOG) -> list[RuleRow]:
@@ -70,7 +71,7 @@ def static_delta_rows(cand: StaticResult | None, base: StaticResult | None, gate
     """Against the baseline's static figures, per function and arch present in both: one
     `static_delta` row (always a pass: it shows what changed, e.g. `STS +32`) where anything did, and
     the `max_*_increase` rules where the manifest sets them."""
-    figures = [spec for spec in of_kind(Kind.STATIC_INCREASE, catalog) if spec.figure]
+    figures = [spec for spec in of_kind(Kind.STATIC_INCREASE, catalog) if spec.metric is not None]
     wanted = [spec for spec in figures if threshold_of(spec, gates) is not None]
     if new_kernel:
         return [RuleRow(spec.rule, O.PASS, NEW_KERNEL) for spec in wanted]
