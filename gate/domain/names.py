@@ -51,6 +51,7 @@ class Rule(StrEnum):
     REQUIRE_SASS = "require_sass"
     MAX_TENSOR_PIPE_DROP_PCT = "max_tensor_pipe_drop_pct"
     MAX_BANK_CONFLICT_INCREASE_PCT = "max_bank_conflict_increase_pct"
+    MAX_GLOBAL_SECTORS_PER_REQUEST = "max_global_sectors_per_request"
     ALL_STREAMS_TIME = "all_streams_time"      # integrity: the call's work on every stream was timed
     PHYSICAL_FLOOR = "physical_floor"          # integrity: not faster than the hardware allows
     MAX_REGISTERS_INCREASE = "max_registers_increase"
@@ -95,6 +96,7 @@ class Metric(StrEnum):
     WARPS_ACTIVE_PCT = "warps_active_pct"
     DRAM_PCT = "dram_pct"
     SM_THROUGHPUT_PCT = "sm_throughput_pct"
+    GLOBAL_SECTORS_PER_REQUEST = "global_sectors_per_request"   # uncoalesced global loads read high
 
     @property
     def info(self) -> MetricInfo:
@@ -128,9 +130,12 @@ METRICS: dict[Metric, MetricInfo] = {m[0]: MetricInfo(m[0].value, *m[1:]) for m 
     (Metric.WARPS_ACTIVE_PCT, "%", _H, "warps active"),
     (Metric.DRAM_PCT, "%", _H, "DRAM"),
     (Metric.SM_THROUGHPUT_PCT, "%", _H, "SM throughput"),
+    # a ceiling: one uncoalesced launch among coalesced ones is what it must catch
+    (Metric.GLOBAL_SECTORS_PER_REQUEST, "sectors/request", _L, "global-load sectors per request", True),
 )}
 
 # The ncu figures stored per shape, each read from the `KernelMetrics` attribute of the same name and
 # aggregated over a shape's launches by `gate.domain.launches.shape_figure`, as the rules read them.
 NCU_METRICS = (Metric.TENSOR_PIPE_PCT, Metric.LD_BANK_CONFLICT_PCT, Metric.ST_BANK_CONFLICT_PCT,
-               Metric.SHARED_CONFLICT_PCT, Metric.WARPS_ACTIVE_PCT, Metric.DRAM_PCT, Metric.SM_THROUGHPUT_PCT)
+               Metric.SHARED_CONFLICT_PCT, Metric.WARPS_ACTIVE_PCT, Metric.DRAM_PCT, Metric.SM_THROUGHPUT_PCT,
+               Metric.GLOBAL_SECTORS_PER_REQUEST)

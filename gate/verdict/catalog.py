@@ -144,6 +144,12 @@ CATALOG: tuple[RuleSpec, ...] = (
              "launch per shape", words="bank conflicts", pct_of_peak=True,
              metric=Metric.SHARED_CONFLICT_PCT,
              chart=Chart("conflicts", "Shared-memory bank conflicts", "% of wavefronts (loads + stores)")),
+    RuleSpec(Rule.MAX_GLOBAL_SECTORS_PER_REQUEST, (_ABS,),
+             "ncu l1tex__t_sectors / l1tex__t_requests of global loads (worst launch)", "sectors/request",
+             "uncoalesced global loads: 32-B sectors per warp-level global load request, worst launch per "
+             "shape (4 for coalesced 4-byte loads, 32 when each thread reads its own sector); e.g. `8`",
+             words="global loads", metric=Metric.GLOBAL_SECTORS_PER_REQUEST,
+             chart=Chart("sectors", "Global-load sectors per request", "sectors per request")),
     RuleSpec(Rule.MAX_TENSOR_PIPE_DROP_PCT, (_REL,), "ncu tensor pipe of both sides", "%",
              "relative to the baseline's profile: points of tensor-pipe utilisation the candidate may lose",
              bound=_F, words="tensor pipe", baseline_profile=True,
