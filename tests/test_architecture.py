@@ -40,3 +40,22 @@ def test_rule_names_are_spelled_out_only_in_the_vocabulary():
                  for node in ast.walk(ast.parse(path.read_text()))
                  if isinstance(node, ast.Constant) and node.value in names]
     assert offenders == []
+
+
+def test_the_verdict_imports_only_the_domain_nvidia_and_the_standard_library():
+    """The import contract forbids the packages we have today; this holds a package added tomorrow
+    to the same rule (docs/design.md: the verdict is pure)."""
+    import ast
+    import sys
+
+    allowed = ("gate.domain", "gate.nvidia", "gate.verdict")
+    found = set()
+    for path in (PACKAGE / "verdict").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.level == 0:
+                found.add(node.module)
+            elif isinstance(node, ast.Import):
+                found.update(alias.name for alias in node.names)
+    outside = sorted(m for m in found if not m.startswith(allowed) and m != "__future__"
+                     and m.split(".")[0] not in sys.stdlib_module_names)
+    assert outside == []

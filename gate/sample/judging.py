@@ -97,6 +97,7 @@ def _ncu_metrics(m: KernelModel, shape: str, pipe: float, conflicts: float) -> l
             _metric(Metric.TENSOR_PIPE_PCT, shape, series, max(0.0, m.noisy(p, 0.02))),
             _metric(Metric.LD_BANK_CONFLICT_PCT, shape, series, max(0.0, m.noisy(c, 0.05))),
             _metric(Metric.ST_BANK_CONFLICT_PCT, shape, series, m.noisy(0.4, 0.1)),
+            _metric(Metric.SHARED_CONFLICT_PCT, shape, series, c),     # the figure the rule row judges
             _metric(Metric.WARPS_ACTIVE_PCT, shape, series, m.noisy(41.0 if big else 23.0, 0.02)),
             _metric(Metric.DRAM_PCT, shape, series, m.noisy(58.0 if big else 21.0, 0.03)),
             _metric(Metric.SM_THROUGHPUT_PCT, shape, series, m.noisy(p + 18.0, 0.02)),
