@@ -6,7 +6,8 @@ profile, and its kind, which picks the row builder (`gate.verdict.rules`) that j
 other surface reads these rows instead of keeping its own list: the manifest's validation
 (`gate.manifest.load`), the operators of the outbound messages (`gate.notify.messages`), the kernel
 page's chart groups (`gate.figures.kernel_page`) and the gate table of docs/manifest.md (a test
-compares it with `manifest_table()`). Adding a gate is one row here (docs/architecture.md).
+compares it with `manifest_table()`). A gate of an existing kind is one row here, beside its names in
+`gate.domain` (docs/architecture.md walks through one).
 
 Pure data; imports only `gate.domain`.
 """
@@ -94,7 +95,7 @@ CATALOG: tuple[RuleSpec, ...] = (
              "Mann-Whitney p < 0.05), per shape and dtype. Candidate and baseline are timed interleaved in "
              "one process", metric=Metric.LATENCY_RATIO,
              chart=Chart("ratio", "Latency vs baseline", "candidate / baseline")),
-    RuleSpec(Rule.CORRECTNESS, (Kind.CORRECTNESS,), "max |error| against a float32/float64 reference",
+    RuleSpec(Rule.CORRECTNESS, (Kind.CORRECTNESS,), "the max abs error against a float32/float64 reference",
              "abs err", "correctness: the kernel's max error against a float32/float64 reference may be at most "
              "this many times PyTorch's own low-precision error (with a floor of the dtype's epsilon)",
              key_name="max_error_ratio", default="`4.0`", positive=True),
@@ -107,7 +108,7 @@ CATALOG: tuple[RuleSpec, ...] = (
              words="spills", metric=Metric.SPILL_BYTES,
              chart=Chart("spills", "Spills", "spilled bytes ({unit})")),
     RuleSpec(Rule.MAX_SMEM_BYTES, (Kind.STATIC_LIMIT, Kind.LAUNCH_CONFIG),
-             "ptxas static shared memory; ncu launch__shared_mem_per_block_static + _dynamic", "bytes",
+             "ptxas static shared memory; ncu `launch__shared_mem_per_block_static` + `_dynamic`", "bytes",
              "shared memory per block: the static part (ptxas) per function and arch, and, where the profile "
              "ran, static + dynamic (the launch's `<<<grid, block, bytes>>>`) per launch, worst launch per shape",
              integer=True, words="static shared memory", metric=Metric.SMEM_BYTES),
@@ -129,23 +130,23 @@ CATALOG: tuple[RuleSpec, ...] = (
              "always on: the candidate's work on every stream was timed, not only the caller's stream", keyed=False),
     RuleSpec(Rule.PHYSICAL_FLOOR, (Kind.INTEGRITY,), "event time against the datasheet's peaks", "us",
              "always on: no time faster than the GPU's datasheet peaks allow", bound=_F, keyed=False),
-    RuleSpec(Rule.MIN_TENSOR_PIPE_PCT, (_ABS,), "ncu sm__pipe_tensor_cycles_active (duration-weighted)", "%",
+    RuleSpec(Rule.MIN_TENSOR_PIPE_PCT, (_ABS,), "ncu `sm__pipe_tensor_cycles_active`, duration-weighted over launches", "%",
              "tensor pipe active, % of peak sustained (ncu `sm__pipe_tensor_cycles_active`)",
              bound=_F, words="tensor pipe", pct_of_peak=True,
              metric=Metric.TENSOR_PIPE_PCT, chart=Chart("tensor", "Tensor pipe active", "% of peak")),
-    RuleSpec(Rule.MIN_WARPS_ACTIVE_PCT, (_ABS,), "ncu sm__warps_active (duration-weighted)", "%",
+    RuleSpec(Rule.MIN_WARPS_ACTIVE_PCT, (_ABS,), "ncu `sm__warps_active`, duration-weighted over launches", "%",
              "`sm__warps_active`, % of peak", bound=_F, words="warps active",
              pct_of_peak=True, metric=Metric.WARPS_ACTIVE_PCT, chart=Chart("warps", "Warps active", "% of peak")),
-    RuleSpec(Rule.MIN_DRAM_PCT, (_ABS,), "ncu gpu__dram_throughput (duration-weighted)", "%",
+    RuleSpec(Rule.MIN_DRAM_PCT, (_ABS,), "ncu `gpu__dram_throughput`, duration-weighted over launches", "%",
              "`gpu__dram_throughput`, % of peak", bound=_F, words="DRAM throughput",
              pct_of_peak=True, metric=Metric.DRAM_PCT, chart=Chart("dram", "DRAM throughput", "% of peak")),
-    RuleSpec(Rule.MAX_BANK_CONFLICT_PCT, (_ABS,), "ncu l1tex shared ld+st conflicts / wavefronts (worst launch)",
+    RuleSpec(Rule.MAX_BANK_CONFLICT_PCT, (_ABS,), "ncu `l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld/st` over the wavefronts, worst launch",
              "%", "excess shared-memory wavefronts over all shared wavefronts, loads and stores pooled, worst "
              "launch per shape", words="bank conflicts", pct_of_peak=True,
              metric=Metric.SHARED_CONFLICT_PCT,
              chart=Chart("conflicts", "Shared-memory bank conflicts", "% of wavefronts (loads + stores)")),
     RuleSpec(Rule.MAX_GLOBAL_SECTORS_PER_REQUEST, (_ABS,),
-             "ncu l1tex__t_sectors / l1tex__t_requests of global loads (worst launch)", "sectors/request",
+             "ncu `l1tex__t_sectors_pipe_lsu_mem_global_op_ld` over `l1tex__t_requests_...`, worst launch", "sectors/request",
              "uncoalesced global loads: 32-B sectors per warp-level global load request, worst launch per "
              "shape (4 for coalesced 4-byte loads, 32 when each thread reads its own sector); e.g. `8`",
              words="global loads", metric=Metric.GLOBAL_SECTORS_PER_REQUEST,
@@ -211,9 +212,9 @@ def cause_rank(rule: str) -> int:
 
 def manifest_table(catalog: tuple[RuleSpec, ...] = CATALOG) -> str:
     """docs/manifest.md's `[kernel.gates]` table: every manifest key of `catalog`, then the settings."""
-    lines = ["| key | default | meaning |", "|---|---|---|"]
-    lines += [f"| `{s.key}` | {s.default} | {s.meaning} |" for s in catalog if s.key is not None]
-    lines += [f"| `{key}` | {default} | {meaning} |" for key, default, meaning in SETTINGS]
+    lines = ["| key | default | reads | meaning |", "|---|---|---|---|"]
+    lines += [f"| `{s.key}` | {s.default} | {s.reads} | {s.meaning} |" for s in catalog if s.key is not None]
+    lines += [f"| `{key}` | {default} | | {meaning} |" for key, default, meaning in SETTINGS]
     return "\n".join(lines)
 
 

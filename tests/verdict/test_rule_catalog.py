@@ -20,7 +20,7 @@ DOCS = Path(__file__).resolve().parents[2] / "docs" / "manifest.md"
 def docs_gate_table() -> str:
     """The table under docs/manifest.md's `[kernel.gates]` heading, as written."""
     text = DOCS.read_text()
-    start = text.index("| key | default | meaning |", text.index("## `[kernel.gates]`"))
+    start = text.index("| key | default | reads | meaning |", text.index("## `[kernel.gates]`"))
     return text[start:text.index("\n\n", start)]
 
 
@@ -103,3 +103,9 @@ def test_a_rule_dropped_from_the_catalogue_loses_its_chart():
 def test_bounds_are_what_decide_applies():
     assert all(s.bound is Bound.FLOOR for s in CATALOG if s.key and s.key.startswith("min_"))
     assert all(s.bound is Bound.NONE for s in catalog.of_kind(Kind.SASS))
+
+
+def test_no_catalogue_text_breaks_the_docs_table():
+    assert not [spec.rule for spec in CATALOG if "|" in spec.reads + spec.meaning + spec.default]
+    cells = {line.count("|") for line in catalog.manifest_table().splitlines()}
+    assert cells == {5}                                      # key, default, reads, meaning
