@@ -23,3 +23,39 @@ def test_a_single_worst_verdict_and_severity_order():
     defined = [path.relative_to(PACKAGE.parent) for path in PACKAGE.rglob("*.py")
                if re.search(r"^def worst_verdict\b|^VERDICT_SEVERITY = \(\"", path.read_text(), re.M)]
     assert [str(p) for p in defined] == ["gate/domain/verdict.py"]
+
+
+def test_rule_names_are_spelled_out_only_in_the_vocabulary():
+    """docs/design.md: a rule is named through `domain/names.Rule`, never by a string literal, so a
+    rename is one edit and a typo is an AttributeError instead of a rule that silently never fires.
+    (Rules named after a stage, like `build`, are ordinary words and are left out.)"""
+    import ast
+
+    from gate.domain.names import Rule
+
+    names = {rule.value for rule in Rule if "_" in rule.value}
+    vocabulary = PACKAGE / "domain" / "names.py"
+    offenders = [f"{path.relative_to(PACKAGE.parent)}:{node.lineno}: {node.value!r}"
+                 for path in sorted(PACKAGE.rglob("*.py")) if path != vocabulary
+                 for node in ast.walk(ast.parse(path.read_text()))
+                 if isinstance(node, ast.Constant) and node.value in names]
+    assert offenders == []
+
+
+def test_the_verdict_imports_only_the_domain_nvidia_and_the_standard_library():
+    """The import contract forbids the packages we have today; this holds a package added tomorrow
+    to the same rule (docs/design.md: the verdict is pure)."""
+    import ast
+    import sys
+
+    allowed = ("gate.domain", "gate.nvidia", "gate.verdict")
+    found = set()
+    for path in (PACKAGE / "verdict").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.level == 0:
+                found.add(node.module)
+            elif isinstance(node, ast.Import):
+                found.update(alias.name for alias in node.names)
+    outside = sorted(m for m in found if not m.startswith(allowed) and m != "__future__"
+                     and m.split(".")[0] not in sys.stdlib_module_names)
+    assert outside == []

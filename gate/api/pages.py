@@ -22,7 +22,7 @@ from gate.api import page_errors
 from gate.api.deps import SeriesCacheDep, SessionDep
 from gate.api.revision_refs import RefProblem, resolve
 from gate.api.schemas import GpuKind, KernelName, ShapeName
-from gate.domain.names import RELATIVE_NCU_RULES, Direction, Metric, Side, Stage
+from gate.domain.names import Direction, Metric, Side, Stage
 from gate.domain.verdict import Verdict
 from gate.domain.wording import format_value, gpu_words, plural, progress_line, reason_beside
 from gate.nvidia.roofline import model_peak
@@ -36,6 +36,7 @@ from gate.figures.series_charts import Line
 from gate.storage import dashboard, kernel_series
 from gate.storage.series_cache import SeriesCache
 from gate.storage.queries import revision_detail
+from gate.verdict.catalog import relative_profile_rules
 
 DASHBOARDS = Path(__file__).resolve().parents[2] / "dashboards"
 PLOTLY_JS = importlib.resources.files("plotly") / "package_data" / "plotly.min.js"
@@ -264,8 +265,9 @@ def baseline_profile_note(job, rev) -> str:  # noqa: ANN001 (a JobDetail, its Re
     if not rev.base_sha:
         return "This revision has no baseline, so there is nothing to profile beside it."
     rules = {row.get("rule") for row in (job.verdict.rules if job.verdict else [])}
-    if not rules & {r.value for r in RELATIVE_NCU_RULES}:
-        names = " or ".join(r.value for r in RELATIVE_NCU_RULES)
+    relative = relative_profile_rules()
+    if not rules & {r.value for r in relative}:
+        names = " or ".join(r.value for r in relative)
         return (f"The baseline ({rev.base_sha[:8]}) was not profiled: only the relative rules ({names}) "
                 "read its profile and this kernel's gate.toml sets neither, so the gate saves the second "
                 "Nsight Compute session.")

@@ -38,6 +38,9 @@ class JobRequest:
     artifacts_dir: str
     baseline: Checkout | None = None
     options: RunOptions = field(default_factory=RunOptions)
+    # Profile the baseline too: the parent says so when a rule reads its profile (the verdict's
+    # catalogue knows which), since a second ncu session costs about 6 s on an H200.
+    profile_baseline: bool = False
 
 
 @dataclass

@@ -3,6 +3,7 @@ e.g. a split-K pass and its combine). Pure; shared by the verdict rules and the 
 
 from __future__ import annotations
 
+from gate.domain.names import Direction, Metric
 from gate.domain.results import KernelMetrics
 
 
@@ -21,3 +22,15 @@ def weighted(kernels: list[KernelMetrics], metric: str) -> float | None:
     if all(d for _, d in pairs):
         return sum(v * d for v, d in pairs) / sum(d for _, d in pairs)
     return sum(v for v, _ in pairs) / len(pairs)
+
+
+def shape_figure(kernels: list[KernelMetrics], metric: Metric) -> float | None:
+    """The one figure of `metric` for a shape's launches, as the rules judge it and the history
+    stores it: the worst launch where the metric says so (`MetricInfo.worst_launch`), else the
+    duration-weighted mean."""
+    if not metric.info.worst_launch:
+        return weighted(kernels, metric)
+    values = [v for v in (getattr(k, metric) for k in kernels) if v is not None]
+    if not values:
+        return None
+    return max(values) if metric.direction is Direction.LOWER else min(values)

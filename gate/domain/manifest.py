@@ -46,6 +46,7 @@ class Gates:
     require_sass: list[str] = field(default_factory=list)   # opcodes that must appear, e.g. HMMA
     max_tensor_pipe_drop_pct: float | None = None      # relative: points below the baseline's
     max_bank_conflict_increase_pct: float | None = None  # relative: points above the baseline's
+    max_global_sectors_per_request: float | None = None  # l1tex global-load sectors / requests
     absolute_shapes: list[str] = field(default_factory=list)  # shape labels for min_* rules; [] = all
     max_error_ratio: float = 4.0                       # error <= k x PyTorch's own low-precision error
 

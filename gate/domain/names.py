@@ -51,6 +51,7 @@ class Rule(StrEnum):
     REQUIRE_SASS = "require_sass"
     MAX_TENSOR_PIPE_DROP_PCT = "max_tensor_pipe_drop_pct"
     MAX_BANK_CONFLICT_INCREASE_PCT = "max_bank_conflict_increase_pct"
+    MAX_GLOBAL_SECTORS_PER_REQUEST = "max_global_sectors_per_request"
     ALL_STREAMS_TIME = "all_streams_time"      # integrity: the call's work on every stream was timed
     PHYSICAL_FLOOR = "physical_floor"          # integrity: not faster than the hardware allows
     MAX_REGISTERS_INCREASE = "max_registers_increase"
@@ -59,11 +60,7 @@ class Rule(StrEnum):
     STATIC_DELTA = "static_delta"   # what changed against the baseline's build: shown, never decisive
 
 
-# The rules that read the Nsight Compute profile: without one of them the profile stage is optional.
-NCU_RULES = (Rule.MIN_TENSOR_PIPE_PCT, Rule.MAX_BANK_CONFLICT_PCT, Rule.MIN_WARPS_ACTIVE_PCT,
-             Rule.MIN_DRAM_PCT, Rule.MAX_TENSOR_PIPE_DROP_PCT, Rule.MAX_BANK_CONFLICT_INCREASE_PCT)
-# The relative ncu rules: only these read the baseline's profile.
-RELATIVE_NCU_RULES = (Rule.MAX_TENSOR_PIPE_DROP_PCT, Rule.MAX_BANK_CONFLICT_INCREASE_PCT)
+# What each rule reads and how it is judged is its row in `gate.verdict.catalog`.
 
 
 class Direction(StrEnum):
@@ -77,6 +74,7 @@ class MetricInfo:
     unit: str
     direction: Direction
     label: str                     # how a page or a table names it
+    worst_launch: bool = False     # per shape: the worst launch, not the duration-weighted mean
 
 
 class Metric(StrEnum):
@@ -94,9 +92,11 @@ class Metric(StrEnum):
     TENSOR_PIPE_PCT = "tensor_pipe_pct"        # ncu, per shape: duration-weighted over launches
     LD_BANK_CONFLICT_PCT = "ld_bank_conflict_pct"
     ST_BANK_CONFLICT_PCT = "st_bank_conflict_pct"
+    SHARED_CONFLICT_PCT = "shared_conflict_pct"   # ld + st pooled, worst launch: what max_bank_conflict_pct judges
     WARPS_ACTIVE_PCT = "warps_active_pct"
     DRAM_PCT = "dram_pct"
     SM_THROUGHPUT_PCT = "sm_throughput_pct"
+    GLOBAL_SECTORS_PER_REQUEST = "global_sectors_per_request"   # uncoalesced global loads read high
 
     @property
     def info(self) -> MetricInfo:
@@ -112,7 +112,7 @@ class Metric(StrEnum):
 
 
 _L, _H = Direction.LOWER, Direction.HIGHER
-METRICS: dict[Metric, MetricInfo] = {m: MetricInfo(m.value, unit, d, label) for m, unit, d, label in (
+METRICS: dict[Metric, MetricInfo] = {m[0]: MetricInfo(m[0].value, *m[1:]) for m in (
     (Metric.LATENCY_MEDIAN_US, "us", _L, "latency (median)"),
     (Metric.LATENCY_P10_US, "us", _L, "latency (p10)"),
     (Metric.LATENCY_P90_US, "us", _L, "latency (p90)"),
@@ -125,11 +125,17 @@ METRICS: dict[Metric, MetricInfo] = {m: MetricInfo(m.value, unit, d, label) for 
     (Metric.TENSOR_PIPE_PCT, "%", _H, "tensor pipe"),
     (Metric.LD_BANK_CONFLICT_PCT, "%", _L, "ld conflicts"),
     (Metric.ST_BANK_CONFLICT_PCT, "%", _L, "st conflicts"),
+    # one badly conflicted launch among clean ones makes the kernel conflicted: the worst launch counts
+    (Metric.SHARED_CONFLICT_PCT, "%", _L, "bank conflicts (ld + st)", True),
     (Metric.WARPS_ACTIVE_PCT, "%", _H, "warps active"),
     (Metric.DRAM_PCT, "%", _H, "DRAM"),
     (Metric.SM_THROUGHPUT_PCT, "%", _H, "SM throughput"),
+    # a ceiling: one uncoalesced launch among coalesced ones is what it must catch
+    (Metric.GLOBAL_SECTORS_PER_REQUEST, "sectors/request", _L, "global-load sectors per request", True),
 )}
 
-# The ncu figures stored per shape, each read from the `KernelMetrics` attribute of the same name.
+# The ncu figures stored per shape, each read from the `KernelMetrics` attribute of the same name and
+# aggregated over a shape's launches by `gate.domain.launches.shape_figure`, as the rules read them.
 NCU_METRICS = (Metric.TENSOR_PIPE_PCT, Metric.LD_BANK_CONFLICT_PCT, Metric.ST_BANK_CONFLICT_PCT,
-               Metric.WARPS_ACTIVE_PCT, Metric.DRAM_PCT, Metric.SM_THROUGHPUT_PCT)
+               Metric.SHARED_CONFLICT_PCT, Metric.WARPS_ACTIVE_PCT, Metric.DRAM_PCT, Metric.SM_THROUGHPUT_PCT,
+               Metric.GLOBAL_SECTORS_PER_REQUEST)

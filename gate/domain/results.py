@@ -176,8 +176,18 @@ class KernelMetrics:
     smem_per_block_bytes: int | None = None   # static + dynamic + the driver's reserved share
     smem_static_bytes: int | None = None      # __shared__ arrays (what ptxas reports)
     smem_dynamic_bytes: int | None = None     # the launch's dynamic shared memory (<<<g, b, bytes>>>)
+    global_ld_sectors: float | None = None    # L1TEX global-load sectors (32 B) ...
+    global_ld_requests: float | None = None   # ... and the warp-level requests they served
     local_ld_inst: float | None = None        # spill traffic (LDL warp instructions)
     local_st_inst: float | None = None
+
+    @property
+    def global_sectors_per_request(self) -> float | None:
+        """How many 32-B sectors each warp-level global load touched: 4 for coalesced 4-byte loads,
+        up to 32 when every thread reads its own sector (a stride of 32 floats). None without loads."""
+        if self.global_ld_sectors is None or not self.global_ld_requests:
+            return None
+        return self.global_ld_sectors / self.global_ld_requests
 
     @property
     def shared_conflict_pct(self) -> float | None:

@@ -20,6 +20,7 @@ from gate.domain.manifest import KernelSpec, Manifest
 from gate.domain.names import Side, Stage
 from gate.errors import JobCancelled, ManifestError
 from gate.executors.child import run_child
+from gate.verdict.catalog import needs_baseline_profile
 from gate.verdict.decide import decide
 from gate.manifest.load import load_manifest
 from gate.sources.mirror import Mirror
@@ -72,7 +73,8 @@ def gate_job(*, repo: str, sha: str, base_sha: str | None, kernel: str, data_dir
         emit(ProgressEvent(stage=Stage.SOURCE, side=Side.JOINT, state="passed", detail=f"{sha[:12]}" + (
             f" vs {base_sha[:12]}" if baseline else ", new kernel: no baseline declares it")))
         request = JobRequest(kernel=spec, candidate=candidate, baseline=baseline,
-                             artifacts_dir=str(artifacts), options=options)
+                             artifacts_dir=str(artifacts), options=options,
+                             profile_baseline=needs_baseline_profile(spec.gates))
         if cancel is not None and cancel.is_set():
             raise JobCancelled("cancelled before its child started")
         result = run_child(request, timeout_s=spec.timeout_s, on_event=emit, hidden=(data_dir,),

@@ -9,6 +9,7 @@ from gate.domain.names import Metric, Rule, Side
 from gate.figures.like_with_like import change_points, cycle_traces, mark_environments
 from gate.figures.series_charts import HistoryChart, Line, history_figure
 from gate.read_models.kernel_series import KernelHistory, SeriesHistory
+from gate.verdict.catalog import CATALOG, Kind, RuleSpec
 
 
 @dataclass(frozen=True)
@@ -24,23 +25,24 @@ class Group:
 
 
 # y titles: "{unit}" becomes the unit the axis shows (µs or ms, B or KiB).
-GROUPS = (
+_TIMING = (
     Group("latency", "Latency", "median latency ({unit})", (Metric.LATENCY_MEDIAN_US,), per_shape=True,
           peers=True),
     Group("tflops", "Throughput", "{unit}", (Metric.TFLOPS,), per_shape=True, peers=True),
-    Group("ratio", "Latency vs baseline", "candidate / baseline", (Metric.LATENCY_RATIO,),
-          rule=Rule.MAX_LATENCY_REGRESSION_PCT),
-    Group("tensor", "Tensor pipe active", "% of peak", (Metric.TENSOR_PIPE_PCT,),
-          rule=Rule.MIN_TENSOR_PIPE_PCT),
-    Group("conflicts", "Shared-memory bank conflicts", "% of wavefronts",
-          (Metric.LD_BANK_CONFLICT_PCT, Metric.ST_BANK_CONFLICT_PCT), rule=Rule.MAX_BANK_CONFLICT_PCT),
-    Group("warps", "Warps active", "% of peak", (Metric.WARPS_ACTIVE_PCT,), rule=Rule.MIN_WARPS_ACTIVE_PCT),
-    Group("dram", "DRAM throughput", "% of peak", (Metric.DRAM_PCT,), rule=Rule.MIN_DRAM_PCT),
-    Group("registers", "Registers per thread", "registers per thread", (Metric.REGISTERS,),
-          rule=Rule.MAX_REGISTERS, per_arch=True),
-    Group("spills", "Spills", "spilled bytes ({unit})", (Metric.SPILL_BYTES,), rule=Rule.MAX_SPILL_BYTES,
-          per_arch=True),
 )
+# Then one chart per catalogue rule with a stored figure, its threshold drawn on that figure: timing
+# first, then what the profiler and the compiler measured.
+_KIND_ORDER = (Kind.LATENCY, Kind.NCU_ABSOLUTE, Kind.STATIC_LIMIT)
+
+
+def rule_groups(catalog: tuple[RuleSpec, ...] = CATALOG) -> tuple[Group, ...]:
+    charted = [s for s in catalog if s.chart is not None and s.metric is not None and s.kind in _KIND_ORDER]
+    charted.sort(key=lambda s: _KIND_ORDER.index(s.kind))
+    return tuple(Group(s.chart.key, s.chart.title, s.chart.y_title, (s.metric,), rule=s.rule,
+                       per_arch=s.kind is Kind.STATIC_LIMIT) for s in charted)
+
+
+GROUPS = _TIMING + rule_groups()
 PEER_METRIC = {"latency": Metric.LATENCY_MEDIAN_US.value, "tflops": Metric.TFLOPS.value}
 PEAK_GROUP = "tflops"        # the chart the GPU's physical peak is drawn on
 

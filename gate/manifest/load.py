@@ -25,6 +25,8 @@ from typing import Any
 from gate.domain.manifest import Gates, KernelSpec, Manifest, Shape
 from gate.errors import ManifestError
 from gate.manifest import compile_flags
+from gate.manifest.workload_file import workload_module_file
+from gate.verdict.catalog import BY_KEY, Kind
 
 MANIFEST_NAME = "gate.toml"
 
@@ -49,7 +51,6 @@ MAX_TIMEOUT_S = 3600.0          # the whole job's child
 
 _KERNEL_REQUIRED = ("name", "sources", "workload", "shapes")
 _KERNEL_OPTIONAL = ("function", "arch", "dtypes", "gates", "profile", "timeout_s", "nvcc_flags", "cxx_flags")
-_PCT_OF_PEAK = ("min_tensor_pipe_pct", "max_bank_conflict_pct", "min_warps_active_pct", "min_dram_pct")
 
 
 class _Checker:
@@ -222,18 +223,6 @@ def _workload(check: _Checker, value: Any, key: str, root: Path) -> str:
     return workload
 
 
-def workload_module_file(root: Path, module_name: str) -> Path | None:
-    """The file of a `module:callable` workload's module (`a.b` is `a/b.py` or `a/b/__init__.py`),
-    resolved, or None when neither is a file inside `root` (a symlink out of it does not count).
-    The manifest checks it here and the GPU child imports the same file (`workloads.get_workload`)."""
-    module_path = Path(*module_name.split("."))
-    for candidate in (root / module_path.with_suffix(".py"), root / module_path / "__init__.py"):
-        resolved = candidate.resolve()
-        if resolved.is_relative_to(root) and resolved.is_file():
-            return resolved
-    return None
-
-
 def _top_level_names(check: _Checker, module_file: Path, key: str, root: Path) -> set[str]:
     """Names a module binds at its top level, read with `ast` (importing it would need torch, and
     would run the repository's code in the parent process)."""
@@ -307,7 +296,8 @@ def _gates(check: _Checker, table: Any, key: str, shape_labels: set[str]) -> Gat
     values: dict[str, Any] = {}
     for name, value in table.items():
         where = f"{key}.{name}"
-        if name == "require_sass":
+        spec = BY_KEY.get(name)
+        if spec is not None and spec.kind is Kind.SASS:
             values[name] = check.strings(value, where)
             for i, op in enumerate(values[name]):
                 if not _OPCODE.match(op):
@@ -318,13 +308,12 @@ def _gates(check: _Checker, table: Any, key: str, shape_labels: set[str]) -> Gat
                 if label not in shape_labels:
                     raise check.fail(f"{where}[{i}]", f"{label!r} is not a declared shape "
                                                       f"({', '.join(sorted(shape_labels))})")
-        else:
-            integer = name in ("max_registers", "max_spill_bytes", "max_smem_bytes", "max_registers_increase",
-                               "max_spill_bytes_increase", "max_smem_bytes_increase")
+        else:   # every other key is a catalogue row's bound
+            integer = spec is not None and spec.integer
             number = check.number(value, where, integer=integer)
-            if name in _PCT_OF_PEAK and number > 100:
+            if spec is not None and spec.pct_of_peak and number > 100:
                 raise check.fail(where, f"a percentage of peak must be <= 100, got {number!r}")
-            if name == "max_error_ratio" and number == 0:
+            if spec is not None and spec.positive and number == 0:
                 raise check.fail(where, "must be > 0")
             values[name] = number if integer else float(number)
     return Gates(**values)

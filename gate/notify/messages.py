@@ -23,6 +23,7 @@ Mapping (DESIGN.md: only `accept` may ever read as passing):
 from __future__ import annotations
 
 from gate.domain.verdict import RuleOutcome, RuleRow, Verdict, VerdictReport
+from gate.verdict.catalog import Bound, spec_of
 
 DESCRIPTION_MAX_CHARS = 140       # GitHub's limit for a commit status description
 SUMMARY_MAX_CHARS = 65_535        # GitHub's limit for a Check Run output.summary
@@ -152,11 +153,13 @@ def _table_row(row: RuleRow) -> str:
 
 
 def _operator(row: RuleRow) -> str:
-    """How the value stood against the threshold, from the rule's name."""
+    """How the value stood against the threshold: the rule's bound in the catalogue (a stage's row,
+    which has none, reads `vs`)."""
     failed = row.outcome is RuleOutcome.FAIL
-    if row.rule.startswith("max_"):
+    spec = spec_of(row.rule)
+    if spec is not None and spec.bound is Bound.CEILING:
         return ">" if failed else "<="
-    if row.rule.startswith("min_"):
+    if spec is not None and spec.bound is Bound.FLOOR:
         return "<" if failed else ">="
     return "vs"
 

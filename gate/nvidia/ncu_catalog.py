@@ -45,6 +45,13 @@ def _common() -> list[GateMetric]:
         # gpu__dram_throughput and dram__throughput gave identical values on the H200.
         GateMetric("dram_pct", ("gpu__dram_throughput" + _ELAPSED, "dram__throughput" + _ELAPSED)),
         GateMetric("sm_throughput_pct", ("sm__throughput" + _ELAPSED,)),
+        # L1TEX global loads: sectors (32 B each) over warp-level requests, ncu's "Sectors/Req" of
+        # global loads. A warp's coalesced 4-byte loads touch 4 sectors per request, one 4-byte load
+        # per 128-B row 32 (H200 fixture: WMMA fp16 tiles 8.0, coalesced transpose reads 4.0). Both
+        # are l1tex counters, like the shared-memory ones above; tests/gpu/test_sectors_gate.py
+        # reads `replay_passes` with and without them.
+        GateMetric("global_ld_sectors", ("l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum",)),
+        GateMetric("global_ld_requests", ("l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum",)),
         GateMetric("local_ld_inst", ("smsp__sass_inst_executed_op_local_ld.sum",)),
         GateMetric("local_st_inst", ("smsp__sass_inst_executed_op_local_st.sum",)),
         GateMetric("registers", ("launch__registers_per_thread",), launch_attribute=True),

@@ -10,6 +10,7 @@ ToolMissingError when no `ncu_report` module can be imported. Everything after l
 
 from __future__ import annotations
 
+import dataclasses
 import glob
 import importlib
 import os
@@ -80,6 +81,11 @@ def conflict_pct(conflicts: float | None, wavefronts: float | None) -> float | N
     return 100.0 * conflicts / wavefronts
 
 
+# A catalogue quantity named like a `KernelMetrics` field is carried into it as read, so a new
+# counter is one `GateMetric` and one field, with no code here.
+_FIELDS = frozenset(f.name for f in dataclasses.fields(KernelMetrics))
+
+
 def kernel_metrics(launch: Launch) -> KernelMetrics:
     """The gate metrics of one launch; quantities whose metric is n/a stay None and are listed."""
     v = launch.values
@@ -104,27 +110,23 @@ def kernel_metrics(launch: Launch) -> KernelMetrics:
     def whole(x: float | None) -> int | None:
         return None if x is None else int(x)
 
-    return KernelMetrics(
-        kernel=launch.kernel, shape=shape, dtype=dtype,
-        duration_ns=q["duration_ns"],
-        tensor_pipe_pct=q["tensor_pipe_pct"], hmma_inst_pct=q["hmma_inst_pct"],
-        gmma_inst_pct=q.get("gmma_inst_pct"),  # absent from the catalog (None) below sm_90
-        ld_bank_conflict_pct=conflict_pct(q["ld_bank_conflicts"], q["ld_wavefronts"]),
-        st_bank_conflict_pct=conflict_pct(q["st_bank_conflicts"], q["st_wavefronts"]),
-        ld_bank_conflicts=q["ld_bank_conflicts"], ld_wavefronts=q["ld_wavefronts"],
-        st_bank_conflicts=q["st_bank_conflicts"], st_wavefronts=q["st_wavefronts"],
-        ld_requests=ld_requests,
-        warps_active_pct=q["warps_active_pct"], achieved_occupancy_pct=q["warps_active_pct"],
-        dram_pct=q["dram_pct"], sm_throughput_pct=q["sm_throughput_pct"],
-        registers=whole(q["registers"]), smem_per_block_bytes=whole(q["smem_per_block_bytes"]),
-        smem_static_bytes=whole(_number(v.get("launch__shared_mem_per_block_static"))),
-        smem_dynamic_bytes=whole(_number(v.get("launch__shared_mem_per_block_dynamic"))),
-        local_ld_inst=q["local_ld_inst"], local_st_inst=q["local_st_inst"],
-        grid=dims("grid"), block=dims("block"),
-        compute_capability="" if arch == "unknown" else f"{int(major or 0)}.{int(minor or 0)}",
-        replay_passes=whole(_number(v.get("profiler__replayer_passes"))),
-        missing_metrics=missing,
-    )
+    # as read: duration, the tensor, warps, DRAM and SM percentages, the conflict and spill counters
+    # (gmma_inst_pct is absent from the catalog, so None, below sm_90)
+    read = {quantity: value for quantity, value in q.items() if quantity in _FIELDS}
+    return KernelMetrics(**{
+        **read,
+        "kernel": launch.kernel, "shape": shape, "dtype": dtype,
+        "ld_bank_conflict_pct": conflict_pct(q["ld_bank_conflicts"], q["ld_wavefronts"]),
+        "st_bank_conflict_pct": conflict_pct(q["st_bank_conflicts"], q["st_wavefronts"]),
+        "ld_requests": ld_requests, "achieved_occupancy_pct": q["warps_active_pct"],
+        "registers": whole(q["registers"]), "smem_per_block_bytes": whole(q["smem_per_block_bytes"]),
+        "smem_static_bytes": whole(_number(v.get("launch__shared_mem_per_block_static"))),
+        "smem_dynamic_bytes": whole(_number(v.get("launch__shared_mem_per_block_dynamic"))),
+        "grid": dims("grid"), "block": dims("block"),
+        "compute_capability": "" if arch == "unknown" else f"{int(major or 0)}.{int(minor or 0)}",
+        "replay_passes": whole(_number(v.get("profiler__replayer_passes"))),
+        "missing_metrics": missing,
+    })
 
 
 def import_ncu_report(ncu_path: str = "ncu") -> ModuleType:

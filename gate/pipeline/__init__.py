@@ -2,9 +2,8 @@
 knows their order. Nothing here imports the runner, the executors, the database, the web or the
 notifications (import-linter contracts in pyproject.toml).
 
-Pure, also read by the parent side of a job (`gate.executors.job`):
-    manifest.load_manifest(repo_dir) -> Manifest                       raises ManifestError
-    decide.decide(result: JobResult, gates: Gates) -> VerdictReport    pure (rows: decide_rules)
+The parent side of a job reads the manifest (`gate.manifest`) and decides (`gate.verdict`); nothing
+here imports either verdict module (an import-linter contract).
 
 Child side (`python -m gate.runner`, imports only gate.domain, gate.pipeline, torch, ncu_report):
     static.run_static(kernel, src_dir, out_dir, nvcc, cache_dir) -> StaticResult

@@ -18,8 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from gate.domain.job import JobRequest, ProgressEvent
-from gate.domain.manifest import Gates
-from gate.domain.names import RELATIVE_NCU_RULES, Side, Stage
+from gate.domain.names import Side, Stage
 from gate.domain.results import (
     BenchResult,
     BuildResult,
@@ -185,12 +184,6 @@ def _skip_rest(result: JobResult, emit: Emit, reason: str) -> None:
     result.candidate.profile = _not_run(emit, Stage.PROFILE, Side.CANDIDATE, ProfileResult, reason)
 
 
-def needs_baseline_profile(gates: Gates) -> bool:
-    """Only the relative ncu rules read the baseline's profile. Profiling it otherwise would cost a
-    second ncu session (about 6 s on an H200, half of a warm verdict) for figures no rule uses."""
-    return any(getattr(gates, rule.value) is not None for rule in RELATIVE_NCU_RULES)
-
-
 def _profile_sides(request: JobRequest, result: JobResult, emit: Emit, save: Callable[[JobResult], None],
                    run_profile: Callable[..., ProfileResult]) -> None:
     kernel, options = request.kernel, request.options
@@ -201,7 +194,7 @@ def _profile_sides(request: JobRequest, result: JobResult, emit: Emit, save: Cal
         return
     sides = [(Side.CANDIDATE, request.candidate, result.candidate)]
     if request.baseline and result.baseline and result.baseline.build \
-            and result.baseline.build.status is StageStatus.PASSED and needs_baseline_profile(kernel.gates):
+            and result.baseline.build.status is StageStatus.PASSED and request.profile_baseline:
         sides.append((Side.BASELINE, request.baseline, result.baseline))
     for side, checkout, target in sides:
         module_path = target.build.module_path

@@ -43,7 +43,7 @@ from typing import Any, Protocol
 
 from gate.domain import KernelSpec, Shape
 from gate.errors import ManifestError
-from gate.manifest.load import workload_module_file
+from gate.manifest.workload_file import workload_module_file
 
 Inputs = dict[str, Any]   # name -> torch.Tensor
 

@@ -10,7 +10,8 @@ from typing import Any
 from gate.domain import RuleOutcome, RuleRow, Verdict
 from gate.domain.codec import from_json, to_json
 from gate.verdict import decide
-from gate.verdict.rules import RULE_WORDS, bound_sentence
+from gate.verdict.catalog import BY_RULE, Bound, Kind
+from gate.verdict.rules import bound_sentence
 from gate.sample.kernel_model import KernelModel, Outcome
 from gate.sample.kernels import A100_SLOWDOWN, ARCHES, FLOPS, PEERS_ON_A100, SHAPES
 from gate.sample.stage_payloads import NO_NCU, stage_payloads
@@ -96,6 +97,7 @@ def _ncu_metrics(m: KernelModel, shape: str, pipe: float, conflicts: float) -> l
             _metric(Metric.TENSOR_PIPE_PCT, shape, series, max(0.0, m.noisy(p, 0.02))),
             _metric(Metric.LD_BANK_CONFLICT_PCT, shape, series, max(0.0, m.noisy(c, 0.05))),
             _metric(Metric.ST_BANK_CONFLICT_PCT, shape, series, m.noisy(0.4, 0.1)),
+            _metric(Metric.SHARED_CONFLICT_PCT, shape, series, c),     # the figure the rule row judges
             _metric(Metric.WARPS_ACTIVE_PCT, shape, series, m.noisy(41.0 if big else 23.0, 0.02)),
             _metric(Metric.DRAM_PCT, shape, series, m.noisy(58.0 if big else 21.0, 0.03)),
             _metric(Metric.SM_THROUGHPUT_PCT, shape, series, m.noisy(p + 18.0, 0.02)),
@@ -106,16 +108,16 @@ def _ncu_metrics(m: KernelModel, shape: str, pipe: float, conflicts: float) -> l
 def _resource_rules(m: KernelModel, gates: dict, pipe: float, conflicts: float, regs: int,
                     profiled: bool) -> list[Any]:
     rows = []
-    # (rule, value, baseline value, words, unit, minimum, read from the profile)
-    checks = [(Rule.MIN_TENSOR_PIPE_PCT, pipe, m.tensor_pipe_pct, RULE_WORDS[Rule.MIN_TENSOR_PIPE_PCT], "%", True, True),
-              (Rule.MAX_BANK_CONFLICT_PCT, conflicts, m.conflict_pct, RULE_WORDS[Rule.MAX_BANK_CONFLICT_PCT], "%",
-               False, True),
-              (Rule.MIN_WARPS_ACTIVE_PCT, 41.0, 41.0, RULE_WORDS[Rule.MIN_WARPS_ACTIVE_PCT], "%", True, True),
-              (Rule.MAX_REGISTERS, regs, m.registers, "", "registers", False, False),
-              (Rule.MAX_SPILL_BYTES, 0, 0, "spills", "bytes", False, False)]
-    for name, value, base, words, unit, minimum, needs_profile in checks:
+    # (rule, value, baseline value): words, unit and bound are the rule's catalogue row
+    checks = [(Rule.MIN_TENSOR_PIPE_PCT, pipe, m.tensor_pipe_pct), (Rule.MAX_BANK_CONFLICT_PCT, conflicts, m.conflict_pct),
+              (Rule.MIN_WARPS_ACTIVE_PCT, 41.0, 41.0), (Rule.MAX_REGISTERS, regs, m.registers),
+              (Rule.MAX_SPILL_BYTES, 0, 0)]
+    for name, value, base in checks:
         if name not in gates:
             continue
+        spec = BY_RULE[name]
+        words, unit, minimum = spec.words, spec.unit, spec.bound is Bound.FLOOR
+        needs_profile = spec.kind in (Kind.NCU_ABSOLUTE, Kind.NCU_RELATIVE)
         limit = gates[name]
         if needs_profile and not profiled:
             rows.append(rule(name, RuleOutcome.NOT_RUN, NO_NCU, threshold=limit, baseline=round(base, 2)))

@@ -4,7 +4,8 @@ All reads, no writes. History stays cheap at 10,000 revisions: a `SeriesCache` h
 (kernel, GPU kind)'s raw rows and reads only the new ones after a verdict (see
 `gate/storage/series_cache.py`); when a kernel has more than `max_points` revisions they are
 aggregated into equal revision-id buckets (mean, min, max, count; `series_buckets.py`) instead of
-shipping every point; peers (SDPA, cuBLAS) are read for the last jobs only.
+shipping every point; peers (whatever the workload timed beside the kernel: SDPA backends, cuBLAS, a
+custom workload's own references) are read for the last jobs only.
 """
 
 from __future__ import annotations
@@ -24,7 +25,8 @@ from gate.storage.series_buckets import Buckets, bucket_series, bucket_width, wo
 from gate.storage.series_cache import HeldSeries, SeriesCache
 
 MAX_POINTS = 2000
-PEERS = ("sdpa_flash", "sdpa_cudnn", "sdpa_efficient", "cublas")
+# A timing series that is neither side is a peer: its name is the one the workload gave it.
+_SIDES = tuple(side.value for side in Side)
 
 
 def data_version(session: Session, kernel: str) -> tuple[int, int]:
@@ -94,8 +96,9 @@ def peer_levels(session: Session, kernel: str, gpu_kind: str, name: str, shapes:
                 last_revisions: int = 20) -> dict[tuple[str, str], float]:
     """(shape, peer) -> median of the peer's `name` over the kernel's last `last_revisions` jobs.
 
-    Peers (PyTorch SDPA backends, cuBLAS) are references, not the subject: the pages draw them as
-    one level each, which also keeps a long history from reading every peer measurement.
+    Peers (PyTorch SDPA backends, cuBLAS, or the names a custom workload gives its references) are
+    references, not the subject: the pages draw them as one level each, which also keeps a long
+    history from reading every peer measurement.
     """
     cutoff = session.scalar(
         select(VerdictRecord.revision_id)
@@ -106,7 +109,7 @@ def peer_levels(session: Session, kernel: str, gpu_kind: str, name: str, shapes:
     for shape, series, value in session.execute(
         select(Metric.shape, Metric.series, Metric.value).where(
             Metric.kernel == kernel, Metric.gpu_kind == gpu_kind, Metric.name == name,
-            Metric.series.in_(PEERS), Metric.shape.in_(shapes), Metric.revision_id >= cutoff)
+            Metric.series.not_in(_SIDES), Metric.shape.in_(shapes), Metric.revision_id >= cutoff)
     ):
         values.setdefault((shape, series), []).append(value)
     return {k: statistics.median(v) for k, v in sorted(values.items())}

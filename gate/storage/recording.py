@@ -8,7 +8,9 @@ Metric names, units and directions are `gate.domain.names.Metric`; what is store
                           latency_ratio (candidate / baseline median), series candidate
     static, per arch      registers, spill_bytes, smem_bytes: the max over the kernel's functions,
                           shape "", series = arch (sm_80, sm_90a, ...)
-    ncu, per shape        `NCU_METRICS`, duration-weighted over launches; series candidate | baseline
+    ncu, per shape        `NCU_METRICS`, as the rules read them (`shape_figure`: duration-weighted
+                          over launches, or the worst launch: shared_conflict_pct, loads and
+                          stores pooled); series candidate | baseline
 Every row carries the job's environment key (GPU model | driver | clock policy,
 `gate.domain.environment`): history compares like with like.
 """
@@ -29,7 +31,7 @@ from gate.domain import (
 )
 from gate.domain.codec import to_json
 from gate.domain.environment import environment_key, kilocycles
-from gate.domain.launches import by_shape, weighted
+from gate.domain.launches import by_shape, shape_figure
 from gate.domain.names import NCU_METRICS, Side, Stage
 from gate.domain.names import Metric as M
 from gate.storage.models import Metric, StageRecord, VerdictRecord
@@ -88,7 +90,7 @@ def profile_metrics(profile: ProfileResult, series: str) -> list[Metric]:
     out: list[Metric] = []
     for shape, launches in sorted(launches_by_shape.items()):
         for name in NCU_METRICS:                       # each is a KernelMetrics attribute too
-            value = weighted(launches, name)
+            value = shape_figure(launches, name)       # the figure the rules judge
             if value is not None:
                 out.append(_metric(name, value, shape=shape, series=series))
     return out

@@ -17,24 +17,15 @@ from collections.abc import Iterable
 from dataclasses import replace
 
 from gate.domain.manifest import Gates
-from gate.domain.names import NCU_RULES, Rule, Stage
+from gate.domain.names import Rule, Stage
 from gate.domain.results import JobResult, StageStatus, StaticResult
 from gate.domain.verdict import RuleOutcome, RuleRow, Verdict, VerdictReport
-from gate.nvidia.symbols import kernel_name
-from gate.verdict.rules import (
-    bound_sentence,
-    correctness_rows,
-    STATIC_FIGURES,
-    integrity_rows,
-    latency_rows,
-    profile_rows,
-    smem_launch_rows,
-    static_delta_rows,
-)
+from gate.verdict.catalog import Kind, cause_rank, of_kind, profile_rules_set, threshold_of
+from gate.verdict.rules import correctness_rows, integrity_rows, latency_rows, profile_rows, smem_launch_rows
+from gate.verdict.static_rules import static_delta_rows, static_rows
 
 O = RuleOutcome
 SIGNIFICANCE = 0.05          # Mann-Whitney p-value below which a difference is significant
-REASON_CHARS = 140           # GitHub commit-status descriptions are cut at 140 characters
 _STATUS_OUTCOME = {StageStatus.PASSED: O.PASS, StageStatus.FAILED: O.FAIL,
                    StageStatus.NOT_RUN: O.NOT_RUN, StageStatus.ERROR: O.ERROR}
 
@@ -63,14 +54,16 @@ def decide(result: JobResult, gates: Gates) -> VerdictReport:
         watch = result.bench.gpu_watch
         integrity = integrity_rows(result.bench)
         rows += _untrusted_streams(integrity, watch.problems) if watch is not None and watch.problems else integrity
-    profile_needed = any(getattr(gates, rule.value) is not None for rule in NCU_RULES)
+    profile_needed = profile_rules_set(gates)
     if cand.profile is not None and cand.profile.status is StageStatus.PASSED and profile_needed:
         base_profile = result.baseline.profile if result.baseline else None
         rows += profile_rows(cand.profile, base_profile, gates, result.new_kernel)
     else:
         rows += _stage_row(Stage.PROFILE, cand.profile, required=profile_needed)
-    if gates.max_smem_bytes is not None and cand.profile is not None and cand.profile.status is StageStatus.PASSED:
-        rows += smem_launch_rows(cand.profile, gates.max_smem_bytes)
+    for spec in of_kind(Kind.LAUNCH_CONFIG):
+        bound = threshold_of(spec, gates)
+        if bound is not None and cand.profile is not None and cand.profile.status is StageStatus.PASSED:
+            rows += smem_launch_rows(cand.profile, bound)
     return VerdictReport(*verdict_of(rows), rules=rows)
 
 
@@ -120,51 +113,6 @@ def _static_checked(static: StaticResult) -> RuleRow:
     return RuleRow(Rule.STATIC, O.PASS, reason, value=len(static.functions), unit="functions")
 
 
-def static_rows(static: StaticResult | None, gates: Gates) -> list[RuleRow]:
-    """max_registers, max_spill_bytes, max_smem_bytes (worst function per arch) and require_sass."""
-    limits = [(fig.limit, getattr(gates, fig.limit.value), fig) for fig in STATIC_FIGURES]
-    wanted = [name for name, limit, _ in limits if limit is not None] + (
-        [Rule.REQUIRE_SASS] if gates.require_sass else [])
-    if not wanted:
-        return []
-    if static is None or static.status is not StageStatus.PASSED or not static.functions:
-        why = "no kernel functions compiled" if static and static.status is StageStatus.PASSED \
-            else "static stage did not pass"
-        return [RuleRow(name, O.NOT_RUN, why) for name in wanted]
-    rows: list[RuleRow] = []
-    archs = list(dict.fromkeys(f.arch for f in static.functions))
-    for name, limit, fig in limits:
-        if limit is None:
-            continue
-        unit = fig.unit
-        for arch in archs:
-            worst = max((f for f in static.functions if f.arch == arch), key=fig.of)
-            value = fig.of(worst)
-            ok, sentence = bound_sentence(fig.words, value, limit, unit, minimum=False)
-            rows.append(RuleRow(name, O.PASS if ok else O.FAIL, shape="",
-                                reason=f"{arch} {kernel_name(worst.function)}: {sentence}",
-                                value=value, threshold=limit, unit=unit))
-    if gates.require_sass:
-        rows += _sass_rows(static, archs, gates.require_sass)
-    return rows
-
-
-def _sass_rows(static: StaticResult, archs: list[str], required: list[str]) -> list[RuleRow]:
-    if not static.sass_available:
-        return [RuleRow(Rule.REQUIRE_SASS, O.NOT_RUN, "no SASS: cuobjdump/nvdisasm not found",
-                        threshold=",".join(required))]
-    rows = []
-    for arch in archs:
-        counts = {op: sum(f.sass_opcodes.get(op, 0) for f in static.functions if f.arch == arch)
-                  for op in required}
-        missing = [op for op, n in counts.items() if n == 0]
-        shown = ", ".join(f"{op} x{n}" for op, n in counts.items())
-        reason = f"{arch}: missing {', '.join(missing)}" if missing else f"{arch}: {shown}"
-        rows.append(RuleRow(Rule.REQUIRE_SASS, O.FAIL if missing else O.PASS, reason,
-                            value=shown, threshold=",".join(required)))
-    return rows
-
-
 def _severity(row: RuleRow) -> float:
     """How far past its threshold a row is, to pick the worst of several failing rows of one rule."""
     if not isinstance(row.value, (int, float)) or not isinstance(row.threshold, (int, float)):
@@ -172,20 +120,12 @@ def _severity(row: RuleRow) -> float:
     return abs(row.value - row.threshold) / (abs(row.threshold) or 1.0)
 
 
-def _cause_first(row: RuleRow) -> int:
-    """Of several failing rules the reason names the cause before the symptom: a broken build or a
-    wrong answer, then what the compiler and the profiler measured, then the latency they explain."""
-    if row.rule in (Rule.STATIC, Rule.BUILD, Rule.CORRECTNESS):
-        return 0
-    return 2 if row.rule == Rule.MAX_LATENCY_REGRESSION_PCT else 1
-
-
 def verdict_of(rows: list[RuleRow]) -> tuple[Verdict, str]:
     """The verdict and its one-line reason; marks the row the reason names as `decisive` (for
     `accept`, the worst latency row, when there is one). Nothing downstream chooses again."""
     for outcome, verdict in ((O.ERROR, Verdict.ERROR), (O.FAIL, Verdict.REJECT),
                              (O.NOT_RUN, Verdict.INCOMPLETE), (O.INCONCLUSIVE, Verdict.INCONCLUSIVE)):
-        hits = sorted((r for r in rows if r.outcome is outcome), key=_cause_first)
+        hits = sorted((r for r in rows if r.outcome is outcome), key=lambda r: cause_rank(r.rule))
         if hits:
             same_rule = [r for r in hits if r.rule == hits[0].rule]
             decisive = max(same_rule, key=_severity) if outcome is O.FAIL else hits[0]
@@ -215,7 +155,7 @@ def _latency_note(latency: Iterable[RuleRow]) -> str:
 
 
 def _one_line(text: str, suffix: str) -> str:
-    text = " ".join(text.split())
-    room = REASON_CHARS - len(suffix)
-    return (text if len(text) <= room else text[: room - 1] + "…") + suffix
+    """The reason as one line, whole: each surface clips it to its own limit (GitHub's 140
+    characters live in `gate.notify.messages`), so the page and the CLI show all of it."""
+    return " ".join(text.split()) + suffix
 

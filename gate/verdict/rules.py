@@ -1,28 +1,26 @@
-"""Rule rows of the GPU stages (correctness, latency, Nsight Compute), for `decide`. Pure functions."""
+"""Rule rows of the GPU stages (correctness, latency, integrity, Nsight Compute), for `decide`. Pure
+functions; the ncu rows are generic over the catalogue's `ncu absolute` and `ncu relative` rows."""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
-from gate.domain.launches import by_shape, weighted
+from gate.domain.launches import by_shape, shape_figure
 from gate.domain.manifest import Gates
-from gate.domain.names import Metric, Rule
+from gate.domain.names import Rule
 from gate.domain.results import (
     BenchResult,
     CorrectnessCase,
     CorrectnessResult,
-    FunctionResources,
-    KernelMetrics,
     ProfileResult,
     ShapeTiming,
     StageStatus,
-    StaticResult,
 )
 from gate.domain.verdict import RuleOutcome, RuleRow
 from gate.domain.wording import format_value
 from gate.nvidia.symbols import kernel_name
+from gate.verdict.catalog import CATALOG, Bound, Kind, RuleSpec, of_kind, threshold_of
 
 O = RuleOutcome
 
@@ -177,50 +175,38 @@ def integrity_rows(bench: BenchResult) -> list[RuleRow]:
     return rows
 
 
-def conflict_pct(kernels: list[KernelMetrics]) -> float | None:
-    """The worst shared-memory bank-conflict rate of a shape's launches (`shared_conflict_pct`:
-    excess wavefronts over all shared wavefronts, loads and stores pooled)."""
-    rates = [k.shared_conflict_pct for k in kernels if k.shared_conflict_pct is not None]
-    return max(rates) if rates else None
-
-
-_ABSOLUTE_MIN = ((Rule.MIN_TENSOR_PIPE_PCT, Metric.TENSOR_PIPE_PCT), (Rule.MIN_WARPS_ACTIVE_PCT, Metric.WARPS_ACTIVE_PCT),
-                 (Rule.MIN_DRAM_PCT, Metric.DRAM_PCT))
-
-
 def profile_rows(cand: ProfileResult, base: ProfileResult | None, gates: Gates,
-                 new_kernel: bool = False) -> list[RuleRow]:
-    """Absolute ncu rules per shape (min_* on `absolute_shapes`), then relative rules vs the baseline."""
+                 new_kernel: bool = False, catalog: tuple[RuleSpec, ...] = CATALOG) -> list[RuleRow]:
+    """The ncu rules of `catalog` the manifest sets, per shape: absolute ones against their bound
+    (floors on `absolute_shapes`, ceilings on every profiled shape), then relative ones against the
+    baseline's profile. Each reads its row's metric as `shape_figure` aggregates it over launches."""
     shapes = by_shape(cand.kernels)
     base_shapes = by_shape(base.kernels) if base and base.status is StageStatus.PASSED else {}
     rows: list[RuleRow] = []
-    for rule, metric in _ABSOLUTE_MIN:
-        limit = getattr(gates, rule)
-        if limit is None:
+    for spec in of_kind(Kind.NCU_ABSOLUTE, catalog):
+        bound = threshold_of(spec, gates)
+        if bound is None or spec.metric is None:
             continue
-        for shape in gates.absolute_shapes or list(shapes):
-            rows.append(_compare(rule, shape, weighted(shapes.get(shape, []), metric), limit, minimum=True))
-    if gates.max_bank_conflict_pct is not None:
-        for shape, kernels in shapes.items():
-            rows.append(_compare(Rule.MAX_BANK_CONFLICT_PCT, shape, conflict_pct(kernels),
-                                 gates.max_bank_conflict_pct, minimum=False))
-    relative = ((gates.max_tensor_pipe_drop_pct, Rule.MAX_TENSOR_PIPE_DROP_PCT, True),
-                (gates.max_bank_conflict_increase_pct, Rule.MAX_BANK_CONFLICT_INCREASE_PCT, False))
-    for allowed, rule, is_drop in relative:
-        if allowed is None:
+        # a floor may be out of reach on a small shape, so it applies where the manifest says
+        targets = (gates.absolute_shapes or list(shapes)) if spec.bound is Bound.FLOOR else list(shapes)
+        for shape in targets:
+            rows.append(_compare(spec, shape, shape_figure(shapes.get(shape, []), spec.metric), bound))
+    for spec in of_kind(Kind.NCU_RELATIVE, catalog):
+        allowed = threshold_of(spec, gates)
+        if allowed is None or spec.metric is None:
             continue
+        is_drop = spec.bound is Bound.FLOOR
         for shape, kernels in shapes.items():
-            figure = (lambda ks: weighted(ks, Metric.TENSOR_PIPE_PCT)) if is_drop else conflict_pct
-            value, before = figure(kernels), figure(base_shapes.get(shape, []))
+            value = shape_figure(kernels, spec.metric)
+            before = shape_figure(base_shapes.get(shape, []), spec.metric)
             if before is None:
                 outcome, why = (O.PASS, NEW_KERNEL) if new_kernel else (O.NOT_RUN, "no baseline profile for this shape")
-                rows.append(RuleRow(rule, outcome, why, shape=shape, value=value, unit="%"))
+                rows.append(RuleRow(spec.rule, outcome, why, shape=shape, value=value, unit=spec.unit))
                 continue
-            limit = before - allowed if is_drop else before + allowed
-            row = _compare(rule, shape, value, round(limit, 3), minimum=is_drop)
+            row = _compare(spec, shape, value, round(before - allowed if is_drop else before + allowed, 3))
             row.baseline, row.delta = before, None if value is None else value - before
             if value is not None:
-                row.reason += f" (baseline {before:.3g} % {'-' if is_drop else '+'} {allowed:g} points)"
+                row.reason += f" (baseline {before:.3g} {spec.unit} {'-' if is_drop else '+'} {allowed:g} points)"
             rows.append(row)
     return rows
 
@@ -244,79 +230,10 @@ def smem_launch_rows(cand: ProfileResult, limit: int) -> list[RuleRow]:
     return rows
 
 
-# What each ncu rule's sentence calls its figure.
-RULE_WORDS = {Rule.MIN_TENSOR_PIPE_PCT: "tensor pipe", Rule.MIN_WARPS_ACTIVE_PCT: "warps active",
-              Rule.MIN_DRAM_PCT: "DRAM throughput", Rule.MAX_BANK_CONFLICT_PCT: "bank conflicts",
-              Rule.MAX_TENSOR_PIPE_DROP_PCT: "tensor pipe", Rule.MAX_BANK_CONFLICT_INCREASE_PCT: "bank conflicts"}
-
-
-def _compare(rule: Rule, shape: str, value: float | None, limit: float, *, minimum: bool) -> RuleRow:
+def _compare(spec: RuleSpec, shape: str, value: float | None, bound: float) -> RuleRow:
     if value is None:
-        return RuleRow(rule, O.NOT_RUN, "metric not collected for this shape", shape=shape,
-                       threshold=limit, unit="%")
-    ok, sentence = bound_sentence(RULE_WORDS[rule], round(value, 1), limit, "%", minimum=minimum)
-    return RuleRow(rule, O.PASS if ok else O.FAIL, sentence, shape=shape,
-                   value=round(value, 3), threshold=limit, unit="%")
-
-
-@dataclass(frozen=True)
-class StaticFigure:
-    """A per-function figure of the static stage, the rule that caps it, and the rule that caps its
-    increase over the baseline."""
-
-    label: str
-    unit: str
-    limit: Rule
-    increase: Rule
-    of: Callable[[FunctionResources], int]
-    words: str = ""             # what a sentence calls it before its value ("spills 16 B")
-
-
-STATIC_FIGURES = (
-    StaticFigure("registers", "registers", Rule.MAX_REGISTERS, Rule.MAX_REGISTERS_INCREASE, lambda f: f.registers),
-    StaticFigure("spill bytes", "bytes", Rule.MAX_SPILL_BYTES, Rule.MAX_SPILL_BYTES_INCREASE,
-                 lambda f: f.spill_bytes, "spills"),
-    StaticFigure("smem bytes", "bytes", Rule.MAX_SMEM_BYTES, Rule.MAX_SMEM_BYTES_INCREASE, lambda f: f.smem_bytes,
-                 "static shared memory"),
-)
-_OPCODES_SHOWN = 6
-
-
-def static_delta_rows(cand: StaticResult | None, base: StaticResult | None, gates: Gates,
-                      new_kernel: bool = False) -> list[RuleRow]:
-    """Against the baseline's static figures, per function and arch present in both: one
-    `static_delta` row (always a pass: it shows what changed, e.g. `STS +32`) where anything did, and
-    the `max_*_increase` rules where the manifest sets them."""
-    wanted = [fig for fig in STATIC_FIGURES if getattr(gates, fig.increase.value) is not None]
-    if new_kernel:
-        return [RuleRow(fig.increase, O.PASS, NEW_KERNEL) for fig in wanted]
-    if cand is None or base is None or cand.status is not StageStatus.PASSED or base.status is not StageStatus.PASSED:
-        return [RuleRow(fig.increase, O.NOT_RUN, "no static figures of both revisions") for fig in wanted]
-    before = {(f.function, f.arch): f for f in base.functions}
-    rows: list[RuleRow] = []
-    for now in cand.functions:
-        old = before.get((now.function, now.arch))
-        if old is None:
-            continue
-        where = f"{now.arch} {kernel_name(now.function)}"
-        changed = [f"{fig.label} {fig.of(old)}->{fig.of(now)}" for fig in STATIC_FIGURES
-                   if fig.of(old) != fig.of(now)]
-        ops = {op: now.sass_opcodes.get(op, 0) - old.sass_opcodes.get(op, 0)
-               for op in set(now.sass_opcodes) | set(old.sass_opcodes)}
-        ops = dict(sorted(((op, d) for op, d in ops.items() if d), key=lambda kv: (-abs(kv[1]), kv[0])))
-        if changed or ops:
-            shown = [f"{op} {d:+d}" for op, d in list(ops.items())[:_OPCODES_SHOWN]]
-            more = f" (+{len(ops) - _OPCODES_SHOWN} more opcodes)" if len(ops) > _OPCODES_SHOWN else ""
-            rows.append(RuleRow(Rule.STATIC_DELTA, O.PASS, f"{where}: " + ", ".join(changed + shown) + more,
-                                value=now.registers, baseline=old.registers,
-                                delta=now.registers - old.registers, unit="registers"))
-        for fig in wanted:
-            limit = getattr(gates, fig.increase.value)
-            increase = fig.of(now) - fig.of(old)
-            ok = increase <= limit
-            rows.append(RuleRow(fig.increase, O.PASS if ok else O.FAIL,
-                                f"{where}: {fig.label} {fig.of(old)} -> {fig.of(now)}, an increase of "
-                                f"{increase:+d}, {'within' if ok else 'over'} the limit of +{limit}",
-                                value=fig.of(now), threshold=limit,
-                                baseline=fig.of(old), delta=increase, unit=fig.unit))
-    return rows
+        return RuleRow(spec.rule, O.NOT_RUN, "metric not collected for this shape", shape=shape,
+                       threshold=bound, unit=spec.unit)
+    ok, sentence = bound_sentence(spec.words, round(value, 1), bound, spec.unit, minimum=spec.bound is Bound.FLOOR)
+    return RuleRow(spec.rule, O.PASS if ok else O.FAIL, sentence, shape=shape,
+                   value=round(value, 3), threshold=bound, unit=spec.unit)

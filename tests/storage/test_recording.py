@@ -80,3 +80,30 @@ def test_kilocycles_stand_beside_the_median_where_the_sm_clock_was_seen():
     assert m[("latency_median_kcycles", shape, "candidate")].unit == "kcycles"
     result.bench.gpu_watch = GpuWatch(available=False, reason="no NVML")
     assert not [m for m in extract_metrics(result) if m.name == "latency_median_kcycles"]
+
+
+def test_the_pooled_conflict_figure_the_rule_judges_is_stored():
+    """max_bank_conflict_pct judges loads and stores pooled, worst launch per shape: that figure is
+    stored (and charted with the rule's limit), beside the separate ld and st rates."""
+    from gate.domain import KernelMetrics, ProfileResult
+    from gate.domain.launches import by_shape, shape_figure
+    from gate.domain.names import Metric
+    from gate.verdict.rules import profile_rows
+    from gate.domain import Gates
+
+    result = job_result()
+    shape = "b1_h8_s512_d64"
+    result.candidate.profile = ProfileResult(status=StageStatus.PASSED, kernels=[
+        # 67 M clean ldmatrix wavefronts and a few 2-way epilogue stores: 0.7 % pooled, 24 % for stores
+        KernelMetrics("fwd_a", shape=shape, duration_ns=3000.0, ld_bank_conflicts=6_136, ld_wavefronts=67_639_288,
+                      st_bank_conflicts=480_000, st_wavefronts=2_000_000, ld_bank_conflict_pct=0.01,
+                      st_bank_conflict_pct=24.0),
+        KernelMetrics("fwd_b", shape=shape, duration_ns=1000.0, ld_bank_conflict_pct=3.0, st_bank_conflict_pct=0.0),
+    ])
+    m = _index(extract_metrics(result))
+    stored = m[("shared_conflict_pct", shape, "candidate")]
+    assert stored.value == 3.0 and stored.direction == "lower"          # the worst launch, not a mean
+    (row,) = profile_rows(result.candidate.profile, None, Gates(max_bank_conflict_pct=10))
+    assert row.value == round(stored.value, 3)
+    assert shape_figure(by_shape(result.candidate.profile.kernels)[shape], Metric.SHARED_CONFLICT_PCT) == 3.0
+    assert m[("st_bank_conflict_pct", shape, "candidate")].value == 18.0   # duration-weighted, not judged

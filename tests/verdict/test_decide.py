@@ -19,6 +19,7 @@ from gate.domain import (
     TimingSamples,
     Verdict,
 )
+from gate.notify import messages
 from gate.verdict.decide import decide
 
 P, F, N = StageStatus.PASSED, StageStatus.FAILED, StageStatus.NOT_RUN
@@ -292,10 +293,13 @@ def test_profile_not_run_is_fine_when_no_ncu_gate_is_set():
     assert decide(result, GATES).verdict is Verdict.INCOMPLETE
 
 
-def test_the_reason_fits_a_github_status_description():
+def test_the_reason_is_whole_and_only_the_github_surface_clips_it():
     result = full()
-    result.candidate.static = static(status=F, reason="compile error: " + "x" * 300)
-    assert len(decide(result, GATES).reason) <= 140
+    result.candidate.static = static(status=F, reason="compile error:\n" + "x" * 300)
+    report = decide(result, GATES)
+    assert report.reason == "reject: static: compile error: " + "x" * 300     # one line, nothing cut
+    status = messages.describe(report)
+    assert len(status) == messages.DESCRIPTION_MAX_CHARS and status.endswith("…")
 
 
 def test_the_deciding_row_is_marked_once_and_the_reason_names_it():

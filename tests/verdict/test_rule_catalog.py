@@ -1,0 +1,111 @@
+"""The rule catalogue is the one place a rule is described: the manifest's keys, the docs' gate
+table, the messages' operators and the kernel page's charts all follow it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from gate.domain import FunctionResources, Gates, KernelMetrics, RuleOutcome, RuleRow
+from gate.domain.names import NCU_METRICS, Rule, Stage
+from gate.figures.kernel_page import GROUPS, rule_groups
+from gate.notify import messages
+from gate.verdict import catalog
+from gate.verdict.catalog import CATALOG, SETTINGS, Bound, Kind
+
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "manifest.md"
+
+
+def docs_gate_table() -> str:
+    """The table under docs/manifest.md's `[kernel.gates]` heading, as written."""
+    text = DOCS.read_text()
+    start = text.index("| key | default | reads | meaning |", text.index("## `[kernel.gates]`"))
+    return text[start:text.index("\n\n", start)]
+
+
+def test_the_docs_gate_table_is_the_catalogues():
+    assert docs_gate_table() == catalog.manifest_table()
+
+
+def test_the_docs_check_fails_when_a_row_is_removed():
+    for dropped in (s for s in CATALOG if s.key is not None):
+        fewer = tuple(s for s in CATALOG if s is not dropped)
+        assert docs_gate_table() != catalog.manifest_table(fewer), dropped.key
+        assert f"`{dropped.key}`" not in catalog.manifest_table(fewer)
+
+
+def test_every_gates_field_is_a_catalogue_key_or_a_setting():
+    keys = [s.key for s in CATALOG if s.key is not None]
+    assert len(keys) == len(set(keys))
+    assert set(keys) | {key for key, _, _ in SETTINGS} == catalog.gates_keys()
+
+
+def test_every_rule_but_a_stages_row_has_exactly_one_catalogue_row():
+    rules = [s.rule for s in CATALOG]
+    assert len(rules) == len(set(rules))
+    # a stage that failed as a whole has a row named after it; correctness is also a rule, per shape
+    stage_rows = {Rule.STATIC, Rule.BUILD, Rule.BENCH, Rule.PROFILE}
+    assert {r.value for r in stage_rows} <= {s.value for s in Stage}
+    assert set(Rule) - stage_rows == set(rules)
+
+
+def test_every_ncu_rule_reads_a_stored_per_shape_metric():
+    for spec in CATALOG:
+        if spec.kind in (Kind.NCU_ABSOLUTE, Kind.NCU_RELATIVE):
+            assert spec.metric in NCU_METRICS, spec.rule
+            assert hasattr(KernelMetrics("k"), spec.metric.value), spec.rule
+            assert spec.words and spec.unit
+
+
+def test_static_rows_name_a_ptxas_field():
+    function = FunctionResources("f", "sm_90", 32, 0, 0, 0, 0, {})
+    for spec in catalog.of_kind(Kind.STATIC_LIMIT) + catalog.of_kind(Kind.STATIC_INCREASE):
+        assert spec.rule == Rule.STATIC_DELTA or isinstance(getattr(function, spec.metric), int), spec.rule
+
+
+def test_only_the_relative_ncu_rules_need_the_baselines_profile():
+    assert catalog.relative_profile_rules() == (Rule.MAX_TENSOR_PIPE_DROP_PCT, Rule.MAX_BANK_CONFLICT_INCREASE_PCT)
+    assert not catalog.needs_baseline_profile(Gates(max_bank_conflict_pct=10, min_tensor_pipe_pct=30))
+    assert catalog.needs_baseline_profile(Gates(max_bank_conflict_increase_pct=1))
+    assert catalog.profile_rules_set(Gates(min_dram_pct=50)) and not catalog.profile_rules_set(Gates(max_registers=9))
+
+
+@pytest.mark.parametrize(("rule", "outcome", "operator"), [
+    (Rule.MAX_BANK_CONFLICT_PCT, RuleOutcome.FAIL, ">"),
+    (Rule.MIN_TENSOR_PIPE_PCT, RuleOutcome.FAIL, "<"),
+    (Rule.MIN_TENSOR_PIPE_PCT, RuleOutcome.PASS, ">="),
+    # named max_ but a floor: the candidate may lose at most this many points below the baseline's
+    (Rule.MAX_TENSOR_PIPE_DROP_PCT, RuleOutcome.FAIL, "<"),
+    (Rule.PHYSICAL_FLOOR, RuleOutcome.FAIL, "<"),
+    (Rule.BUILD, RuleOutcome.FAIL, "vs"),
+])
+def test_the_messages_operator_is_the_rules_bound(rule, outcome, operator):
+    row = RuleRow(rule, outcome, "why", shape="m1024", value=40.0, threshold=45.0, unit="%")
+    assert messages.figure(row).startswith(f"{rule} 40% {operator} 45%")
+
+
+def test_each_charted_rule_draws_its_threshold_on_the_figure_it_judges():
+    groups = {g.key: g for g in GROUPS}
+    conflicts = groups["conflicts"]
+    assert conflicts.rule == Rule.MAX_BANK_CONFLICT_PCT
+    assert [m.value for m in conflicts.metrics] == ["shared_conflict_pct"]     # ld + st pooled, not split
+    for spec in CATALOG:
+        if spec.chart is not None:
+            assert groups[spec.chart.key].metrics == (spec.metric,)
+
+
+def test_a_rule_dropped_from_the_catalogue_loses_its_chart():
+    fewer = tuple(s for s in CATALOG if s.rule != Rule.MIN_DRAM_PCT)
+    assert "dram" in {g.key for g in rule_groups()} and "dram" not in {g.key for g in rule_groups(fewer)}
+
+
+def test_bounds_are_what_decide_applies():
+    assert all(s.bound is Bound.FLOOR for s in CATALOG if s.key and s.key.startswith("min_"))
+    assert all(s.bound is Bound.NONE for s in catalog.of_kind(Kind.SASS))
+
+
+def test_no_catalogue_text_breaks_the_docs_table():
+    assert not [spec.rule for spec in CATALOG if "|" in spec.reads + spec.meaning + spec.default]
+    cells = {line.count("|") for line in catalog.manifest_table().splitlines()}
+    assert cells == {5}                                      # key, default, reads, meaning
