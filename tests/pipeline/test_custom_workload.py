@@ -13,7 +13,7 @@ from gate.domain import KernelSpec, Shape
 from gate.errors import ManifestError
 from gate.manifest.load import load_manifest
 from gate.pipeline.workloads import REQUIRED_METHODS, get_workload, guard_damage, perturb_one
-from tests.pipeline.test_readme_manifest import examples, write_example
+from tests.manifest.test_readme_manifest import examples, write_example
 
 DOC = "docs/manifest.md"
 MODULE = "bench/attn_bshd.py"
