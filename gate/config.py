@@ -2,16 +2,23 @@
 
 Tests override with `get_settings.cache_clear()` after setting the environment, or pass a
 `Settings(...)` to `create_app`.
+
+The data folder (mirrors, workspaces, build cache, artifacts and the default SQLite database) never
+defaults to a path under the working directory: `cd myrepo && gate run --repo .` would then gate its
+own cache as uncommitted changes. `gate run` keeps it in the user's state folder; the long-running
+commands (`serve`, `worker`, `migrate`) in `/var/lib/flashcore-gate` when root, else the same state
+folder. `GATE_DATA_DIR` overrides both.
 """
 
 from __future__ import annotations
 
+import os
 from functools import lru_cache
 from pathlib import Path
 
 from typing import Annotated
 
-from pydantic import BeforeValidator, Field
+from pydantic import BeforeValidator, Field, model_validator
 
 from gate.domain.job import RunOptions
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
@@ -26,12 +33,26 @@ def _split(value: object) -> object:
 
 CommaList = Annotated[list[str], NoDecode, BeforeValidator(_split)]
 
+APP_DIR_NAME = "flashcore-gate"
+
+
+def user_state_dir() -> Path:
+    """`$XDG_STATE_HOME/flashcore-gate`, else `~/.local/state/flashcore-gate` (the XDG Base Directory
+    specification's place for state that outlives a run but is no user document: caches, histories)."""
+    base = os.environ.get("XDG_STATE_HOME") or Path.home() / ".local" / "state"
+    return Path(base) / APP_DIR_NAME
+
+
+def service_data_dir() -> Path:
+    """A service's folder (the Filesystem Hierarchy Standard's /var/lib) when root, else the user's."""
+    return Path("/var/lib") / APP_DIR_NAME if os.geteuid() == 0 else user_state_dir()
+
 
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="GATE_", extra="ignore")
 
-    database_url: str = "sqlite:///.gate/gate.db"
-    data_dir: Path = Path(".gate")
+    database_url: str = ""                        # default: SQLite at <data_dir>/gate.db
+    data_dir: Path = Field(default_factory=user_state_dir)
     api_token: str | None = None                  # when set, every write needs `Bearer <token>`
     executor: str = Field("local", pattern="^(local|celery)$")
     broker_url: str = "redis://127.0.0.1:6379/0"
@@ -59,6 +80,12 @@ class Settings(BaseSettings):
     clock_policy: str = Field("observe", pattern="^(observe|lock)$")   # gate.domain.environment.ClockPolicy
     warm_history: bool = True                     # read kernel histories into memory at start
 
+    @model_validator(mode="after")
+    def _database_follows_data_dir(self) -> Settings:
+        if not self.database_url:
+            self.database_url = f"sqlite:///{Path(self.data_dir).resolve() / 'gate.db'}"
+        return self
+
     def run_options(self) -> RunOptions:
         """What a job's GPU child is told of these settings (the one translation of them)."""
         return RunOptions(nvcc_path=self.nvcc_path, ncu_path=self.ncu_path,
@@ -67,6 +94,12 @@ class Settings(BaseSettings):
                           build_cache_dir=str(Path(self.data_dir).resolve() / "build-cache"))
 
 
+class ServiceSettings(Settings):
+    """The settings of the long-running commands: only the data folder's default differs."""
+
+    data_dir: Path = Field(default_factory=service_data_dir)
+
+
 @lru_cache
-def get_settings() -> Settings:
-    return Settings()
+def get_settings(service: bool = False) -> Settings:
+    return ServiceSettings() if service else Settings()

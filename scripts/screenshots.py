@@ -1,14 +1,18 @@
 """Screenshots of the dashboards for the README: overview, kernel, revision and compare pages of a
 database that holds a real GPU run, taken in headless Chromium.
 
-    python scripts/screenshots.py --database-url sqlite:///run/gate.db [--data-dir run/.gate]
-                                  [--out docs/screenshots] [--kernel NAME]
+    python scripts/screenshots.py --database-url sqlite:///run/gate.db [--data-dir run/data]
+                                  [--out docs/screenshots] [--kernel NAME] [--gate-commit SHA]
 
 Starts `gate serve --no-executor` on a free loopback port over that database (migrating it to the
 current schema, so point it at a copy), picks the kernel whose newest verdict was measured on a GPU,
 its newest revision (a rejected one when the last 20 hold one) and the two revisions around its
 biggest change point (else its last two), and writes overview.png, kernel.png, revision.png and
-compare.png. Every page it shoots names the GPU the numbers come from.
+compare.png, each page whole (full height: a revision page's deciding rows are at its bottom). Every
+page it shoots names the GPU the numbers come from, and each PNG records in its metadata (tEXt chunks,
+scripts/png_text.py) that GPU and the gate commit whose rules made the verdicts (`--gate-commit`,
+default: this checkout's HEAD, which must then have no uncommitted change under gate/), so
+tests/packaging/test_screenshots.py fails once the rule code is newer than the pictures.
 
 A database of synthetic sample data, or one whose verdicts all come from a machine without a GPU,
 is refused: the README's pictures must show measurements (`--allow-synthetic` is for tests).
@@ -28,6 +32,7 @@ import time
 from pathlib import Path
 
 import httpx
+from png_text import write_text
 
 REPO = Path(__file__).resolve().parents[1]
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
@@ -35,6 +40,7 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-backg
 VIEWPORT = {"width": 1360, "height": 900}
 NO_GPU_KINDS = ("cpu", "any")      # gate.domain.wording: NO_GPU, ANY_GPU
 RECENT = 20
+COMMIT_KEY, GPU_KEY = "gate-commit", "gpu"     # the PNG tEXt keywords tests/packaging reads
 
 
 class ScreenshotError(RuntimeError):
@@ -70,8 +76,8 @@ def start_server(database_url: str, data_dir: Path, log_path: Path) -> tuple[sub
     raise ScreenshotError(f"gate serve did not answer on {url}:\n{log_path.read_text()}")
 
 
-def choose_pages(url: str, kernel: str | None = None) -> dict[str, str]:
-    """The four pages to shoot (name -> path), all about one kernel measured on a GPU."""
+def choose_pages(url: str, kernel: str | None = None) -> tuple[dict[str, str], str]:
+    """The four pages to shoot (name -> path), all about one kernel measured on a GPU, and that GPU."""
     kernels = httpx.get(url + "/api/v1/kernels", timeout=30).json()
     measured = [(v["revision_id"], k["name"], v["gpu_kind"]) for k in kernels for v in k["latest"]
                 if v["gpu_kind"] not in NO_GPU_KINDS and (kernel is None or k["name"] == kernel)]
@@ -96,7 +102,7 @@ def choose_pages(url: str, kernel: str | None = None) -> dict[str, str]:
         before, after = points[-2] if len(points) > 1 else points[-1], points[-1]
     return {"overview": "/", "kernel": f"/kernels/{name}?{httpx.QueryParams({'gpu': gpu})}",
             "revision": f"/revisions/{shown['revision_id']}",
-            "compare": f"/compare?a={before['revision_id']}&b={after['revision_id']}"}
+            "compare": f"/compare?a={before['revision_id']}&b={after['revision_id']}"}, gpu
 
 
 def shoot(url: str, pages: dict[str, str], out: Path, chromium: str, allow_synthetic: bool) -> list[Path]:
@@ -115,12 +121,27 @@ def shoot(url: str, pages: dict[str, str], out: Path, chromium: str, allow_synth
                     raise ScreenshotError("this database holds synthetic sample data: the README's "
                                           "screenshots must come from a GPU run")
                 target = out / f"{name}.png"
-                page.screenshot(path=str(target), full_page=name in ("kernel", "overview"))
+                page.screenshot(path=str(target), full_page=True)
                 written.append(target)
                 page.close()
         finally:
             browser.close()
     return written
+
+
+def gate_commit() -> str:
+    """This checkout's HEAD, refused when the rule code it runs differs from that commit."""
+    def git(*args: str) -> str:
+        return subprocess.run(["git", "-C", str(REPO), *args], capture_output=True, text=True,
+                              check=True).stdout.strip()
+    try:
+        head, changed = git("rev-parse", "HEAD"), git("status", "--porcelain", "--", "gate")
+    except (OSError, subprocess.CalledProcessError) as exc:
+        raise ScreenshotError(f"cannot read this checkout's commit ({exc}): pass --gate-commit SHA") from exc
+    if changed:
+        raise ScreenshotError("gate/ has uncommitted changes, so no commit names the rules these pages show: "
+                              "commit them, or pass --gate-commit SHA of the code that made the database")
+    return head
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -131,6 +152,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=REPO / "docs" / "screenshots")
     parser.add_argument("--kernel", default=None, help="the kernel to show (default: the newest measured)")
     parser.add_argument("--chromium", default=shutil.which("chromium") or "/usr/bin/chromium")
+    parser.add_argument("--gate-commit", default=None,
+                        help="the gate commit that made the database's verdicts (default: this checkout's HEAD)")
     parser.add_argument("--allow-synthetic", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if not Path(args.chromium).exists():
@@ -140,8 +163,12 @@ def main(argv: list[str] | None = None) -> int:
         data_dir = args.data_dir or Path(tmp) / "data"
         proc, url = None, ""
         try:
+            commit = args.gate_commit or gate_commit()
             proc, url = start_server(args.database_url, data_dir, Path(tmp) / "serve.log")
-            written = shoot(url, choose_pages(url, args.kernel), args.out, args.chromium, args.allow_synthetic)
+            pages, gpu = choose_pages(url, args.kernel)
+            written = shoot(url, pages, args.out, args.chromium, args.allow_synthetic)
+            for path in written:
+                write_text(path, {COMMIT_KEY: commit, GPU_KEY: gpu})
         except ScreenshotError as exc:
             print(f"screenshots: {exc}", file=sys.stderr)
             return 2

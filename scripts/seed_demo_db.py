@@ -1,6 +1,6 @@
 """Fill a database with the synthetic sample history (SYNTHETIC SAMPLE DATA, nothing measured).
 
-    python scripts/seed_demo_db.py --database-url sqlite:///.gate/demo.db [--revisions 60]
+    python scripts/seed_demo_db.py --database-url sqlite:///demo.db [--revisions 60]
 
 Migrates the schema first; refuses a database that already holds revisions.
 """

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Set up everything the CPU test suite needs on a fresh machine, then run it.
 # GPU tests (marked `gpu`) are skipped here; scripts/device-check.sh runs them on a GPU machine.
+# tests/browser/test_installed_wheel.py builds the wheel and serves every page from a fresh venv
+# (scripts/install-wheel.sh, as the images do).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh test
@@ -14,12 +16,9 @@ if ! command -v chromium >/dev/null 2>&1; then
   fi
 fi
 
-# Storage and API tests run against a real PostgreSQL on loopback as well as SQLite.
-if ! pg_isready -q -h 127.0.0.1 -p 5432 2>/dev/null; then
-  if command -v pg_ctlcluster >/dev/null 2>&1; then
-    pg_ctlcluster --skip-systemctl-redirect "$(ls /etc/postgresql | head -n1)" main start
-  fi
-fi
+# Storage and API tests run against a real PostgreSQL on loopback as well as SQLite: installed
+# (as root) when missing, trusted for the postgres role on loopback, and started.
+scripts/test-postgres.sh
 export GATE_TEST_POSTGRES_URL="${GATE_TEST_POSTGRES_URL:-postgresql+psycopg://postgres@127.0.0.1:5432/postgres}"
 
 # The architecture's never-rules (docs/design.md) are import-linter contracts in pyproject.toml.

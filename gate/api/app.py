@@ -42,7 +42,7 @@ def create_app(settings: Settings | None = None, *, gate_job: GateJob | None = N
                sources: SourceReader | None = None, embedded_executor: bool = True,
                executor: Executor | None = None) -> FastAPI:
     """The app. The schema must exist (`gate migrate`; `gate serve` migrates before it starts)."""
-    settings = settings or get_settings()
+    settings = settings or get_settings(service=True)
     engine = make_engine(settings.database_url)
     session_factory = make_session_factory(engine)
     sources = sources if sources is not None else MirrorSources(settings.data_dir)

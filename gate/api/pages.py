@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import importlib.resources
 from dataclasses import replace
-from pathlib import Path
 from typing import Annotated
 
 from fastapi import APIRouter, HTTPException, Query, Request
@@ -38,11 +37,12 @@ from gate.storage.series_cache import SeriesCache
 from gate.storage.queries import revision_detail
 from gate.verdict.catalog import relative_profile_rules
 
-DASHBOARDS = Path(__file__).resolve().parents[2] / "dashboards"
+# The templates and static files are the `dashboards` package's data, installed with the wheel.
+DASHBOARDS = importlib.resources.files("dashboards")
 PLOTLY_JS = importlib.resources.files("plotly") / "package_data" / "plotly.min.js"
 PAGE_POINTS = 400      # per trace (a chart is ~550 px wide); beyond it revisions are bucketed
 
-templates = Jinja2Templates(directory=DASHBOARDS / "templates")
+templates = Jinja2Templates(directory=str(DASHBOARDS / "templates"))
 templates.env.globals["verdict_color"] = VERDICT_COLOR
 # `tojson` escapes <, > and & (safe inside <script>); compact and unsorted keeps big charts cheap.
 templates.env.policies["json.dumps_kwargs"] = {"separators": (",", ":")}
@@ -54,7 +54,7 @@ templates.env.filters["value"] = lambda value, unit="", digits=4: format_value(v
 templates.env.filters["plural"] = plural
 templates.env.globals["progress_line"] = progress_line
 router = APIRouter(include_in_schema=False)
-static_files = StaticFiles(directory=DASHBOARDS / "static")
+static_files = StaticFiles(directory=str(DASHBOARDS / "static"))
 
 
 @router.get("/static/plotly.min.js")

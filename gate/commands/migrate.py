@@ -15,7 +15,7 @@ def main(args: argparse.Namespace) -> int:
     from gate.storage.db import make_engine
     from gate.storage.schema import current_revision, upgrade
 
-    engine = make_engine(get_settings().database_url)
+    engine = make_engine(get_settings(service=True).database_url)
     upgrade(engine)
     print(f"database at schema revision {current_revision(engine)}")
     engine.dispose()

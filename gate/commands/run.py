@@ -61,7 +61,8 @@ def main(args: argparse.Namespace) -> int:
     data_dir = Path(settings.data_dir)
     mirror = Mirror(data_dir / "mirrors")
     sha = mirror.resolve(args.repo, args.sha or "HEAD")
-    working_tree = args.sha is None and Path(args.repo).is_dir() and (snapshot := working_tree_commit(args.repo))
+    working_tree = (args.sha is None and Path(args.repo).is_dir()
+                    and (snapshot := working_tree_commit(args.repo, exclude=(data_dir,))))
     if working_tree:
         sha = mirror.resolve(args.repo, snapshot)
     if args.base:

@@ -19,7 +19,7 @@ def start() -> tuple[Settings, Engine]:
     from gate.storage.schema import upgrade
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    settings = get_settings()
+    settings = get_settings(service=True)
     engine = make_engine(settings.database_url)
     upgrade(engine)
     _check_box(logging.getLogger("gate.box"))

@@ -4,22 +4,22 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
-
 from alembic import command
 from alembic.config import Config
 from sqlalchemy import Connection, Engine, text
 
 from gate.errors import StorageError
 
-MIGRATIONS_DIR = Path(__file__).with_name("migrations")
+# A package resource, not a path beside this file: alembic opens it with importlib.resources, so the
+# migrations are found wherever the package is installed (a wheel, an editable checkout, a zip).
+MIGRATIONS = "gate.storage:migrations"
 # Any constant works; it only has to be the same in every process that migrates this database.
 _PG_MIGRATION_LOCK = 0x6A7E
 
 
 def alembic_config(url: str) -> Config:
     cfg = Config()
-    cfg.set_main_option("script_location", str(MIGRATIONS_DIR))
+    cfg.set_main_option("script_location", MIGRATIONS)
     cfg.set_main_option("sqlalchemy.url", url.replace("%", "%%"))
     return cfg
 

@@ -13,6 +13,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from scripts.png_text import read_text
 from tests.browser.conftest import REPO, _free_port
 
 pytestmark = pytest.mark.browser
@@ -66,7 +67,7 @@ def test_screenshots_of_the_four_pages_are_written_and_synthetic_data_is_refused
     _, data_dir = demo
     database = f"sqlite:///{data_dir / 'sample' / 'gate.db'}"
     script = [sys.executable, str(REPO / "scripts" / "screenshots.py"), "--database-url", database,
-              "--data-dir", str(data_dir), "--out", str(tmp_path / "shots")]
+              "--data-dir", str(data_dir), "--out", str(tmp_path / "shots"), "--gate-commit", "c" * 40]
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     refused = subprocess.run(script, env=env, capture_output=True, text=True, timeout=300)
     assert refused.returncode == 2 and "synthetic sample data" in refused.stderr
@@ -75,3 +76,5 @@ def test_screenshots_of_the_four_pages_are_written_and_synthetic_data_is_refused
     shots = {p.name: p.stat().st_size for p in (tmp_path / "shots").glob("*.png")}
     assert set(shots) == {"overview.png", "kernel.png", "revision.png", "compare.png"}
     assert all(size > 20_000 for size in shots.values()), shots
+    for shot in (tmp_path / "shots").glob("*.png"):          # what tests/packaging/test_screenshots.py reads
+        assert read_text(shot) == {"gate-commit": "c" * 40, "gpu": "NVIDIA H100 80GB HBM3"}, shot.name

@@ -92,16 +92,41 @@ def test_gate_run_refuses_an_unknown_kernel(tmp_path):
 
 @pytest.mark.nvcc
 @needs_nvcc
-def test_gate_run_works_with_the_default_data_dir_relative_to_where_it_is_started(tmp_path):
-    """With no settings the data dir is `.gate` under the working directory. The job's child runs in
-    its own artifacts directory, so a relative path handed to it (or to its box) pointed nowhere:
-    bwrap once failed with "Can't find source path .gate/artifacts/.../candidate"."""
+def test_gate_run_works_with_a_data_dir_relative_to_where_it_is_started(tmp_path):
+    """The job's child runs in its own artifacts directory, so a relative path handed to it (or to
+    its box) pointed nowhere: bwrap once failed with "Can't find source path .gate/artifacts/.../candidate"."""
     repo, _ = make_repo(tmp_path, variants=["compile_error"])
     work = tmp_path / "work"
     work.mkdir()
-    env = {k: v for k, v in gate_env().items() if k not in ("GATE_DATA_DIR", "GATE_DATABASE_URL")}
+    env = gate_env(GATE_DATA_DIR="data")
+    env.pop("GATE_DATABASE_URL", None)
     proc = subprocess.run([sys.executable, "-m", "gate.cli", "run", "--repo", str(repo), "--sha",
                            "variant/compile_error"], capture_output=True, text=True, env=env, cwd=work, timeout=600)
     assert proc.returncode == 1, proc.stderr
     assert 'identifier "zero_value" is undefined' in proc.stdout      # the child ran and compiled
-    assert (work / ".gate" / "mirrors").is_dir()
+    assert (work / "data" / "mirrors").is_dir()
+
+
+@pytest.mark.nvcc
+@needs_nvcc
+@pytest.mark.parametrize("data_dir", [None, ".gate"], ids=["default", "inside-the-repo"])
+def test_gate_run_in_a_committed_repository_gates_the_commit_every_time(tmp_path, data_dir):
+    """`cd repo && gate run --repo .` twice: the first run's cache must not make the second gate
+    "uncommitted changes". By default the cache is in the user's state folder, outside the repository;
+    set inside it, it is left out of the snapshot."""
+    repo, shas = make_repo(tmp_path, variants=["compile_error"])
+    subprocess.run(["git", "checkout", "-q", "variant/compile_error"], cwd=repo, check=True)
+    state = tmp_path / "state"
+    env = {k: v for k, v in gate_env(XDG_STATE_HOME=str(state)).items()
+           if k not in ("GATE_DATA_DIR", "GATE_DATABASE_URL")}
+    if data_dir:
+        env["GATE_DATA_DIR"] = data_dir
+    for attempt in (1, 2):
+        proc = subprocess.run([sys.executable, "-m", "gate.cli", "run", "--repo", "."], capture_output=True,
+                              text=True, env=env, cwd=repo, timeout=600)
+        assert proc.returncode == 1, proc.stderr                          # the compile error rejects
+        first = proc.stdout.splitlines()[0]
+        assert first == f"revision {shas['compile_error']}  baseline {shas['base']}", (attempt, first)
+    expected = repo / data_dir if data_dir else state / "flashcore-gate"
+    assert (expected / "mirrors").is_dir()
+    assert data_dir or not (repo / ".gate").exists()

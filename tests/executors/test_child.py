@@ -57,6 +57,9 @@ def test_a_crash_after_a_step_inside_a_stage_still_fails_that_stage(tmp_path):
     assert "killed by SIGSEGV during static (candidate)" in result.candidate.static.reason
 
 
+TIMEOUT_S = 4
+
+
 def test_a_hang_is_killed_with_its_process_group_and_keeps_the_checkpoint(tmp_path):
     request = make_request(tmp_path)
     result_path = tmp_path / "art" / RESULT_NAME
@@ -65,16 +68,26 @@ def test_a_hang_is_killed_with_its_process_group_and_keeps_the_checkpoint(tmp_pa
                   % ("c" * 40))
     started = time.monotonic()
     alive_at_start = []                 # the grandchild runs when the stage starts (else no proof)
-    result = run_child(request, 2, lambda _e: alive_at_start.append(bool(_pids_with_arg(marker))), command=child(f"""
-        open({str(result_path)!r}, "w").write({checkpoint!r})
-        grandchild = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", {marker!r}])
+    # The order is synchronised on what the processes write, never on time: the checkpoint is on disk
+    # before the grandchild starts, and the stage starts only once the grandchild has printed from its
+    # own code. Popen returning is not enough: it returns when exec closed the close-on-exec pipe,
+    # before the kernel publishes the new argv, and /proc/<pid>/cmdline read empty in 3 runs of 30.
+    # The only time left is the timeout: the child reaches its stage in 0.07-0.19 s on an idle
+    # 2-core machine, a twentieth of it.
+    result = run_child(request, TIMEOUT_S, lambda _e: alive_at_start.append(bool(_pids_with_arg(marker))),
+                       command=child(f"""
+        with open({str(result_path)!r}, "w") as f:
+            f.write({checkpoint!r})
+        grandchild = subprocess.Popen([sys.executable, "-c", "import time; print('up', flush=True); time.sleep(60)",
+                                       {marker!r}], stdout=subprocess.PIPE, text=True)
+        assert grandchild.stdout.readline() == "up\\n"
         event("bench", "started", side="joint")
         time.sleep(60)
     """))
     assert time.monotonic() - started < 20
     assert result.candidate.static.status is StageStatus.PASSED        # kept from the checkpoint
     assert result.bench.status is StageStatus.FAILED
-    assert "timed out after 2 s during bench" in result.bench.reason
+    assert f"timed out after {TIMEOUT_S} s during bench" in result.bench.reason
     assert alive_at_start == [True]
     assert not [pid for pid in _pids_with_arg(marker) if running(pid)]
 
