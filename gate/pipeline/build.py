@@ -44,7 +44,7 @@ def build_extension(kernel: KernelSpec, src_dir: Path, cache_dir: Path, out_dir:
     start = time.perf_counter()
     src_dir, out_dir = Path(src_dir).resolve(), Path(out_dir)
     tools = tc.discover(nvcc)
-    name = extension_name(kernel)
+    name = extension_name(kernel, src_dir)
     archs = tc.target_archs(kernel.arch)
     cache = ObjectCache(Path(cache_dir))
     out_dir.mkdir(parents=True, exist_ok=True)   # the link writes here even when every object is a hit
