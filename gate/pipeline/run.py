@@ -36,6 +36,7 @@ from gate.pipeline import static
 from gate.pipeline import toolchain as tc
 
 NO_DEVICE = "not run: no CUDA device"
+LOADING = "loading the built module"
 Emit = Callable[[ProgressEvent], None]
 
 
@@ -132,6 +133,9 @@ def _measure_on_gpu(request: JobRequest, result: JobResult, emit: Emit,
     def build_side(side: Side, src: Path) -> BuildResult:
         res = build.build_extension(kernel, src, cache, artifacts / side / Stage.BUILD, nvcc=options.nvcc_path)
         if res.status is StageStatus.PASSED:
+            # Said before the import: a static initialiser that aborts the process (a second
+            # TORCH_LIBRARY of one namespace is SIGABRT) leaves this as the stage's last word.
+            emit(ProgressEvent(stage=Stage.BUILD, side=side, state="running", detail=LOADING))
             try:
                 modules[side] = build.load_module(res.module_path)
             except (ImportError, OSError) as exc:   # e.g. an undefined symbol in the kernel's code
@@ -141,10 +145,11 @@ def _measure_on_gpu(request: JobRequest, result: JobResult, emit: Emit,
     cand_src = Path(request.candidate.path)
     result.candidate.build = _stage(emit, Stage.BUILD, Side.CANDIDATE, BuildResult,
                                     lambda: build_side(Side.CANDIDATE, cand_src))
+    save(result)   # before the baseline loads: a crash there must not take the candidate's result along
     if request.baseline and result.baseline:
         result.baseline.build = _stage(emit, Stage.BUILD, Side.BASELINE, BuildResult,
                                        lambda: build_side(Side.BASELINE, Path(request.baseline.path)))
-    save(result)
+        save(result)
     if Side.CANDIDATE not in modules:
         _skip_rest(result, emit, "not run: build failed")
     else:
