@@ -105,7 +105,7 @@ def kernel_metrics(launch: Launch) -> KernelMetrics:
         return None if x is None else int(x)
 
     return KernelMetrics(
-        kernel=launch.kernel, shape=shape, dtype=dtype,
+        kernel=launch.kernel, demangled=launch.demangled, shape=shape, dtype=dtype,
         duration_ns=q["duration_ns"],
         tensor_pipe_pct=q["tensor_pipe_pct"], hmma_inst_pct=q["hmma_inst_pct"],
         gmma_inst_pct=q.get("gmma_inst_pct"),  # absent from the catalog (None) below sm_90
