@@ -100,14 +100,19 @@ def key_of(path: Path, rel: str, command: list[str], versions: Toolchain, src_di
 
 def compile_object(rel: str, command: list[str], key: str, src_dir: Path, out_dir: Path, cache: ObjectCache,
                    timeout_s: float) -> CompiledObject:
-    """`command -c rel` in `src_dir`, or the cached object of `key`; the log comes with either."""
+    """`command -c rel` in `src_dir`, or the cached object (or cached failure) of `key`; the log comes
+    with either."""
     cached = cache.get(key)
     if cached is not None:
         return CompiledObject(rel, True, True, cached, cache.log(key))
+    if (failed_log := cache.failure(key)) is not None:
+        return CompiledObject(rel, False, True, None, failed_log)
     tmp_obj = out_dir / "obj" / f"{key}.o"
     tmp_obj.parent.mkdir(parents=True, exist_ok=True)
     # Relative source path and cwd = checkout: no absolute checkout path ends up in the object.
     run = tc.run_tool([*command, "-c", rel, "-o", str(tmp_obj)], cwd=src_dir, timeout_s=timeout_s)
     if not run.ok:
+        if not run.timed_out:
+            cache.put_failure(key, run.output)
         return CompiledObject(rel, False, False, None, run.output)
     return CompiledObject(rel, True, False, cache.put(key, tmp_obj, run.output), run.output)

@@ -1,6 +1,6 @@
 """The one module that knows the order of the stages, run inside the GPU child (`gate.runner`).
 
-`measure`: static (candidate, baseline) -> with a GPU: build (candidate, baseline) -> correctness -> bench
+`measure`: static (candidate and baseline side by side) -> with a GPU: build (candidate, baseline) -> correctness -> bench
 (candidate vs baseline vs peers, interleaved) -> profile (candidate, baseline) -> fingerprint.
 Without a GPU those stages are NOT_RUN "not run: no CUDA device"; on a GPU the kernel's archs exclude
 (`sm_90a` only, on an A100) they are NOT_RUN with that reason. The GPU stage modules are imported
@@ -13,11 +13,13 @@ The parent side of a job (checkouts, starting this child, `decide`, storing, not
 from __future__ import annotations
 
 import socket
+import threading
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from gate.domain.job import JobRequest, ProgressEvent
+from gate.domain.job import Checkout, JobRequest, ProgressEvent
 from gate.domain.manifest import Gates
 from gate.domain.names import RELATIVE_NCU_RULES, Side, Stage
 from gate.domain.results import (
@@ -90,16 +92,7 @@ def measure(request: JobRequest, emit: Emit,
     result = JobResult(kernel=kernel.name, candidate=SideResults(sha=request.candidate.sha),
                        baseline=SideResults(sha=request.baseline.sha) if request.baseline else None)
 
-    def compiling(side: Side) -> Callable[[str], None]:
-        return lambda detail: emit(ProgressEvent(stage=Stage.STATIC, side=side, state="running", detail=detail))
-
-    result.candidate.static = _stage(emit, Stage.STATIC, Side.CANDIDATE, StaticResult, lambda: static.run_static(
-        kernel, Path(request.candidate.path), artifacts / Side.CANDIDATE / Stage.STATIC, nvcc=options.nvcc_path,
-        cache_dir=object_cache_dir(request), on_compiled=compiling(Side.CANDIDATE)))
-    if request.baseline and result.baseline:   # for the static delta; unchanged sources are cache hits
-        result.baseline.static = _stage(emit, Stage.STATIC, Side.BASELINE, StaticResult, lambda: static.run_static(
-            kernel, Path(request.baseline.path), artifacts / Side.BASELINE / Stage.STATIC, nvcc=options.nvcc_path,
-            cache_dir=object_cache_dir(request), on_compiled=compiling(Side.BASELINE)))
+    _static_sides(request, result, emit)
     save(result)
     if result.candidate.static.status is StageStatus.FAILED:
         skip = "not run: static compile failed"
@@ -119,6 +112,35 @@ def measure(request: JobRequest, emit: Emit,
     result.fingerprint = Fingerprint(host=socket.gethostname())
     save(result)
     return result
+
+
+def _static_sides(request: JobRequest, result: JobResult, emit: Emit) -> None:
+    """The static stage of the candidate and, for the static delta, the baseline, side by side in one
+    compile pool of the job's size (`static.CompilePool`: a source both revisions share is compiled
+    once). Their events go out one line at a time through a lock."""
+    kernel, options = request.kernel, request.options
+    artifacts = Path(request.artifacts_dir)
+    lock = threading.Lock()
+
+    def say(event: ProgressEvent) -> None:
+        with lock:
+            emit(event)
+
+    def one_side(side: Side, checkout: Checkout, pool: static.CompilePool) -> StaticResult:
+        def compiled(detail: str) -> None:
+            say(ProgressEvent(stage=Stage.STATIC, side=side, state="running", detail=detail))
+        return _stage(say, Stage.STATIC, side, StaticResult, lambda: static.run_static(
+            kernel, Path(checkout.path), artifacts / side / Stage.STATIC, nvcc=options.nvcc_path,
+            cache_dir=object_cache_dir(request), on_compiled=compiled, pool=pool))
+
+    sides = [(Side.CANDIDATE, request.candidate, result.candidate)]
+    if request.baseline and result.baseline:
+        sides.append((Side.BASELINE, request.baseline, result.baseline))
+    with static.CompilePool(static.compile_workers()) as pool, \
+            ThreadPoolExecutor(max_workers=len(sides), thread_name_prefix="static-side") as per_side:
+        futures = [(target, per_side.submit(one_side, side, checkout, pool)) for side, checkout, target in sides]
+        for target, future in futures:
+            target.static = future.result()
 
 
 def _measure_on_gpu(request: JobRequest, result: JobResult, emit: Emit,
