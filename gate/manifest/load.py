@@ -24,7 +24,7 @@ from typing import Any
 
 from gate.domain.manifest import Gates, KernelSpec, Manifest, Shape, ShapeValue
 from gate.errors import ManifestError
-from gate.manifest import compile_flags
+from gate.manifest import compile_flags, module_name
 
 MANIFEST_NAME = "gate.toml"
 
@@ -159,6 +159,7 @@ def _kernel(check: _Checker, table: Any, key: str, root: Path) -> KernelSpec:
             raise check.fail(f"{key}.module", f"expected a Python identifier (PyInit_<module>), got {spec.module!r}")
     if "kernels" in table:
         spec.kernels = _patterns(check, table["kernels"], f"{key}.kernels")
+    module_name.extension_name(spec, root, key=f"{key}.module")   # sources and `module` agree on one name
     if "gates" in table:
         spec.gates = _gates(check, table["gates"], f"{key}.gates", {s.label for s in shapes})
     cases = len(spec.shapes) * len(spec.dtypes) * len(spec.arch)

@@ -14,8 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gate.domain import KernelSpec
-from gate.errors import ManifestError
-from gate.manifest import compile_flags
+from gate.manifest import compile_flags, module_name
 from gate.pipeline import toolchain as tc
 from gate.pipeline.build_cache import ObjectCache, Toolchain, local_includes, object_key
 
@@ -33,50 +32,8 @@ class CompiledObject:
     log: str                      # compiler output: ptxas -v lines for a .cu
 
 
-# The module name a source fixes for itself: CPython looks up `PyInit_<name>` in the `.so`, so a
-# hand-written init function or a `PYBIND11_MODULE(<name>, m)` with a literal name decides what the
-# extension must be called (`PYBIND11_MODULE(TORCH_EXTENSION_NAME, m)` leaves it to the gate).
-_DEFINED_NAME = re.compile(rb"\bPyInit_(\w+)\s*\(|\bPYBIND11_MODULE\s*\(\s*(\w+)\s*,")
-_GATE_CHOOSES = "TORCH_EXTENSION_NAME"
-
-
-def defined_module_names(sources: list[str], src_dir: Path) -> set[str]:
-    """The module names `sources` define for themselves (`PyInit_<name>`, `PYBIND11_MODULE(<name>,`);
-    empty when they leave the name to `TORCH_EXTENSION_NAME`."""
-    names: set[str] = set()
-    for rel in sources:
-        path = src_dir / rel
-        if path.is_file():
-            for init, pybind in _DEFINED_NAME.findall(path.read_bytes()):
-                names.add((init or pybind).decode())
-    return names - {_GATE_CHOOSES}
-
-
-def derived_name(kernel_name: str) -> str:
-    """The module name the gate gives a kernel whose sources leave it open: its manifest name with
-    every non-word character as `_`, and `k_` before a leading digit (the one start a Python
-    identifier forbids; `_C` stays `_C`)."""
-    name = re.sub(r"\W", "_", kernel_name)
-    return f"k_{name}" if name[:1].isdigit() else name
-
-
-def extension_name(kernel: KernelSpec, src_dir: Path) -> str:
-    """The Python module name of a kernel's extension, which is also `TORCH_EXTENSION_NAME`.
-
-    The manifest's `module` when given, else the one name the sources define, else `derived_name`.
-    A manifest `module` the sources contradict, or sources that define two names, raise
-    `ManifestError`: the built `.so` could not be imported under any single name.
-    """
-    defined = defined_module_names(kernel.sources, Path(src_dir))
-    if kernel.module:
-        if defined and kernel.module not in defined:
-            raise ManifestError(f"module = {kernel.module!r}, but the sources define "
-                                f"{', '.join(f'PyInit_{n}' for n in sorted(defined))}", key=f"kernel {kernel.name!r}.module")
-        return kernel.module
-    if len(defined) > 1:
-        raise ManifestError(f"the sources define several modules ({', '.join(sorted(defined))}): "
-                            "name the one to load with `module`", key=f"kernel {kernel.name!r}.module")
-    return defined.pop() if defined else derived_name(kernel.name)
+# The extension's import name: the manifest's `module`, the sources' `PyInit_<name>`, or derived.
+extension_name = module_name.extension_name
 
 
 def repo_include_dirs(flags: list[str], root: Path) -> list[Path]:

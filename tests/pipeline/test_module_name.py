@@ -9,6 +9,7 @@ import pytest
 from gate.domain import KernelSpec
 from gate.errors import ManifestError
 from gate.manifest.load import load_manifest
+from gate.manifest import module_name
 from gate.pipeline import objects
 
 
@@ -21,7 +22,7 @@ def kernel(tmp_path: Path, binding: str, *, name: str = "conv", module: str = ""
 @pytest.mark.parametrize(("name", "expected"), [("flash-attn", "flash_attn"), ("_C", "_C"),
                                                 ("2d.conv", "k_2d_conv"), ("conv", "conv")])
 def test_derived_name_prefixes_only_a_leading_digit(name, expected):
-    assert objects.derived_name(name) == expected
+    assert module_name.derived_name(name) == expected
 
 
 def test_a_hand_written_pyinit_names_the_module(tmp_path):
@@ -77,4 +78,13 @@ def test_the_manifest_reads_module_and_kernels(tmp_path):
 def test_bad_module_or_kernel_patterns_are_refused(tmp_path, extra, words):
     (tmp_path / "gate.toml").write_text(manifest(tmp_path, extra + "\n"))
     with pytest.raises(ManifestError, match=words):
+        load_manifest(tmp_path)
+
+
+def test_the_loader_refuses_a_module_the_sources_contradict(tmp_path):
+    text = manifest(tmp_path, 'module = "ops"\n')
+    (tmp_path / "k.cu").write_text('extern "C" PyObject* PyInit__C(void);\n__global__ void k() {}\n')
+    (tmp_path / "gate.toml").write_text(text)
+    with pytest.raises(ManifestError, match=r"gate.toml: kernel\[0\]\.module: module = 'ops', but the sources "
+                                            r"define PyInit__C"):
         load_manifest(tmp_path)
