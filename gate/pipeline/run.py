@@ -19,7 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from gate.domain.job import Checkout, JobRequest, ProgressEvent
+from gate.domain.job import LOADING_MODULE, Checkout, JobRequest, ProgressEvent
 from gate.domain.manifest import Gates
 from gate.domain.names import RELATIVE_NCU_RULES, Side, Stage
 from gate.domain.results import (
@@ -38,7 +38,6 @@ from gate.pipeline import static
 from gate.pipeline import toolchain as tc
 
 NO_DEVICE = "not run: no CUDA device"
-LOADING = "loading the built module"
 Emit = Callable[[ProgressEvent], None]
 
 
@@ -157,7 +156,7 @@ def _measure_on_gpu(request: JobRequest, result: JobResult, emit: Emit,
         if res.status is StageStatus.PASSED:
             # Said before the import: a static initialiser that aborts the process (a second
             # TORCH_LIBRARY of one namespace is SIGABRT) leaves this as the stage's last word.
-            emit(ProgressEvent(stage=Stage.BUILD, side=side, state="running", detail=LOADING))
+            emit(ProgressEvent(stage=Stage.BUILD, side=side, state="running", detail=LOADING_MODULE))
             try:
                 modules[side] = build.load_module(res.module_path)
             except (ImportError, OSError) as exc:   # e.g. an undefined symbol in the kernel's code

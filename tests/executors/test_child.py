@@ -227,3 +227,14 @@ def test_an_abort_while_loading_the_baseline_keeps_the_candidates_own_build_resu
     assert result.baseline.build.status is StageStatus.FAILED
     assert "killed by SIGABRT during build (baseline, loading the built module)" in result.baseline.build.reason
     assert "Only a single TORCH_LIBRARY" in result.baseline.build.reason
+
+
+def test_a_finished_steps_detail_is_not_blamed_for_the_crash(tmp_path):
+    """'k.cu for sm_90: compiled in 3 s' names a step that is done: the crash is the stage's, no more."""
+    result = run_child(make_request(tmp_path), 30, None, command=child("""
+        event("static", "started")
+        print(json.dumps({"type": "progress", "stage": "static", "side": "candidate", "state": "running",
+                          "detail": "k.cu for sm_90: compiled in 3 s (1 of 2)"}), flush=True)
+        os.kill(os.getpid(), signal.SIGSEGV)
+    """))
+    assert "killed by SIGSEGV during static (candidate):" in result.candidate.static.reason

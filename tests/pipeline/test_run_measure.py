@@ -17,7 +17,7 @@ from gate.domain import (
     StageStatus,
     StaticResult,
 )
-from gate.domain.job import Checkout, JobRequest
+from gate.domain.job import LOADING_MODULE, Checkout, JobRequest
 from gate.domain.verdict import Verdict
 from gate.errors import ToolMissingError
 from gate.pipeline import run
@@ -221,8 +221,8 @@ def test_the_candidates_build_is_saved_before_the_baseline_loads(tmp_path, fake_
     fakes["build"].load_module = load
     run.measure(request(tmp_path), events.append,
                 checkpoint=lambda r: saved.append(run_result_copy(r)))
-    loading = [(e.side, e.state, e.detail) for e in events if e.detail == run.LOADING]
-    assert loading == [("candidate", "running", run.LOADING), ("baseline", "running", run.LOADING)]
+    loading = [(e.side, e.state, e.detail) for e in events if e.detail == LOADING_MODULE]
+    assert loading == [("candidate", "running", LOADING_MODULE), ("baseline", "running", LOADING_MODULE)]
 
 
 def run_result_copy(result):
