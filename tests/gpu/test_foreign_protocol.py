@@ -24,7 +24,7 @@ __global__ void add_into_kernel(const float* a, const float* b, float* out, int6
   out[i] = a[i] + b[i];
 }
 
-void add_into(const at::Tensor& a, const at::Tensor& b, const at::Tensor& out) {
+void add_into(const at::Tensor& a, const at::Tensor& b, at::Tensor& out) {
   TORCH_CHECK(a.is_cuda() && a.is_contiguous() && a.scalar_type() == at::kFloat, "a: contiguous float32 CUDA");
   int64_t n = a.numel();
   int blocks = (int)((n + 255) / 256);
