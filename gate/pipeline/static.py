@@ -233,7 +233,7 @@ def run_static(kernel: KernelSpec, src_dir: Path, out_dir: Path, nvcc: str = "nv
         functions = [_without_sass(fn) for fn in functions]
     if deferred:
         reason = (f"figures come from the build: {', '.join(deferred)} include(s) torch headers, and "
-                  f"{no_torch.split(':')[0]} here")
+                  f"{no_torch.split(':')[0]} here (README: torch on a CPU machine)")
         return StaticResult(StageStatus.NOT_RUN, reason=reason, duration_s=elapsed, functions=functions,
                             sass_available=sass_ok, log=log)
     names = len({fn.function for fn in functions})
