@@ -33,6 +33,7 @@ import time
 from typing import Any
 
 from gate.domain import CorrectnessCase, CorrectnessResult, KernelSpec, Shape, StageStatus
+from gate.errors import GateError
 from gate.pipeline.workloads import guard_damage, perturb_one, poison_outputs, read_only
 
 CUDA_FAULT_PREFIX = "CUDA fault"
@@ -82,6 +83,8 @@ def check(kernel: KernelSpec, module: Any, workload: Any, seeds: int) -> Correct
                     case = _one_case(kernel, module, workload, shape, dtype, seed, inputs)
                     if not case.passed:
                         case.reason += note
+                except GateError:        # the workload breaks the protocol (`outputs`): error, not reject
+                    raise
                 except Exception as exc:  # noqa: BLE001  the kernel's exception is evidence, not a crash
                     fault = is_cuda_fault(exc)
                     reason = f"{CUDA_FAULT_PREFIX}: {exc}" if fault else f"raised {type(exc).__name__}: {exc}"

@@ -155,3 +155,89 @@ def test_two_builds_of_one_op_namespace_keep_the_candidates_result_and_name_the_
         return
     assert base_build.status is StageStatus.FAILED
     assert "SIGABRT during build (baseline, loading the built module)" in base_build.reason, base_build.reason
+
+
+class _TorchModule:
+    """A stand-in extension whose functions write into `out` and return None, like a kernel's binding."""
+
+    @staticmethod
+    def add_into(a, b, out):
+        import torch
+        torch.add(a, b, out=out)
+
+    @staticmethod
+    def add_into_but_last(a, b, out):
+        import torch
+        torch.add(a[:-1], b[:-1], out=out[:-1])     # leaves the last element as it found it
+
+
+class _ReturnsNone:
+    """The out-argument workload of the docs, with `call` forgetting to return the output."""
+
+    def __init__(self, inner):
+        self._inner = inner
+
+    def __getattr__(self, name):
+        return getattr(self._inner, name)
+
+    def call(self, module, function_name, inputs):
+        getattr(module, function_name)(inputs["a"], inputs["b"], inputs["out"])
+
+
+def _out_workload(tmp_path):
+    from gate.pipeline import workloads
+
+    src = repo(tmp_path)
+    kernel = KernelSpec(name="add_into", sources=["csrc/ops.cu"], workload="wl:make", function="add_into",
+                        shapes=[SHAPE], dtypes=["float32"], gates=Gates(max_error_ratio=16.0))
+    return kernel, workloads.get_workload(kernel, src)
+
+
+def _direct_call(workload):
+    """The workload of `WORKLOAD`, calling the module's function instead of the registered op."""
+    class Direct(type(workload)):
+        def call(self, module, function_name, inputs):
+            getattr(module, function_name)(inputs["a"], inputs["b"], inputs["out"])
+            return inputs["out"]
+    return Direct()
+
+
+def test_an_out_argument_is_checked_not_counted_as_a_changed_input(torch, tmp_path):
+    from gate.pipeline import correctness
+
+    kernel, workload = _out_workload(tmp_path)
+    result = correctness.check(kernel, _TorchModule, _direct_call(workload), seeds=3)
+    assert result.status is StageStatus.PASSED, result.reason
+
+
+def test_an_element_the_kernel_leaves_in_the_out_argument_reads_nan(torch, tmp_path):
+    from dataclasses import replace
+
+    from gate.pipeline import correctness
+
+    kernel, workload = _out_workload(tmp_path)
+    result = correctness.check(replace(kernel, function="add_into_but_last"), _TorchModule,
+                               _direct_call(workload), seeds=2)
+    assert result.status is StageStatus.FAILED
+    assert "1 NaN/Inf elements in the output" in result.cases[0].reason
+
+
+def test_a_call_that_returns_none_says_to_return_the_out_argument(torch, tmp_path):
+    from gate.pipeline import correctness
+
+    kernel, workload = _out_workload(tmp_path)
+    result = correctness.check(kernel, _TorchModule, _ReturnsNone(_direct_call(workload)), seeds=1)
+    assert result.status is StageStatus.FAILED
+    assert "returned NoneType, not a tensor (for a function that writes into an output argument" in \
+        result.cases[0].reason
+
+
+def test_outputs_naming_an_input_make_inputs_lacks_is_an_error_not_a_reject(torch, tmp_path):
+    from gate.errors import ManifestError
+    from gate.pipeline import correctness
+
+    kernel, workload = _out_workload(tmp_path)
+    direct = _direct_call(workload)
+    type(direct).outputs = ("result",)
+    with pytest.raises(ManifestError, match="outputs names result, which make_inputs did not return"):
+        correctness.check(kernel, _TorchModule, direct, seeds=1)
