@@ -79,7 +79,7 @@ class KernelSpec:
     nvcc_flags: list[str] = field(default_factory=list)   # after the gate's and torch's (compile_flags.py)
     cxx_flags: list[str] = field(default_factory=list)
     module: str = ""                 # the extension's import name; "" = the sources' PyInit_<name>, or derived
-    kernels: list[str] = field(default_factory=list)      # regexes of the judged kernels; [] = the launched ones
+    kernels: list[str] = field(default_factory=list)      # globs of the judged kernels; [] = the launched ones
 
     @property
     def cuda_sources(self) -> list[str]:

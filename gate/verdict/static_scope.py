@@ -4,8 +4,8 @@ A monorepo's extension compiles every template instance its sources declare (cau
 functions), and most are never launched by the workload; their spills (11,872 B in one case) are no
 fact about the kernel under test. So the static rules judge:
 
-1. the functions the manifest's `kernels` patterns match (`re.search` over `symbols.match_key`), when
-   it sets them;
+1. the functions the manifest's `kernels` globs match (`fnmatchcase` over `symbols.match_key`, the
+   whole name: `*conv1d_fwd<*>`), when it sets them;
 2. else the functions the candidate's profile saw launched (Nsight Compute's demangled names, matched
    by `match_key`: namespaces and template arguments kept, anonymous namespaces dropped);
 3. else, with no profile or no launch that matches a compiled function, every function, and says so:
@@ -16,7 +16,7 @@ The rest are listed as not judged, with a count, in the static stage's row. Pure
 
 from __future__ import annotations
 
-import re
+from fnmatch import fnmatchcase
 from dataclasses import dataclass, field, replace
 
 from gate.domain.results import FunctionResources, ProfileResult, StageStatus, StaticResult
@@ -41,8 +41,7 @@ def static_scope(static: StaticResult, launched: set[str], patterns: list[str]) 
     """Split `static.functions` into those the static rules judge and the rest (see the module doc)."""
     functions = static.functions
     if patterns:
-        compiled = [re.compile(p) for p in patterns]
-        judged = [f for f in functions if any(p.search(match_key(f.function)) for p in compiled)]
+        judged = [f for f in functions if any(fnmatchcase(match_key(f.function), p) for p in patterns)]
         return _split(functions, judged, f"the manifest's kernels ({', '.join(patterns)})")
     if launched:
         judged = [f for f in functions if match_key(f.function) in launched]

@@ -65,15 +65,16 @@ def manifest(tmp_path: Path, extra: str, shapes: str = "[{n = 4}]") -> str:
 
 
 def test_the_manifest_reads_module_and_kernels(tmp_path):
-    (tmp_path / "gate.toml").write_text(manifest(tmp_path, 'module = "_C"\nkernels = ["conv1d_fwd<.*>"]\n'))
+    (tmp_path / "gate.toml").write_text(manifest(tmp_path, 'module = "_C"\nkernels = ["*conv1d_fwd<*>"]\n'))
     spec = load_manifest(tmp_path).kernels[0]
-    assert (spec.module, spec.kernels) == ("_C", ["conv1d_fwd<.*>"])
+    assert (spec.module, spec.kernels) == ("_C", ["*conv1d_fwd<*>"])
 
 
 @pytest.mark.parametrize(("extra", "words"), [
     ('module = "my-ext"', r"kernel\[0\]\.module: expected a Python identifier"),
     ('module = "1ext"', r"kernel\[0\]\.module: expected a Python identifier"),
-    ('kernels = ["conv("]', r"kernel\[0\]\.kernels\[0\]: not a regular expression"),
+    ('kernels = ["' + "k" * 201 + '"]', r"kernel\[0\]\.kernels\[0\]: 201 characters; at most 200"),
+    ("kernels = [" + ", ".join(['"k"'] * 33) + "]", r"kernel\[0\]\.kernels: 33 patterns; at most 32"),
 ])
 def test_bad_module_or_kernel_patterns_are_refused(tmp_path, extra, words):
     (tmp_path / "gate.toml").write_text(manifest(tmp_path, extra + "\n"))
