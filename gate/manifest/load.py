@@ -324,7 +324,7 @@ def _shape_value(check: _Checker, v: Any, where: str) -> ShapeValue:
 
 
 def _patterns(check: _Checker, value: Any, key: str) -> list[str]:
-    """Glob patterns over kernel names (`static_scope.judged`). Globs, not regular expressions: the
+    """Glob patterns over kernel names (`verdict.static_scope`). Globs, not regular expressions: the
     verdict matches them in the service's own process, where a pushed manifest's backtracking regex
     could stall it; a glob (`*conv1d_fwd<*>`) says what is needed."""
     patterns = check.strings(value, key)

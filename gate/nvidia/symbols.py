@@ -37,6 +37,7 @@ _ANONYMOUS_MANGLED = re.compile(r"(\d+)(_GLOBAL__N_)")
 _ANONYMOUS = "(anonymous namespace)::"
 
 
+@cache
 def match_key(name: str) -> str:
     """The name a kernel is matched by across builds and against a profile's launch names: namespaces
     and template arguments kept, anonymous namespaces, return type, parameters and spaces removed.
