@@ -154,7 +154,10 @@ def test_two_builds_of_one_op_namespace_keep_the_candidates_result_and_name_the_
         assert result.bench.status is StageStatus.PASSED, result.bench.reason
         return
     assert base_build.status is StageStatus.FAILED
-    assert "SIGABRT during build (baseline, loading the built module)" in base_build.reason, base_build.reason
+    # torch aborts in the static initialiser (SIGABRT, seen on the device); should it ever raise
+    # instead, the import error is the baseline's own message.
+    assert ("SIGABRT during build (baseline, loading the built module)" in base_build.reason
+            or "the built module does not import" in base_build.reason), base_build.reason
 
 
 class _TorchModule:
