@@ -22,7 +22,7 @@ from gate.domain.results import JobResult, StageStatus, StaticResult
 from gate.domain.verdict import RuleOutcome, RuleRow, Verdict, VerdictReport
 from gate.nvidia.symbols import kernel_name
 from gate.verdict.static_rows import collapse_unchanged
-from gate.verdict.static_scope import StaticScope, launched_names, scoped, static_scope
+from gate.verdict.static_scope import StaticScope, aligned, launched_names, scoped, static_scope
 from gate.verdict.rules import (
     bound_sentence,
     correctness_rows,
@@ -49,9 +49,8 @@ def decide(result: JobResult, gates: Gates, kernels: list[str] | None = None) ->
     rows: list[RuleRow] = []
     rows += _stage_row(Stage.STATIC, cand.static, required=True, scope=scope)
     rows += static_rows(scoped(cand.static, scope), gates)
-    rows += collapse_unchanged(static_delta_rows(
-        scoped(cand.static, scope), scoped(result.baseline.static, scope) if result.baseline else None, gates,
-        result.new_kernel))
+    base_static = aligned(scoped(result.baseline.static, scope), cand.static) if result.baseline else None
+    rows += collapse_unchanged(static_delta_rows(scoped(cand.static, scope), base_static, gates, result.new_kernel))
     rows += _stage_row(Stage.BUILD, cand.build, required=True)
     rows += correctness_rows(cand.correctness)
     bench_needed = gates.max_latency_regression_pct is not None
@@ -136,7 +135,7 @@ def static_rows(static: StaticResult | None, gates: Gates) -> list[RuleRow]:
     if not wanted:
         return []
     if static is None or static.status is not StageStatus.PASSED or not static.functions:
-        why = "no judged kernel functions" if static and static.status is StageStatus.PASSED \
+        why = "no kernel functions compiled" if static and static.status is StageStatus.PASSED \
             else "static stage did not pass"
         return [RuleRow(name, O.NOT_RUN, why) for name in wanted]
     rows: list[RuleRow] = []

@@ -22,7 +22,7 @@ from gate.domain.results import (
 )
 from gate.domain.verdict import RuleOutcome, RuleRow
 from gate.domain.wording import format_value
-from gate.nvidia.symbols import kernel_name, match_key
+from gate.nvidia.symbols import kernel_name
 
 O = RuleOutcome
 
@@ -292,11 +292,10 @@ def static_delta_rows(cand: StaticResult | None, base: StaticResult | None, gate
         return [RuleRow(fig.increase, O.PASS, NEW_KERNEL) for fig in wanted]
     if cand is None or base is None or cand.status is not StageStatus.PASSED or base.status is not StageStatus.PASSED:
         return [RuleRow(fig.increase, O.NOT_RUN, "no static figures of both revisions") for fig in wanted]
-    # By `match_key`: a kernel in an anonymous namespace has a per-file hash in its mangled name.
-    before = {(match_key(f.function), f.arch): f for f in base.functions}
+    before = {(f.function, f.arch): f for f in base.functions}
     rows: list[RuleRow] = []
     for now in cand.functions:
-        old = before.get((match_key(now.function), now.arch))
+        old = before.get((now.function, now.arch))
         if old is None:
             continue
         where = f"{now.arch} {kernel_name(now.function)}"

@@ -11,7 +11,8 @@ fact about the kernel under test. So the static rules judge:
 3. else, with no profile or no launch that matches a compiled function, every function, and says so:
    judging too much is a loud mistake, judging too little a silent one.
 
-The rest are listed as not judged, with a count, in the static stage's row. Pure; no I/O.
+The rest are listed as not judged, with a count, in the static stage's row. `aligned` names the
+baseline's functions as the candidate's, so the static delta pairs a kernel across builds. Pure.
 """
 
 from __future__ import annotations
@@ -60,6 +61,19 @@ def scoped(static: StaticResult | None, scope: StaticScope | None) -> StaticResu
         return static
     keys = {(match_key(f.function), f.arch) for f in scope.judged}
     return replace(static, functions=[f for f in static.functions if (match_key(f.function), f.arch) in keys])
+
+
+def aligned(base: StaticResult | None, cand: StaticResult | None) -> StaticResult | None:
+    """`base` with each function named as the candidate's function of the same `match_key` and arch.
+
+    nvcc hashes the file into an anonymous namespace's mangled name, so one kernel has two mangled
+    names in two builds and a delta keyed by mangled name found no pair. Renamed here, the delta rows
+    pair them as they pair every other kernel."""
+    if base is None or cand is None:
+        return base
+    names = {(match_key(f.function), f.arch): f.function for f in cand.functions}
+    return replace(base, functions=[replace(f, function=names.get((match_key(f.function), f.arch), f.function))
+                                    for f in base.functions])
 
 
 def _split(functions: list[FunctionResources], judged: list[FunctionResources], basis: str) -> StaticScope:
