@@ -4,7 +4,7 @@ notifications (import-linter contracts in pyproject.toml).
 
 Pure, also read by the parent side of a job (`gate.executors.job`):
     manifest.load_manifest(repo_dir) -> Manifest                       raises ManifestError
-    decide.decide(result: JobResult, gates: Gates, kernels) -> VerdictReport    pure (rows: decide_rules)
+    decide.decide(result: JobResult, gates: Gates) -> VerdictReport    pure (rows: decide_rules)
 
 Child side (`python -m gate.runner`, imports only gate.domain, gate.pipeline, torch, ncu_report):
     static.run_static(kernel, src_dir, out_dir, nvcc, cache_dir) -> StaticResult

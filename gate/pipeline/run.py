@@ -19,7 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from gate.domain.job import LOADING_MODULE, Checkout, JobRequest, ProgressEvent
+from gate.domain.job import JobRequest, ProgressEvent
 from gate.domain.manifest import Gates
 from gate.domain.names import RELATIVE_NCU_RULES, Side, Stage
 from gate.domain.results import (
@@ -33,6 +33,7 @@ from gate.domain.results import (
     StageStatus,
     StaticResult,
 )
+from gate.domain.job import LOADING_MODULE, Checkout
 from gate.errors import GateError
 from gate.pipeline import static
 from gate.pipeline import toolchain as tc
