@@ -43,6 +43,12 @@ class JobRequest:
     profile_baseline: bool = False
 
 
+# The `running` detail said right before the child imports a built extension. Unlike a compile's
+# "k.cu: compiled in 3 s" (a step done), it names a step under way: a crash after it (a static
+# initialiser that aborts) is charged to that step by the parent (`executors.child`).
+LOADING_MODULE = "loading the built module"
+
+
 @dataclass
 class ProgressEvent:
     """One line the child prints while it works (also the live progress of a running job)."""

@@ -5,27 +5,39 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 
+ShapeValue = int | float | bool | str
+
+
 @dataclass(frozen=True)
 class Shape:
-    """One problem size of a workload, e.g. attention {b, h, s, d, causal} or gemm {m, n, k}."""
+    """One problem size of a workload, e.g. attention {b, h, s, d, causal} or gemm {m, n, k}; a custom
+    workload's may also carry floats (a softmax scale, an epsilon) and strings (a layout name)."""
 
-    params: dict[str, int | bool]
+    params: dict[str, ShapeValue]
 
     @property
     def label(self) -> str:
-        """Stable, readable key: `b1_h8_s512_d64` (+ `_causal`); gemm `m2048_n2048_k1024`."""
+        """Stable, readable key: `b1_h8_s512_d64` (+ `_causal`); gemm `m2048_n2048_k1024`; a float or a
+        string reads `eps1e-05`, `layoutbshd`."""
         parts = [f"{k}{v}" for k, v in self.params.items() if not isinstance(v, bool)]
         flags = [k for k, v in self.params.items() if v is True]
         return "_".join(parts + flags)
 
     @property
     def toml(self) -> str:
-        """As the manifest writes it: `{b = 2, s = 1000, causal = true}`."""
-        return "{" + ", ".join(f"{k} = {str(v).lower() if isinstance(v, bool) else v}"
-                               for k, v in self.params.items()) + "}"
+        """As the manifest writes it: `{b = 2, s = 1000, causal = true, layout = "bshd"}`."""
+        return "{" + ", ".join(f"{k} = {_toml_value(v)}" for k, v in self.params.items()) + "}"
 
     def __hash__(self) -> int:
         return hash(tuple(sorted(self.params.items())))
+
+
+def _toml_value(value: ShapeValue) -> str:
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, str):
+        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    return repr(value)
 
 
 @dataclass
@@ -67,6 +79,8 @@ class KernelSpec:
     timeout_s: float = 600.0         # the whole job's child process
     nvcc_flags: list[str] = field(default_factory=list)   # after the gate's and torch's (compile_flags.py)
     cxx_flags: list[str] = field(default_factory=list)
+    module: str = ""                 # the extension's import name; "" = the sources' PyInit_<name>, or derived
+    kernels: list[str] = field(default_factory=list)      # globs of the judged kernels; [] = the launched ones
 
     @property
     def cuda_sources(self) -> list[str]:

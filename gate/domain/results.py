@@ -155,6 +155,7 @@ class KernelMetrics:
     """Gate metrics of one profiled kernel launch (Nsight Compute). `None` = not collected (n/a)."""
 
     kernel: str                           # function name
+    demangled: str = ""                   # full signature ("void ns::k<4>(float *)"): static rules match it
     shape: str = ""
     dtype: str = ""
     duration_ns: float | None = None

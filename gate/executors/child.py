@@ -22,7 +22,7 @@ from pathlib import Path
 
 import gate
 import gate.errors
-from gate.domain.job import JobRequest, ProgressEvent
+from gate.domain.job import LOADING_MODULE, JobRequest, ProgressEvent
 from gate.domain.names import Side, Stage
 from gate.domain.results import (
     BenchResult,
@@ -205,8 +205,9 @@ def _outcome(request: JobRequest, returncode: int, timed_out: bool, timeout_s: f
         raise RunnerError(f"the gate's child process failed ({how}): {_last_line(tail)}")
     if not running:
         raise RunnerError(f"the child process {how} outside any stage: {_last_line(tail)}")
-    stage, side = list(running)[-1]
-    return _synthesise(request, result_path, stage, side, f"child {how} during {stage} ({side})",
+    (stage, side), last = list(running.items())[-1]
+    step = f", {last.detail}" if last.state == "running" and last.detail == LOADING_MODULE else ""
+    return _synthesise(request, result_path, stage, side, f"child {how} during {stage} ({side}{step})",
                        evidence)
 
 

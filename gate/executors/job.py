@@ -82,7 +82,7 @@ def gate_job(*, repo: str, sha: str, base_sha: str | None, kernel: str, data_dir
         result.new_kernel = new_kernel
     finally:
         shutil.rmtree(workspace, ignore_errors=True)
-    report = decide(result, spec.gates)
+    report = decide(result, spec.gates, spec.kernels)
     return GateOutcome(result=result, report=report, artifacts=collect_artifacts(artifacts))
 
 

@@ -22,9 +22,9 @@ import tomllib
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from gate.domain.manifest import Gates, KernelSpec, Manifest, Shape
+from gate.domain.manifest import Gates, KernelSpec, Manifest, Shape, ShapeValue
 from gate.errors import ManifestError
-from gate.manifest import compile_flags
+from gate.manifest import compile_flags, module_name
 from gate.manifest.workload_file import workload_module_file
 from gate.verdict.catalog import BY_KEY, Kind
 
@@ -41,6 +41,8 @@ WORKLOAD_FLAGS = {"attention": ("causal",), "gemm": ()}
 _CALLABLE = re.compile(r"^([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*):([A-Za-z_]\w*)$")
 _NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
 _OPCODE = re.compile(r"^[A-Z][A-Z0-9_]*$")
+MAX_SHAPE_STRING = 32
+_SHAPE_STRING = re.compile(rf"^[A-Za-z0-9_.+-]{{1,{MAX_SHAPE_STRING}}}$")
 _PATH_PART = re.compile(r"^[A-Za-z0-9_.+][A-Za-z0-9_.+-]*$")   # one part of a source path (see above)
 
 MAX_MANIFEST_BYTES = 256 * 1024
@@ -48,9 +50,13 @@ MAX_KERNELS = 32                # one job each
 MAX_SHAPES = 64                 # per kernel
 MAX_CASES = 512                 # shapes x dtypes x archs, per kernel
 MAX_TIMEOUT_S = 3600.0          # the whole job's child
+MAX_KERNEL_PATTERNS = 32        # `kernels` globs per kernel
+MAX_PATTERN_CHARS = 200
 
 _KERNEL_REQUIRED = ("name", "sources", "workload", "shapes")
-_KERNEL_OPTIONAL = ("function", "arch", "dtypes", "gates", "profile", "timeout_s", "nvcc_flags", "cxx_flags")
+_KERNEL_OPTIONAL = ("function", "arch", "dtypes", "gates", "profile", "timeout_s", "nvcc_flags", "cxx_flags",
+                    "module", "kernels")
+_MODULE = re.compile(r"^[A-Za-z_]\w*$")      # a Python identifier: CPython looks up PyInit_<module>
 
 
 class _Checker:
@@ -150,6 +156,13 @@ def _kernel(check: _Checker, table: Any, key: str, root: Path) -> KernelSpec:
         if f"{compiler}_flags" in table:
             setattr(spec, f"{compiler}_flags",
                     _flags(check, table[f"{compiler}_flags"], f"{key}.{compiler}_flags", compiler, root))
+    if "module" in table:
+        spec.module = check.string(table["module"], f"{key}.module")
+        if not _MODULE.match(spec.module):
+            raise check.fail(f"{key}.module", f"expected a Python identifier (PyInit_<module>), got {spec.module!r}")
+    if "kernels" in table:
+        spec.kernels = _patterns(check, table["kernels"], f"{key}.kernels")
+    module_name.extension_name(spec, root, key=f"{key}.module")   # sources and `module` agree on one name
     if "gates" in table:
         spec.gates = _gates(check, table["gates"], f"{key}.gates", {s.label for s in shapes})
     cases = len(spec.shapes) * len(spec.dtypes) * len(spec.arch)
@@ -265,17 +278,51 @@ def _shape(check: _Checker, item: Any, key: str, workload: str) -> Shape:
         for dim in dims:
             if dim not in item:
                 raise check.fail(f"{key}.{dim}", f"missing ({workload} shapes need {', '.join(dims)})")
-    params: dict[str, int | bool] = {}
+    params: dict[str, ShapeValue] = {}
     for name, v in item.items():
+        where = f"{key}.{name}"
         if name in flags and not isinstance(v, bool):
-            raise check.fail(f"{key}.{name}", f"expected true/false, got {v!r}")
-        if isinstance(v, bool):
-            if dims is not None and name not in flags:
-                raise check.fail(f"{key}.{name}", f"expected a positive integer, got {v!r}")
-        elif not isinstance(v, int) or v <= 0:
-            raise check.fail(f"{key}.{name}", f"expected a positive integer or true/false, got {v!r}")
-        params[name] = v
+            raise check.fail(where, f"expected true/false, got {v!r}")
+        if dims is not None and name not in flags and (isinstance(v, bool) or not isinstance(v, int) or v <= 0):
+            raise check.fail(where, f"expected a positive integer, got {v!r}")
+        params[name] = _shape_value(check, v, where)
     return Shape(params)
+
+
+def _shape_value(check: _Checker, v: Any, where: str) -> ShapeValue:
+    """A positive integer, true/false, a finite float (a softmax scale, an epsilon) or a short name (a
+    layout): what a workload can read from a shape. A string appears in the shape's label, which
+    names it on pages and in artifact paths, hence the path-safe character set."""
+    if isinstance(v, bool):
+        return v
+    if isinstance(v, int):
+        if v <= 0:
+            raise check.fail(where, f"an integer must be positive, got {v!r}")
+        return v
+    if isinstance(v, float):
+        if not math.isfinite(v):
+            raise check.fail(where, f"a float must be finite, got {v!r}")
+        return v
+    if isinstance(v, str):
+        if not _SHAPE_STRING.match(v):
+            raise check.fail(where, f"a string must be 1-{MAX_SHAPE_STRING} letters, digits, '_', '.', '+', '-', "
+                                    f"got {v!r}")
+        return v
+    raise check.fail(where, f"expected a positive integer, a float, a string or true/false, got {v!r} "
+                            f"({type(v).__name__})")
+
+
+def _patterns(check: _Checker, value: Any, key: str) -> list[str]:
+    """Glob patterns over kernel names (`verdict.static_scope`). Globs, not regular expressions: the
+    verdict matches them in the service's own process, where a pushed manifest's backtracking regex
+    could stall it; a glob (`*conv1d_fwd<*>`) says what is needed."""
+    patterns = check.strings(value, key)
+    if len(patterns) > MAX_KERNEL_PATTERNS:
+        raise check.fail(key, f"{len(patterns)} patterns; at most {MAX_KERNEL_PATTERNS}")
+    for i, pattern in enumerate(patterns):
+        if len(pattern) > MAX_PATTERN_CHARS:
+            raise check.fail(f"{key}[{i}]", f"{len(pattern)} characters; at most {MAX_PATTERN_CHARS}")
+    return patterns
 
 
 def _choices(check: _Checker, value: Any, key: str, allowed: frozenset[str]) -> list[str]:

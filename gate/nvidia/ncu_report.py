@@ -115,7 +115,7 @@ def kernel_metrics(launch: Launch) -> KernelMetrics:
     read = {quantity: value for quantity, value in q.items() if quantity in _FIELDS}
     return KernelMetrics(**{
         **read,
-        "kernel": launch.kernel, "shape": shape, "dtype": dtype,
+        "kernel": launch.kernel, "demangled": launch.demangled, "shape": shape, "dtype": dtype,
         "ld_bank_conflict_pct": conflict_pct(q["ld_bank_conflicts"], q["ld_wavefronts"]),
         "st_bank_conflict_pct": conflict_pct(q["st_bank_conflicts"], q["st_wavefronts"]),
         "ld_requests": ld_requests, "achieved_occupancy_pct": q["warps_active_pct"],

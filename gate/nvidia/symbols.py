@@ -29,6 +29,43 @@ def kernel_name(function: str) -> str:
     return _strip_signature(_QUALIFIER.sub("", full)) or short_name(function)
 
 
+# nvcc names an anonymous namespace per translation unit, `_GLOBAL__N__<hash>_<len>_<file>_<hash>`
+# (seen with CUDA 13.0: `_ZN36_GLOBAL__N__5794feb6_4_a_cu_d589cb6015conv_fwd_kernelILi4EEEvPf`), so
+# the same kernel in two builds of one file gets two mangled names. The Itanium length prefix
+# before it says where the name ends.
+_ANONYMOUS_MANGLED = re.compile(r"(\d+)(_GLOBAL__N_)")
+_ANONYMOUS = "(anonymous namespace)::"
+
+
+@cache
+def match_key(name: str) -> str:
+    """The name a kernel is matched by across builds and against a profile's launch names: namespaces
+    and template arguments kept, anonymous namespaces, return type, parameters and spaces removed.
+    Takes a mangled name (ptxas) or a demangled signature (Nsight Compute's "void ns::k<4>(float *)");
+    `ns::k<(anonymous namespace)::Cfg>` is `ns::k<Cfg>` from either."""
+    if name.startswith("_Z"):
+        name = _canonical_anonymous(name)
+        try:
+            import cxxfilt
+
+            name = cxxfilt.demangle(name)
+        except Exception:   # no demangler, or a name it cannot read: the canonical mangled name
+            return name
+    return "".join(_strip_signature(name.replace(_ANONYMOUS, "")).split())
+
+
+def _canonical_anonymous(mangled: str) -> str:
+    """Every per-file anonymous namespace of `mangled` as GCC's `12_GLOBAL__N_1`."""
+    out, i = [], 0
+    for match in _ANONYMOUS_MANGLED.finditer(mangled):
+        if match.start() < i:
+            continue
+        length = int(match.group(1))
+        out.append(mangled[i:match.start()] + "12_GLOBAL__N_1")
+        i = match.start(2) + length
+    return "".join(out) + mangled[i:]
+
+
 def _strip_signature(text: str) -> str:
     """`void f<A, B>(int, float)` -> `f<A, B>`: drop the trailing parameter list and a return type."""
     depth, end = 0, len(text)

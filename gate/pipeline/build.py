@@ -44,7 +44,7 @@ def build_extension(kernel: KernelSpec, src_dir: Path, cache_dir: Path, out_dir:
     start = time.perf_counter()
     src_dir, out_dir = Path(src_dir).resolve(), Path(out_dir)
     tools = tc.discover(nvcc)
-    name = extension_name(kernel)
+    name = extension_name(kernel, src_dir)
     archs = tc.target_archs(kernel.arch)
     cache = ObjectCache(Path(cache_dir))
     out_dir.mkdir(parents=True, exist_ok=True)   # the link writes here even when every object is a hit
@@ -67,7 +67,7 @@ def build_extension(kernel: KernelSpec, src_dir: Path, cache_dir: Path, out_dir:
         results = list(pool.map(lambda j: objects.compile_object(*j, src_dir, out_dir, cache, kernel.timeout_s),
                                 jobs))
 
-    log = "\n".join(f"== {r.source} ({'cache hit' if r.hit else 'compiled'})\n{r.log}".rstrip()
+    log = "\n".join(f"== {r.source} ({_provenance(r)})\n{r.log}".rstrip()
                     for r in results)
     hits = sum(r.hit for r in results)
     misses = len(results) - hits
@@ -87,6 +87,12 @@ def build_extension(kernel: KernelSpec, src_dir: Path, cache_dir: Path, out_dir:
     arch_note = ",".join(archs)
     return BuildResult(StageStatus.PASSED, f"built for {arch_note}: {hits} cached, {misses} compiled",
                        time.perf_counter() - start, hits, misses, str(so_path), log)
+
+
+def _provenance(compiled: objects.CompiledObject) -> str:
+    if not compiled.hit:
+        return "compiled"
+    return "cache hit" if compiled.ok else "cached compile failure"
 
 
 _LOADED: dict[str, ModuleType] = {}

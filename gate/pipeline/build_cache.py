@@ -86,7 +86,7 @@ def object_key(source: Path, command: list[str], toolchain: Toolchain, include_d
 
 class ObjectCache:
     """A directory of `<key[:2]>/<key>.o` files, plus the compiler log of each as `<key>.log` and its
-    SASS histograms as `<key>.sass.json`."""
+    SASS histograms as `<key>.sass.json`; a failed compile leaves only its log, `<key>.failed.log`."""
 
     def __init__(self, root: Path):
         self.root = root
@@ -108,6 +108,17 @@ class ObjectCache:
         self._write(dest, obj)
         self._write(self._path(key, ".log"), log)
         return dest
+
+    def failure(self, key: str) -> str | None:
+        """The compiler log of a compile of `key` that failed, or None when none is stored. Equal keys
+        mean equal source, headers, command line and toolchain: the same failure again, so a revision
+        that leaves a broken source alone does not wait for it a second time."""
+        path = self._path(key, ".failed.log")
+        return path.read_text(errors="replace") if path.is_file() else None
+
+    def put_failure(self, key: str, log: str) -> None:
+        """Store the log of a failed compile of `key` (never a timeout: that depends on the machine)."""
+        self._write(self._path(key, ".failed.log"), log)
 
     def sass(self, key: str, stamp: str) -> dict[str, dict[str, int]] | None:
         """The opcode histograms stored for `key`'s object under `stamp` (the disassembler and the

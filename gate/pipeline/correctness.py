@@ -33,7 +33,8 @@ import time
 from typing import Any
 
 from gate.domain import CorrectnessCase, CorrectnessResult, KernelSpec, Shape, StageStatus
-from gate.pipeline.workloads import guard_damage, perturb_one
+from gate.errors import GateError
+from gate.pipeline.workloads import guard_damage, perturb_one, poison_outputs, read_only
 
 CUDA_FAULT_PREFIX = "CUDA fault"
 _STICKY_ERRORS = ("illegal memory access", "misaligned address", "unspecified launch failure",
@@ -75,12 +76,15 @@ def check(kernel: KernelSpec, module: Any, workload: Any, seeds: int) -> Correct
                     if inputs is None:
                         inputs = workload.make_inputs(shape, dtype, seed, "cuda")
                     elif i % 2 == 1:
-                        note = f" (inputs differ from the previous case only in {perturb_one(inputs, seed)})"
+                        changed = perturb_one(read_only(workload, inputs), seed)   # never an output argument
+                        note = f" (inputs differ from the previous case only in {changed})"
                     else:
                         workload.refill(inputs, seed)
                     case = _one_case(kernel, module, workload, shape, dtype, seed, inputs)
                     if not case.passed:
                         case.reason += note
+                except GateError:        # the workload breaks the protocol (`outputs`): error, not reject
+                    raise
                 except Exception as exc:  # noqa: BLE001  the kernel's exception is evidence, not a crash
                     fault = is_cuda_fault(exc)
                     reason = f"{CUDA_FAULT_PREFIX}: {exc}" if fault else f"raised {type(exc).__name__}: {exc}"
@@ -107,7 +111,8 @@ def _one_case(kernel: KernelSpec, module: Any, workload: Any, shape: Shape, dtyp
     ref = workload.reference(shape, inputs).float()
     lowp = workload.lowp_reference(shape, inputs)
     torch_err = float((lowp.float() - ref).abs().max())
-    snapshot = {n: t.clone() for n, t in inputs.items() if isinstance(t, torch.Tensor)}
+    snapshot = {n: t.clone() for n, t in read_only(workload, inputs).items() if isinstance(t, torch.Tensor)}
+    poison_outputs(workload, inputs)            # an output argument: unwritten elements read NaN
     torch.cuda.synchronize()                    # nothing of the previous case is still running
 
     poison = torch.full(lowp.shape, float("nan"), dtype=lowp.dtype, device=lowp.device)
@@ -123,7 +128,9 @@ def _one_case(kernel: KernelSpec, module: Any, workload: Any, shape: Shape, dtyp
         return CorrectnessCase(shape.label, dtype, seed, passed, max_err, mean_err, torch_err, tol, reason)
 
     if not isinstance(out, torch.Tensor) or held is None:
-        return case(False, f"returned {type(out).__name__}, not a tensor")
+        hint = " (for a function that writes into an output argument, `call` returns that tensor)" \
+            if out is None else ""
+        return case(False, f"returned {type(out).__name__}, not a tensor{hint}")
     if tuple(out.shape) != tuple(ref.shape):
         return case(False, f"output shape {tuple(out.shape)}, expected {tuple(ref.shape)}")
     changed = [n for n, t in snapshot.items() if not torch.equal(t, inputs[n])]

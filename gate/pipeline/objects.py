@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gate.domain import KernelSpec
-from gate.manifest import compile_flags
+from gate.manifest import compile_flags, module_name
 from gate.pipeline import toolchain as tc
 from gate.pipeline.build_cache import ObjectCache, Toolchain, local_includes, object_key
 
@@ -32,10 +32,8 @@ class CompiledObject:
     log: str                      # compiler output: ptxas -v lines for a .cu
 
 
-def extension_name(kernel: KernelSpec) -> str:
-    """The Python module name of a kernel's extension (`TORCH_EXTENSION_NAME`)."""
-    name = re.sub(r"\W", "_", kernel.name)
-    return name if name[:1].isalpha() else f"k_{name}"
+# The extension's import name: the manifest's `module`, the sources' `PyInit_<name>`, or derived.
+extension_name = module_name.extension_name
 
 
 def repo_include_dirs(flags: list[str], root: Path) -> list[Path]:
@@ -59,14 +57,19 @@ def key_of(path: Path, rel: str, command: list[str], versions: Toolchain, src_di
 
 def compile_object(rel: str, command: list[str], key: str, src_dir: Path, out_dir: Path, cache: ObjectCache,
                    timeout_s: float) -> CompiledObject:
-    """`command -c rel` in `src_dir`, or the cached object of `key`; the log comes with either."""
+    """`command -c rel` in `src_dir`, or the cached object (or cached failure) of `key`; the log comes
+    with either."""
     cached = cache.get(key)
     if cached is not None:
         return CompiledObject(rel, True, True, cached, cache.log(key))
+    if (failed_log := cache.failure(key)) is not None:
+        return CompiledObject(rel, False, True, None, failed_log)
     tmp_obj = out_dir / "obj" / f"{key}.o"
     tmp_obj.parent.mkdir(parents=True, exist_ok=True)
     # Relative source path and cwd = checkout: no absolute checkout path ends up in the object.
     run = tc.run_tool([*command, "-c", rel, "-o", str(tmp_obj)], cwd=src_dir, timeout_s=timeout_s)
     if not run.ok:
+        if not run.timed_out:
+            cache.put_failure(key, run.output)
         return CompiledObject(rel, False, False, None, run.output)
     return CompiledObject(rel, True, False, cache.put(key, tmp_obj, run.output), run.output)

@@ -1,6 +1,6 @@
 """The one module that knows the order of the stages, run inside the GPU child (`gate.runner`).
 
-`measure`: static (candidate, baseline) -> with a GPU: build (candidate, baseline) -> correctness -> bench
+`measure`: static (candidate and baseline side by side) -> with a GPU: build (candidate, baseline) -> correctness -> bench
 (candidate vs baseline vs peers, interleaved) -> profile (candidate, baseline) -> fingerprint.
 Without a GPU those stages are NOT_RUN "not run: no CUDA device"; on a GPU the kernel's archs exclude
 (`sm_90a` only, on an A100) they are NOT_RUN with that reason. The GPU stage modules are imported
@@ -13,7 +13,9 @@ The parent side of a job (checkouts, starting this child, `decide`, storing, not
 from __future__ import annotations
 
 import socket
+import threading
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +32,7 @@ from gate.domain.results import (
     StageStatus,
     StaticResult,
 )
+from gate.domain.job import LOADING_MODULE, Checkout
 from gate.errors import GateError
 from gate.pipeline import static
 from gate.pipeline import toolchain as tc
@@ -88,16 +91,7 @@ def measure(request: JobRequest, emit: Emit,
     result = JobResult(kernel=kernel.name, candidate=SideResults(sha=request.candidate.sha),
                        baseline=SideResults(sha=request.baseline.sha) if request.baseline else None)
 
-    def compiling(side: Side) -> Callable[[str], None]:
-        return lambda detail: emit(ProgressEvent(stage=Stage.STATIC, side=side, state="running", detail=detail))
-
-    result.candidate.static = _stage(emit, Stage.STATIC, Side.CANDIDATE, StaticResult, lambda: static.run_static(
-        kernel, Path(request.candidate.path), artifacts / Side.CANDIDATE / Stage.STATIC, nvcc=options.nvcc_path,
-        cache_dir=object_cache_dir(request), on_compiled=compiling(Side.CANDIDATE)))
-    if request.baseline and result.baseline:   # for the static delta; unchanged sources are cache hits
-        result.baseline.static = _stage(emit, Stage.STATIC, Side.BASELINE, StaticResult, lambda: static.run_static(
-            kernel, Path(request.baseline.path), artifacts / Side.BASELINE / Stage.STATIC, nvcc=options.nvcc_path,
-            cache_dir=object_cache_dir(request), on_compiled=compiling(Side.BASELINE)))
+    _static_sides(request, result, emit)
     save(result)
     if result.candidate.static.status is StageStatus.FAILED:
         skip = "not run: static compile failed"
@@ -119,6 +113,35 @@ def measure(request: JobRequest, emit: Emit,
     return result
 
 
+def _static_sides(request: JobRequest, result: JobResult, emit: Emit) -> None:
+    """The static stage of the candidate and, for the static delta, the baseline, side by side in one
+    compile pool of the job's size (`static.CompilePool`: a source both revisions share is compiled
+    once). Their events go out one line at a time through a lock."""
+    kernel, options = request.kernel, request.options
+    artifacts = Path(request.artifacts_dir)
+    lock = threading.Lock()
+
+    def say(event: ProgressEvent) -> None:
+        with lock:
+            emit(event)
+
+    def one_side(side: Side, checkout: Checkout, pool: static.CompilePool) -> StaticResult:
+        def compiled(detail: str) -> None:
+            say(ProgressEvent(stage=Stage.STATIC, side=side, state="running", detail=detail))
+        return _stage(say, Stage.STATIC, side, StaticResult, lambda: static.run_static(
+            kernel, Path(checkout.path), artifacts / side / Stage.STATIC, nvcc=options.nvcc_path,
+            cache_dir=object_cache_dir(request), on_compiled=compiled, pool=pool))
+
+    sides = [(Side.CANDIDATE, request.candidate, result.candidate)]
+    if request.baseline and result.baseline:
+        sides.append((Side.BASELINE, request.baseline, result.baseline))
+    with static.CompilePool(static.compile_workers()) as pool, \
+            ThreadPoolExecutor(max_workers=len(sides), thread_name_prefix="static-side") as per_side:
+        futures = [(target, per_side.submit(one_side, side, checkout, pool)) for side, checkout, target in sides]
+        for target, future in futures:
+            target.static = future.result()
+
+
 def _measure_on_gpu(request: JobRequest, result: JobResult, emit: Emit,
                     save: Callable[[JobResult], None]) -> None:
     from gate.pipeline import bench, build, clock_lock, correctness, fingerprint, gpu_watch, profile, workloads
@@ -131,6 +154,9 @@ def _measure_on_gpu(request: JobRequest, result: JobResult, emit: Emit,
     def build_side(side: Side, src: Path) -> BuildResult:
         res = build.build_extension(kernel, src, cache, artifacts / side / Stage.BUILD, nvcc=options.nvcc_path)
         if res.status is StageStatus.PASSED:
+            # Said before the import: a static initialiser that aborts the process (a second
+            # TORCH_LIBRARY of one namespace is SIGABRT) leaves this as the stage's last word.
+            emit(ProgressEvent(stage=Stage.BUILD, side=side, state="running", detail=LOADING_MODULE))
             try:
                 modules[side] = build.load_module(res.module_path)
             except (ImportError, OSError) as exc:   # e.g. an undefined symbol in the kernel's code
@@ -140,10 +166,11 @@ def _measure_on_gpu(request: JobRequest, result: JobResult, emit: Emit,
     cand_src = Path(request.candidate.path)
     result.candidate.build = _stage(emit, Stage.BUILD, Side.CANDIDATE, BuildResult,
                                     lambda: build_side(Side.CANDIDATE, cand_src))
+    save(result)   # before the baseline loads: a crash there must not take the candidate's result along
     if request.baseline and result.baseline:
         result.baseline.build = _stage(emit, Stage.BUILD, Side.BASELINE, BuildResult,
                                        lambda: build_side(Side.BASELINE, Path(request.baseline.path)))
-    save(result)
+        save(result)
     if Side.CANDIDATE not in modules:
         _skip_rest(result, emit, "not run: build failed")
     else:

@@ -10,13 +10,15 @@ CUDA version (12.x prints no "used N barriers"; sm_90a omits cmem) — see NCU-F
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import subprocess
+import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor, as_completed
-from dataclasses import dataclass, field
+from concurrent.futures import Future, ThreadPoolExecutor, as_completed
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from gate.domain.manifest import KernelSpec
@@ -89,11 +91,47 @@ def parse_ptxas(log: str) -> list[FunctionResources]:
     ]
 
 
+def compile_workers() -> int:
+    """Compiles at once for one job: half the cores (a CPU machine is shared, a GPU worker's heavy
+    template sources want several)."""
+    return max(1, (os.cpu_count() or 2) // 2)
+
+
+class CompilePool:
+    """One pool for the static compiles of both sides of a job, each key compiled once.
+
+    The candidate's and the baseline's compiles run side by side in it (one after the other they
+    took 82 + 81 s for one monorepo), within one job's `compile_workers`. A source both revisions
+    share has one key; the side that asks second waits for the first one's compile (single flight)
+    instead of compiling it again, and sees it as a cache hit, as it would have one after the other.
+    """
+
+    def __init__(self, workers: int):
+        self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="static-compile")
+        self._lock = threading.Lock()
+        self._flights: dict[str, Future] = {}
+
+    def submit(self, key: str, work: Callable[[], _Read]) -> tuple[Future, bool]:
+        """The future of `key`'s work and whether this call started it (False: joined a flight)."""
+        with self._lock:
+            if key in self._flights:
+                return self._flights[key], False
+            future = self._flights[key] = self._pool.submit(work)
+            return future, True
+
+    def __enter__(self) -> CompilePool:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._pool.shutdown(wait=True)
+
+
 def run_static(kernel: KernelSpec, src_dir: Path, out_dir: Path, nvcc: str = "nvcc",
-               cache_dir: Path | None = None, on_compiled: Callable[[str], None] | None = None) -> StaticResult:
-    """Compile every `.cu` source of `kernel` for every manifest arch (on half the cores: a CPU
-    machine is shared, a GPU worker's heavy template sources want several), with the build's command line into the build's object cache (`cache_dir`; default: a private
-    one under `out_dir`), and read the figures from those objects.
+               cache_dir: Path | None = None, on_compiled: Callable[[str], None] | None = None,
+               pool: CompilePool | None = None) -> StaticResult:
+    """Compile every `.cu` source of `kernel` for every manifest arch, in `pool` (shared by both sides
+    of a job; default: one of this call's own), with the build's command line into the build's object
+    cache (`cache_dir`; default: a private one under `out_dir`), and read the figures from those objects.
 
     `on_compiled` hears, from this thread, of every object compiled now (not taken from the cache):
     a large extension's first compile runs for minutes, and `gate run` shows each source as it lands.
@@ -113,7 +151,7 @@ def run_static(kernel: KernelSpec, src_dir: Path, out_dir: Path, nvcc: str = "nv
         tools, no_torch = None, str(exc)
     versions = tools.versions if tools else tc.nvcc_versions(nvcc_path)
     cache = ObjectCache(Path(cache_dir) if cache_dir else out_dir / "objects")
-    name = objects.extension_name(kernel)
+    name = objects.extension_name(kernel, src_dir)
     disassembler = sass.find_disassembler(nvcc_path)
     logs: list[str] = []
     functions: list[FunctionResources] = []
@@ -145,18 +183,29 @@ def run_static(kernel: KernelSpec, src_dir: Path, out_dir: Path, nvcc: str = "nv
         return got
 
     reads: dict[int, _Read] = {}
-    with ThreadPoolExecutor(max_workers=max(1, min(len(jobs), (os.cpu_count() or 2) // 2))) as pool:
-        futures = {pool.submit(read, job): i for i, job in enumerate(jobs)}
+    with contextlib.ExitStack() as stack:
+        if pool is None:
+            pool = stack.enter_context(CompilePool(max(1, min(len(jobs), compile_workers()))))
+        futures: dict[Future, int] = {}
+        joined: set[int] = set()
+        for i, job in enumerate(jobs):
+            future, started_here = pool.submit(job[3], lambda job=job: read(job))
+            futures[future] = i
+            if not started_here:
+                joined.add(i)
         for future in as_completed(futures):       # in the order they finish: progress as it lands
             i = futures[future]
             got = reads[i] = future.result()
+            if i in joined:                        # the other side compiled it: a hit here
+                got = reads[i] = replace(got, compiled=replace(got.compiled, hit=True))
             if on_compiled is not None and not got.compiled.hit:
                 outcome = "compiled" if got.compiled.ok else "compile error"
                 on_compiled(f"{jobs[i][0]} for {jobs[i][1]}: {outcome} in {got.seconds:.0f} s "
                             f"({len(reads)} of {len(jobs)})")
     for i, (source_name, arch, command, _) in enumerate(jobs):
         compiled, histograms, sass_error = reads[i].compiled, reads[i].histograms, reads[i].sass_error
-        logs.append(f"$ {' '.join([*command, '-c', source_name])}" + (" (object cache hit)" if compiled.hit else ""))
+        cached = (" (object cache hit)" if compiled.ok else " (cached compile failure)") if compiled.hit else ""
+        logs.append(f"$ {' '.join([*command, '-c', source_name])}" + cached)
         logs.append(compiled.log)
         if not compiled.ok and tools and _lacks_torch_header(compiled.log, tools.torch_includes):
             if source_name not in deferred:   # e.g. c10/cuda headers in a CPU-only torch
@@ -184,7 +233,7 @@ def run_static(kernel: KernelSpec, src_dir: Path, out_dir: Path, nvcc: str = "nv
         functions = [_without_sass(fn) for fn in functions]
     if deferred:
         reason = (f"figures come from the build: {', '.join(deferred)} include(s) torch headers, and "
-                  f"{no_torch.split(':')[0]} here")
+                  f"{no_torch.split(':')[0]} here (README: torch on a CPU machine)")
         return StaticResult(StageStatus.NOT_RUN, reason=reason, duration_s=elapsed, functions=functions,
                             sass_available=sass_ok, log=log)
     names = len({fn.function for fn in functions})

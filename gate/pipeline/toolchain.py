@@ -40,6 +40,7 @@ _CXX_FLAGS = ["-O3", "-fPIC", "-I."]
 class ToolRun:
     ok: bool
     output: str
+    timed_out: bool = False      # a fact about the machine's load, not the source: never cached
 
 
 def run_tool(command: list[str], cwd: Path, timeout_s: float) -> ToolRun:
@@ -47,7 +48,7 @@ def run_tool(command: list[str], cwd: Path, timeout_s: float) -> ToolRun:
     try:
         proc = box.run(box.for_compile(command, cwd), command, cwd=cwd, timeout_s=timeout_s)
     except subprocess.TimeoutExpired:
-        return ToolRun(False, f"{command[0]}: timed out after {timeout_s:.0f} s")
+        return ToolRun(False, f"{command[0]}: timed out after {timeout_s:.0f} s", timed_out=True)
     return ToolRun(proc.returncode == 0, (proc.stdout + proc.stderr).strip())
 
 

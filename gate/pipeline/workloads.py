@@ -21,8 +21,15 @@ The protocol, and why each part is there:
   pointer returns the old answer and fails. `perturb_one` changes one element only: a kernel that
   caches by a cheap checksum of its inputs (a few sampled values) returns the old answer and fails.
 - `call(module, function_name, inputs)` runs the kernel on the caller's current stream and returns
-  its output. `reference` (float32/float64) and `lowp_reference` (PyTorch in the input dtype) are
-  what correctness compares against (k x PyTorch's own error, see `correctness`).
+  its output. A function that writes into an output argument and returns None is fed an output the
+  workload allocates in `make_inputs` and names in its `outputs` attribute; `call` returns that
+  tensor. The gate then poisons it with NaN before every checked call (`poison_outputs`: an element
+  left unwritten reads NaN, as with a returned output) and leaves it out of the "inputs unchanged"
+  check and of `perturb_one` (`read_only`). An op registered with `TORCH_LIBRARY` is reached through
+  `torch_op("ns::op")` once the extension is loaded; torch keeps one registry per process, see
+  docs/manifest.md for what that means while both sides share one. `reference` (float32/float64)
+  and `lowp_reference` (PyTorch in the input dtype) are what correctness compares against (k x
+  PyTorch's own error, see `correctness`).
 - `flops(shape)` and `dram_bytes(shape, dtype)` (the compulsory DRAM traffic: every input read once,
   the output written once) give the physical floor of a call (`roofline`); a custom workload without
   them gets no floor.
@@ -80,8 +87,65 @@ def _float64_reference(macs: int, dtype: Any) -> bool:
     return macs <= _FLOAT64_MAX_MACS or dtype == torch.float32
 
 
-def _element_bytes(dtype: str) -> int:
-    return 4 if dtype == "float32" else 2
+# Bytes per element of the dtypes a workload may allocate (torch's names): the run's dtypes
+# (`float16`, `bfloat16`, `float32`) and those of the index, scale and accumulator tensors beside them.
+DTYPE_BYTES = {"float64": 8, "float32": 4, "float16": 2, "bfloat16": 2, "float8_e4m3fn": 1, "float8_e5m2": 1,
+               "int64": 8, "int32": 4, "int16": 2, "int8": 1, "uint8": 1, "bool": 1}
+
+
+def dtype_bytes(dtype: str) -> int:
+    """Bytes per element of `dtype` ("float16" -> 2), for a workload's `dram_bytes`; a name not in
+    `DTYPE_BYTES` raises ValueError naming it and the known ones."""
+    try:
+        return DTYPE_BYTES[dtype]
+    except KeyError:
+        raise ValueError(f"no element size known for dtype {dtype!r} (known: {', '.join(DTYPE_BYTES)})") from None
+
+
+def output_names(workload: Any) -> tuple[str, ...]:
+    """The inputs `workload` names as written by the kernel (its `outputs` attribute; none without)."""
+    names = getattr(workload, "outputs", ())
+    if isinstance(names, str) or not all(isinstance(n, str) for n in names):
+        raise ManifestError(f"{type(workload).__name__}.outputs must be a tuple of input names, got {names!r}",
+                            key="workload")
+    return tuple(names)
+
+
+def read_only(workload: Any, inputs: Inputs) -> Inputs:
+    """`inputs` without the outputs the kernel writes: what must come back unchanged, and what
+    `perturb_one` may change between cases."""
+    outputs = output_names(workload)
+    missing = [n for n in outputs if n not in inputs]
+    if missing:
+        raise ManifestError(f"{type(workload).__name__}.outputs names {', '.join(missing)}, which make_inputs "
+                            "did not return", key="workload")
+    return {n: v for n, v in inputs.items() if n not in outputs}
+
+
+def poison_outputs(workload: Any, inputs: Inputs) -> None:
+    """NaN into every output argument before a checked call: an element the kernel leaves unwritten
+    then reads NaN instead of the previous call's value (an integer output is set to its minimum)."""
+    import torch
+
+    for name in output_names(workload):
+        out = inputs[name]
+        out.fill_(float("nan") if out.is_floating_point() else torch.iinfo(out.dtype).min)
+
+
+def torch_op(qualified: str) -> Any:
+    """`torch.ops.<ns>.<op>` for "ns::op", as a loaded extension's `TORCH_LIBRARY` registered it;
+    LookupError naming both when the namespace or the op is not registered (the extension was not
+    loaded, or registers another name)."""
+    import torch
+
+    ns, sep, op = qualified.partition("::")
+    if not sep or not ns.isidentifier() or not op.isidentifier():
+        raise ValueError(f"expected 'namespace::op', got {qualified!r}")
+    try:
+        return getattr(getattr(torch.ops, ns), op)
+    except (AttributeError, RuntimeError) as exc:
+        raise LookupError(f"torch.ops has no {qualified}: the extension's TORCH_LIBRARY({ns}, ...) did not "
+                          f"register {op!r} ({exc})") from exc
 
 
 def _torch_dtype(dtype: str) -> Any:
@@ -202,7 +266,7 @@ class Attention:
 
     def dram_bytes(self, shape: Shape, dtype: str) -> float:
         p = shape.params
-        return 4.0 * int(p["b"]) * int(p["h"]) * int(p["s"]) * int(p["d"]) * _element_bytes(dtype)  # q, k, v, out
+        return 4.0 * int(p["b"]) * int(p["h"]) * int(p["s"]) * int(p["d"]) * dtype_bytes(dtype)  # q, k, v, out
 
     def peers(self, shape: Shape, inputs: Inputs) -> dict[str, Callable[[], Any]]:
         """PyTorch SDPA's flash, cuDNN and efficient backends; a backend that refuses is skipped."""
@@ -255,7 +319,7 @@ class Gemm:
 
     def dram_bytes(self, shape: Shape, dtype: str) -> float:
         m, n, k = (int(shape.params[x]) for x in "mnk")
-        return (m + n) * k * _element_bytes(dtype) + m * n * 2   # A, B read once; C at least 16-bit
+        return (m + n) * k * dtype_bytes(dtype) + m * n * 2   # A, B read once; C at least 16-bit
 
     def peers(self, shape: Shape, inputs: Inputs) -> dict[str, Callable[[], Any]]:
         import torch

@@ -23,6 +23,8 @@ from gate.domain.verdict import RuleOutcome, RuleRow, Verdict, VerdictReport
 from gate.verdict.catalog import Kind, cause_rank, of_kind, profile_rules_set, threshold_of
 from gate.verdict.rules import correctness_rows, integrity_rows, latency_rows, profile_rows, smem_launch_rows
 from gate.verdict.static_rules import static_delta_rows, static_rows
+from gate.verdict.static_rows import collapse_unchanged
+from gate.verdict.static_scope import StaticScope, aligned, launched_names, scoped, static_scope
 
 O = RuleOutcome
 SIGNIFICANCE = 0.05          # Mann-Whitney p-value below which a difference is significant
@@ -30,14 +32,16 @@ _STATUS_OUTCOME = {StageStatus.PASSED: O.PASS, StageStatus.FAILED: O.FAIL,
                    StageStatus.NOT_RUN: O.NOT_RUN, StageStatus.ERROR: O.ERROR}
 
 
-def decide(result: JobResult, gates: Gates) -> VerdictReport:
-    """The verdict of one job with its rule table; reads nothing but its arguments."""
+def decide(result: JobResult, gates: Gates, kernels: list[str] | None = None) -> VerdictReport:
+    """The verdict of one job with its rule table; reads nothing but its arguments. `kernels` is the
+    manifest's list of judged kernels (`static_scope`): without it, the ones the profile saw launched."""
     cand = result.candidate
+    scope = static_scope(cand.static, launched_names(cand.profile), kernels or []) if cand.static else None
     rows: list[RuleRow] = []
-    rows += _stage_row(Stage.STATIC, cand.static, required=True)
-    rows += static_rows(cand.static, gates)
-    rows += static_delta_rows(cand.static, result.baseline.static if result.baseline else None, gates,
-                              result.new_kernel)
+    rows += _stage_row(Stage.STATIC, cand.static, required=True, scope=scope)
+    rows += static_rows(scoped(cand.static, scope), gates)
+    base_static = aligned(scoped(result.baseline.static, scope), cand.static) if result.baseline else None
+    rows += collapse_unchanged(static_delta_rows(scoped(cand.static, scope), base_static, gates, result.new_kernel))
     rows += _stage_row(Stage.BUILD, cand.build, required=True)
     rows += correctness_rows(cand.correctness)
     bench_needed = gates.max_latency_regression_pct is not None
@@ -86,7 +90,7 @@ def _untrusted_streams(integrity: list[RuleRow], problems: list[str]) -> list[Ru
             if r.rule == Rule.ALL_STREAMS_TIME and r.outcome is O.FAIL else r for r in integrity]
 
 
-def _stage_row(stage: Stage, res: object | None, *, required: bool) -> list[RuleRow]:
+def _stage_row(stage: Stage, res: object | None, *, required: bool, scope: StaticScope | None = None) -> list[RuleRow]:
     """One row for a stage that did not pass (or for static/build, which pass or fail as a whole)."""
     if res is None:
         return [RuleRow(Rule(stage), O.NOT_RUN, "the stage did not report")] if required else []
@@ -96,20 +100,23 @@ def _stage_row(stage: Stage, res: object | None, *, required: bool) -> list[Rule
     if status is StageStatus.PASSED and stage not in (Stage.STATIC, Stage.BUILD):
         return []
     if stage is Stage.STATIC and status is StageStatus.PASSED:
-        return [_static_checked(res)]
+        return [_static_checked(res, scope)]
     reason = res.reason or ("built and imported" if status is StageStatus.PASSED else status.value)
     value = round(res.duration_s, 2) if status is StageStatus.PASSED else None
     return [RuleRow(Rule(stage), _STATUS_OUTCOME[status], reason, value=value, unit="s" if value is not None else "")]
 
 
-def _static_checked(static: StaticResult) -> RuleRow:
-    """The static stage's row says what it checked (functions compiled per arch, SASS read), not
-    how long it took."""
+def _static_checked(static: StaticResult, scope: StaticScope | None) -> RuleRow:
+    """The static stage's row says what it checked (functions compiled per arch, SASS read, which of
+    them the rules judge), not how long it took."""
     archs = list(dict.fromkeys(f.arch for f in static.functions))
     names = len({f.function for f in static.functions})
     sass = "SASS read" if static.sass_available else "no SASS (cuobjdump/nvdisasm not found)"
     reason = (f"ptxas compiled {names} kernel function{'s' if names != 1 else ''} for {', '.join(archs)}; {sass}"
               if archs else "compiled; no kernel functions found")
+    if archs and scope is not None and scope.not_judged:   # judging all of them needs no note
+        judged, rest = len({f.function for f in scope.judged}), len({f.function for f in scope.not_judged})
+        reason += f"; judged {judged}, {scope.basis}; {rest} not judged"
     return RuleRow(Rule.STATIC, O.PASS, reason, value=len(static.functions), unit="functions")
 
 

@@ -213,3 +213,41 @@ def test_a_child_printing_100_mib_without_a_newline_costs_the_parent_bounded_mem
     assert peak_mib < 16
     assert result.candidate.correctness.status is StageStatus.FAILED
     assert "exited with code 3 during correctness" in result.candidate.correctness.reason
+
+
+def test_an_abort_while_loading_the_baseline_keeps_the_candidates_own_build_result(tmp_path):
+    """Two builds of one TORCH_LIBRARY namespace: the baseline's import aborts the process. The
+    candidate's build result, saved before, stays; the baseline's build fails naming the step."""
+    result_file = tmp_path / "art" / RESULT_NAME
+    result = run_child(make_request(tmp_path), 30, None, command=child(f"""
+        from gate.domain import BuildResult, JobResult, SideResults, StageStatus
+        from gate.runner.protocol import write_result
+        from pathlib import Path
+        event("build", "started")
+        cand = BuildResult(StageStatus.FAILED, reason="the built module does not import: undefined symbol: f")
+        print(json.dumps({{"type": "progress", "stage": "build", "side": "candidate", "state": "failed"}}), flush=True)
+        write_result(Path({str(result_file)!r}), JobResult(kernel="k", candidate=SideResults(sha="c" * 40, build=cand),
+                                                           baseline=SideResults(sha="b" * 40)))
+        event("build", "started", side="baseline")
+        print(json.dumps({{"type": "progress", "stage": "build", "side": "baseline", "state": "running",
+                          "detail": "loading the built module"}}), flush=True)
+        print("terminate called: Only a single TORCH_LIBRARY can be used to register the namespace ops",
+              file=sys.stderr, flush=True)
+        os.kill(os.getpid(), signal.SIGABRT)
+    """))
+    assert result.candidate.build.status is StageStatus.FAILED
+    assert "undefined symbol: f" in result.candidate.build.reason
+    assert result.baseline.build.status is StageStatus.FAILED
+    assert "killed by SIGABRT during build (baseline, loading the built module)" in result.baseline.build.reason
+    assert "Only a single TORCH_LIBRARY" in result.baseline.build.reason
+
+
+def test_a_finished_steps_detail_is_not_blamed_for_the_crash(tmp_path):
+    """'k.cu for sm_90: compiled in 3 s' names a step that is done: the crash is the stage's, no more."""
+    result = run_child(make_request(tmp_path), 30, None, command=child("""
+        event("static", "started")
+        print(json.dumps({"type": "progress", "stage": "static", "side": "candidate", "state": "running",
+                          "detail": "k.cu for sm_90: compiled in 3 s (1 of 2)"}), flush=True)
+        os.kill(os.getpid(), signal.SIGSEGV)
+    """))
+    assert "killed by SIGSEGV during static (candidate):" in result.candidate.static.reason

@@ -89,3 +89,25 @@ def test_the_static_stage_compiles_with_the_configured_nvcc(tmp_path):
     res = run_static(spec, SAMPLES_DIR / "wmma_gemm", tmp_path / "out", nvcc=str(wrapper))
     assert res.status is StageStatus.PASSED, res.reason
     assert f"$ {wrapper} " in res.log
+
+
+@pytest.mark.nvcc
+@needs_nvcc
+@pytest.mark.skipif(not torch_here, reason="needs torch (the worker extra); a CPU-only build is enough for "
+                                           "torch/types.h, README: torch on a CPU machine")
+def test_a_cpu_gate_run_with_torch_judges_registers_spills_and_sass(tmp_path):
+    """The must-show of issue 26 on a CPU machine: `gate run` of a torch-including layout gives real
+    static rows (registers, spills, SASS), and the verdict stays incomplete (no GPU stage ran)."""
+    repo, _ = make_repo(tmp_path, "torch_gemm")
+    gate_toml = (repo / "gate.toml").read_text().replace("max_registers = 128", 'max_registers = 128\nrequire_sass = ["FFMA"]')
+    (repo / "gate.toml").write_text(gate_toml)
+    proc = gate_run(tmp_path, "--repo", str(repo), "--json")
+    (kernel,) = json.loads(proc.stdout)["kernels"]
+    static = kernel["result"]["candidate"]["static"]
+    assert static["status"] == "passed", static["reason"]
+    rows = {r["rule"]: r for r in kernel["rules"]}
+    assert rows["max_registers"]["outcome"] == "pass" and 0 < rows["max_registers"]["value"] <= 128
+    assert rows["max_spill_bytes"]["outcome"] == "pass" and rows["max_spill_bytes"]["value"] == 0
+    if static["sass_available"]:
+        assert rows["require_sass"]["outcome"] == "pass" and "FFMA x" in rows["require_sass"]["reason"]
+    assert kernel["verdict"] == "incomplete"

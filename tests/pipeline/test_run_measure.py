@@ -17,7 +17,7 @@ from gate.domain import (
     StageStatus,
     StaticResult,
 )
-from gate.domain.job import Checkout, JobRequest
+from gate.domain.job import LOADING_MODULE, Checkout, JobRequest
 from gate.domain.verdict import Verdict
 from gate.errors import ToolMissingError
 from gate.pipeline import run
@@ -204,3 +204,30 @@ def test_a_shape_the_custom_workload_refuses_ends_the_job_as_error_naming_the_ke
     assert result.bench.reason == "not run: correctness error"
     report = decide(result, req.kernel.gates)
     assert report.verdict is Verdict.ERROR and "shapes[1]" in report.reason
+
+
+def test_the_candidates_build_is_saved_before_the_baseline_loads(tmp_path, fake_gpu):
+    """A baseline whose import aborts the process (SIGABRT, which no `except` catches) must find the
+    candidate's own build result already in the checkpoint, and its own step named in the events."""
+    _, fakes = fake_gpu
+    saved, events = [], []
+
+    def load(path):
+        if path == "cand.so":
+            raise ImportError("undefined symbol: conv_fwd")
+        assert saved, "nothing was saved before the baseline's module was loaded"
+        latest = saved[-1]
+        assert latest.candidate.build.status is StageStatus.FAILED
+        assert "undefined symbol: conv_fwd" in latest.candidate.build.reason
+        return f"module:{path}"
+    fakes["build"].load_module = load
+    run.measure(request(tmp_path), events.append,
+                checkpoint=lambda r: saved.append(run_result_copy(r)))
+    loading = [(e.side, e.state, e.detail) for e in events if e.detail == LOADING_MODULE]
+    assert loading == [("candidate", "running", LOADING_MODULE), ("baseline", "running", LOADING_MODULE)]
+
+
+def run_result_copy(result):
+    from gate.domain.codec import from_json, to_json
+    from gate.domain.results import JobResult
+    return from_json(JobResult, to_json(result))

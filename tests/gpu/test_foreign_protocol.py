@@ -1,0 +1,246 @@
+"""A standard PyTorch custom-op layout on the device (issue 26): a hand-written `PyInit__C`, an op
+registered with `TORCH_LIBRARY` and reached through `torch.ops`, writing into an output argument and
+returning None. The module name is found, the op runs, an unwritten block fails correctness; and two
+builds of one op namespace in one child keep the candidate's result and name the baseline's crash."""
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from gate.domain import Gates, KernelSpec, Shape, StageStatus
+from gate.domain.job import Checkout, JobRequest, RunOptions
+
+pytestmark = pytest.mark.gpu
+
+KERNEL = r"""
+#include <Python.h>
+#include <torch/extension.h>
+#include <ATen/cuda/CUDAContext.h>
+
+__global__ void add_into_kernel(const float* a, const float* b, float* out, int64_t n) {
+  int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+  if (i >= n) return;   // GUARD
+  out[i] = a[i] + b[i];
+}
+
+void add_into(const at::Tensor& a, const at::Tensor& b, at::Tensor& out) {
+  TORCH_CHECK(a.is_cuda() && a.is_contiguous() && a.scalar_type() == at::kFloat, "a: contiguous float32 CUDA");
+  int64_t n = a.numel();
+  int blocks = (int)((n + 255) / 256);
+  add_into_kernel<<<blocks, 256, 0, at::cuda::getCurrentCUDAStream()>>>(
+      a.data_ptr<float>(), b.data_ptr<float>(), out.data_ptr<float>(), n);
+}
+
+extern "C" {
+// The layout of PyTorch's extension-cpp tutorial: an empty module whose import runs the static
+// initialisers below, which register the op.
+PyObject* PyInit__C(void) {
+  static struct PyModuleDef module_def = {PyModuleDef_HEAD_INIT, "_C", NULL, -1, NULL};
+  return PyModule_Create(&module_def);
+}
+}
+
+TORCH_LIBRARY(gate_probe, m) { m.def("add_into(Tensor a, Tensor b, Tensor(a!) out) -> ()"); }
+TORCH_LIBRARY_IMPL(gate_probe, CUDA, m) { m.impl("add_into", &add_into); }
+"""
+
+WORKLOAD = '''
+from gate.pipeline.workloads import dtype_bytes, guarded_empty, refill_normal, torch_op
+
+
+class AddInto:
+    outputs = ("out",)                 # written by the op, which returns None
+
+    def make_inputs(self, shape, dtype, seed, device):
+        n = shape.params["n"]
+        inputs = {name: guarded_empty((n,), dtype, device) for name in ("a", "b", "out")}
+        refill_normal(inputs, seed)
+        return inputs
+
+    refill = staticmethod(refill_normal)
+
+    def call(self, module, function_name, inputs):
+        torch_op("gate_probe::add_into")(inputs["a"], inputs["b"], inputs["out"])
+        return inputs["out"]
+
+    def reference(self, shape, inputs):
+        return inputs["a"].double() + inputs["b"].double()
+
+    def lowp_reference(self, shape, inputs):
+        return inputs["a"] + inputs["b"]
+
+    def dram_bytes(self, shape, dtype):
+        return 3 * shape.params["n"] * dtype_bytes(dtype)
+
+
+def make():
+    return AddInto()
+'''
+
+SHAPE = Shape({"n": 100_003, "scale": 1.0, "layout": "flat"})
+
+
+def spec() -> KernelSpec:
+    return KernelSpec(name="add_into", sources=["csrc/ops.cu"], workload="wl:make", arch=["sm_90"],
+                      shapes=[SHAPE], dtypes=["float32"], profile=False, gates=Gates(max_error_ratio=16.0))
+
+
+def repo(root: Path, guard: str = "if (i >= n) return;") -> Path:
+    (root / "csrc").mkdir(parents=True)
+    (root / "csrc" / "ops.cu").write_text(KERNEL.replace("if (i >= n) return;", guard))
+    (root / "wl.py").write_text(WORKLOAD)
+    return root
+
+
+@pytest.fixture(scope="module")
+def torch():
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA device")
+    return torch
+
+
+def test_pyinit_c_is_found_and_the_out_argument_op_passes_then_fails_unwritten(torch, tmp_path):
+    """One process per case: a second `TORCH_LIBRARY(gate_probe)` in this process would abort it."""
+    import subprocess
+    import sys
+
+    program = r'''
+import sys
+from pathlib import Path
+from gate.pipeline import build, correctness, objects, workloads
+sys.path.insert(0, sys.argv[3])
+from test_foreign_protocol import spec
+src = Path(sys.argv[1])
+assert objects.extension_name(spec(), src) == "_C"
+res = build.build_extension(spec(), src, Path(sys.argv[2]), src / "_build")
+assert res.status.value == "passed", res.log
+assert res.module_path.endswith("/_C.so"), res.module_path
+module = build.load_module(res.module_path)
+result = correctness.check(spec(), module, workloads.get_workload(spec(), src), seeds=3)
+print("STATUS", result.status.value, result.reason)
+'''
+    here = str(Path(__file__).parent)
+    outcomes = {}
+    for name, guard in (("good", "if (i >= n) return;"),
+                        ("unwritten", "if (i >= n || blockIdx.x == gridDim.x - 1) return;")):
+        src = repo(tmp_path / name, guard)
+        run = subprocess.run([sys.executable, "-c", program, str(src), str(tmp_path / "cache"), here],
+                             capture_output=True, text=True, timeout=600)
+        assert run.returncode == 0, run.stderr[-3000:]
+        outcomes[name] = run.stdout.split("STATUS", 1)[1].strip()
+    assert outcomes["good"].startswith("passed"), outcomes
+    assert outcomes["unwritten"].startswith("failed"), outcomes
+    assert "NaN/Inf elements" in outcomes["unwritten"]
+
+
+def test_two_builds_of_one_op_namespace_keep_the_candidates_result_and_name_the_baseline(torch, tmp_path):
+    """Both sides load into one child this round: the baseline's `TORCH_LIBRARY(gate_probe)` aborts
+    the process (torch: "Only a single TORCH_LIBRARY can be used to register the namespace"). The
+    candidate's build stays passed; the baseline's build fails naming SIGABRT and the loading step.
+    Once each side loads in its own process, the baseline's build must pass instead."""
+    from gate.executors.child import run_child
+
+    cand, base = repo(tmp_path / "cand"), repo(tmp_path / "base")
+    request = JobRequest(kernel=spec(), candidate=Checkout("c" * 40, str(cand)),
+                         baseline=Checkout("b" * 40, str(base)), artifacts_dir=str(tmp_path / "art"),
+                         options=RunOptions(profile=False, bench_budget_s=2.0, max_reruns=0,
+                                            build_cache_dir=str(tmp_path / "objects")))
+    result = run_child(request, 900)
+    assert result.candidate.build.status is StageStatus.PASSED, result.candidate.build.reason
+    base_build = result.baseline.build
+    if base_build.status is StageStatus.PASSED:       # per-side processes: the op ran in each
+        assert result.bench.status is StageStatus.PASSED, result.bench.reason
+        return
+    assert base_build.status is StageStatus.FAILED
+    # torch aborts in the static initialiser (SIGABRT, seen on the device); should it ever raise
+    # instead, the import error is the baseline's own message.
+    assert ("SIGABRT during build (baseline, loading the built module)" in base_build.reason
+            or "the built module does not import" in base_build.reason), base_build.reason
+
+
+class _TorchModule:
+    """A stand-in extension whose functions write into `out` and return None, like a kernel's binding."""
+
+    @staticmethod
+    def add_into(a, b, out):
+        import torch
+        torch.add(a, b, out=out)
+
+    @staticmethod
+    def add_into_but_last(a, b, out):
+        import torch
+        torch.add(a[:-1], b[:-1], out=out[:-1])     # leaves the last element as it found it
+
+
+class _ReturnsNone:
+    """The out-argument workload of the docs, with `call` forgetting to return the output."""
+
+    def __init__(self, inner):
+        self._inner = inner
+
+    def __getattr__(self, name):
+        return getattr(self._inner, name)
+
+    def call(self, module, function_name, inputs):
+        getattr(module, function_name)(inputs["a"], inputs["b"], inputs["out"])
+
+
+def _out_workload(tmp_path):
+    from gate.pipeline import workloads
+
+    src = repo(tmp_path)
+    kernel = KernelSpec(name="add_into", sources=["csrc/ops.cu"], workload="wl:make", function="add_into",
+                        shapes=[SHAPE], dtypes=["float32"], gates=Gates(max_error_ratio=16.0))
+    return kernel, workloads.get_workload(kernel, src)
+
+
+def _direct_call(workload):
+    """The workload of `WORKLOAD`, calling the module's function instead of the registered op."""
+    class Direct(type(workload)):
+        def call(self, module, function_name, inputs):
+            getattr(module, function_name)(inputs["a"], inputs["b"], inputs["out"])
+            return inputs["out"]
+    return Direct()
+
+
+def test_an_out_argument_is_checked_not_counted_as_a_changed_input(torch, tmp_path):
+    from gate.pipeline import correctness
+
+    kernel, workload = _out_workload(tmp_path)
+    result = correctness.check(kernel, _TorchModule, _direct_call(workload), seeds=3)
+    assert result.status is StageStatus.PASSED, result.reason
+
+
+def test_an_element_the_kernel_leaves_in_the_out_argument_reads_nan(torch, tmp_path):
+    from dataclasses import replace
+
+    from gate.pipeline import correctness
+
+    kernel, workload = _out_workload(tmp_path)
+    result = correctness.check(replace(kernel, function="add_into_but_last"), _TorchModule,
+                               _direct_call(workload), seeds=2)
+    assert result.status is StageStatus.FAILED
+    assert "1 NaN/Inf elements in the output" in result.cases[0].reason
+
+
+def test_a_call_that_returns_none_says_to_return_the_out_argument(torch, tmp_path):
+    from gate.pipeline import correctness
+
+    kernel, workload = _out_workload(tmp_path)
+    result = correctness.check(kernel, _TorchModule, _ReturnsNone(_direct_call(workload)), seeds=1)
+    assert result.status is StageStatus.FAILED
+    assert "returned NoneType, not a tensor (for a function that writes into an output argument" in \
+        result.cases[0].reason
+
+
+def test_outputs_naming_an_input_make_inputs_lacks_is_an_error_not_a_reject(torch, tmp_path):
+    from gate.errors import ManifestError
+    from gate.pipeline import correctness
+
+    kernel, workload = _out_workload(tmp_path)
+    direct = _direct_call(workload)
+    type(direct).outputs = ("result",)
+    with pytest.raises(ManifestError, match="outputs names result, which make_inputs did not return"):
+        correctness.check(kernel, _TorchModule, direct, seeds=1)
