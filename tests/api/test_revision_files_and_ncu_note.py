@@ -6,6 +6,8 @@ from __future__ import annotations
 from datetime import datetime
 
 from gate.api.pages import baseline_profile_note, listed_files
+from gate.domain.results import KernelMetrics, ProfileResult, StageStatus
+from gate.domain.verdict import RuleOutcome, RuleRow
 from gate.figures.revision import ncu_figure
 from gate.read_models.revision import ArtifactDetail, JobDetail, RevisionDetail, StageDetail, VerdictDetail
 
@@ -13,7 +15,7 @@ AT = datetime(2025, 1, 1)
 
 
 def _job(rules: list[str], stages: list[StageDetail] = ()) -> JobDetail:
-    verdict = VerdictDetail("accept", "accept", "NVIDIA H200", [{"rule": r} for r in rules], None, AT)
+    verdict = VerdictDetail("accept", "accept", "NVIDIA H200", [RuleRow(r, RuleOutcome.PASS, "") for r in rules], None, AT)
     return JobDetail(1, "k", "any", "done", 1, "w", None, None, AT, AT, AT, verdict, list(stages))
 
 
@@ -22,26 +24,31 @@ def _rev(base: str | None = "b" * 40) -> RevisionDetail:
                           None, None, None, "accept")
 
 
+def _launch(shape: str, tensor_pipe_pct: float) -> KernelMetrics:
+    return KernelMetrics("k", shape=shape, tensor_pipe_pct=tensor_pipe_pct)
+
+
 def test_the_note_names_the_reason_the_baseline_was_not_profiled():
     no_rule = baseline_profile_note(_job(["min_tensor_pipe_pct"]), _rev())
     assert "was not profiled" in no_rule and "max_tensor_pipe_drop_pct" in no_rule
     assert "no baseline" in baseline_profile_note(_job([]), _rev(base=None))
-    failed = StageDetail("baseline", "profile", "failed", "ncu: ERR_NVGPUCTRPERM", 1.0, {})
+    failed = StageDetail("baseline", "profile", "failed", "ncu: ERR_NVGPUCTRPERM", 1.0,
+                         ProfileResult(StageStatus.FAILED, "ncu: ERR_NVGPUCTRPERM"))
     assert baseline_profile_note(_job(["max_tensor_pipe_drop_pct"], [failed]), _rev()) == \
         "The baseline's profile failed: ncu: ERR_NVGPUCTRPERM."
-    unbuilt = StageDetail("baseline", "build", "failed", "nvcc exited 1", 1.0, {})
+    unbuilt = StageDetail("baseline", "build", "failed", "nvcc exited 1", 1.0, None)
     assert "nvcc exited 1" in baseline_profile_note(_job(["max_tensor_pipe_drop_pct"], [unbuilt]), _rev())
 
 
 def test_baseline_bars_are_drawn_and_named_when_the_baseline_was_profiled():
-    fig = ncu_figure([{"shape": "s1", "tensor_pipe_pct": 48.0}, {"shape": "s2", "tensor_pipe_pct": 40.0}],
-                     [{"shape": "s1", "tensor_pipe_pct": 34.0}], "candidate cccccccc", "baseline bbbbbbbb")
+    fig = ncu_figure([_launch("s1", 48.0), _launch("s2", 40.0)], [_launch("s1", 34.0)],
+                     "candidate cccccccc", "baseline bbbbbbbb")
     baseline, candidate = fig["data"]
     assert (baseline["name"], candidate["name"]) == ("baseline bbbbbbbb", "candidate cccccccc")
     assert baseline["x"] == candidate["x"] == [["s1", "s2"], ["tensor pipe", "tensor pipe"]]
     assert baseline["y"] == [34.0, None] and candidate["y"] == [48.0, 40.0]
     assert fig["layout"]["title"]["text"] == "Nsight Compute: candidate beside baseline"
-    alone = ncu_figure([{"shape": "s1", "tensor_pipe_pct": 48.0}], [], "candidate cccccccc")
+    alone = ncu_figure([_launch("s1", 48.0)], [], "candidate cccccccc")
     assert [t["name"] for t in alone["data"]] == ["candidate cccccccc"]
     assert "baseline not profiled" in alone["layout"]["title"]["text"]
 

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict
-
 from fastapi import APIRouter, BackgroundTasks, HTTPException, Request
 from fastapi.responses import JSONResponse
 
@@ -19,6 +17,7 @@ from gate.api.schemas import (
     RevisionRefusedOut,
     errors,
 )
+from gate.domain.codec import to_json
 from gate.services.cancellation import cancel
 from gate.services.submissions import is_local_repo, plan_revision, submit
 from gate.read_models.revision import RevisionDetail
@@ -99,11 +98,13 @@ def read_revision(revision_id: int, request: Request, session: SessionDep) -> Re
 
 
 def revision_out(detail: RevisionDetail, request: Request) -> RevisionOut:
-    data = asdict(detail)
+    data = to_json(detail)       # typed results back to the JSON they were stored as
     for job in data["jobs"]:
         job["artifacts"] = [
             ArtifactOut(**a, url=str(request.url_for("download_artifact", artifact_id=a["id"])))
             for a in job["artifacts"]
         ]
+        for stage in job["stages"]:
+            stage["payload"] = stage.pop("result")
     data["jobs"] = [JobOut(**job) for job in data["jobs"]]
     return RevisionOut(**data)
