@@ -1,12 +1,15 @@
 """Values that cross between the notifications and the storage without either importing the other.
 
     JobFacts          what a message about a job needs, read once from its rows by the storage
+    VerdictNotice     a verdict the storage committed: the job's facts and the report
     Delivery          an outbound message a listener made: stored (the outbox) before it is sent
     StoredDelivery    a delivery read back from the outbox: its id and how often it was tried
     DeliveryResult    what sending a stored delivery did, for the storage to record on its row
 
-The executor hands `JobFacts` and the `VerdictReport` to `gate.notify`, and the deliveries it gets
-back to `gate.storage.outbox`, inside the verdict's transaction.
+The storage's writing functions return what they committed (`VerdictNotice`, the `JobFacts` of
+queued or cancelled jobs); only then does the executor or the service hand it to its
+`gate.notify.Notifier`, and the deliveries it gets back to `gate.storage.outbox` (their own
+transaction). An event rolled back is never announced.
 """
 
 from __future__ import annotations
@@ -15,6 +18,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
 from typing import Any
+
+from gate.domain.verdict import VerdictReport
 
 
 class DeliveryState(StrEnum):
@@ -71,3 +76,11 @@ class DeliveryResult:
     next_attempt_at: datetime | None = None
     sent_at: datetime | None = None
     payload: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class VerdictNotice:
+    """A verdict the storage has committed, as the notifications hear of it."""
+
+    job: JobFacts                  # with the stored verdict's fingerprint
+    report: VerdictReport          # the report itself, not its stored JSON decoded again

@@ -72,7 +72,6 @@ def claim_and_deliver(sender: Sender, session: Session, row_id: int, now: dateti
         return None
     result = sender.deliver(row, _SessionOutbox(session))
     outbox.record(session, row_id, result)
-    session.commit()
     return _COUNTED[result.state]
 
 

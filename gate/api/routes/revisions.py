@@ -58,7 +58,7 @@ def create_revision(body: RevisionIn, request: Request, session: SessionDep, gat
     if not is_local_repo(body.repo):
         background.add_task(gate.plan_later, revision.id)   # fetching a remote may be slow
         return out
-    plan = plan_revision(session, revision, sources=gate.sources)   # a local path is cheap to check now
+    plan = plan_revision(session, revision, sources=gate.sources, notifier=gate.notifier)   # a local path is cheap to check now
     if plan.error:
         detail = [{"loc": ["body", plan.field or "repo"], "msg": plan.error, "type": "gate_plan_error"}]
         return JSONResponse({"detail": detail, **out.model_dump()}, status_code=422)
@@ -79,7 +79,7 @@ Check Run). Idempotent: cancelling a cancelled revision answers 200 again, with 
                         409: {"model": ErrorOut, "description": "the revision is done: its verdicts stand"}})
 def cancel_revision(revision_id: int, request: Request, session: SessionDep, gate: GateDep) -> CancelOut:
     """Cancel a queued or running revision."""
-    result = cancel(session, revision_id, gate.executor) if storable_id(revision_id) else None
+    result = cancel(session, revision_id, gate.executor, gate.notifier) if storable_id(revision_id) else None
     if result is None or result.status is None:
         raise HTTPException(status_code=404, detail=f"no revision {revision_id}")
     if result.finished:
