@@ -61,7 +61,7 @@ def create_app(settings: Settings | None = None, *, gate_job: GateJob | None = N
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        sweeper = start_sweeper(settings, session_factory)
+        sweeper = start_sweeper(settings, session_factory, notifier)
         if settings.warm_history:
             warmup.start()
         else:

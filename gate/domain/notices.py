@@ -1,15 +1,16 @@
 """Values that cross between the notifications and the storage without either importing the other.
 
     JobFacts          what a message about a job needs, read once from its rows by the storage
-    VerdictNotice     a verdict the storage committed: the job's facts and the report
+    Notice            an event the storage committed (jobs queued, a verdict, jobs cancelled)
     Delivery          an outbound message a listener made: stored (the outbox) before it is sent
     StoredDelivery    a delivery read back from the outbox: its id and how often it was tried
     DeliveryResult    what sending a stored delivery did, for the storage to record on its row
 
-The storage's writing functions return what they committed (`VerdictNotice`, the `JobFacts` of
-queued or cancelled jobs); only then does the executor or the service hand it to its
-`gate.notify.Notifier`, and the deliveries it gets back to `gate.storage.outbox` (their own
-transaction). An event rolled back is never announced.
+The storage stores a `Notice` in the event's own transaction and returns it; only once that
+committed does the executor or the service hand it to its `gate.notify.Notifier`, and the deliveries
+it gets back go to `gate.storage.outbox` in the transaction that marks the notice handed. An event
+rolled back is never announced; one committed but never handed (a crash between the two) is handed
+by the sweeper later (`gate.services.announce.announce_due`).
 """
 
 from __future__ import annotations
@@ -78,9 +79,17 @@ class DeliveryResult:
     payload: dict[str, Any] | None = None
 
 
-@dataclass(frozen=True)
-class VerdictNotice:
-    """A verdict the storage has committed, as the notifications hear of it."""
+class NoticeKind(StrEnum):
+    QUEUED = "queued"              # jobs were planned
+    VERDICT = "verdict"            # a job's verdict was stored
+    CANCELLED = "cancelled"        # jobs were cancelled
 
-    job: JobFacts                  # with the stored verdict's fingerprint
-    report: VerdictReport          # the report itself, not its stored JSON decoded again
+
+@dataclass(frozen=True)
+class Notice:
+    """An event the storage committed, kept in its `notices` table until notify has heard of it."""
+
+    kind: NoticeKind
+    jobs: list[JobFacts]           # a verdict's: its one job, with the stored verdict's fingerprint
+    report: VerdictReport | None = None   # a verdict's report itself, not its stored JSON decoded again
+    id: int = 0                    # its row

@@ -16,7 +16,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from gate.domain.job import ProgressEvent, RunOptions
 from gate.errors import JobCancelled
 from gate.notify import Notifier
-from gate.services.announce import announce_verdict
+from gate.services.announce import announce
 from gate.storage import claims
 from gate.storage.models import Job
 from gate.storage.outcomes import Outcome, store_error, store_outcome
@@ -110,7 +110,7 @@ def run_claimed(env: JobEnvironment, job_id: int, attempt: int, cancel: threadin
         log.exception("job %s failed in the gate", job_id)
         stop.set()
         with env.session_factory() as s:
-            announce_verdict(s, env.notifier, store_error(s, job_id, attempt, f"{type(exc).__name__}: {exc}"))
+            announce(s, env.notifier, store_error(s, job_id, attempt, f"{type(exc).__name__}: {exc}"))
         return
     finally:
         stop.set()
@@ -123,7 +123,7 @@ def run_claimed(env: JobEnvironment, job_id: int, attempt: int, cancel: threadin
         with env.session_factory() as s:
             notice = store_error(s, job_id, attempt, f"storing the result failed: {type(exc).__name__}: {exc}")
     with env.session_factory() as s:     # only now, with the verdict committed, does notify hear of it
-        announce_verdict(s, env.notifier, notice)
+        announce(s, env.notifier, notice)
 
 
 def _heartbeats(env: JobEnvironment, job_id: int, attempt: int, stop: threading.Event,

@@ -19,8 +19,10 @@ import logging
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Protocol
 
+from gate.domain.notices import NoticeKind
+
 if TYPE_CHECKING:
-    from gate.domain.notices import Delivery, JobFacts
+    from gate.domain.notices import Delivery, JobFacts, Notice
     from gate.domain.verdict import VerdictReport
 
 log = logging.getLogger(__name__)
@@ -39,6 +41,16 @@ class Notifier:
 
     def __init__(self, listeners: Sequence[Listener] = ()):
         self.listeners: tuple[Listener, ...] = tuple(listeners)
+
+    def deliveries(self, notice: Notice) -> list[Delivery]:
+        """The messages of a committed event, by its kind."""
+        if notice.kind is NoticeKind.VERDICT:
+            if notice.report is None:
+                raise ValueError(f"notice {notice.id}: a verdict notice without its report")
+            return [d for job in notice.jobs for d in self.verdict(job, notice.report)]
+        if notice.kind is NoticeKind.QUEUED:
+            return self.jobs_queued(notice.jobs)
+        return self.cancelled(notice.jobs)
 
     def jobs_queued(self, jobs: Sequence[JobFacts]) -> list[Delivery]:
         return self._each("jobs_queued", lambda listener: listener.jobs_queued(jobs))

@@ -1,48 +1,60 @@
-"""The after-commit hand-off: an event the storage has committed goes to the notifier the service
-was composed with, and the messages it makes go to the outbox in a transaction of their own.
+"""The after-commit hand-off: an event the storage committed (its `Notice`, stored in the event's
+transaction) goes to the notifier the service was composed with, and the messages it makes go to
+the outbox in the transaction that marks the notice handed.
 
-    announce_queued(session, notifier, jobs)       after the planner committed the jobs
-    announce_verdict(session, notifier, notice)    after a verdict was stored (None: it was not)
-    announce_cancelled(session, notifier, jobs)    after a cancel committed
+    announce(session, notifier, notice)          right after the event's commit (None: nothing to say)
+    announce_due(session_factory, notifier)      the sweeper: notices nobody handed (their process
+                                                 died between the two commits), oldest first
 
-An event whose transaction rolled back never reaches here: the storage returns it only once it
-committed. A crash between the two commits loses that event's messages (the verdict itself is
-kept); the outbox's retries cover every message once it is stored.
+An event whose transaction rolled back left no notice and is never announced; a committed one is
+announced once (`storage.notices.hand_off` decides between two processes).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable
+from datetime import datetime, timedelta
 
 from sqlalchemy.orm import Session
 
-from gate.domain.notices import Delivery, JobFacts, VerdictNotice
+from gate.domain.clock import utcnow
+from gate.domain.notices import Notice
 from gate.notify import Notifier
-from gate.storage import outbox
+from gate.storage.notices import hand_off, unhanded
 
 log = logging.getLogger(__name__)
 
-
-def announce_queued(session: Session, notifier: Notifier, jobs: Sequence[JobFacts]) -> None:
-    if jobs:
-        _store(session, notifier.jobs_queued(jobs), f"queued jobs {[j.job_id for j in jobs]}")
-
-
-def announce_verdict(session: Session, notifier: Notifier, notice: VerdictNotice | None) -> None:
-    if notice is not None:
-        _store(session, notifier.verdict(notice.job, notice.report), f"the verdict of job {notice.job.job_id}")
+# A notice this old and still unhanded lost its process: the sweeper hands it. Younger ones are left
+# to the process that stored them (it hands them right after its commit, within milliseconds).
+RECOVER_AFTER_S = 60.0
 
 
-def announce_cancelled(session: Session, notifier: Notifier, jobs: Sequence[JobFacts]) -> None:
-    if jobs:
-        _store(session, notifier.cancelled(jobs), f"cancelled jobs {[j.job_id for j in jobs]}")
-
-
-def _store(session: Session, deliveries: list[Delivery], what: str) -> None:
-    """Into the outbox; a database fault here is logged, not raised: the event it reports stands."""
+def announce(session: Session, notifier: Notifier, notice: Notice | None) -> bool:
+    """Hand a committed event to `notifier` and store its messages; False when there was nothing to
+    hand, another process handed it, or storing failed (logged: the event stands, and an unhanded
+    notice is tried again by the sweeper)."""
+    if notice is None:
+        return False
     try:
-        outbox.store(session, deliveries)
+        return hand_off(session, notice.id, notifier.deliveries(notice))
     except Exception:
         session.rollback()
-        log.exception("the %d messages about %s could not be stored", len(deliveries), what)
+        log.exception("notice %s (%s of jobs %s): the messages were not stored", notice.id, notice.kind,
+                      [j.job_id for j in notice.jobs])
+        return False
+
+
+def announce_due(session_factory: Callable[[], Session], notifier: Notifier, now: datetime | None = None,
+                 recover_after_s: float = RECOVER_AFTER_S) -> int:
+    """Hand every notice left unhanded for `recover_after_s`; how many this call handed."""
+    before = (now or utcnow()) - timedelta(seconds=recover_after_s)
+    with session_factory() as session:
+        due = unhanded(session, before)
+    handed = 0
+    for notice in due:
+        with session_factory() as session:
+            handed += announce(session, notifier, notice)
+    if handed:
+        log.warning("handed %d notices their process left unannounced", handed)
+    return handed

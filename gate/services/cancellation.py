@@ -17,7 +17,7 @@ from sqlalchemy.orm import Session
 
 from gate.executors.base import Executor
 from gate.notify import Notifier
-from gate.services.announce import announce_cancelled
+from gate.services.announce import announce
 from gate.storage.cancellation import CancelResult, cancel_revision
 
 log = logging.getLogger(__name__)
@@ -26,7 +26,7 @@ log = logging.getLogger(__name__)
 def cancel(session: Session, revision_id: int, executor: Executor, notifier: Notifier) -> CancelResult:
     """Cancel the revision (idempotent) and stop its running children; see `CancelResult`."""
     result = cancel_revision(session, revision_id)
-    announce_cancelled(session, notifier, result.jobs)
+    announce(session, notifier, result.notice)
     if result.job_ids:
         log.info("revision %s cancelled: jobs %s", revision_id, result.job_ids)
         executor.cancel(result.job_ids)

@@ -21,7 +21,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from gate.errors import GateError, ManifestError, SourceError, StorageError
 from gate.notify import Notifier
-from gate.services.announce import announce_queued
+from gate.services.announce import announce
 from gate.services.baseline import choose_baseline
 from gate.services.sources import SourceReader, as_naive_utc
 from gate.storage.models import Job, Revision, RevisionStatus
@@ -149,9 +149,9 @@ def plan_revision(session: Session, revision: Revision, *, sources: SourceReader
                   author=info.get("author"), message=info.get("message"),
                   committed_at=as_naive_utc(info.get("committed_at")))
     baseline = choose_baseline(session, revision, parent_sha=revision.parent_sha)
-    facts = queue_jobs(session, revision, [name for name in names if not revision.kernels or name in revision.kernels],
-                       baseline)
-    announce_queued(session, notifier or Notifier(), facts)
+    notice = queue_jobs(session, revision, [name for name in names if not revision.kernels or name in revision.kernels],
+                        baseline)
+    announce(session, notifier or Notifier(), notice)
     return PlanResult(jobs=list(revision.jobs))
 
 

@@ -21,7 +21,8 @@ from dataclasses import dataclass, field
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
-from gate.domain.notices import JobFacts
+from gate.domain.notices import JobFacts, Notice, NoticeKind
+from gate.storage.notices import add_notice
 from gate.storage.models import ACTIVE_STATUSES, Job, JobEvent, JobState, Revision, RevisionStatus, utcnow
 from gate.storage.queries import job_facts
 
@@ -34,6 +35,7 @@ class CancelResult:
     cancelled: bool = False                             # this call cancelled it (False: already final)
     job_ids: list[int] = field(default_factory=list)    # jobs this call stopped (queued or running)
     jobs: list[JobFacts] = field(default_factory=list)  # the same jobs, as messages name them
+    notice: Notice | None = None                        # stored with the cancel, for notify to hear
 
     @property
     def finished(self) -> bool:
@@ -53,7 +55,7 @@ def _cancel_jobs(session: Session, revision_id: int) -> list[int]:
 def cancel_revision(session: Session, revision_id: int) -> CancelResult:
     """Cancel revision `revision_id` and commit (see the module doc). Idempotent: a revision already
     cancelled, or done, is left as it is and its status returned with `cancelled=False`. The
-    cancelled jobs' facts come back for the caller to announce, once committed."""
+    cancelled jobs' notice is stored with the cancel and comes back for the caller to announce."""
     job_ids = _cancel_jobs(session, revision_id)
     moved = session.execute(
         update(Revision).where(Revision.id == revision_id,
@@ -69,6 +71,7 @@ def cancel_revision(session: Session, revision_id: int) -> CancelResult:
                     for job_id in job_ids)
     facts = [job_facts(job) for job in session.scalars(
         select(Job).where(Job.id.in_(job_ids)).order_by(Job.id)).all()] if job_ids else []
+    notice = add_notice(session, NoticeKind.CANCELLED, facts) if facts else None
     session.commit()
     return CancelResult(status=RevisionStatus.CANCELLED.value, cancelled=True, job_ids=sorted(job_ids),
-                        jobs=facts)
+                        jobs=facts, notice=notice)

@@ -214,6 +214,19 @@ class Notification(Base):
     sent_at: Mapped[datetime | None] = mapped_column()
 
 
+class NoticeRecord(Base):
+    """An event notify must hear of (`gate.domain.notices.Notice`), stored in the event's transaction.
+    `handed_at` is set in the transaction that stores the messages notify made of it, so each event
+    is announced once, and one whose process died before announcing it is found again."""
+
+    __tablename__ = "notices"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    kind: Mapped[str] = mapped_column(String(20))            # NoticeKind
+    body: Mapped[dict[str, Any]] = mapped_column(JSON)       # to_json(Notice) without its id
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    handed_at: Mapped[datetime | None] = mapped_column(index=True)
+
+
 class WebhookDelivery(Base):
     """`X-GitHub-Delivery` ids already seen: a redelivery creates no second job."""
 

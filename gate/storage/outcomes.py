@@ -2,7 +2,7 @@
 
 The final UPDATE is conditional on the attempt that was claimed: if the job was re-queued and claimed
 again meanwhile (its worker was presumed dead), this late result is dropped instead of stored twice.
-Nothing of the notifications runs here: what was committed is returned (`VerdictNotice`), and the
+Nothing of the notifications runs here: what was committed is returned (`Notice`), and the
 caller hands it to its notifier only then (`gate.executors.base`).
 """
 
@@ -18,8 +18,9 @@ from sqlalchemy.orm import Session
 
 from gate.domain import JobResult, Verdict, VerdictReport
 from gate.domain.codec import to_json
-from gate.domain.notices import VerdictNotice
+from gate.domain.notices import Notice, NoticeKind
 from gate.storage import artifacts as artifact_files
+from gate.storage.notices import add_notice
 from gate.storage.models import Job, JobEvent, JobState, Revision, RevisionStatus, utcnow
 from gate.storage.queries import job_facts
 from gate.storage.recording import extract_metrics, stage_records, verdict_record
@@ -51,21 +52,21 @@ def _finish(session: Session, job_id: int, attempt: int, verdict: str, error: st
     return session.get(Job, job_id, populate_existing=True)
 
 
-def _close(session: Session, job: Job, report: VerdictReport, fingerprint: dict | None) -> VerdictNotice:
-    """End the revision when this was its last open job, and commit; what was committed."""
+def _close(session: Session, job: Job, report: VerdictReport, fingerprint: dict | None) -> Notice:
+    """End the revision when this was its last open job, store the verdict's notice, and commit."""
     session.flush()
     open_jobs = session.scalar(
         select(func.count()).select_from(Job).where(Job.revision_id == job.revision_id, Job.state != JobState.DONE)
     )
     if open_jobs == 0:
         session.execute(update(Revision).where(Revision.id == job.revision_id).values(status=RevisionStatus.DONE))
-    notice = VerdictNotice(job_facts(job, fingerprint), report)     # read before commit expires the rows
+    notice = add_notice(session, NoticeKind.VERDICT, [job_facts(job, fingerprint)], report)
     session.commit()
     return notice
 
 
 def store_outcome(session: Session, job_id: int, attempt: int, outcome: Outcome,
-                  data_dir: Path) -> VerdictNotice | None:
+                  data_dir: Path) -> Notice | None:
     """Store a finished job in one transaction and commit; the verdict as the notifications hear of
     it. None: the job is no longer this attempt's (nothing was written)."""
     report, result = outcome.report, outcome.result
@@ -90,7 +91,7 @@ def store_outcome(session: Session, job_id: int, attempt: int, outcome: Outcome,
     return _close(session, job, report, record.fingerprint)
 
 
-def store_error(session: Session, job_id: int, attempt: int, message: str) -> VerdictNotice | None:
+def store_error(session: Session, job_id: int, attempt: int, message: str) -> Notice | None:
     """End a job as `error` (the gate failed, not the kernel) and commit. Never `accept`. None: the
     job is no longer this attempt's."""
     job = _finish(session, job_id, attempt, str(Verdict.ERROR), message)

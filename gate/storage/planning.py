@@ -4,8 +4,8 @@ these store (`gate.services.submissions`).
     store_submission   the repository and a queued revision (or the identical active one)
     record_commit      what git said of the commit, on the revision (not committed: the baseline
                        choice reads it before `queue_jobs`)
-    queue_jobs         the baseline and one queued job per kernel, with their events; the jobs'
-                       facts for the notifications, read before the commit
+    queue_jobs         the baseline and one queued job per kernel, with their events and the
+                       notice notify hears of them by
     end_unplanned      a revision that could not be planned ends `done` with the reason
 """
 
@@ -15,9 +15,10 @@ from datetime import datetime
 
 from sqlalchemy.orm import Session
 
-from gate.domain.notices import JobFacts
+from gate.domain.notices import Notice, NoticeKind
 from gate.storage.limits import max_length
 from gate.storage.models import Job, JobEvent, JobState, Revision, RevisionStatus
+from gate.storage.notices import add_notice
 from gate.storage.queries import job_facts
 from gate.storage.repositories import ensure_repository
 from gate.storage.revisions import add_revision, lock_queued
@@ -43,18 +44,18 @@ def record_commit(session: Session, revision: Revision, *, sha: str, base_sha: s
     revision.message, revision.committed_at = message, committed_at
 
 
-def queue_jobs(session: Session, revision: Revision, kernels: list[str], base_sha: str | None) -> list[JobFacts]:
-    """One queued job per kernel against `base_sha`, an event each, committed; the jobs as the
-    notifications name them. The caller holds the revision's row (`lock_queued`)."""
+def queue_jobs(session: Session, revision: Revision, kernels: list[str], base_sha: str | None) -> Notice | None:
+    """One queued job per kernel against `base_sha`, an event each and their notice, committed; the
+    notice (None without jobs). The caller holds the revision's row (`lock_queued`)."""
     revision.base_sha = base_sha
     jobs = [Job(revision=revision, kernel=name, state=JobState.QUEUED) for name in kernels]
     session.add_all(jobs)
     session.flush()
     for job in jobs:
         session.add(JobEvent(job_id=job.id, state="queued", detail=f"{revision.sha[:12]} vs {revision.base_sha or '-'}"))
-    facts = [job_facts(job) for job in jobs]
+    notice = add_notice(session, NoticeKind.QUEUED, [job_facts(job) for job in jobs]) if jobs else None
     session.commit()
-    return facts
+    return notice
 
 
 def end_unplanned(session: Session, revision: Revision, message: str) -> bool:

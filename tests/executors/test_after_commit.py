@@ -12,7 +12,7 @@ from gate.executors.base import JobEnvironment, run_claimed
 from gate.notify import Notifier
 from gate.services.submissions import plan_revision, submit_revision
 from gate.storage import claims
-from gate.storage.models import Notification, Revision, VerdictRecord
+from gate.storage.models import Notification, NoticeRecord, Revision, VerdictRecord
 
 
 class Recording:
@@ -75,6 +75,7 @@ def test_a_verdict_rolled_back_for_a_superseded_attempt_is_never_announced(sessi
     assert _notifications(session_factory) == 0
     with session_factory() as s:
         assert s.scalar(select(func.count()).select_from(VerdictRecord)) == 0
+        assert s.scalars(select(NoticeRecord.kind)).all() == ["queued"]     # the plan's, no verdict's
 
 
 def test_a_verdict_whose_commit_fails_is_not_announced_only_the_error_that_was_stored(session_factory, tmp_path):
@@ -95,3 +96,6 @@ def test_a_verdict_whose_commit_fails_is_not_announced_only_the_error_that_was_s
     assert (heard_job, heard, committed) == (job_id, "error", "error")    # never the rolled-back accept
     with session_factory() as s:
         assert s.get(Revision, s.scalar(select(VerdictRecord.revision_id))).status == "done"
+        # the accept's notice went with its transaction; the error's was stored and handed
+        assert [(r.kind, r.body["report"]["verdict"], r.handed_at is not None)
+                for r in s.scalars(select(NoticeRecord).where(NoticeRecord.kind == "verdict"))] == [("verdict", "error", True)]

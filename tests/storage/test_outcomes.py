@@ -5,7 +5,7 @@ from sqlalchemy import func, select
 
 from gate.domain import Verdict, VerdictReport
 from gate.storage import claims
-from gate.storage.models import Job, Notification, Repository, Revision, VerdictRecord
+from gate.storage.models import Job, Notification, NoticeRecord, Repository, Revision, VerdictRecord
 from gate.storage.outcomes import store_error, store_outcome
 
 
@@ -30,19 +30,22 @@ def test_the_stored_verdict_comes_back_with_the_facts_and_the_report_once_commit
     with session_factory() as s:
         notice = store_outcome(s, job_id, attempt, FakeOutcome(job_result("k0"), report), tmp_path)
     assert notice.report is report                 # the value itself, not the stored JSON decoded again
-    facts = notice.job
+    (facts,) = notice.jobs
     assert (facts.job_id, facts.kernel, facts.repo, facts.sha, facts.pull_request) == (
         job_id, "k0", "octo/flash", "c" * 40, 3)
     with session_factory() as other:                # another session sees the verdict: it is committed
         assert other.scalar(select(VerdictRecord.verdict).where(VerdictRecord.job_id == job_id)) == "reject"
-    assert _count(session_factory, Notification) == 0     # storage itself announces nothing
+    assert _count(session_factory, Notification) == 0     # storage itself announces nothing ...
+    with session_factory() as s:                           # ... it keeps the notice, unhanded, for the caller
+        assert s.execute(select(NoticeRecord.id, NoticeRecord.kind, NoticeRecord.handed_at)).all() == [
+            (notice.id, "verdict", None)]
 
 
 def test_an_error_verdict_comes_back_as_error(session_factory):
     job_id, attempt = _claimed_job(session_factory)
     with session_factory() as s:
         notice = store_error(s, job_id, attempt, "the gate failed")
-    assert (notice.report.verdict, notice.report.reason, notice.job.job_id) == (Verdict.ERROR, "the gate failed", job_id)
+    assert (notice.report.verdict, notice.report.reason, notice.jobs[0].job_id) == (Verdict.ERROR, "the gate failed", job_id)
     assert _count(session_factory, VerdictRecord) == 1
 
 
