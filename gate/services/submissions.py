@@ -25,7 +25,7 @@ from gate.services.announce import announce
 from gate.services.baseline import choose_baseline
 from gate.services.sources import SourceReader, as_naive_utc
 from gate.storage.models import Job, Revision, RevisionStatus
-from gate.storage.planning import end_unplanned, queue_jobs, record_commit, store_submission
+from gate.storage.planning import end_unplanned, queue_jobs, record_commit, release, store_submission
 from gate.storage.revisions import lock_queued, unplanned_revision_ids
 
 log = logging.getLogger(__name__)
@@ -114,9 +114,7 @@ def plan_revision(session: Session, revision: Revision, *, sources: SourceReader
     if revision.jobs or revision.status != RevisionStatus.QUEUED:
         return PlanResult(jobs=list(revision.jobs), error=revision.error)
     repo, wanted_sha, wanted_base = revision.repository.url, revision.sha, revision.base_sha
-    # git may take minutes (or hang until its timeout): end the read transaction first, so that no
-    # database connection is held meanwhile (issue 12: 45 hung clones exhausted the pool).
-    session.commit()
+    release(session)        # git may take minutes (or hang until its timeout): hold no connection
     try:
         sha = sources.resolve(repo, wanted_sha)
     except SourceError as exc:

@@ -7,6 +7,7 @@ these store (`gate.services.submissions`).
     queue_jobs         the baseline and one queued job per kernel, with their events and the
                        notice notify hears of them by
     end_unplanned      a revision that could not be planned ends `done` with the reason
+    release            end the read transaction before a long wait (git), holding no connection
 """
 
 from __future__ import annotations
@@ -67,3 +68,10 @@ def end_unplanned(session: Session, revision: Revision, message: str) -> bool:
     revision.status, revision.error = RevisionStatus.DONE, message
     session.commit()
     return True
+
+
+def release(session: Session) -> None:
+    """End `session`'s transaction, so that no database connection is held while the planner waits
+    on git (issue 12: 45 hung clones exhausted the pool). A commit, not a rollback: the rows read so
+    far stay loaded (the sessions do not expire on commit), and nothing is pending here."""
+    session.commit()
