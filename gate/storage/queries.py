@@ -66,8 +66,8 @@ def _stage(s: StageRecord) -> StageDetail:
     if kind is not None and s.payload is not None:
         try:
             result = from_json(kind, s.payload, path=f"{s.side} {s.stage}")
-        except (TypeError, ValueError) as exc:
-            unreadable = str(exc)
+        except (TypeError, ValueError) as exc:     # TypeError: a required field is missing
+            unreadable = f"{s.side} {s.stage}: {exc}"
             log.warning("stage result %s of job %s does not decode: %s", s.id, s.job_id, exc)
     return StageDetail(s.side, s.stage, s.status, s.reason, s.duration_s, result, unreadable)
 
