@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import TypeVar
 
 from gate.domain.names import Side, Stage
 from gate.domain.results import (
@@ -22,6 +23,8 @@ from gate.domain.results import (
     StaticResult,
 )
 from gate.domain.verdict import RuleRow
+
+R = TypeVar("R")
 
 
 @dataclass
@@ -87,7 +90,7 @@ class JobDetail:
     def stage(self, side: Side, stage: Stage) -> StageDetail | None:
         return next((s for s in self.stages if s.side == side and s.stage == stage), None)
 
-    def _result(self, side: Side, stage: Stage, kind: type) -> object | None:
+    def _result(self, side: Side, stage: Stage, kind: type[R]) -> R | None:
         found = self.stage(side, stage)
         return found.result if found is not None and isinstance(found.result, kind) else None
 

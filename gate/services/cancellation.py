@@ -2,9 +2,10 @@
 
     cancel(session, revision_id, executor, notifier) -> CancelResult
 
-The storage ends the revision's queued and running jobs as `cancelled` in one transaction; once it
-committed, the notifier makes its messages of them (an `error` commit status and a `cancelled` Check
-Run, `gate.notify.messages`) and they go to the outbox. Then the executor is told: the local executor kills the children of the jobs it runs
+The storage ends the revision's queued and running jobs as `cancelled` in one transaction, with
+their notice; once it committed, the notifier makes its messages of them (an `error` commit status
+and a `cancelled` Check Run, `gate.notify.messages`) and they go to the outbox. Then the executor is
+told: the local executor kills the children of the jobs it runs
 at once; a Celery worker kills its child at its next heartbeat (`claims.HEARTBEAT_S`), when it finds
 the job no longer its own. A queued job is never started. `cancelled` is final and never `accept`.
 """

@@ -147,8 +147,8 @@ def plan_revision(session: Session, revision: Revision, *, sources: SourceReader
                   author=info.get("author"), message=info.get("message"),
                   committed_at=as_naive_utc(info.get("committed_at")))
     baseline = choose_baseline(session, revision, parent_sha=revision.parent_sha)
-    notice = queue_jobs(session, revision, [name for name in names if not revision.kernels or name in revision.kernels],
-                        baseline)
+    wanted = [name for name in names if not revision.kernels or name in revision.kernels]
+    notice = queue_jobs(session, revision, wanted, baseline)
     announce(session, notifier or Notifier(), notice)
     return PlanResult(jobs=list(revision.jobs))
 

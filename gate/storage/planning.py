@@ -53,7 +53,8 @@ def queue_jobs(session: Session, revision: Revision, kernels: list[str], base_sh
     session.add_all(jobs)
     session.flush()
     for job in jobs:
-        session.add(JobEvent(job_id=job.id, state="queued", detail=f"{revision.sha[:12]} vs {revision.base_sha or '-'}"))
+        detail = f"{revision.sha[:12]} vs {revision.base_sha or '-'}"
+        session.add(JobEvent(job_id=job.id, state="queued", detail=detail))
     notice = add_notice(session, NoticeKind.QUEUED, [job_facts(job) for job in jobs]) if jobs else None
     session.commit()
     return notice

@@ -15,7 +15,8 @@ AT = datetime(2025, 1, 1)
 
 
 def _job(rules: list[str], stages: list[StageDetail] = ()) -> JobDetail:
-    verdict = VerdictDetail("accept", "accept", "NVIDIA H200", [RuleRow(r, RuleOutcome.PASS, "") for r in rules], None, AT)
+    rows = [RuleRow(r, RuleOutcome.PASS, "") for r in rules]
+    verdict = VerdictDetail("accept", "accept", "NVIDIA H200", rows, None, AT)
     return JobDetail(1, "k", "any", "done", 1, "w", None, None, AT, AT, AT, verdict, list(stages))
 
 

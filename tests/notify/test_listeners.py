@@ -116,7 +116,8 @@ def test_the_notifier_has_the_listeners_the_settings_ask_for():
 def test_there_is_no_process_wide_listener_registry():
     """Nothing in the notify package holds listeners at module level: a notifier is composed by its
     service and handed on, never registered."""
-    modules = [notify, *(importlib.import_module(f"gate.notify.{m.name}") for m in pkgutil.iter_modules(notify.__path__))]
+    modules = [notify, *(importlib.import_module(f"gate.notify.{m.name}")
+                         for m in pkgutil.iter_modules(notify.__path__))]
     for module in modules:
         held = [name for name, value in vars(module).items()
                 if isinstance(value, (list, dict, set)) and not name.startswith("__")

@@ -18,7 +18,8 @@ from gate.storage.notices import add_notice, hand_off, unhanded
 FACTS = JobFacts(job_id=7, kernel="attn", gpu_kind="any", revision_id=3, repo="octo/flash", sha="c" * 40,
                  fingerprint={"gpu_name": "NVIDIA H100"})
 REPORT = VerdictReport(Verdict.REJECT, "max_registers: 200 > 128",
-                       [RuleRow("max_registers", RuleOutcome.FAIL, "200 > 128", value=200, threshold=128, decisive=True)])
+                       [RuleRow("max_registers", RuleOutcome.FAIL, "200 > 128", value=200, threshold=128,
+                                decisive=True)])
 
 
 class Hook:

@@ -45,7 +45,8 @@ def test_an_error_verdict_comes_back_as_error(session_factory):
     job_id, attempt = _claimed_job(session_factory)
     with session_factory() as s:
         notice = store_error(s, job_id, attempt, "the gate failed")
-    assert (notice.report.verdict, notice.report.reason, notice.jobs[0].job_id) == (Verdict.ERROR, "the gate failed", job_id)
+    assert (notice.report.verdict, notice.report.reason, notice.jobs[0].job_id) == (
+        Verdict.ERROR, "the gate failed", job_id)
     assert _count(session_factory, VerdictRecord) == 1
 
 

@@ -58,7 +58,8 @@ def create_revision(body: RevisionIn, request: Request, session: SessionDep, gat
     if not is_local_repo(body.repo):
         background.add_task(gate.plan_later, revision.id)   # fetching a remote may be slow
         return out
-    plan = plan_revision(session, revision, sources=gate.sources, notifier=gate.notifier)   # a local path is cheap to check now
+    # a local path is cheap to check now
+    plan = plan_revision(session, revision, sources=gate.sources, notifier=gate.notifier)
     if plan.error:
         detail = [{"loc": ["body", plan.field or "repo"], "msg": plan.error, "type": "gate_plan_error"}]
         return JSONResponse({"detail": detail, **out.model_dump()}, status_code=422)
