@@ -8,7 +8,7 @@
 
 The storage stores a `Notice` in the event's own transaction and returns it; only once that
 committed does the executor or the service hand it to its `gate.notify.Notifier`, and the deliveries
-it gets back go to `gate.storage.outbox` in the transaction that marks the notice handed. An event
+it gets back go to `gate.storage.outbox` in the transaction that takes (deletes) the notice. An event
 rolled back is never announced; one committed but never handed (a crash between the two) is handed
 by the sweeper later (`gate.services.announce.announce_due`).
 """

@@ -1,6 +1,6 @@
 """The after-commit hand-off: an event the storage committed (its `Notice`, stored in the event's
 transaction) goes to the notifier the service was composed with, and the messages it makes go to
-the outbox in the transaction that marks the notice handed.
+the outbox in the transaction that takes (deletes) the notice.
 
     announce(session, notifier, notice)          right after the event's commit (None: nothing to say)
     announce_due(session_factory, notifier)      the sweeper: notices nobody handed (their process

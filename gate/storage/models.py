@@ -215,16 +215,15 @@ class Notification(Base):
 
 
 class NoticeRecord(Base):
-    """An event notify must hear of (`gate.domain.notices.Notice`), stored in the event's transaction.
-    `handed_at` is set in the transaction that stores the messages notify made of it, so each event
-    is announced once, and one whose process died before announcing it is found again."""
+    """An event notify must hear of (`gate.domain.notices.Notice`), stored in the event's transaction
+    and deleted in the one that stores the messages notify made of it: each event is announced once,
+    and one whose process died before announcing it is still here to be found."""
 
     __tablename__ = "notices"
     id: Mapped[int] = mapped_column(primary_key=True)
     kind: Mapped[str] = mapped_column(String(20))            # NoticeKind
     body: Mapped[dict[str, Any]] = mapped_column(JSON)       # to_json(Notice) without its id
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
-    handed_at: Mapped[datetime | None] = mapped_column(index=True)
 
 
 class WebhookDelivery(Base):

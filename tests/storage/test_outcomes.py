@@ -37,8 +37,7 @@ def test_the_stored_verdict_comes_back_with_the_facts_and_the_report_once_commit
         assert other.scalar(select(VerdictRecord.verdict).where(VerdictRecord.job_id == job_id)) == "reject"
     assert _count(session_factory, Notification) == 0     # storage itself announces nothing ...
     with session_factory() as s:                           # ... it keeps the notice, unhanded, for the caller
-        assert s.execute(select(NoticeRecord.id, NoticeRecord.kind, NoticeRecord.handed_at)).all() == [
-            (notice.id, "verdict", None)]
+        assert s.execute(select(NoticeRecord.id, NoticeRecord.kind)).all() == [(notice.id, "verdict")]
 
 
 def test_an_error_verdict_comes_back_as_error(session_factory):

@@ -129,7 +129,7 @@ def test_migration_0005_adds_the_notices_and_takes_them_away(database_url):
     with engine.begin() as conn:
         conn.execute(text("INSERT INTO notices (kind, body, created_at) VALUES ('verdict', '{}', CURRENT_TIMESTAMP)"))
     with engine.connect() as conn:
-        assert conn.execute(text("SELECT kind, handed_at FROM notices")).one() == ("verdict", None)
+        assert conn.execute(text("SELECT kind FROM notices")).one() == ("verdict",)
     migrate(command.downgrade, "0004")
     assert "notices" not in tables()
     migrate(command.upgrade, "head")

@@ -2,8 +2,8 @@
 
 Storage no longer runs notify's code inside its transactions: the event (jobs queued, a verdict, jobs
 cancelled) is stored as a row in the event's transaction, handed to notify after the commit, and
-marked `handed_at` with the messages notify made. A row left unhanded (the process died between
-the two commits) is handed by the sweeper.
+deleted in the transaction that stores the messages notify made. A row left behind (the process died
+between the two commits) is handed by the sweeper.
 
 Revision ID: 0005
 Revises: 0004
@@ -27,12 +27,9 @@ def upgrade() -> None:
         sa.Column('kind', sa.String(length=20), nullable=False),
         sa.Column('body', sa.JSON(), nullable=False),
         sa.Column('created_at', sa.DateTime(), nullable=False),
-        sa.Column('handed_at', sa.DateTime(), nullable=True),
         sa.PrimaryKeyConstraint('id'),
     )
-    op.create_index('ix_notices_handed_at', 'notices', ['handed_at'])
 
 
 def downgrade() -> None:
-    op.drop_index('ix_notices_handed_at', table_name='notices')
     op.drop_table('notices')
