@@ -14,6 +14,7 @@ from fastapi import APIRouter, HTTPException, Query, Request
 from fastapi.responses import FileResponse, HTMLResponse
 from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
+from jinja2 import StrictUndefined
 from jinja2.utils import htmlsafe_json_dumps
 from markupsafe import Markup
 from sqlalchemy.orm import Session
@@ -44,6 +45,9 @@ PLOTLY_JS = importlib.resources.files("plotly") / "package_data" / "plotly.min.j
 PAGE_POINTS = 400      # per trace (a chart is ~550 px wide); beyond it revisions are bucketed
 
 templates = Jinja2Templates(directory=DASHBOARDS / "templates")
+# A name a template reads that its context or a read model does not have (a renamed field) is an
+# error, not an empty cell.
+templates.env.undefined = StrictUndefined
 templates.env.globals["verdict_color"] = VERDICT_COLOR
 # `tojson` escapes <, > and & (safe inside <script>); compact and unsorted keeps big charts cheap.
 templates.env.policies["json.dumps_kwargs"] = {"separators": (",", ":")}

@@ -60,3 +60,17 @@ def test_the_child_result_is_not_listed_beside_the_stored_result():
     assert [(a.kind, label) for a, label in listed_files(files)] == [
         ("result", "result and verdict (JSON)"), ("build_log", "build log")]
     assert [a.kind for a, _ in listed_files(files[1:3])] == ["result_json", "build_log"]
+
+
+def test_a_page_reading_a_field_its_read_model_lacks_fails_instead_of_showing_an_empty_cell():
+    import pytest
+    from jinja2 import UndefinedError
+
+    from gate.api.pages import templates
+
+    row = RuleRow("max_registers", RuleOutcome.FAIL, "200 > 128", value=200, threshold=128, unit="")
+    assert templates.env.from_string("{{ r.rule }} {{ r.outcome }}").render(r=row) == "max_registers fail"
+    with pytest.raises(UndefinedError):                      # e.g. `threshold` renamed to `limit`
+        templates.env.from_string("{{ r.limit }}").render(r=row)
+    with pytest.raises(UndefinedError):                      # and through the `attr` filter of the ncu table
+        templates.env.from_string("{{ k | attr('tensor_pipe') }}").render(k=_launch("s1", 48.0))
