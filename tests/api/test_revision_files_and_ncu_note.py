@@ -5,7 +5,10 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from gate.api.pages import baseline_profile_note, listed_files
+import pytest
+from jinja2 import UndefinedError
+
+from gate.api.pages import baseline_profile_note, listed_files, templates
 from gate.domain.results import KernelMetrics, ProfileResult, StageStatus
 from gate.domain.verdict import RuleOutcome, RuleRow
 from gate.figures.revision import ncu_figure
@@ -63,11 +66,6 @@ def test_the_child_result_is_not_listed_beside_the_stored_result():
 
 
 def test_a_page_reading_a_field_its_read_model_lacks_fails_instead_of_showing_an_empty_cell():
-    import pytest
-    from jinja2 import UndefinedError
-
-    from gate.api.pages import templates
-
     row = RuleRow("max_registers", RuleOutcome.FAIL, "200 > 128", value=200, threshold=128, unit="")
     assert templates.env.from_string("{{ r.rule }} {{ r.outcome }}").render(r=row) == "max_registers fail"
     with pytest.raises(UndefinedError):                      # e.g. `threshold` renamed to `limit`
