@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
-from gate.domain.notices import JobFacts, Notice, NoticeKind
+from gate.domain.notices import Notice, NoticeKind
 from gate.storage.notices import add_notice
 from gate.storage.models import ACTIVE_STATUSES, Job, JobEvent, JobState, Revision, RevisionStatus, utcnow
 from gate.storage.queries import job_facts
@@ -34,8 +34,7 @@ class CancelResult:
     status: str | None                                  # the revision's status now; None: no such revision
     cancelled: bool = False                             # this call cancelled it (False: already final)
     job_ids: list[int] = field(default_factory=list)    # jobs this call stopped (queued or running)
-    jobs: list[JobFacts] = field(default_factory=list)  # the same jobs, as messages name them
-    notice: Notice | None = None                        # stored with the cancel, for notify to hear
+    notice: Notice | None = None                        # those jobs' notice, stored with the cancel
 
     @property
     def finished(self) -> bool:
@@ -74,4 +73,4 @@ def cancel_revision(session: Session, revision_id: int) -> CancelResult:
     notice = add_notice(session, NoticeKind.CANCELLED, facts) if facts else None
     session.commit()
     return CancelResult(status=RevisionStatus.CANCELLED.value, cancelled=True, job_ids=sorted(job_ids),
-                        jobs=facts, notice=notice)
+                        notice=notice)

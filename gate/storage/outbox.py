@@ -1,8 +1,9 @@
 """The transactional outbox: outbound messages stored as `Notification` rows, and every query on them.
 
-The messages notify made of an event (a verdict, queued or cancelled jobs) are stored right after the
-event's own transaction committed (`store`); a sweeper sends the rows later (`gate.services.outbox`),
-with retries.
+The messages notify made of an event (a verdict, queued or cancelled jobs) are stored after the
+event's own transaction committed, in the one that takes its notice (`gate.storage.notices`); a
+message of no stored event is stored on its own (`store`). A sweeper sends the rows later
+(`gate.services.outbox`), with retries.
 
 Each row is claimed with a compare-and-set on (`state`, `next_attempt_at`) that moves
 `next_attempt_at` a lease ahead, so two sweepers (threads or processes, SQLite or PostgreSQL) never

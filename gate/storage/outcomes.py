@@ -2,8 +2,8 @@
 
 The final UPDATE is conditional on the attempt that was claimed: if the job was re-queued and claimed
 again meanwhile (its worker was presumed dead), this late result is dropped instead of stored twice.
-Nothing of the notifications runs here: what was committed is returned (`Notice`), and the
-caller hands it to its notifier only then (`gate.executors.base`).
+Nothing of the notifications runs here: the verdict's `Notice` is stored in the same transaction and
+returned, and the caller hands it to its notifier once committed (`gate.executors.base`).
 """
 
 from __future__ import annotations

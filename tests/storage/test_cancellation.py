@@ -27,7 +27,7 @@ def test_queued_and_running_jobs_end_cancelled_and_are_never_claimed(session_fac
         running_id, attempt = claims.claim_next(s, worker="w1")
     with session_factory() as s:
         result = cancel_revision(s, rev_id)
-    seen = [f.job_id for f in result.jobs]
+    seen = [f.job_id for f in result.notice.jobs]
     with session_factory() as s:
         rev = s.get(Revision, rev_id)
         assert (result.status, result.cancelled, rev.status) == ("cancelled", True, "cancelled")
@@ -57,7 +57,7 @@ def test_cancelled_jobs_come_back_as_facts_to_announce_and_storage_stores_no_mes
     rev_id = _planned(session_factory, kernels=("fwd",))
     with session_factory() as s:
         result = cancel_revision(s, rev_id)
-        assert [(f.job_id, f.kernel, f.revision_id) for f in result.jobs] == [(result.job_ids[0], "fwd", rev_id)]
+        assert [(f.job_id, f.kernel, f.revision_id) for f in result.notice.jobs] == [(result.job_ids[0], "fwd", rev_id)]
         assert s.scalars(select(Notification)).all() == []
 
 
