@@ -19,6 +19,20 @@ def test_every_sql_statement_lives_in_storage():
     assert offenders == []
 
 
+# What writes rows or ends a transaction: only the storage's named functions do (issue 23).
+ORM_WRITE = re.compile(r"\b(session|s|other)\.(add|add_all|delete|merge|flush|commit)\(")
+# Parts that run the service: they ask the storage to write, by name. (`sample/` seeds synthetic
+# history in one batch and commits it itself.)
+SERVICE_PARTS = ("api", "services", "executors", "notify", "figures", "read_models", "commands", "sources")
+
+
+def test_every_orm_write_and_commit_of_the_service_lives_in_storage():
+    offenders = [f"{path.relative_to(PACKAGE.parent)}:{n}: {line.strip()}"
+                 for part in SERVICE_PARTS for path in sorted((PACKAGE / part).rglob("*.py"))
+                 for n, line in enumerate(path.read_text().splitlines(), 1) if ORM_WRITE.search(line)]
+    assert offenders == []
+
+
 def test_a_single_worst_verdict_and_severity_order():
     defined = [path.relative_to(PACKAGE.parent) for path in PACKAGE.rglob("*.py")
                if re.search(r"^def worst_verdict\b|^VERDICT_SEVERITY = \(\"", path.read_text(), re.M)]

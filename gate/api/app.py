@@ -9,7 +9,6 @@ from fastapi import FastAPI
 from starlette.concurrency import run_in_threadpool
 
 from gate.api.context import GateContext, NoExecutor
-from gate import notify
 from gate.api import docs_pages, pages, validation_errors
 from gate.api.body_limit import BodyLimit
 from gate.api.series_warmup import SeriesWarmup
@@ -18,6 +17,7 @@ from gate.api.routes import artifacts, github, health, kernels, revisions
 from gate.api.telemetry import make_registry
 from gate.config import Settings, get_settings
 from gate.executors.base import Executor, GateJob, JobEnvironment, load_gate_job
+from gate.notify.listeners import notifier_for
 from gate.services.outbox import start_sweeper
 from gate.services.sources import MirrorSources, SourceReader
 from gate.storage.db import make_engine, make_session_factory
@@ -46,21 +46,22 @@ def create_app(settings: Settings | None = None, *, gate_job: GateJob | None = N
     engine = make_engine(settings.database_url)
     session_factory = make_session_factory(engine)
     sources = sources if sources is not None else MirrorSources(settings.data_dir)
+    notifier = notifier_for(settings)      # GitHub statuses / Check Runs / webhooks, from the settings
 
     def env_factory() -> JobEnvironment:
         return JobEnvironment(session_factory=session_factory, gate_job=gate_job or load_gate_job(),
                               data_dir=settings.data_dir, options=settings.run_options(),
-                              mirror=getattr(sources, "mirror", None))
+                              mirror=getattr(sources, "mirror", None), notifier=notifier)
 
     store = SeriesCache()
     warmup = SeriesWarmup(session_factory, store, max_points=pages.PAGE_POINTS)
     gate = GateContext(settings=settings, engine=engine, session_factory=session_factory, sources=sources,
-                       executor=executor or _executor(settings, env_factory, embedded_executor))
+                       executor=executor or _executor(settings, env_factory, embedded_executor),
+                       notifier=notifier)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        notify.configure(settings)      # GitHub statuses / Check Runs / webhooks, from the settings
-        sweeper = start_sweeper(settings, session_factory)
+        sweeper = start_sweeper(settings, session_factory, notifier)
         if settings.warm_history:
             warmup.start()
         else:

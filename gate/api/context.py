@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
 from gate.config import Settings
 from gate.executors.base import Executor
+from gate.notify import Notifier
 from gate.services.sources import SourceReader
 from gate.services.submissions import plan_by_id, plan_pending
 
@@ -32,11 +33,12 @@ class GateContext:
     session_factory: sessionmaker[Session]
     sources: SourceReader
     executor: Executor
+    notifier: Notifier = field(default_factory=Notifier)   # composed by `create_app` from the settings
 
     def plan_later(self, revision_id: int) -> None:
         """Plan a stored revision, then wake the executor (a background task after a fast reply)."""
         try:
-            plan_by_id(self.session_factory, revision_id, sources=self.sources)
+            plan_by_id(self.session_factory, revision_id, sources=self.sources, notifier=self.notifier)
         except Exception:   # stays queued without jobs: planned again at the next start
             log.exception("planning revision %s failed", revision_id)
             return
@@ -44,6 +46,6 @@ class GateContext:
 
     def recover(self) -> None:
         """Start-up: plan what was submitted but never planned."""
-        planned = plan_pending(self.session_factory, sources=self.sources)
+        planned = plan_pending(self.session_factory, sources=self.sources, notifier=self.notifier)
         if planned:
             log.warning("planned revisions left unplanned by a previous run: %s", planned)

@@ -13,6 +13,7 @@ from fastapi import APIRouter, HTTPException, Query, Request
 from fastapi.responses import FileResponse, HTMLResponse
 from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
+from jinja2 import StrictUndefined
 from jinja2.utils import htmlsafe_json_dumps
 from markupsafe import Markup
 from sqlalchemy.orm import Session
@@ -32,6 +33,8 @@ from gate.figures.gpu_watch import gpu_watch_panel
 from gate.figures.revision import compare_figure, ncu_figure, sass_figure, timing_figure
 from gate.figures.revision_table import revision_table
 from gate.figures.series_charts import Line
+from gate.read_models.compare import compare_rows
+from gate.read_models.revision import JobDetail, RevisionDetail
 from gate.storage import dashboard, kernel_series
 from gate.storage.series_cache import SeriesCache
 from gate.storage.queries import revision_detail
@@ -53,6 +56,7 @@ templates.env.filters["beside"] = lambda reason, outcome: reason_beside(outcome,
 templates.env.filters["value"] = lambda value, unit="", digits=4: format_value(value, unit, digits)
 templates.env.filters["plural"] = plural
 templates.env.globals["progress_line"] = progress_line
+templates.env.filters["kernel_name"] = kernel_name      # a mangled entry name as its source spells it
 router = APIRouter(include_in_schema=False)
 static_files = StaticFiles(directory=str(DASHBOARDS / "static"))
 
@@ -190,88 +194,66 @@ def compare_page(request: Request, session: SessionDep, a: str | None = None,
         return _render(request, session, "compare.html", status_code=404, a=None, b=None,
                        ref_a=a or "", ref_b=b or "", problem=str(exc), rows=[], chart=None)
     left, right = revision_detail(session, ids[0]), revision_detail(session, ids[1])
-    rows = _compare_rows(session, *ids)
-    lat = [r for r in rows if r["name"] == Metric.LATENCY_MEDIAN_US and r["series"] == Side.CANDIDATE]
-    several_gpus = len({r["gpu"] for r in lat}) > 1
-    chart = compare_figure([" · ".join([r["kernel"], r["shape"]] + ([gpu_words(r["gpu"])] if several_gpus else []))
-                            for r in lat], [r["a"] for r in lat], [r["b"] for r in lat],
+    rows = compare_rows(dashboard.compared_metrics(session, *ids), *ids)
+    lat = [r for r in rows if r.name == Metric.LATENCY_MEDIAN_US and r.series == Side.CANDIDATE]
+    several_gpus = len({r.gpu for r in lat}) > 1
+    chart = compare_figure([" · ".join([r.kernel, r.shape] + ([gpu_words(r.gpu)] if several_gpus else []))
+                            for r in lat], [r.a for r in lat], [r.b for r in lat],
                            f"{left.sha[:8]} (before)", f"{right.sha[:8]} (after)") if lat else None
     return _render(request, session, "compare.html", a=left, b=right, ref_a=a, ref_b=b, problem="",
                    rows=rows, chart=chart)
 
 
-def _compare_rows(session: Session, a: int, b: int) -> list[dict]:
-    values: dict[tuple, dict] = {}
-    for m in dashboard.compared_metrics(session, a, b):
-        row = values.setdefault((m.kernel, m.gpu_kind, m.name, m.shape, m.series), {
-            "kernel": m.kernel, "gpu": m.gpu_kind, "name": m.name, "shape": m.shape, "series": m.series,
-            "unit": m.unit, "direction": m.direction, "a": None, "b": None})
-        row["a" if m.revision_id == a else "b"] = m.value
-    for row in values.values():
-        va, vb = row["a"], row["b"]
-        row["delta_pct"] = (100.0 * (vb - va) / abs(va)) if va and vb is not None else None
-        better = row["delta_pct"] is not None and abs(row["delta_pct"]) >= 1.0 and (
-            (row["delta_pct"] < 0) == (row["direction"] == Direction.LOWER))
-        row["tone"] = "" if row["delta_pct"] is None or abs(row["delta_pct"]) < 1.0 else (
-            "good" if better else "bad")
-    return list(values.values())
-
-
 VERDICTS = frozenset(v.value for v in Verdict)
 
 
-def _worst_first(job) -> int:  # noqa: ANN001 (a JobDetail)
+def _worst_first(job: JobDetail) -> int:
     """Jobs whose verdict decided the revision first (reject before accept)."""
     v = job.verdict.verdict if job.verdict else ""
     return Verdict(v).severity if v in VERDICTS else len(VERDICTS)
 
 
-def _job_view(job, rev) -> dict:  # noqa: ANN001 (a JobDetail, its RevisionDetail)
-    """What the revision template needs of one job, figures built."""
-    stages = {(s.side, s.stage): s for s in job.stages}
-    bench = stages.get((Side.JOINT, Stage.BENCH))
-    static = stages.get((Side.CANDIDATE, Stage.STATIC))
-    prof_c, prof_b = stages.get((Side.CANDIDATE, Stage.PROFILE)), stages.get((Side.BASELINE, Stage.PROFILE))
-    payload = lambda s: (s.payload or {}) if s else {}   # noqa: E731
-    timings = [timing_figure(t) for t in payload(bench).get("shapes", [])]
-    ncu_c, ncu_b = payload(prof_c).get("kernels", []), payload(prof_b).get("kernels", [])
-    functions = [{**f, "name": kernel_name(f.get("function", ""))} for f in payload(static).get("functions", [])]
+def _job_view(job: JobDetail, rev: RevisionDetail) -> dict:
+    """What the revision template needs of one job, figures built from its typed results."""
+    bench, static, correctness, build = job.bench, job.static, job.correctness, job.build
+    ncu_c = job.profile(Side.CANDIDATE).kernels if job.profile(Side.CANDIDATE) else []
+    ncu_b = job.profile(Side.BASELINE).kernels if job.profile(Side.BASELINE) else []
+    functions = static.functions if static else []
     return {
-        "job": job, "stages": job.stages, "timings": timings,
-        "gpu_watch": gpu_watch_panel(payload(bench), job.environment, job.baseline_environment),
+        "job": job, "stages": job.stages, "timings": [timing_figure(t) for t in bench.shapes] if bench else [],
+        "gpu_watch": gpu_watch_panel(bench, job.environment, job.baseline_environment),
         "ncu": ncu_figure(ncu_c, ncu_b, f"candidate {rev.sha[:8]}",
                           f"baseline {(rev.base_sha or '')[:8]}".strip()) if ncu_c else None,
-        "ncu_rows": ncu_c, "ncu_base": {k.get("shape"): k for k in ncu_b},
+        "ncu_rows": ncu_c, "ncu_base": {k.shape: k for k in ncu_b},
         "ncu_baseline_note": baseline_profile_note(job, rev) if ncu_c and not ncu_b else "",
         "files": listed_files(job.artifacts),
         "functions": functions,
-        "sass": sass_figure(functions) if any(f.get("sass_opcodes") for f in functions) else None,
-        "cases": payload(stages.get((Side.CANDIDATE, Stage.CORRECTNESS))).get("cases", []),
-        "build_log": payload(stages.get((Side.CANDIDATE, Stage.BUILD))).get("log", ""),
-        "ptxas_log": payload(static).get("log", ""),
+        "sass": sass_figure(functions) if any(f.sass_opcodes for f in functions) else None,
+        "cases": correctness.cases if correctness else [],
+        "build_log": build.log if build else "",
+        "ptxas_log": static.log if static else "",
         "report": next((a for a in job.artifacts if a.kind in ("ncu_report", "ncu-rep")
                         or a.path.endswith(".ncu-rep")), None),
     }
 
 
-def baseline_profile_note(job, rev) -> str:  # noqa: ANN001 (a JobDetail, its RevisionDetail)
+def baseline_profile_note(job: JobDetail, rev: RevisionDetail) -> str:
     """Why the Nsight Compute chart has no baseline bars, in one sentence."""
-    stages = {(s.side, s.stage): s for s in job.stages}
-    profiled = stages.get((Side.BASELINE, Stage.PROFILE))
+    profiled = job.stage(Side.BASELINE, Stage.PROFILE)
     if profiled is not None:
         what = {"failed": "failed", "error": "hit an error"}.get(profiled.status, "was not run")
         why = reason_beside(profiled.status, profiled.reason) or "no reason was given"
         return f"The baseline's profile {what}: {why}."
     if not rev.base_sha:
         return "This revision has no baseline, so there is nothing to profile beside it."
-    rules = {row.get("rule") for row in (job.verdict.rules if job.verdict else [])}
+    rules = {row.rule for row in (job.verdict.rules if job.verdict else [])}
     relative = relative_profile_rules()
     if not rules & {r.value for r in relative}:
         names = " or ".join(r.value for r in relative)
         return (f"The baseline ({rev.base_sha[:8]}) was not profiled: only the relative rules ({names}) "
                 "read its profile and this kernel's gate.toml sets neither, so the gate saves the second "
                 "Nsight Compute session.")
-    built = stages.get((Side.BASELINE, Stage.BUILD))
+    built = job.stage(Side.BASELINE, Stage.BUILD)
     if built is None or built.status != "passed":
         why = reason_beside(built.status, built.reason) if built else "it was not built in this job"
         return f"The baseline ({rev.base_sha[:8]}) was not profiled: {why or 'its build did not pass'}."

@@ -165,19 +165,22 @@ def _api_type(hint: Any) -> Any:
     return hint
 
 
-def response_model(name: str, read_model: type, **fields: Any) -> type[BaseModel]:
+def response_model(name: str, read_model: type, omit: tuple[str, ...] = (), **fields: Any) -> type[BaseModel]:
     """`XOut` of a read model's dataclass: its fields in its order, each required (as the API has
     always documented them), times in UTC with the offset. `fields` gives a nested read model's
-    `XOut` by field name, or adds one at the end (`name=type`)."""
+    `XOut` by field name, or adds one at the end (`name=type`); `omit` leaves fields out."""
     hints = get_type_hints(read_model)
     spec: dict[str, Any] = {f.name: (fields.pop(f.name, _api_type(hints[f.name])), ...)
-                            for f in dataclasses.fields(read_model)}
+                            for f in dataclasses.fields(read_model) if f.name not in omit}
     spec.update({field_name: (kind, ...) for field_name, kind in fields.items()})
     return create_model(name, __module__=__name__, **spec)
 
 
-VerdictOut = response_model("VerdictOut", VerdictDetail)
-StageOut = response_model("StageOut", StageDetail)
+# The JSON API states rule rows, fingerprints and stage results as the JSON they are stored as
+# (`gate.domain.codec.to_json`); a stage's result keeps the key `payload` it always had.
+VerdictOut = response_model("VerdictOut", VerdictDetail, rules=list[dict[str, Any]],
+                            fingerprint=dict[str, Any] | None)
+StageOut = response_model("StageOut", StageDetail, omit=("result", "unreadable"), payload=dict[str, Any] | None)
 ArtifactOut = response_model("ArtifactOut", ArtifactDetail, url=str)
 EventOut = response_model("EventOut", EventDetail)
 JobOut = response_model("JobOut", JobDetail, verdict=VerdictOut | None, stages=list[StageOut],

@@ -20,6 +20,7 @@ def main(args: argparse.Namespace) -> int:
     from gate.commands.startup import start
     from gate.executors.base import JobEnvironment, load_gate_job
     from gate.executors.local import LocalExecutor, local_gpus
+    from gate.notify.listeners import notifier_for
     from gate.services.sources import MirrorSources
     from gate.storage.db import make_session_factory
 
@@ -28,7 +29,8 @@ def main(args: argparse.Namespace) -> int:
     kind = args.gpu_kind or (gpus[0] if gpus else "cpu")
     env = JobEnvironment(session_factory=make_session_factory(engine), gate_job=load_gate_job(),
                          data_dir=settings.data_dir, options=settings.run_options(),
-                         mirror=MirrorSources(settings.data_dir).mirror)
+                         mirror=MirrorSources(settings.data_dir).mirror,
+                         notifier=notifier_for(settings))   # its verdicts' statuses, like the server's
     if settings.executor == "celery":
         from gate.executors.celery import CeleryExecutor, queue_name
 

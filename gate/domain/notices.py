@@ -1,12 +1,16 @@
 """Values that cross between the notifications and the storage without either importing the other.
 
     JobFacts          what a message about a job needs, read once from its rows by the storage
+    Notice            an event the storage committed (jobs queued, a verdict, jobs cancelled)
     Delivery          an outbound message a listener made: stored (the outbox) before it is sent
     StoredDelivery    a delivery read back from the outbox: its id and how often it was tried
     DeliveryResult    what sending a stored delivery did, for the storage to record on its row
 
-The executor hands `JobFacts` and the `VerdictReport` to `gate.notify`, and the deliveries it gets
-back to `gate.storage.outbox`, inside the verdict's transaction.
+The storage stores a `Notice` in the event's own transaction and returns it; only once that
+committed does the executor or the service hand it to its `gate.notify.Notifier`, and the deliveries
+it gets back go to `gate.storage.outbox` in the transaction that takes (deletes) the notice. An event
+rolled back is never announced; one committed but never handed (a crash between the two) is handed
+by the sweeper later (`gate.services.announce.announce_due`).
 """
 
 from __future__ import annotations
@@ -15,6 +19,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
 from typing import Any
+
+from gate.domain.verdict import VerdictReport
 
 
 class DeliveryState(StrEnum):
@@ -71,3 +77,19 @@ class DeliveryResult:
     next_attempt_at: datetime | None = None
     sent_at: datetime | None = None
     payload: dict[str, Any] | None = None
+
+
+class NoticeKind(StrEnum):
+    QUEUED = "queued"              # jobs were planned
+    VERDICT = "verdict"            # a job's verdict was stored
+    CANCELLED = "cancelled"        # jobs were cancelled
+
+
+@dataclass(frozen=True)
+class Notice:
+    """An event the storage committed, kept in its `notices` table until notify has heard of it."""
+
+    kind: NoticeKind
+    jobs: list[JobFacts]           # a verdict's: its one job, with the stored verdict's fingerprint
+    report: VerdictReport | None = None   # a verdict's report itself, not its stored JSON decoded again
+    id: int = 0                    # its row

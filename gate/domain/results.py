@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+from gate.domain.names import Stage
 from gate.domain.wording import NO_GPU
 
 
@@ -261,3 +262,12 @@ class JobResult:
     fingerprint: Fingerprint | None = None
     notes: list[str] = field(default_factory=list)
     new_kernel: bool = False              # the baseline revision does not declare this kernel
+
+
+StageResult = StaticResult | BuildResult | CorrectnessResult | BenchResult | ProfileResult
+
+# The result type of each measuring stage: what its stored JSON decodes into (`gate.domain.codec`).
+STAGE_RESULT_TYPES: dict[Stage, type[StageResult]] = {
+    Stage.STATIC: StaticResult, Stage.BUILD: BuildResult, Stage.CORRECTNESS: CorrectnessResult,
+    Stage.BENCH: BenchResult, Stage.PROFILE: ProfileResult,
+}

@@ -7,15 +7,16 @@ import logging
 import os
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
 from sqlalchemy.orm import Session, sessionmaker
 
-from gate import notify
 from gate.domain.job import ProgressEvent, RunOptions
 from gate.errors import JobCancelled
+from gate.notify import Notifier
+from gate.services.announce import announce
 from gate.storage import claims
 from gate.storage.models import Job
 from gate.storage.outcomes import Outcome, store_error, store_outcome
@@ -69,6 +70,8 @@ class JobEnvironment:
     options: RunOptions
     mirror: Any = None
     heartbeat_s: float = claims.HEARTBEAT_S
+    # Who hears of each stored verdict, composed by whoever started this worker (no listeners: none).
+    notifier: Notifier = field(default_factory=Notifier)
 
 
 def run_claimed(env: JobEnvironment, job_id: int, attempt: int, cancel: threading.Event | None = None) -> None:
@@ -107,19 +110,20 @@ def run_claimed(env: JobEnvironment, job_id: int, attempt: int, cancel: threadin
         log.exception("job %s failed in the gate", job_id)
         stop.set()
         with env.session_factory() as s:
-            store_error(s, job_id, attempt, f"{type(exc).__name__}: {exc}", notify.on_verdict)
+            announce(s, env.notifier, store_error(s, job_id, attempt, f"{type(exc).__name__}: {exc}"))
         return
     finally:
         stop.set()
         beat.join()
     try:
         with env.session_factory() as s:
-            store_outcome(s, job_id, attempt, outcome, env.data_dir, notify.on_verdict)
+            notice = store_outcome(s, job_id, attempt, outcome, env.data_dir)
     except Exception as exc:   # e.g. a result that does not fit the schema: still an `error`, not lost
         log.exception("job %s: storing the outcome failed", job_id)
         with env.session_factory() as s:
-            store_error(s, job_id, attempt, f"storing the result failed: {type(exc).__name__}: {exc}",
-                        notify.on_verdict)
+            notice = store_error(s, job_id, attempt, f"storing the result failed: {type(exc).__name__}: {exc}")
+    with env.session_factory() as s:     # only now, with the verdict committed, does notify hear of it
+        announce(s, env.notifier, notice)
 
 
 def _heartbeats(env: JobEnvironment, job_id: int, attempt: int, stop: threading.Event,

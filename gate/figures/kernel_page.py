@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from gate.domain.names import Metric, Rule, Side
+from gate.domain.verdict import RuleRow
 from gate.figures.like_with_like import change_points, cycle_traces, mark_environments
 from gate.figures.series_charts import HistoryChart, Line, history_figure
 from gate.read_models.kernel_series import KernelHistory, SeriesHistory
@@ -66,7 +67,7 @@ def wanted_traces(shapes: Sequence[str], archs: Sequence[str]) -> list[tuple[str
     return out + cycle_traces(shapes)
 
 
-def kernel_charts(history: KernelHistory, rules: list[dict],
+def kernel_charts(history: KernelHistory, rules: list[RuleRow],
                   peers: dict[str, dict[tuple[str, str], float]], peak: Line | None = None) -> list[Chart]:
     """Charts in page order. `peers`: group key -> (shape, peer) -> level; `peak`: the GPU's
     physical TFLOP/s peak (None for a GPU the peak table does not know)."""
@@ -149,14 +150,14 @@ def _label(g: Group, s: SeriesHistory) -> str:
     return prefix + (s.shape if not g.per_shape else Side.CANDIDATE.value)
 
 
-def _thresholds(g: Group, rules: list[dict]) -> list[Line]:
+def _thresholds(g: Group, rules: list[RuleRow]) -> list[Line]:
     """The latest verdict's threshold for the group's rule (latency: as a ratio of the baseline)."""
     for row in rules:
-        t = row.get("threshold")
-        if g.rule is not None and row.get("rule") == g.rule and isinstance(t, (int, float)):
+        t = row.threshold
+        if g.rule is not None and row.rule == g.rule and isinstance(t, (int, float)):
             if g.rule is Rule.MAX_LATENCY_REGRESSION_PCT:
                 # decide() writes the limit in µs (baseline median x (1 + pct)); the chart is a ratio.
-                base = row.get("baseline")
+                base = row.baseline
                 if not isinstance(base, (int, float)) or base <= 0:
                     continue
                 ratio = t / base

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from gate.domain.names import NCU_METRICS, Metric, Side
+from gate.domain.results import FunctionResources, KernelMetrics, ShapeTiming
 from gate.domain.wording import display_unit, format_value
 from gate.figures.axes import value_axis
 from gate.figures.palette import PEER_COLOR, SIDE_COLOR, base_layout
@@ -10,28 +11,28 @@ from gate.figures.palette import PEER_COLOR, SIDE_COLOR, base_layout
 NCU_FIELDS = tuple((m.value, m.info.label) for m in NCU_METRICS)   # (KernelMetrics key, bar label)
 
 
-def timing_figure(shape_timing: dict) -> dict:
-    """Box plots of one shape's samples: candidate, baseline and every peer (a stored ShapeTiming)."""
-    sides = [(side.value, shape_timing.get(side.value)) for side in (Side.CANDIDATE, Side.BASELINE)]
-    sides += sorted((shape_timing.get("peers") or {}).items())
-    sides = [(name, timing) for name, timing in sides if timing and timing.get("samples_us")]
-    medians = sorted(x for _, timing in sides for x in timing["samples_us"])
+def timing_figure(shape_timing: ShapeTiming) -> dict:
+    """Box plots of one shape's samples: candidate, baseline and every peer."""
+    sides = [(Side.CANDIDATE.value, shape_timing.candidate), (Side.BASELINE.value, shape_timing.baseline)]
+    sides += sorted(shape_timing.peers.items())
+    timed = [(name, timing) for name, timing in sides if timing is not None and timing.samples_us]
+    medians = sorted(x for _, timing in timed for x in timing.samples_us)
     unit, factor = display_unit(Metric.LATENCY_MEDIAN_US.unit, medians[len(medians) // 2] if medians else 0.0)
     data = []
-    for name, timing in sides:
+    for name, timing in timed:
         color = SIDE_COLOR.get(name) or PEER_COLOR.get(name, "#64748b")
-        data.append({"type": "box", "name": name, "x": [x / factor for x in timing["samples_us"]],
+        data.append({"type": "box", "name": name, "x": [x / factor for x in timing.samples_us],
                      "orientation": "h",
                      "boxpoints": "all", "jitter": 0.4, "pointpos": 0, "marker": {"size": 3,
                      "color": color, "opacity": 0.55}, "line": {"color": color, "width": 1.4},
                      "fillcolor": "rgba(0,0,0,0)",
                      "hovertemplate": "%{x:.4g} " + unit + "<extra>" + name + "</extra>"})
-    ratio = shape_timing.get("ratio")
-    title = shape_timing.get("shape", "")
+    ratio, title = shape_timing.ratio, shape_timing.shape
     if ratio is not None:
         title += f" · candidate/baseline {ratio:.3f}"
-        if shape_timing.get("ratio_ci_low") is not None:
-            title += f" [{shape_timing['ratio_ci_low']:.3f}, {shape_timing['ratio_ci_high']:.3f}]"
+        low, high = shape_timing.ratio_ci_low, shape_timing.ratio_ci_high
+        if low is not None and high is not None:
+            title += f" [{low:.3f}, {high:.3f}]"
     layout = base_layout(title, "", height=110 + 42 * max(1, len(data)))
     layout["xaxis"]["title"] = {"text": f"{unit} per call (each point one interleaved round)"}
     layout["yaxis"]["autorange"] = "reversed"
@@ -40,22 +41,24 @@ def timing_figure(shape_timing: dict) -> dict:
     return {"data": data, "layout": layout}
 
 
-def ncu_figure(candidate: list[dict], baseline: list[dict], candidate_label: str = Side.CANDIDATE.value,
-               baseline_label: str = Side.BASELINE.value) -> dict:
-    """Grouped bars of the gate's ncu ratios (KernelMetrics JSON), grouped by shape then metric:
+def ncu_figure(candidate: list[KernelMetrics], baseline: list[KernelMetrics],
+               candidate_label: str = Side.CANDIDATE.value, baseline_label: str = Side.BASELINE.value) -> dict:
+    """Grouped bars of the gate's ncu ratios, grouped by shape then metric:
     one trace per side, named by its side (and sha), so the legend says which bar is which.
     Without baseline rows only the candidate is drawn and the title says so (the page says why)."""
     keys = _launch_keys(candidate)
     base = dict(zip(_launch_keys(baseline), baseline))
     x0, x1, ys, yb = [], [], [], []
     for key, row in zip(keys, candidate):
+        other = base.get(key)
         for field, label in NCU_FIELDS:
-            if row.get(field) is None and (base.get(key) or {}).get(field) is None:
+            mine, theirs = getattr(row, field), getattr(other, field) if other is not None else None
+            if mine is None and theirs is None:
                 continue
             x0.append(key)
             x1.append(label)
-            ys.append(row.get(field))
-            yb.append((base.get(key) or {}).get(field))
+            ys.append(mine)
+            yb.append(theirs)
     data = []
     sides = ((baseline_label, Side.BASELINE.value, yb), (candidate_label, Side.CANDIDATE.value, ys)) \
         if baseline else ((candidate_label, Side.CANDIDATE.value, ys),)
@@ -72,9 +75,9 @@ def ncu_figure(candidate: list[dict], baseline: list[dict], candidate_label: str
     return {"data": data, "layout": layout}
 
 
-def _launch_keys(rows: list[dict]) -> list[str]:
+def _launch_keys(rows: list[KernelMetrics]) -> list[str]:
     """A label per profiled launch: its shape, numbered when one shape has several launches."""
-    names = [row.get("shape") or row.get("kernel") or "?" for row in rows]
+    names = [row.shape or row.kernel or "?" for row in rows]
     seen: dict[str, int] = {}
     out = []
     for name in names:
@@ -83,16 +86,16 @@ def _launch_keys(rows: list[dict]) -> list[str]:
     return out
 
 
-def sass_figure(functions: list[dict]) -> dict:
-    """SASS opcode counts of the static stage (FunctionResources JSON), one trace per arch summed over
+def sass_figure(functions: list[FunctionResources]) -> dict:
+    """SASS opcode counts of the static stage, one trace per arch summed over
     the kernel's functions and instantiations: a kernel with 16 instantiations stays one bar group per
     opcode, and the functions table beside it breaks the counts down."""
     data = []
-    opcodes = sorted({op for f in functions for op in (f.get("sass_opcodes") or {})})
-    archs = list(dict.fromkeys(f.get("arch", "?") for f in functions))
+    opcodes = sorted({op for f in functions for op in f.sass_opcodes})
+    archs = list(dict.fromkeys(f.arch for f in functions))
     for arch in archs:
-        mine = [f for f in functions if f.get("arch", "?") == arch]
-        totals = [sum((f.get("sass_opcodes") or {}).get(op, 0) for f in mine) for op in opcodes]
+        mine = [f for f in functions if f.arch == arch]
+        totals = [sum(f.sass_opcodes.get(op, 0) for f in mine) for op in opcodes]
         label = f"{arch} ({len(mine)} functions)" if len(mine) > 1 else arch
         data.append({"type": "bar", "name": label, "x": opcodes, "y": totals,
                      "hovertemplate": "%{x}: %{y}<extra>%{fullData.name}</extra>"})

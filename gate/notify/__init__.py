@@ -1,25 +1,31 @@
 """Outbound notifications: GitHub commit statuses / Check Runs and signed outbound webhooks.
 
-Pure values and HTTP: nothing here reads or writes the database. Two hooks turn job events into
-`Delivery` values; the caller stores them (the outbox, `storage/outbox.py`) in the transaction of the event, so
-no network I/O is in a job's path and a verdict is never lost to a flaky network:
-    on_jobs_queued(jobs)            -> e.g. `pending` commit statuses
-    on_verdict(job, report)         -> e.g. the final status, a completed Check Run, webhooks
-    on_cancelled(jobs)              -> e.g. an `error` status and a `cancelled` Check Run
+Pure values and HTTP: nothing here reads or writes the database. A `Notifier` turns events that
+were already committed into `Delivery` values; the caller stores those in the outbox
+(`storage/outbox.py`) in a transaction of their own, and a sweeper sends them with retries:
+    jobs_queued(jobs)            -> e.g. `pending` commit statuses
+    verdict(job, report)         -> e.g. the final status, a completed Check Run, webhooks
+    cancelled(jobs)              -> e.g. an `error` status and a `cancelled` Check Run
 
-Listeners are registered once at start-up, from the settings: `configure(settings)`. The sweep that
-sends the stored rows is `gate.services.outbox`; `sender.py` sends one row.
+There is no registry: whoever starts a service composes its notifier from the settings
+(`gate.notify.listeners.notifier_for`) and hands it to the executors and services it starts, so two
+services in one process (or two tests) never see each other's listeners. The sweep that sends the
+stored rows is `gate.services.outbox`; `sender.py` sends one row.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import logging
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Protocol
 
+from gate.domain.notices import NoticeKind
+
 if TYPE_CHECKING:
-    from gate.config import Settings
-    from gate.domain.notices import Delivery, JobFacts
+    from gate.domain.notices import Delivery, JobFacts, Notice
     from gate.domain.verdict import VerdictReport
+
+log = logging.getLogger(__name__)
 
 
 class Listener(Protocol):
@@ -28,32 +34,38 @@ class Listener(Protocol):
     def cancelled(self, jobs: Sequence[JobFacts]) -> list[Delivery]: ...
 
 
-_listeners: list[Listener] = []
+class Notifier:
+    """The listeners one service was composed with. Events reach it after their transaction
+    committed, so a listener that fails costs its own messages only: it is logged and the other
+    listeners still speak (the event itself is already stored)."""
 
+    def __init__(self, listeners: Sequence[Listener] = ()):
+        self.listeners: tuple[Listener, ...] = tuple(listeners)
 
-def register(listener: Listener) -> None:
-    _listeners.append(listener)
+    def deliveries(self, notice: Notice) -> list[Delivery]:
+        """The messages of a committed event, by its kind."""
+        if notice.kind is NoticeKind.VERDICT:
+            if notice.report is None:
+                raise ValueError(f"notice {notice.id}: a verdict notice without its report")
+            return [d for job in notice.jobs for d in self.verdict(job, notice.report)]
+        if notice.kind is NoticeKind.QUEUED:
+            return self.jobs_queued(notice.jobs)
+        return self.cancelled(notice.jobs)
 
+    def jobs_queued(self, jobs: Sequence[JobFacts]) -> list[Delivery]:
+        return self._each("jobs_queued", lambda listener: listener.jobs_queued(jobs))
 
-def clear() -> None:
-    """Forget every listener (tests, and re-configuration at start-up)."""
-    _listeners.clear()
+    def verdict(self, job: JobFacts, report: VerdictReport) -> list[Delivery]:
+        return self._each("verdict", lambda listener: listener.verdict(job, report))
 
+    def cancelled(self, jobs: Sequence[JobFacts]) -> list[Delivery]:
+        return self._each("cancelled", lambda listener: listener.cancelled(jobs))
 
-def on_jobs_queued(jobs: Sequence[JobFacts]) -> list[Delivery]:
-    return [d for listener in _listeners for d in listener.jobs_queued(jobs)]
-
-
-def on_verdict(job: JobFacts, report: VerdictReport) -> list[Delivery]:
-    return [d for listener in _listeners for d in listener.verdict(job, report)]
-
-
-def on_cancelled(jobs: Sequence[JobFacts]) -> list[Delivery]:
-    return [d for listener in _listeners for d in listener.cancelled(jobs)]
-
-
-def configure(settings: Settings) -> list[Listener]:
-    """Replace the registered listeners with those the settings ask for (GitHub, webhooks)."""
-    from gate.notify.listeners import configure as configure_listeners
-
-    return configure_listeners(settings)
+    def _each(self, event: str, call: Callable[[Listener], list[Delivery]]) -> list[Delivery]:
+        out: list[Delivery] = []
+        for listener in self.listeners:
+            try:
+                out += call(listener)
+            except Exception:   # a bug in one listener must not silence the others
+                log.exception("notification listener %s failed on %s", type(listener).__name__, event)
+        return out

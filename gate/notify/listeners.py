@@ -19,7 +19,7 @@ from gate.config import Settings
 from gate.domain.codec import to_json
 from gate.domain.notices import Delivery, JobFacts
 from gate.domain.verdict import VerdictReport
-from gate.notify import Listener, check_runs, github_status, messages, outbound, register
+from gate.notify import Listener, Notifier, check_runs, github_status, messages, outbound
 
 GITHUB_REPO = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
 QUEUED_DESCRIPTION = "queued: build, correctness, timing and profile on a GPU"
@@ -141,12 +141,6 @@ def listeners_for(settings: Settings) -> list[Listener]:
     return chosen
 
 
-def configure(settings: Settings) -> list[Listener]:
-    """Register (once, replacing earlier ones) the listeners the settings ask for."""
-    from gate.notify import clear
-
-    clear()
-    chosen = listeners_for(settings)
-    for listener in chosen:
-        register(listener)
-    return chosen
+def notifier_for(settings: Settings) -> Notifier:
+    """The notifier a service started with `settings` hands its events to."""
+    return Notifier(listeners_for(settings))

@@ -1,11 +1,30 @@
 """One revision as the revision page and `GET /api/v1/revisions/{id}` show it (`gate.storage.queries`
-fills it)."""
+fills it).
+
+The stored JSON (rule tables, fingerprints, stage results) is decoded here once, into the domain's
+own types (`RuleRow`, `Fingerprint`, `BenchResult`, ...): pages and figures read attributes, so a
+renamed field fails loudly (an AttributeError, a type check) instead of reading as missing.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import TypeVar
+
+from gate.domain.names import Side, Stage
+from gate.domain.results import (
+    BenchResult,
+    BuildResult,
+    CorrectnessResult,
+    Fingerprint,
+    ProfileResult,
+    StageResult,
+    StaticResult,
+)
+from gate.domain.verdict import RuleRow
+
+R = TypeVar("R")
 
 
 @dataclass
@@ -13,8 +32,8 @@ class VerdictDetail:
     verdict: str
     reason: str
     gpu_kind: str
-    rules: list[dict[str, Any]]
-    fingerprint: dict[str, Any] | None
+    rules: list[RuleRow]
+    fingerprint: Fingerprint | None
     created_at: datetime
 
 
@@ -25,7 +44,10 @@ class StageDetail:
     status: str
     reason: str | None
     duration_s: float | None
-    payload: dict[str, Any] | None
+    # The stage's stored result, decoded by its stage's type (`STAGE_RESULT_TYPES`); None when none
+    # was stored or it no longer decodes (`unreadable` then says why).
+    result: StageResult | None
+    unreadable: str = ""
 
 
 @dataclass
@@ -64,6 +86,32 @@ class JobDetail:
     # The environment of the baseline revision's own stored job of this kernel (None: none stored):
     # when it differs, the two jobs' absolute figures are not comparable.
     baseline_environment: str | None = None
+
+    def stage(self, side: Side, stage: Stage) -> StageDetail | None:
+        return next((s for s in self.stages if s.side == side and s.stage == stage), None)
+
+    def _result(self, side: Side, stage: Stage, kind: type[R]) -> R | None:
+        found = self.stage(side, stage)
+        return found.result if found is not None and isinstance(found.result, kind) else None
+
+    @property
+    def bench(self) -> BenchResult | None:
+        return self._result(Side.JOINT, Stage.BENCH, BenchResult)
+
+    @property
+    def static(self) -> StaticResult | None:
+        return self._result(Side.CANDIDATE, Stage.STATIC, StaticResult)
+
+    @property
+    def build(self) -> BuildResult | None:
+        return self._result(Side.CANDIDATE, Stage.BUILD, BuildResult)
+
+    @property
+    def correctness(self) -> CorrectnessResult | None:
+        return self._result(Side.CANDIDATE, Stage.CORRECTNESS, CorrectnessResult)
+
+    def profile(self, side: Side) -> ProfileResult | None:
+        return self._result(side, Stage.PROFILE, ProfileResult)
 
 
 @dataclass

@@ -1,10 +1,11 @@
 """Cancelling a revision (`POST /api/v1/revisions/{id}/cancel`): the rows, the messages, the children.
 
-    cancel(session, revision_id, executor) -> CancelResult
+    cancel(session, revision_id, executor, notifier) -> CancelResult
 
-The storage ends the revision's queued and running jobs as `cancelled`, with the messages notify
-makes of them (an `error` commit status and a `cancelled` Check Run, `gate.notify.messages`), in one
-transaction. Then the executor is told: the local executor kills the children of the jobs it runs
+The storage ends the revision's queued and running jobs as `cancelled` in one transaction, with
+their notice; once it committed, the notifier makes its messages of them (an `error` commit status
+and a `cancelled` Check Run, `gate.notify.messages`) and they go to the outbox. Then the executor is
+told: the local executor kills the children of the jobs it runs
 at once; a Celery worker kills its child at its next heartbeat (`claims.HEARTBEAT_S`), when it finds
 the job no longer its own. A queued job is never started. `cancelled` is final and never `accept`.
 """
@@ -15,16 +16,18 @@ import logging
 
 from sqlalchemy.orm import Session
 
-from gate import notify
 from gate.executors.base import Executor
+from gate.notify import Notifier
+from gate.services.announce import announce
 from gate.storage.cancellation import CancelResult, cancel_revision
 
 log = logging.getLogger(__name__)
 
 
-def cancel(session: Session, revision_id: int, executor: Executor) -> CancelResult:
+def cancel(session: Session, revision_id: int, executor: Executor, notifier: Notifier) -> CancelResult:
     """Cancel the revision (idempotent) and stop its running children; see `CancelResult`."""
-    result = cancel_revision(session, revision_id, notify.on_cancelled)
+    result = cancel_revision(session, revision_id)
+    announce(session, notifier, result.notice)
     if result.job_ids:
         log.info("revision %s cancelled: jobs %s", revision_id, result.job_ids)
         executor.cancel(result.job_ids)

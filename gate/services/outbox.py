@@ -2,7 +2,8 @@
 became of it in the storage. The only place that holds both sides of a delivery.
 
 A `Sweeper` daemon thread sweeps every few seconds, and at once after a transaction that stored
-deliveries commits (so `pending` reaches GitHub promptly).
+deliveries commits (so `pending` reaches GitHub promptly). Each sweep first hands its notifier the
+events whose own process died before announcing them (`gate.services.announce.announce_due`).
 """
 
 from __future__ import annotations
@@ -17,7 +18,9 @@ from sqlalchemy.orm import Session
 
 from gate.config import Settings
 from gate.domain.notices import DeliveryState, StoredDelivery
+from gate.notify import Notifier
 from gate.notify.sender import Sender
+from gate.services.announce import announce_due
 from gate.storage import outbox
 
 log = logging.getLogger(__name__)
@@ -72,18 +75,19 @@ def claim_and_deliver(sender: Sender, session: Session, row_id: int, now: dateti
         return None
     result = sender.deliver(row, _SessionOutbox(session))
     outbox.record(session, row_id, result)
-    session.commit()
     return _COUNTED[result.state]
 
 
 class Sweeper:
-    """Runs `sweep(sender, session_factory)` until `stop()`; a failed sweep is logged, not fatal."""
+    """Runs `sweep(sender, session_factory)` until `stop()`, after handing `notifier` the events left
+    unannounced; a failed sweep is logged, not fatal."""
 
     def __init__(self, sender: Sender, session_factory: Callable[[], Session],
-                 interval_s: float = SWEEP_INTERVAL_S):
+                 interval_s: float = SWEEP_INTERVAL_S, notifier: Notifier | None = None):
         self.sender = sender
         self.session_factory = session_factory
         self.interval_s = interval_s
+        self.notifier = notifier
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="gate-notify-sweeper", daemon=True)
 
@@ -100,12 +104,15 @@ class Sweeper:
     def _run(self) -> None:
         while not self._stop.is_set():
             try:
+                if self.notifier is not None:
+                    announce_due(self.session_factory, self.notifier)
                 sweep(self.sender, self.session_factory)
             except Exception:     # the database may be briefly away; the next sweep retries
                 log.exception("notification sweep failed")
             outbox.wait_due(self.interval_s)
 
 
-def start_sweeper(settings: Settings, session_factory: Callable[[], Session]) -> Sweeper:
-    """Start the thread that delivers stored notifications; call `.stop()` at shutdown."""
-    return Sweeper(Sender.from_settings(settings), session_factory).start()
+def start_sweeper(settings: Settings, session_factory: Callable[[], Session], notifier: Notifier) -> Sweeper:
+    """Start the thread that delivers stored notifications (and hands `notifier` the events their
+    process left unannounced); call `.stop()` at shutdown."""
+    return Sweeper(Sender.from_settings(settings), session_factory, notifier=notifier).start()

@@ -19,15 +19,14 @@ from pathlib import Path
 
 from sqlalchemy.orm import Session, sessionmaker
 
-from gate import notify
 from gate.errors import GateError, ManifestError, SourceError, StorageError
+from gate.notify import Notifier
+from gate.services.announce import announce
 from gate.services.baseline import choose_baseline
 from gate.services.sources import SourceReader, as_naive_utc
-from gate.storage import outbox
-from gate.storage.models import Job, JobEvent, JobState, Revision, RevisionStatus
-from gate.storage.queries import job_facts
-from gate.storage.repositories import ensure_repository
-from gate.storage.revisions import add_revision, lock_queued, unplanned_revision_ids
+from gate.storage.models import Job, Revision, RevisionStatus
+from gate.storage.planning import end_unplanned, queue_jobs, record_commit, release, store_submission
+from gate.storage.revisions import lock_queued, unplanned_revision_ids
 
 log = logging.getLogger(__name__)
 
@@ -80,12 +79,11 @@ def submit(session: Session, *, repo: str, sha: str, branch: str | None = None, 
     running, that revision is returned (`reused`) instead of a second one; `force` always stores a
     new one (which later submissions do not reuse). Racing submissions store one revision (the
     database's unique index decides, `storage.revisions.add_revision`)."""
-    repository = ensure_repository(session, *canonical_repo(repo))
+    url, name = canonical_repo(repo)
     key = None if force else submission_key(sha, base_sha, kernels)
-    revision, reused = add_revision(session, repository_id=repository.id, submission_key=key, sha=sha,
-                                    branch=branch, base_sha=base_sha, kernels=kernels or None, source=source,
-                                    pull_request=pull_request)
-    session.commit()
+    revision, reused = store_submission(session, url=url, name=name, submission_key=key, sha=sha, branch=branch,
+                                        base_sha=base_sha, kernels=kernels or None, source=source,
+                                        pull_request=pull_request)
     if reused:
         log.info("revision %s reused for an identical submission of %s", revision.id, sha[:12])
     return Submission(revision=revision, reused=reused)
@@ -104,23 +102,19 @@ class PlanResult:
 
 
 def _fail(session: Session, revision: Revision, field_name: str, message: str) -> PlanResult:
-    if not lock_queued(session, revision.id):           # cancelled meanwhile: it stays cancelled
-        session.rollback()
-        return PlanResult(error=message, field=field_name)
-    revision.status, revision.error = RevisionStatus.DONE, message
-    session.commit()
-    log.info("revision %s not planned: %s", revision.id, message)
+    if end_unplanned(session, revision, message):       # else cancelled meanwhile: it stays cancelled
+        log.info("revision %s not planned: %s", revision.id, message)
     return PlanResult(error=message, field=field_name)
 
 
-def plan_revision(session: Session, revision: Revision, *, sources: SourceReader) -> PlanResult:
-    """One queued job per kernel of gate.toml at the revision, or the revision ends with `error`."""
+def plan_revision(session: Session, revision: Revision, *, sources: SourceReader,
+                  notifier: Notifier | None = None) -> PlanResult:
+    """One queued job per kernel of gate.toml at the revision, or the revision ends with `error`.
+    Once the jobs are committed, `notifier` hears of them (e.g. `pending` commit statuses)."""
     if revision.jobs or revision.status != RevisionStatus.QUEUED:
         return PlanResult(jobs=list(revision.jobs), error=revision.error)
     repo, wanted_sha, wanted_base = revision.repository.url, revision.sha, revision.base_sha
-    # git may take minutes (or hang until its timeout): end the read transaction first, so that no
-    # database connection is held meanwhile (issue 12: 45 hung clones exhausted the pool).
-    session.commit()
+    release(session)        # git may take minutes (or hang until its timeout): hold no connection
     try:
         sha = sources.resolve(repo, wanted_sha)
     except SourceError as exc:
@@ -149,37 +143,31 @@ def plan_revision(session: Session, revision: Revision, *, sources: SourceReader
     if unknown:
         return _fail(session, revision, "kernels",
                      f"kernels {unknown} are not in gate.toml at {sha[:12]} (it declares {names})")
-    revision.sha, revision.base_sha = sha, base or None
-    revision.parent_sha = info.get("parent_sha")
-    author = info.get("author")        # git allows any length; the column does not
-    revision.author = author[:Revision.author.type.length] if author else author
-    revision.message = info.get("message")
-    revision.committed_at = as_naive_utc(info.get("committed_at"))
-    revision.base_sha = choose_baseline(session, revision, parent_sha=revision.parent_sha)
-    jobs = [Job(revision=revision, kernel=name, state=JobState.QUEUED)
-            for name in names if not revision.kernels or name in revision.kernels]
-    session.add_all(jobs)
-    session.flush()
-    for job in jobs:
-        session.add(JobEvent(job_id=job.id, state="queued", detail=f"{revision.sha[:12]} vs {revision.base_sha or '-'}"))
-    outbox.add(session, notify.on_jobs_queued([job_facts(job) for job in jobs]))
-    session.commit()
-    return PlanResult(jobs=jobs)
+    record_commit(session, revision, sha=sha, base_sha=base or None, parent_sha=info.get("parent_sha"),
+                  author=info.get("author"), message=info.get("message"),
+                  committed_at=as_naive_utc(info.get("committed_at")))
+    baseline = choose_baseline(session, revision, parent_sha=revision.parent_sha)
+    wanted = [name for name in names if not revision.kernels or name in revision.kernels]
+    notice = queue_jobs(session, revision, wanted, baseline)
+    announce(session, notifier or Notifier(), notice)
+    return PlanResult(jobs=list(revision.jobs))
 
 
-def plan_by_id(session_factory: sessionmaker[Session], revision_id: int, *, sources: SourceReader) -> PlanResult:
+def plan_by_id(session_factory: sessionmaker[Session], revision_id: int, *, sources: SourceReader,
+               notifier: Notifier | None = None) -> PlanResult:
     """`plan_revision` in its own session (a background task after a fast reply)."""
     with session_factory() as session:
         revision = session.get(Revision, revision_id)
         if revision is None:
             return PlanResult(error=f"no revision {revision_id}")
-        return plan_revision(session, revision, sources=sources)
+        return plan_revision(session, revision, sources=sources, notifier=notifier)
 
 
-def plan_pending(session_factory: sessionmaker[Session], *, sources: SourceReader) -> list[int]:
+def plan_pending(session_factory: sessionmaker[Session], *, sources: SourceReader,
+                 notifier: Notifier | None = None) -> list[int]:
     """Plan every revision left queued without jobs (the server stopped before planning it)."""
     with session_factory() as session:
         ids = unplanned_revision_ids(session)
     for revision_id in ids:
-        plan_by_id(session_factory, revision_id, sources=sources)
+        plan_by_id(session_factory, revision_id, sources=sources, notifier=notifier)
     return list(ids)

@@ -16,21 +16,17 @@ dropped by the attempt check in `store_outcome`. The planner locks the revision 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
-from gate.domain.notices import Delivery, JobFacts
-from gate.storage import outbox
+from gate.domain.notices import Notice, NoticeKind
+from gate.storage.notices import add_notice
 from gate.storage.models import ACTIVE_STATUSES, Job, JobEvent, JobState, Revision, RevisionStatus, utcnow
 from gate.storage.queries import job_facts
 
 CANCELLED_REASON = "cancelled on request"
-
-# What to tell the world about jobs cancelled (the service passes the notifications' `on_cancelled`).
-CancelNotices = Callable[[Sequence[JobFacts]], Sequence[Delivery]]
 
 
 @dataclass(frozen=True)
@@ -38,6 +34,7 @@ class CancelResult:
     status: str | None                                  # the revision's status now; None: no such revision
     cancelled: bool = False                             # this call cancelled it (False: already final)
     job_ids: list[int] = field(default_factory=list)    # jobs this call stopped (queued or running)
+    notice: Notice | None = None                        # those jobs' notice, stored with the cancel
 
     @property
     def finished(self) -> bool:
@@ -54,9 +51,10 @@ def _cancel_jobs(session: Session, revision_id: int) -> list[int]:
     ).all())
 
 
-def cancel_revision(session: Session, revision_id: int, notices: CancelNotices | None = None) -> CancelResult:
+def cancel_revision(session: Session, revision_id: int) -> CancelResult:
     """Cancel revision `revision_id` and commit (see the module doc). Idempotent: a revision already
-    cancelled, or done, is left as it is and its status returned with `cancelled=False`."""
+    cancelled, or done, is left as it is and its status returned with `cancelled=False`. The
+    cancelled jobs' notice is stored with the cancel and comes back for the caller to announce."""
     job_ids = _cancel_jobs(session, revision_id)
     moved = session.execute(
         update(Revision).where(Revision.id == revision_id,
@@ -70,8 +68,9 @@ def cancel_revision(session: Session, revision_id: int, notices: CancelNotices |
     now = utcnow()
     session.add_all(JobEvent(job_id=job_id, state=JobState.CANCELLED.value, detail=CANCELLED_REASON, at=now)
                     for job_id in job_ids)
-    if notices is not None and job_ids:
-        jobs = session.scalars(select(Job).where(Job.id.in_(job_ids)).order_by(Job.id)).all()
-        outbox.add(session, notices([job_facts(job) for job in jobs]))
+    facts = [job_facts(job) for job in session.scalars(
+        select(Job).where(Job.id.in_(job_ids)).order_by(Job.id)).all()] if job_ids else []
+    notice = add_notice(session, NoticeKind.CANCELLED, facts) if facts else None
     session.commit()
-    return CancelResult(status=RevisionStatus.CANCELLED.value, cancelled=True, job_ids=sorted(job_ids))
+    return CancelResult(status=RevisionStatus.CANCELLED.value, cancelled=True, job_ids=sorted(job_ids),
+                        notice=notice)

@@ -17,8 +17,10 @@ import numpy as np
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from gate.domain.codec import from_json
 from gate.domain.names import Metric as M
 from gate.domain.names import Side
+from gate.domain.verdict import RuleRow
 from gate.read_models.kernel_series import KernelHistory, SeriesHistory, Trace
 from gate.storage.models import Metric, VerdictRecord
 from gate.storage.series_buckets import Buckets, bucket_series, bucket_width, worst_verdict_codes
@@ -82,14 +84,14 @@ def _distinct(session: Session, column, kernel: str, gpu_kind: str, name: str,  
     return list(session.scalars(select(column).distinct().where(*where).order_by(column)))
 
 
-def latest_rules(session: Session, kernel: str, gpu_kind: str) -> list[dict]:
-    """The rule table (JSON rows) of the newest verdict of this kernel on this GPU kind."""
+def latest_rules(session: Session, kernel: str, gpu_kind: str) -> list[RuleRow]:
+    """The rule table of the newest verdict of this kernel on this GPU kind, decoded."""
     rules = session.scalar(
         select(VerdictRecord.rules)
         .where(VerdictRecord.kernel == kernel, VerdictRecord.gpu_kind == gpu_kind)
         .order_by(VerdictRecord.revision_id.desc()).limit(1)
     )
-    return list(rules or [])
+    return from_json(list[RuleRow], rules or [], path="rules")
 
 
 def peer_levels(session: Session, kernel: str, gpu_kind: str, name: str, shapes: Sequence[str],

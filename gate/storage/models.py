@@ -214,6 +214,18 @@ class Notification(Base):
     sent_at: Mapped[datetime | None] = mapped_column()
 
 
+class NoticeRecord(Base):
+    """An event notify must hear of (`gate.domain.notices.Notice`), stored in the event's transaction
+    and deleted in the one that stores the messages notify made of it: each event is announced once,
+    and one whose process died before announcing it is still here to be found."""
+
+    __tablename__ = "notices"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    kind: Mapped[str] = mapped_column(String(20))            # NoticeKind
+    body: Mapped[dict[str, Any]] = mapped_column(JSON)       # to_json(Notice) without its id
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
 class WebhookDelivery(Base):
     """`X-GitHub-Delivery` ids already seen: a redelivery creates no second job."""
 

@@ -1,7 +1,9 @@
 """The transactional outbox: outbound messages stored as `Notification` rows, and every query on them.
 
-A delivery is stored in the transaction of the event it reports (a verdict, queued jobs), so the
-event and its messages commit together; a sweeper sends the rows later (`gate.services.outbox`).
+The messages notify made of an event (a verdict, queued or cancelled jobs) are stored after the
+event's own transaction committed, in the one that takes its notice (`gate.storage.notices`); a
+message of no stored event is stored on its own (`store`). A sweeper sends the rows later
+(`gate.services.outbox`), with retries.
 
 Each row is claimed with a compare-and-set on (`state`, `next_attempt_at`) that moves
 `next_attempt_at` a lease ahead, so two sweepers (threads or processes, SQLite or PostgreSQL) never
@@ -30,6 +32,15 @@ def add(session: Session, deliveries: Iterable[Delivery]) -> list[Notification]:
     session.add_all(rows)
     wake_after_commit(session)
     return rows
+
+
+def store(session: Session, deliveries: Iterable[Delivery]) -> list[int]:
+    """Store `deliveries` as pending rows and commit (the messages notify made of an event that was
+    committed before); their ids. Nothing is written when there are none."""
+    rows = add(session, deliveries)
+    if rows:
+        session.commit()
+    return [row.id for row in rows]
 
 
 def wake_after_commit(session: Session) -> None:
@@ -83,7 +94,7 @@ def claim(session: Session, row_id: int, now: datetime, lease_s: float) -> Store
 
 
 def record(session: Session, row_id: int, result: DeliveryResult) -> None:
-    """Write what sending did onto the row (the caller commits)."""
+    """Write what sending did onto the row and commit."""
     row = session.get(Notification, row_id)
     assert row is not None
     row.state, row.attempts = result.state.value, result.attempts
@@ -93,6 +104,7 @@ def record(session: Session, row_id: int, result: DeliveryResult) -> None:
         value = getattr(result, name)
         if value is not None:
             setattr(row, name, value)
+    session.commit()
 
 
 def newer_sent(session: Session, row: StoredDelivery) -> list[StoredDelivery]:

@@ -2,13 +2,14 @@
 
 The final UPDATE is conditional on the attempt that was claimed: if the job was re-queued and claimed
 again meanwhile (its worker was presumed dead), this late result is dropped instead of stored twice.
+Nothing of the notifications runs here: the verdict's `Notice` is stored in the same transaction and
+returned, and the caller hands it to its notifier once committed (`gate.executors.base`).
 """
 
 from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Protocol
 
@@ -17,9 +18,9 @@ from sqlalchemy.orm import Session
 
 from gate.domain import JobResult, Verdict, VerdictReport
 from gate.domain.codec import to_json
-from gate.domain.notices import Delivery, JobFacts
+from gate.domain.notices import Notice, NoticeKind
 from gate.storage import artifacts as artifact_files
-from gate.storage import outbox
+from gate.storage.notices import add_notice
 from gate.storage.models import Job, JobEvent, JobState, Revision, RevisionStatus, utcnow
 from gate.storage.queries import job_facts
 from gate.storage.recording import extract_metrics, stage_records, verdict_record
@@ -33,11 +34,6 @@ class Outcome(Protocol):
     result: JobResult
     report: VerdictReport
     artifacts: list[tuple[str, Path]]
-
-
-# What to tell the world about a stored verdict (the executor passes the notifications' `on_verdict`):
-# the deliveries it returns are stored with the verdict.
-Notices = Callable[[JobFacts, VerdictReport], Sequence[Delivery]]
 
 
 def _finish(session: Session, job_id: int, attempt: int, verdict: str, error: str | None) -> Job | None:
@@ -56,31 +52,27 @@ def _finish(session: Session, job_id: int, attempt: int, verdict: str, error: st
     return session.get(Job, job_id, populate_existing=True)
 
 
-def _close(session: Session, job: Job, report: VerdictReport, fingerprint: dict | None,
-           notices: Notices | None) -> None:
+def _close(session: Session, job: Job, report: VerdictReport, fingerprint: dict | None) -> Notice:
+    """End the revision when this was its last open job, store the verdict's notice, and commit."""
     session.flush()
     open_jobs = session.scalar(
         select(func.count()).select_from(Job).where(Job.revision_id == job.revision_id, Job.state != JobState.DONE)
     )
     if open_jobs == 0:
         session.execute(update(Revision).where(Revision.id == job.revision_id).values(status=RevisionStatus.DONE))
-    try:
-        with session.begin_nested():   # a failing listener must not lose the verdict
-            if notices is not None:
-                outbox.add(session, notices(job_facts(job, fingerprint), report))
-    except Exception:
-        log.exception("job %s: a notification listener failed; the verdict is kept", job.id)
+    notice = add_notice(session, NoticeKind.VERDICT, [job_facts(job, fingerprint)], report)
     session.commit()
+    return notice
 
 
-def store_outcome(session: Session, job_id: int, attempt: int, outcome: Outcome, data_dir: Path,
-                  notices: Notices | None = None) -> bool:
-    """Store a finished job, and the deliveries `notices` makes of it, in one transaction.
-    False: the job is no longer this attempt's (nothing was written)."""
+def store_outcome(session: Session, job_id: int, attempt: int, outcome: Outcome,
+                  data_dir: Path) -> Notice | None:
+    """Store a finished job in one transaction and commit; the verdict as the notifications hear of
+    it. None: the job is no longer this attempt's (nothing was written)."""
     report, result = outcome.report, outcome.result
     job = _finish(session, job_id, attempt, str(report.verdict), None)
     if job is None:
-        return False
+        return None
     gpu_kind = result.fingerprint.gpu_kind if result.fingerprint else job.gpu_kind
     record = verdict_record(report, result, kernel=job.kernel, gpu_kind=gpu_kind)
     record.job_id, record.revision_id = job.id, job.revision_id
@@ -96,19 +88,17 @@ def store_outcome(session: Session, job_id: int, attempt: int, outcome: Outcome,
     for kind, path in outcome.artifacts:
         if Path(path).is_file():
             session.add(artifact_files.keep(data_dir, job.id, kind, Path(path)))
-    _close(session, job, report, record.fingerprint, notices)
-    return True
+    return _close(session, job, report, record.fingerprint)
 
 
-def store_error(session: Session, job_id: int, attempt: int, message: str,
-                notices: Notices | None = None) -> bool:
-    """End a job as `error` (the gate failed, not the kernel). Never `accept`."""
+def store_error(session: Session, job_id: int, attempt: int, message: str) -> Notice | None:
+    """End a job as `error` (the gate failed, not the kernel) and commit. Never `accept`. None: the
+    job is no longer this attempt's."""
     job = _finish(session, job_id, attempt, str(Verdict.ERROR), message)
     if job is None:
-        return False
+        return None
     report = VerdictReport(verdict=Verdict.ERROR, reason=message)
     record = verdict_record(report, None, kernel=job.kernel, gpu_kind=job.gpu_kind)
     record.job_id, record.revision_id = job.id, job.revision_id
     session.add(record)
-    _close(session, job, report, record.fingerprint, notices)
-    return True
+    return _close(session, job, report, record.fingerprint)

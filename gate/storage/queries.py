@@ -3,6 +3,7 @@ the facts and the stored report the notifications need of a job."""
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from sqlalchemy import select
@@ -12,6 +13,7 @@ from gate.domain.codec import from_json
 from gate.domain.environment import stored_environment
 from gate.domain.names import Side, Stage
 from gate.domain.notices import JobFacts
+from gate.domain.results import STAGE_RESULT_TYPES, Fingerprint, StageResult
 from gate.domain.verdict import RuleRow, Verdict, VerdictReport, worst_verdict
 from gate.read_models.revision import (
     ArtifactDetail,
@@ -22,7 +24,9 @@ from gate.read_models.revision import (
     VerdictDetail,
 )
 from gate.storage.limits import storable_id
-from gate.storage.models import Job, Revision, RevisionStatus
+from gate.storage.models import Job, Revision, RevisionStatus, StageRecord, VerdictRecord
+
+log = logging.getLogger(__name__)
 
 
 def _environment(job: Job) -> str:
@@ -43,14 +47,39 @@ def _baseline_environments(session: Session, rev: Revision) -> dict[str, str]:
     return {j.kernel: _environment(j) for j in jobs}
 
 
+def stored_rules(record: VerdictRecord) -> list[RuleRow]:
+    """A stored verdict's rule table, decoded (a row that does not fit `RuleRow` raises ValueError)."""
+    return from_json(list[RuleRow], record.rules or [], path="rules")
+
+
+def _verdict(v: VerdictRecord) -> VerdictDetail:
+    fingerprint = from_json(Fingerprint, v.fingerprint, path="fingerprint") if v.fingerprint else None
+    return VerdictDetail(v.verdict, v.reason, v.gpu_kind, stored_rules(v), fingerprint, v.created_at)
+
+
+def _stage(s: StageRecord) -> StageDetail:
+    """A stage row with its payload decoded by the stage's result type. A payload that no longer fits
+    (stored by an older gate) reads as no result, with the reason, rather than failing the page."""
+    kind = STAGE_RESULT_TYPES.get(s.stage)
+    result: StageResult | None = None
+    unreadable = ""
+    if kind is not None and s.payload is not None:
+        try:
+            result = from_json(kind, s.payload, path=f"{s.side} {s.stage}")
+        except (TypeError, ValueError) as exc:     # TypeError: a required field is missing
+            unreadable = f"{s.side} {s.stage}: {exc}"
+            log.warning("stage result %s of job %s does not decode: %s", s.id, s.job_id, exc)
+    return StageDetail(s.side, s.stage, s.status, s.reason, s.duration_s, result, unreadable)
+
+
 def _job(job: Job, baseline_environment: str | None = None) -> JobDetail:
     v = job.verdict
     return JobDetail(
         id=job.id, kernel=job.kernel, gpu_kind=job.gpu_kind, state=job.state, attempts=job.attempts,
         worker=job.worker, progress=job.progress, error=job.error, queued_at=job.queued_at,
         started_at=job.started_at, finished_at=job.finished_at,
-        verdict=VerdictDetail(v.verdict, v.reason, v.gpu_kind, v.rules, v.fingerprint, v.created_at) if v else None,
-        stages=[StageDetail(s.side, s.stage, s.status, s.reason, s.duration_s, s.payload) for s in job.stages],
+        verdict=_verdict(v) if v else None,
+        stages=[_stage(s) for s in job.stages],
         artifacts=[ArtifactDetail(a.id, a.kind, a.path, a.size_bytes) for a in job.artifacts],
         events=[EventDetail(e.state, e.detail, e.at) for e in job.events],
         environment=_environment(job) if v else "", baseline_environment=baseline_environment,
@@ -122,5 +151,4 @@ def stored_report(job: Job) -> VerdictReport:
     record = job.verdict
     if record is None:
         return VerdictReport(Verdict.ERROR, job.error or "the job ended without a verdict")
-    rules = from_json(list[RuleRow], record.rules or [], path="rules")
-    return VerdictReport(Verdict(record.verdict), record.reason, rules)
+    return VerdictReport(Verdict(record.verdict), record.reason, stored_rules(record))

@@ -22,6 +22,12 @@ def first_delivery(session: Session, delivery_id: str, event: str) -> WebhookDel
     return delivery
 
 
+def link_revision(session: Session, delivery: WebhookDelivery, revision_id: int) -> None:
+    """Record which revision `delivery` stored (a redelivery answers with it) and commit."""
+    delivery.revision_id = revision_id
+    session.commit()
+
+
 def delivered_revision(session: Session, delivery_id: str) -> int | None:
     """The revision an earlier delivery with this id stored, if any."""
     earlier = session.scalar(select(WebhookDelivery).where(WebhookDelivery.delivery_id == delivery_id))

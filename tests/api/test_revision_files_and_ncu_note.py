@@ -5,7 +5,12 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from gate.api.pages import baseline_profile_note, listed_files
+import pytest
+from jinja2 import UndefinedError
+
+from gate.api.pages import baseline_profile_note, listed_files, templates
+from gate.domain.results import KernelMetrics, ProfileResult, StageStatus
+from gate.domain.verdict import RuleOutcome, RuleRow
 from gate.figures.revision import ncu_figure
 from gate.read_models.revision import ArtifactDetail, JobDetail, RevisionDetail, StageDetail, VerdictDetail
 
@@ -13,7 +18,8 @@ AT = datetime(2025, 1, 1)
 
 
 def _job(rules: list[str], stages: list[StageDetail] = ()) -> JobDetail:
-    verdict = VerdictDetail("accept", "accept", "NVIDIA H200", [{"rule": r} for r in rules], None, AT)
+    rows = [RuleRow(r, RuleOutcome.PASS, "") for r in rules]
+    verdict = VerdictDetail("accept", "accept", "NVIDIA H200", rows, None, AT)
     return JobDetail(1, "k", "any", "done", 1, "w", None, None, AT, AT, AT, verdict, list(stages))
 
 
@@ -22,26 +28,31 @@ def _rev(base: str | None = "b" * 40) -> RevisionDetail:
                           None, None, None, "accept")
 
 
+def _launch(shape: str, tensor_pipe_pct: float) -> KernelMetrics:
+    return KernelMetrics("k", shape=shape, tensor_pipe_pct=tensor_pipe_pct)
+
+
 def test_the_note_names_the_reason_the_baseline_was_not_profiled():
     no_rule = baseline_profile_note(_job(["min_tensor_pipe_pct"]), _rev())
     assert "was not profiled" in no_rule and "max_tensor_pipe_drop_pct" in no_rule
     assert "no baseline" in baseline_profile_note(_job([]), _rev(base=None))
-    failed = StageDetail("baseline", "profile", "failed", "ncu: ERR_NVGPUCTRPERM", 1.0, {})
+    failed = StageDetail("baseline", "profile", "failed", "ncu: ERR_NVGPUCTRPERM", 1.0,
+                         ProfileResult(StageStatus.FAILED, "ncu: ERR_NVGPUCTRPERM"))
     assert baseline_profile_note(_job(["max_tensor_pipe_drop_pct"], [failed]), _rev()) == \
         "The baseline's profile failed: ncu: ERR_NVGPUCTRPERM."
-    unbuilt = StageDetail("baseline", "build", "failed", "nvcc exited 1", 1.0, {})
+    unbuilt = StageDetail("baseline", "build", "failed", "nvcc exited 1", 1.0, None)
     assert "nvcc exited 1" in baseline_profile_note(_job(["max_tensor_pipe_drop_pct"], [unbuilt]), _rev())
 
 
 def test_baseline_bars_are_drawn_and_named_when_the_baseline_was_profiled():
-    fig = ncu_figure([{"shape": "s1", "tensor_pipe_pct": 48.0}, {"shape": "s2", "tensor_pipe_pct": 40.0}],
-                     [{"shape": "s1", "tensor_pipe_pct": 34.0}], "candidate cccccccc", "baseline bbbbbbbb")
+    fig = ncu_figure([_launch("s1", 48.0), _launch("s2", 40.0)], [_launch("s1", 34.0)],
+                     "candidate cccccccc", "baseline bbbbbbbb")
     baseline, candidate = fig["data"]
     assert (baseline["name"], candidate["name"]) == ("baseline bbbbbbbb", "candidate cccccccc")
     assert baseline["x"] == candidate["x"] == [["s1", "s2"], ["tensor pipe", "tensor pipe"]]
     assert baseline["y"] == [34.0, None] and candidate["y"] == [48.0, 40.0]
     assert fig["layout"]["title"]["text"] == "Nsight Compute: candidate beside baseline"
-    alone = ncu_figure([{"shape": "s1", "tensor_pipe_pct": 48.0}], [], "candidate cccccccc")
+    alone = ncu_figure([_launch("s1", 48.0)], [], "candidate cccccccc")
     assert [t["name"] for t in alone["data"]] == ["candidate cccccccc"]
     assert "baseline not profiled" in alone["layout"]["title"]["text"]
 
@@ -52,3 +63,12 @@ def test_the_child_result_is_not_listed_beside_the_stored_result():
     assert [(a.kind, label) for a, label in listed_files(files)] == [
         ("result", "result and verdict (JSON)"), ("build_log", "build log")]
     assert [a.kind for a, _ in listed_files(files[1:3])] == ["result_json", "build_log"]
+
+
+def test_a_page_reading_a_field_its_read_model_lacks_fails_instead_of_showing_an_empty_cell():
+    row = RuleRow("max_registers", RuleOutcome.FAIL, "200 > 128", value=200, threshold=128, unit="")
+    assert templates.env.from_string("{{ r.rule }} {{ r.outcome }}").render(r=row) == "max_registers fail"
+    with pytest.raises(UndefinedError):                      # e.g. `threshold` renamed to `limit`
+        templates.env.from_string("{{ r.limit }}").render(r=row)
+    with pytest.raises(UndefinedError):                      # and through the `attr` filter of the ncu table
+        templates.env.from_string("{{ k | attr('tensor_pipe') }}").render(k=_launch("s1", 48.0))

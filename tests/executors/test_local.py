@@ -12,6 +12,7 @@ from sqlalchemy import func, select
 from gate.domain.job import RunOptions
 from gate.executors.base import JobEnvironment
 from gate.executors.local import LocalExecutor
+from gate.notify import Notifier
 from gate.services.submissions import plan_revision, submit_revision
 from gate.storage import claims
 from gate.storage.models import Artifact, Job, JobEvent, Metric, Revision, StageRecord, VerdictRecord
@@ -170,7 +171,7 @@ def test_cancel_kills_the_running_childs_process_group_and_stores_no_verdict(ses
         assert _pids_with_arg(marker)
         stopped_at = time.monotonic()
         with session_factory() as s:
-            result = cancel(s, rev_id, executor)
+            result = cancel(s, rev_id, executor, Notifier())
         deadline = time.monotonic() + 10
         while executor._running and time.monotonic() < deadline:
             time.sleep(0.02)

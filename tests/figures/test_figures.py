@@ -6,6 +6,8 @@ import numpy as np
 import plotly.graph_objects as go
 import pytest
 
+from gate.domain.results import FunctionResources, KernelMetrics, ShapeTiming, TimingSamples
+from gate.domain.verdict import RuleOutcome, RuleRow
 from gate.figures.series_charts import HistoryChart, Line, history_figure
 from gate.figures.kernel_page import kernel_charts
 from gate.figures.revision import ncu_figure, sass_figure, timing_figure
@@ -18,6 +20,14 @@ def _series(values: list[float], verdicts: list[str], name: str = "latency_media
     v = np.asarray(values, dtype=float)
     return SeriesHistory(name, shape, "candidate", "us", np.arange(n), 100 + np.arange(n), v, v, v,
                          np.ones(n, dtype=np.int64), list(verdicts))
+
+
+def _samples(us: list[float]) -> TimingSamples:
+    return TimingSamples(us, sorted(us)[len(us) // 2], min(us), max(us))
+
+
+def _function(arch: str, opcodes: dict[str, int]) -> FunctionResources:
+    return FunctionResources("_Z1kv", arch, 64, 0, 0, 0, 0, opcodes)
 
 
 def test_history_figure_is_valid_plotly_with_verdict_markers_and_revision_ids():
@@ -50,7 +60,7 @@ def test_kernel_charts_split_latency_per_shape_and_use_the_latest_rule_threshold
     ratio = _series([1.0] * 10, ["accept"] * 10, name="latency_ratio")
     hist = KernelHistory("flashcore_wmma", "H100", 10, 1, [a, b, ratio])
     # As decide() writes the row: the limit in µs, baseline median x 1.03.
-    rules = [{"rule": "max_latency_regression_pct", "threshold": 59.74, "baseline": 58.0}]
+    rules = [RuleRow("max_latency_regression_pct", RuleOutcome.PASS, "+0.0 %", threshold=59.74, baseline=58.0)]
     charts = kernel_charts(hist, rules, {"latency": {("b1_h8_s512_d64", "sdpa_flash"): 31.0}})
     assert [c.id for c in charts] == ["latency-b1_h8_s512_d64", "latency-b4_h16_s4096_d64_causal",
                                       "ratio"]
@@ -62,9 +72,8 @@ def test_kernel_charts_split_latency_per_shape_and_use_the_latest_rule_threshold
 
 
 def test_timing_figure_has_a_box_per_side_and_peer():
-    timing = {"shape": "s", "ratio": 1.01, "ratio_ci_low": 1.0, "ratio_ci_high": 1.02,
-              "candidate": {"samples_us": [1.0, 1.1]}, "baseline": {"samples_us": [1.0, 1.05]},
-              "peers": {"sdpa_flash": {"samples_us": [0.8, 0.82]}}}
+    timing = ShapeTiming("s", "float16", _samples([1.0, 1.1]), _samples([1.0, 1.05]),
+                         {"sdpa_flash": _samples([0.8, 0.82])}, ratio=1.01, ratio_ci_low=1.0, ratio_ci_high=1.02)
     fig = timing_figure(timing)
     go.Figure(fig)
     assert [t["name"] for t in fig["data"]] == ["candidate", "baseline", "sdpa_flash"]
@@ -72,9 +81,9 @@ def test_timing_figure_has_a_box_per_side_and_peer():
 
 
 def test_ncu_and_sass_figures_are_valid_plotly():
-    ncu = ncu_figure([{"shape": "s", "tensor_pipe_pct": 48.0, "dram_pct": None}],
-                     [{"shape": "s", "tensor_pipe_pct": 34.0}])
-    sass = sass_figure([{"arch": "sm_90", "sass_opcodes": {"HMMA": 384, "LDSM": 96}}])
+    ncu = ncu_figure([KernelMetrics("k", shape="s", tensor_pipe_pct=48.0, dram_pct=None)],
+                     [KernelMetrics("k", shape="s", tensor_pipe_pct=34.0)])
+    sass = sass_figure([_function("sm_90", {"HMMA": 384, "LDSM": 96})])
     go.Figure(ncu)
     go.Figure(sass)
     assert [t["name"] for t in ncu["data"]] == ["baseline", "candidate"]
@@ -113,8 +122,19 @@ def test_a_change_shared_by_two_traces_is_marked_once():
 
 
 def test_sass_figure_has_one_trace_per_arch_however_many_instantiations():
-    functions = [{"arch": arch, "sass_opcodes": {"HMMA": 10, "LDSM": i}} for arch in ("sm_80", "sm_90")
-                 for i in range(16)]
+    functions = [_function(arch, {"HMMA": 10, "LDSM": i}) for arch in ("sm_80", "sm_90") for i in range(16)]
     fig = sass_figure(functions)
     assert [t["name"] for t in fig["data"]] == ["sm_80 (16 functions)", "sm_90 (16 functions)"]
     assert fig["data"][0]["x"] == ["HMMA", "LDSM"] and fig["data"][0]["y"] == [160, sum(range(16))]
+
+
+def test_figures_read_attributes_so_a_renamed_field_fails_loudly():
+    """Figures take the domain's types: a dict (the stored JSON, or a field under an old name) is an
+    error, not a chart with silently missing values."""
+    with pytest.raises(AttributeError):
+        timing_figure({"shape": "s", "candidate": {"samples_us": [1.0]}})
+    with pytest.raises(AttributeError):
+        ncu_figure([{"shape": "s", "tensor_pipe_pct": 48.0}], [])
+    with pytest.raises(AttributeError):
+        kernel_charts(KernelHistory("k", "H100", 1, 1, [_series([1.0], ["accept"])]),
+                      [{"rule": "max_latency_regression_pct", "threshold": 59.74}], {})

@@ -76,3 +76,33 @@ def test_a_compile_error_is_rejected_with_the_log(sample, data_dir):
     code, kernel, _ = gate_run(data_dir, repo, "--sha", shas["compile_error"])
     assert (code, kernel["verdict"]) == (1, "reject")
     assert "error" in kernel["reason"]
+
+
+def test_measured_results_read_back_typed_into_every_revision_figure(sample, data_dir):
+    """The read side on real measurements (issue 23): the JSON a GPU job stores decodes into the
+    domain's types with nothing lost (a field renamed on one side would fail here, not draw an empty
+    chart), and the revision page's figures and GPU-watch panel are built from those types."""
+    from gate.domain import JobResult
+    from gate.domain.codec import from_json, to_json
+    from gate.domain.verdict import RuleRow
+    from gate.figures.gpu_watch import gpu_watch_panel
+    from gate.figures.revision import ncu_figure, sass_figure, timing_figure
+
+    repo, shas = sample
+    code, kernel, _ = gate_run(data_dir, repo, "--sha", shas["base"], "--base", shas["base"])
+    assert code == 0, kernel["reason"]
+    result = from_json(JobResult, kernel["result"])
+    assert to_json(result) == kernel["result"]                     # a lossless round trip
+    rules = from_json(list[RuleRow], kernel["rules"])
+    assert to_json(rules) == kernel["rules"]
+    timings = [timing_figure(t) for t in result.bench.shapes]
+    assert all({"candidate", "baseline", "cublas"} <= {trace["name"] for trace in f["data"]} for f in timings)
+    panel = gpu_watch_panel(result.bench, "measured", None)
+    rows = dict(panel.rows)
+    assert rows["clock policy"].startswith(result.bench.clock_policy)
+    if result.bench.gpu_watch is not None and result.bench.gpu_watch.available:
+        assert rows["SM clock"] != "n/a"
+    ncu = ncu_figure(result.candidate.profile.kernels, [])
+    assert ncu["data"][0]["y"] and all(y is None or y >= 0 for y in ncu["data"][0]["y"])
+    if result.candidate.static.sass_available:
+        assert sass_figure(result.candidate.static.functions)["data"]

@@ -8,7 +8,6 @@ from collections.abc import Iterator
 import pytest
 from sqlalchemy.orm import Session
 
-from gate import notify
 from gate.domain.codec import to_json
 from gate.domain.verdict import VerdictReport
 from gate.notify import Listener
@@ -19,13 +18,6 @@ from tests.fakes.github_server import FakeGitHub, make_app_key
 
 SHA = "3f786850e387550fdab836ed7e6dc881de23001b"
 PUBLIC_URL = "https://gate.example.com"
-
-
-@pytest.fixture(autouse=True)
-def no_listeners() -> Iterator[None]:
-    notify.clear()
-    yield
-    notify.clear()
 
 
 @pytest.fixture

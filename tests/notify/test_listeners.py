@@ -1,3 +1,6 @@
+import importlib
+import pkgutil
+
 from sqlalchemy import select
 
 from gate import notify
@@ -8,7 +11,7 @@ from gate.notify.listeners import (
     CheckRunListener,
     GitHubStatusListener,
     WebhookListener,
-    configure,
+    notifier_for,
     verdict_event,
 )
 from gate.storage.models import Notification
@@ -102,13 +105,41 @@ def test_webhook_listener_stores_the_verdict_for_every_url(session_factory):
     assert event["rules"][0]["rule"] == "correctness"
 
 
-def test_configure_registers_listeners_the_settings_ask_for():
+def test_the_notifier_has_the_listeners_the_settings_ask_for():
     settings = Settings(github_token="t", github_app_id="1", github_app_private_key="pem",
                         outbound_webhooks=["http://x/hook"])
-    chosen = configure(settings)
+    chosen = notifier_for(settings).listeners
     assert [type(x).__name__ for x in chosen] == ["GitHubStatusListener", "CheckRunListener", "WebhookListener"]
-    assert notify._listeners == chosen
-    assert configure(Settings()) == [] and notify._listeners == []
+    assert notifier_for(Settings()).listeners == ()
+
+
+def test_there_is_no_process_wide_listener_registry():
+    """Nothing in the notify package holds listeners at module level: a notifier is composed by its
+    service and handed on, never registered."""
+    modules = [notify, *(importlib.import_module(f"gate.notify.{m.name}")
+                         for m in pkgutil.iter_modules(notify.__path__))]
+    for module in modules:
+        held = [name for name, value in vars(module).items()
+                if isinstance(value, (list, dict, set)) and not name.startswith("__")
+                and ("listener" in name.lower()
+                     or any(hasattr(v, "verdict") for v in (value.values() if isinstance(value, dict) else value)))]
+        assert held == [], f"{module.__name__} holds listeners in {held}"
+    assert not hasattr(notify, "register") and not hasattr(notify, "configure")
+
+
+def test_two_services_in_one_process_do_not_hear_each_others_listeners(session_factory, database_url, tmp_path):
+    """Two apps composed side by side (two settings) each send their own messages only."""
+    from gate.api.app import create_app
+
+    hooks = create_app(Settings(database_url=database_url, data_dir=tmp_path, outbound_webhooks=["http://a/hook"]),
+                       embedded_executor=False)
+    quiet = create_app(Settings(database_url=database_url, data_dir=tmp_path), embedded_executor=False)
+    with session_factory() as session:
+        job = add_job(session)
+        finish(session, job, REPORTS["accept"])
+        facts, report = job_facts(job, None), stored_report(job)
+    assert [d.url for d in hooks.state.gate.notifier.verdict(facts, report)] == ["http://a/hook"]
+    assert quiet.state.gate.notifier.verdict(facts, report) == []
 
 
 def test_cancelled_jobs_get_an_error_status_and_a_cancelled_check_run_never_success(session_factory):

@@ -3,7 +3,7 @@
 from service_fakes import SHA_A, SHA_B, FakeSources
 from sqlalchemy import select
 
-from gate import notify
+from gate.notify import Notifier
 from gate.services.submissions import canonical_repo, plan_pending, plan_revision, submit, submit_revision
 from gate.storage.models import Job, JobEvent, Revision, VerdictRecord
 
@@ -35,13 +35,9 @@ def test_plan_creates_one_queued_job_per_kernel_and_notifies(session_factory):
         def verdict(self, job, report):
             return []
 
-    notify.register(Listener())
-    try:
-        with session_factory() as s:
-            rev = submit_revision(s, repo="/src/flash", sha="HEAD")
-            plan = plan_revision(s, rev, sources=FakeSources(kernels=("fwd", "bwd")))
-    finally:
-        notify.clear()
+    with session_factory() as s:
+        rev = submit_revision(s, repo="/src/flash", sha="HEAD")
+        plan = plan_revision(s, rev, sources=FakeSources(kernels=("fwd", "bwd")), notifier=Notifier([Listener()]))
     assert plan.error is None and seen == ["fwd", "bwd"]
     with session_factory() as s:
         rev = s.get(Revision, rev.id)

@@ -25,9 +25,9 @@ def test_queued_and_running_jobs_end_cancelled_and_are_never_claimed(session_fac
     rev_id = _planned(session_factory)
     with session_factory() as s:
         running_id, attempt = claims.claim_next(s, worker="w1")
-    seen = []
     with session_factory() as s:
-        result = cancel_revision(s, rev_id, lambda facts: seen.extend(f.job_id for f in facts) or [])
+        result = cancel_revision(s, rev_id)
+    seen = [f.job_id for f in result.notice.jobs]
     with session_factory() as s:
         rev = s.get(Revision, rev_id)
         assert (result.status, result.cancelled, rev.status) == ("cancelled", True, "cancelled")
@@ -53,15 +53,12 @@ def test_cancel_is_idempotent_and_a_done_revision_stays_done(session_factory):
         assert s.get(Job, done.jobs[0].id).state == "queued"                  # untouched
 
 
-def test_cancelled_jobs_store_the_messages_notify_made_in_the_same_transaction(session_factory):
+def test_cancelled_jobs_come_back_as_facts_to_announce_and_storage_stores_no_message(session_factory):
     rev_id = _planned(session_factory, kernels=("fwd",))
-    from gate.domain.notices import Delivery
-
     with session_factory() as s:
-        cancel_revision(s, rev_id, lambda facts: [Delivery("webhook", "http://x", {"k": f.kernel}, f.job_id)
-                                                  for f in facts])
-        (row,) = s.scalars(select(Notification)).all()
-        assert row.payload == {"k": "fwd"}
+        result = cancel_revision(s, rev_id)
+        assert [(f.job_id, f.kernel, f.revision_id) for f in result.notice.jobs] == [(result.job_ids[0], "fwd", rev_id)]
+        assert s.scalars(select(Notification)).all() == []
 
 
 def test_a_revision_cancelled_while_it_is_planned_gets_no_jobs(session_factory):

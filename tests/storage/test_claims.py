@@ -66,10 +66,10 @@ def test_result_of_a_superseded_attempt_is_dropped(session_factory, tmp_path):
     outcome = FakeOutcome(job_result("k0"), VerdictReport(Verdict.ACCEPT, "ok"))
     with session_factory() as s:
         assert claims.heartbeat(s, job_id, first) is False
-        assert store_outcome(s, job_id, first, outcome, tmp_path) is False
+        assert store_outcome(s, job_id, first, outcome, tmp_path) is None
     with session_factory() as s:
-        assert store_outcome(s, job_id, second, outcome, tmp_path) is True
-        assert store_error(s, job_id, second, "late") is False
+        assert store_outcome(s, job_id, second, outcome, tmp_path) is not None
+        assert store_error(s, job_id, second, "late") is None
     with session_factory() as s:
         assert s.scalar(select(func.count()).select_from(VerdictRecord)) == 1
         assert s.scalar(select(func.count()).select_from(Metric).where(Metric.job_id == job_id)) > 0

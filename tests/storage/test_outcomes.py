@@ -1,12 +1,11 @@
-"""A verdict and the deliveries made of it are stored in one transaction, or not at all."""
+"""A verdict is stored in one transaction, or not at all; what was committed comes back to be announced."""
 
 from service_fakes import FakeOutcome, job_result
 from sqlalchemy import func, select
 
 from gate.domain import Verdict, VerdictReport
-from gate.domain.notices import Delivery, JobFacts
 from gate.storage import claims
-from gate.storage.models import Job, Notification, Repository, Revision, VerdictRecord
+from gate.storage.models import Job, Notification, NoticeRecord, Repository, Revision, VerdictRecord
 from gate.storage.outcomes import store_error, store_outcome
 
 
@@ -25,44 +24,34 @@ def _count(session_factory, model) -> int:  # noqa: ANN001
         return s.scalar(select(func.count()).select_from(model))
 
 
-def test_deliveries_are_stored_with_the_verdict_from_the_facts_and_the_report(session_factory, tmp_path):
+def test_the_stored_verdict_comes_back_with_the_facts_and_the_report_once_committed(session_factory, tmp_path):
     job_id, attempt = _claimed_job(session_factory)
     report = VerdictReport(Verdict.REJECT, "max_latency_regression_pct over")
-    seen: list[tuple[JobFacts, VerdictReport]] = []
-
-    def notices(job: JobFacts, got: VerdictReport) -> list[Delivery]:
-        seen.append((job, got))
-        return [Delivery(target="webhook", url="http://hook", payload={"body": {"v": got.verdict.value}},
-                         job_id=job.job_id)]
-
     with session_factory() as s:
-        assert store_outcome(s, job_id, attempt, FakeOutcome(job_result("k0"), report), tmp_path, notices)
-    ((facts, got),) = seen
-    assert got is report                     # the value itself, not the stored JSON decoded again
+        notice = store_outcome(s, job_id, attempt, FakeOutcome(job_result("k0"), report), tmp_path)
+    assert notice.report is report                 # the value itself, not the stored JSON decoded again
+    (facts,) = notice.jobs
     assert (facts.job_id, facts.kernel, facts.repo, facts.sha, facts.pull_request) == (
         job_id, "k0", "octo/flash", "c" * 40, 3)
-    with session_factory() as s:
-        (row,) = s.scalars(select(Notification)).all()
-        assert (row.job_id, row.target, row.state, row.payload) == (job_id, "webhook", "pending",
-                                                                    {"body": {"v": "reject"}})
+    with session_factory() as other:                # another session sees the verdict: it is committed
+        assert other.scalar(select(VerdictRecord.verdict).where(VerdictRecord.job_id == job_id)) == "reject"
+    assert _count(session_factory, Notification) == 0     # storage itself announces nothing ...
+    with session_factory() as s:                           # ... it keeps the notice, unhanded, for the caller
+        assert s.execute(select(NoticeRecord.id, NoticeRecord.kind)).all() == [(notice.id, "verdict")]
 
 
-def test_a_failing_listener_loses_no_verdict(session_factory):
+def test_an_error_verdict_comes_back_as_error(session_factory):
     job_id, attempt = _claimed_job(session_factory)
-
-    def broken(job: JobFacts, report: VerdictReport) -> list[Delivery]:
-        raise RuntimeError("listener bug")
-
     with session_factory() as s:
-        assert store_error(s, job_id, attempt, "the gate failed", broken)
+        notice = store_error(s, job_id, attempt, "the gate failed")
+    assert (notice.report.verdict, notice.report.reason, notice.jobs[0].job_id) == (
+        Verdict.ERROR, "the gate failed", job_id)
     assert _count(session_factory, VerdictRecord) == 1
-    assert _count(session_factory, Notification) == 0
 
 
-def test_a_dropped_result_makes_no_deliveries(session_factory, tmp_path):
+def test_a_dropped_result_is_rolled_back_and_returns_nothing_to_announce(session_factory, tmp_path):
     job_id, attempt = _claimed_job(session_factory)
-    calls = []
     with session_factory() as s:
         outcome = FakeOutcome(job_result("k0"), VerdictReport(Verdict.ACCEPT, "ok"))
-        assert not store_outcome(s, job_id, attempt + 1, outcome, tmp_path, lambda j, r: calls.append(j) or [])
-    assert calls == [] and _count(session_factory, Notification) == 0
+        assert store_outcome(s, job_id, attempt + 1, outcome, tmp_path) is None
+    assert _count(session_factory, VerdictRecord) == 0 and _count(session_factory, Notification) == 0

@@ -20,7 +20,7 @@ def test_migrated_schema_matches_the_models(database_url):
 def test_upgrade_twice_is_a_no_op(database_url):
     engine = make_engine(database_url)
     upgrade(engine)
-    assert current_revision(engine) == "0004"   # head: 0003 the metrics' environment, 0004 one row per place and submission
+    assert current_revision(engine) == "0005"   # head: 0004 one row per place and submission, 0005 notices
     engine.dispose()
 
 
@@ -81,7 +81,7 @@ def test_migration_0004_merges_repository_rows_that_races_duplicated(database_ur
     engine = make_engine(database_url)
     with engine.begin() as conn:
         conn.execute(text("DROP TABLE IF EXISTS alembic_version"))
-    for table in ("notifications", "webhook_deliveries", "artifacts", "verdicts", "metrics", "stage_results",
+    for table in ("notices", "notifications", "webhook_deliveries", "artifacts", "verdicts", "metrics", "stage_results",
                   "job_events", "jobs", "revisions", "repositories"):
         with engine.begin() as conn:
             conn.execute(text(f"DROP TABLE IF EXISTS {table}"))
@@ -103,4 +103,35 @@ def test_migration_0004_merges_repository_rows_that_races_duplicated(database_ur
     engine.dispose()
 
 
+def test_migration_0005_adds_the_notices_and_takes_them_away(database_url):
+    """0005 creates the events notify must hear of; its downgrade drops them and nothing else."""
+    from alembic import command
 
+    from gate.storage.schema import alembic_config, migrating
+
+    engine = make_engine(database_url)
+    cfg = alembic_config(database_url)
+
+    def migrate(step, target):
+        with engine.connect() as conn, migrating(conn), conn.begin():
+            cfg.attributes["connection"] = conn
+            step(cfg, target)
+
+    def tables() -> set[str]:
+        from sqlalchemy import inspect
+
+        with engine.connect() as conn:
+            return set(inspect(conn).get_table_names())
+
+    migrate(command.downgrade, "0004")
+    assert "notices" not in tables() and "notifications" in tables()
+    migrate(command.upgrade, "0005")
+    with engine.begin() as conn:
+        conn.execute(text("INSERT INTO notices (kind, body, created_at) VALUES ('verdict', '{}', CURRENT_TIMESTAMP)"))
+    with engine.connect() as conn:
+        assert conn.execute(text("SELECT kind FROM notices")).one() == ("verdict",)
+    migrate(command.downgrade, "0004")
+    assert "notices" not in tables()
+    migrate(command.upgrade, "head")
+    assert current_revision(engine) == "0005"
+    engine.dispose()

@@ -56,7 +56,7 @@ from gate.storage import outbox
 from gate.storage.limits import max_length
 from gate.storage.models import WebhookDelivery
 from gate.storage.repositories import claim_repository
-from gate.storage.webhook_deliveries import delivered_revision, first_delivery, set_merge_base
+from gate.storage.webhook_deliveries import delivered_revision, first_delivery, link_revision, set_merge_base
 
 log = logging.getLogger(__name__)
 router = APIRouter(prefix="/api/v1/webhooks", tags=["webhooks"])
@@ -167,9 +167,8 @@ def _awaiting_approval_status(gate: GateContext, waiting: AwaitingApproval, appr
                   f"{approval.comment!r} comment)"
     body = github_status.status_body("pending", description, "gate", settings.public_url)
     with gate.session_factory() as session:
-        outbox.add(session, [github_status.new_status(settings.github_api_url, waiting.request.full_name,
-                                                      waiting.request.sha, body, None)])
-        session.commit()
+        outbox.store(session, [github_status.new_status(settings.github_api_url, waiting.request.full_name,
+                                                        waiting.request.sha, body, None)])
 
 
 def _record(gate: GateContext, wanted: GateRequest, delivery_id: str, event: str) -> tuple[int | None, bool]:
@@ -183,8 +182,7 @@ def _record(gate: GateContext, wanted: GateRequest, delivery_id: str, event: str
         revision = submit_revision(session, repo=wanted.clone_url, sha=wanted.sha, branch=wanted.branch,
                                    base_sha=wanted.base_sha, source="webhook",
                                    pull_request=wanted.pull_request)   # commits delivery + revision
-        delivery.revision_id = revision.id
-        session.commit()
+        link_revision(session, delivery, revision.id)
         return revision.id, True
 
 

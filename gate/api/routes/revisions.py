@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict
-
 from fastapi import APIRouter, BackgroundTasks, HTTPException, Request
 from fastapi.responses import JSONResponse
 
@@ -19,6 +17,7 @@ from gate.api.schemas import (
     RevisionRefusedOut,
     errors,
 )
+from gate.domain.codec import to_json
 from gate.services.cancellation import cancel
 from gate.services.submissions import is_local_repo, plan_revision, submit
 from gate.read_models.revision import RevisionDetail
@@ -59,7 +58,8 @@ def create_revision(body: RevisionIn, request: Request, session: SessionDep, gat
     if not is_local_repo(body.repo):
         background.add_task(gate.plan_later, revision.id)   # fetching a remote may be slow
         return out
-    plan = plan_revision(session, revision, sources=gate.sources)   # a local path is cheap to check now
+    # a local path is cheap to check now
+    plan = plan_revision(session, revision, sources=gate.sources, notifier=gate.notifier)
     if plan.error:
         detail = [{"loc": ["body", plan.field or "repo"], "msg": plan.error, "type": "gate_plan_error"}]
         return JSONResponse({"detail": detail, **out.model_dump()}, status_code=422)
@@ -80,7 +80,7 @@ Check Run). Idempotent: cancelling a cancelled revision answers 200 again, with 
                         409: {"model": ErrorOut, "description": "the revision is done: its verdicts stand"}})
 def cancel_revision(revision_id: int, request: Request, session: SessionDep, gate: GateDep) -> CancelOut:
     """Cancel a queued or running revision."""
-    result = cancel(session, revision_id, gate.executor) if storable_id(revision_id) else None
+    result = cancel(session, revision_id, gate.executor, gate.notifier) if storable_id(revision_id) else None
     if result is None or result.status is None:
         raise HTTPException(status_code=404, detail=f"no revision {revision_id}")
     if result.finished:
@@ -99,11 +99,13 @@ def read_revision(revision_id: int, request: Request, session: SessionDep) -> Re
 
 
 def revision_out(detail: RevisionDetail, request: Request) -> RevisionOut:
-    data = asdict(detail)
+    data = to_json(detail)       # typed results back to the JSON they were stored as
     for job in data["jobs"]:
         job["artifacts"] = [
             ArtifactOut(**a, url=str(request.url_for("download_artifact", artifact_id=a["id"])))
             for a in job["artifacts"]
         ]
+        for stage in job["stages"]:
+            stage["payload"] = stage.pop("result")
     data["jobs"] = [JobOut(**job) for job in data["jobs"]]
     return RevisionOut(**data)

@@ -1,0 +1,61 @@
+"""Events notify must hear of (`Notice`), stored in the event's own transaction and handed once.
+
+    add_notice   in the event's transaction (not committed): a rolled-back event leaves no notice
+    hand_off     after the event committed: take the notice (its row goes) and store the messages
+                 notify made of it, in one transaction; False when another process took it first
+    unhanded     notices older than a moment that nobody took (their process died), oldest first
+
+A notice lives only until it is handed, so the table holds what is pending and no second copy of
+a verdict's figures stays behind (the verdict itself is in `verdicts`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from datetime import datetime
+
+from sqlalchemy import delete, select
+from sqlalchemy.orm import Session
+
+from gate.domain.codec import from_json, to_json
+from gate.domain.notices import Delivery, JobFacts, Notice, NoticeKind
+from gate.domain.verdict import VerdictReport
+from gate.storage import outbox
+from gate.storage.models import NoticeRecord
+
+
+def add_notice(session: Session, kind: NoticeKind, jobs: Sequence[JobFacts],
+               report: VerdictReport | None = None) -> Notice:
+    """Store the notice of an event in `session`'s transaction (flushed for its id, not committed)."""
+    notice = Notice(kind, list(jobs), report)
+    body = to_json(notice)
+    del body["id"]
+    row = NoticeRecord(kind=kind.value, body=body)
+    session.add(row)
+    session.flush()
+    return Notice(kind, list(jobs), report, row.id)
+
+
+def hand_off(session: Session, notice_id: int, deliveries: Iterable[Delivery]) -> bool:
+    """Take the notice and store `deliveries` in the outbox, then commit; False (rolled back, nothing
+    stored) when it was taken already. The DELETE decides between two processes handing one notice
+    (the event's own, and a sweeper recovering it): on PostgreSQL the second waits for the first's
+    commit and then finds no row."""
+    taken = session.execute(
+        delete(NoticeRecord).where(NoticeRecord.id == notice_id).execution_options(synchronize_session=False)
+    ).rowcount
+    if taken != 1:
+        session.rollback()
+        return False
+    outbox.add(session, deliveries)
+    session.commit()
+    return True
+
+
+def unhanded(session: Session, before: datetime, limit: int = 100) -> list[Notice]:
+    """Notices stored before `before` and never handed, oldest first."""
+    rows = session.scalars(
+        select(NoticeRecord).where(NoticeRecord.created_at < before)
+        .order_by(NoticeRecord.id).limit(limit)
+    ).all()
+    return [from_json(Notice, {**row.body, "id": row.id}, path=f"notice {row.id}") for row in rows]
