@@ -34,8 +34,10 @@ void add_into(const at::Tensor& a, const at::Tensor& b, at::Tensor& out) {
 
 extern "C" {
 // The layout of PyTorch's extension-cpp tutorial: an empty module whose import runs the static
-// initialisers below, which register the op.
-PyObject* PyInit__C(void) {
+// initialisers below, which register the op. PyMODINIT_FUNC exports the symbol: extensions are
+// compiled with hidden visibility, so a plain `PyObject* PyInit__C` is not found by the import (seen
+// on the device: "dynamic module does not define module export function").
+PyMODINIT_FUNC PyInit__C(void) {
   static struct PyModuleDef module_def = {PyModuleDef_HEAD_INIT, "_C", NULL, -1, NULL};
   return PyModule_Create(&module_def);
 }
@@ -222,7 +224,7 @@ def test_an_element_the_kernel_leaves_in_the_out_argument_reads_nan(torch, tmp_p
     result = correctness.check(replace(kernel, function="add_into_but_last"), _TorchModule,
                                _direct_call(workload), seeds=2)
     assert result.status is StageStatus.FAILED
-    assert "1 NaN/Inf elements in the output" in result.cases[0].reason
+    assert "1 NaN/Inf elements in the poisoned output block" in result.cases[0].reason
 
 
 def test_a_call_that_returns_none_says_to_return_the_out_argument(torch, tmp_path):
