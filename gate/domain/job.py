@@ -31,6 +31,11 @@ class RunOptions:
     stage_timeout_s: float = 300.0
 
 
+def method_key(shape: str, dtype: str) -> str:
+    """The key of `JobRequest.kept_methods`: one (shape label, dtype) of a kernel."""
+    return f"{shape}/{dtype}"
+
+
 @dataclass
 class JobRequest:
     kernel: KernelSpec
@@ -38,6 +43,10 @@ class JobRequest:
     artifacts_dir: str
     baseline: Checkout | None = None
     options: RunOptions = field(default_factory=RunOptions)
+    # The timing method ("graph" or "events") this kernel's history used per `method_key`, in this
+    # environment: the child keeps it, so one history never mixes methods (issue 25). Empty: the
+    # first job chooses.
+    kept_methods: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass

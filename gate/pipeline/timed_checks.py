@@ -1,0 +1,207 @@
+"""Checks of the candidate's *timed* calls: the work that was timed is the work that was checked.
+
+Correctness checks a few calls before timing; timing then ran hundreds nobody looked at. Three
+kernels that computed only part of C on some calls after the checked ones were all accepted, one
+of them 18.5 % "faster" (issue 25). Here, in every batch of interleaved rounds, some of the
+candidate's timed calls are checked in full:
+
+1. before the call, outside the timed interval, its output block is poisoned with NaN: a NaN
+   tensor of the output's size is allocated and freed, so the caching allocator hands that block to
+   the call's output (the correctness stage's trick); an output written into an input (an
+   out-argument) is filled with NaN in place; a graph's kept outputs are filled before the replay;
+2. after the end event is recorded, on the same stream, PyTorch's own result for the same inputs
+   (`workload.lowp_reference`) is computed and reduced on the device with the call's output to two
+   numbers, max |out - PyTorch| (NaN read as +inf: an unwritten element) and max |PyTorch|. Nothing
+   of this is inside the timed interval and nothing synchronises the host;
+3. after the batch's one synchronisation, each pair is judged: the error must stay within the
+   correctness stage's absolute tolerance of the dtype x max(1, max |PyTorch|) (`DTYPE_TOLERANCE`,
+   the generous bound: the sharp k x PyTorch rule already ran on the checked calls before timing).
+   An element left unwritten reads NaN, one left from another call's inputs is off by O(1) of the
+   output's scale: both are orders of magnitude over the bound, a rounding difference is not.
+
+Which calls are checked is drawn from `os.urandom` (`random.SystemRandom`), never from a call
+counter or the timer's shuffling seed, so no schedule the kernel can keep predicts it: each round is
+checked with probability `CHECK_SHARE`, and every batch has at least `MIN_CHECKED_PER_BATCH`. A
+kernel that skips work on a fraction f of its calls escapes n checks with probability (1 - f)^n:
+with ~1/8 of ~100 calls checked a job, skipping 1 call in 10 escapes with probability ~3 %, in 3
+under 1e-5; skipping so rarely that it escapes moves the median by nothing.
+
+Cost: one PyTorch call and one elementwise pass per checked call, ~1/8 of the candidate's calls,
+outside every timed interval (the L2 flush that precedes every timed call hides its cache effects).
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+# Share of rounds whose candidate call is checked, and the least per batch.
+CHECK_SHARE = 1 / 8
+MIN_CHECKED_PER_BATCH = 2
+# A graph replay's launches whose outputs are checked when the replay is (its kept outputs, see
+# `kept_launches`); and the memory all kept graph outputs of one side may take.
+CHECKS_PER_REPLAY = 2
+KEPT_OUTPUT_BYTES = 1 << 30
+# How many mismatches are named in the evidence (the count is always complete).
+NAMED_MISMATCHES = 3
+
+
+def choose_rounds(rounds: int, rng: random.Random) -> set[int]:
+    """The rounds (0-based) of one batch whose candidate call is checked: each with probability
+    `CHECK_SHARE`, topped up at random to `MIN_CHECKED_PER_BATCH` (or all rounds, if fewer)."""
+    if rounds < 0:
+        raise ValueError(f"rounds must be >= 0, got {rounds}")
+    chosen = {r for r in range(rounds) if rng.random() < CHECK_SHARE}
+    rest = [r for r in range(rounds) if r not in chosen]
+    need = min(MIN_CHECKED_PER_BATCH, rounds) - len(chosen)
+    if need > 0:
+        chosen.update(rng.sample(rest, need))
+    return chosen
+
+
+def kept_launches(launches: int, graphs: int, output_bytes: int, rng: random.Random) -> list[int]:
+    """Launch indices of one captured graph whose outputs stay allocated (and so can be checked):
+    all of them when `graphs` x `launches` outputs fit `KEPT_OUTPUT_BYTES`, else a random subset
+    (at least one). The kernel cannot tell which: every launch writes its own block either way."""
+    if launches < 1 or graphs < 1:
+        raise ValueError(f"need at least one launch and one graph, got {launches} and {graphs}")
+    fit = KEPT_OUTPUT_BYTES // max(1, output_bytes * graphs)
+    if fit >= launches:
+        return list(range(launches))
+    return sorted(rng.sample(range(launches), max(1, int(fit))))
+
+
+def judge(err: float, ref_scale: float, dtype_tolerance: float) -> tuple[bool, float]:
+    """(within tolerance, the tolerance) for one checked call's reduced figures."""
+    tol = dtype_tolerance * max(1.0, ref_scale if math.isfinite(ref_scale) else 1.0)
+    return (math.isfinite(err) and err <= tol), tol
+
+
+@dataclass
+class CheckTally:
+    """What the checks of one side found over all its batches."""
+
+    checked: int = 0
+    mismatches: int = 0
+    named: list[str] = field(default_factory=list)   # the first `NAMED_MISMATCHES`, in call order
+
+    def add(self, call: str, ok: bool, detail: str) -> None:
+        self.checked += 1
+        if not ok:
+            self.mismatches += 1
+            if len(self.named) < NAMED_MISMATCHES:
+                self.named.append(f"{call}: {detail}")
+
+
+def _aliased_input(out: Any, inputs: dict[str, Any]) -> str:
+    """The name of the input tensor the output lives in (an out-argument), '' when none."""
+    import torch
+
+    if not isinstance(out, torch.Tensor):
+        return ""
+    where = out.untyped_storage().data_ptr()
+    for name, t in inputs.items():
+        if isinstance(t, torch.Tensor) and t.untyped_storage().data_ptr() == where:
+            return name
+    return ""
+
+
+class TimedChecks:
+    """The checks of one side's timed calls at one shape x dtype (see the module docstring)."""
+
+    def __init__(self, workload: Any, shape: Any, dtype: str, input_sets: list[dict[str, Any]],
+                 dtype_tolerance: float, rng: random.Random | None = None):
+        self.workload, self.shape, self.dtype = workload, shape, dtype
+        self.input_sets = input_sets
+        self.tolerance = dtype_tolerance
+        self.rng = rng or random.SystemRandom()
+        self.tally = CheckTally()
+        self._out_size: tuple[int, ...] | None = None
+        self._out_dtype: Any = None
+        self._out_arg = ""
+        self._pending: list[tuple[str, Any]] = []      # (call, stacked [err, scale] on the device)
+        self._wrong_now: list[tuple[str, str]] = []    # (call, what) found on the host at once
+
+    def learn_output(self, out: Any) -> None:
+        """From one untimed call: the output's size and dtype (to poison its block), or the input
+        it is written into."""
+        import torch
+
+        if not isinstance(out, torch.Tensor):
+            raise TypeError(f"the call returned {type(out).__name__}, not a tensor: its timed outputs "
+                            f"cannot be checked")
+        self._out_size, self._out_dtype = tuple(out.shape), out.dtype
+        self._out_arg = _aliased_input(out, self.input_sets[0])
+
+    @property
+    def output_bytes(self) -> int:
+        import torch
+
+        if self._out_size is None:
+            return 0
+        return math.prod(self._out_size) * torch.empty(0, dtype=self._out_dtype).element_size()
+
+    def poison(self, set_index: int) -> None:
+        """Before a checked eager call: NaN where its output will be written."""
+        import torch
+
+        if self._out_arg:
+            self.input_sets[set_index][self._out_arg].fill_(float("nan"))
+            return
+        if self._out_size is None:
+            return
+        block = torch.full(self._out_size, float("nan"), dtype=self._out_dtype, device="cuda")
+        del block   # freed on this stream: the call's same-sized output gets this block
+
+    def poison_kept(self, outputs: list[Any]) -> None:
+        """Before a checked graph replay: NaN into the outputs its launches will write."""
+        for out in outputs:
+            out.fill_(float("nan"))
+
+    def enqueue(self, call: str, out: Any, set_index: int) -> None:
+        """After the timed interval's end event: compare `out` with PyTorch's result on the same
+        inputs, on the device; judged in `settle`."""
+        import torch
+
+        if not isinstance(out, torch.Tensor):
+            self._wrong_now.append((call, f"returned {type(out).__name__}, not a tensor"))
+            return
+        inputs = self.input_sets[set_index]
+        ref = self.workload.lowp_reference(self.shape, inputs).float()
+        if tuple(out.shape) != tuple(ref.shape):
+            self._wrong_now.append((call, f"output shape {tuple(out.shape)}, expected {tuple(ref.shape)}"))
+            return
+        diff = (out.float() - ref).abs().nan_to_num(nan=math.inf)
+        self._pending.append((call, torch.stack([diff.amax(), ref.abs().amax()])))
+
+    def settle(self) -> None:
+        """After the batch's synchronisation: judge every pending check into the tally."""
+        for call, what in self._wrong_now:
+            self.tally.add(call, False, what)
+        self._wrong_now = []
+        for call, pair in self._pending:
+            err, scale = (float(x) for x in pair.tolist())
+            ok, tol = judge(err, scale, self.tolerance)
+            detail = ("unwritten (NaN/Inf) output elements" if math.isinf(err) or math.isnan(err)
+                      else f"max |out - PyTorch| {err:.3g} > tol {tol:.3g}")
+            self.tally.add(call, ok, detail)
+        self._pending = []
+
+    def evidence(self) -> str:
+        t = self.tally
+        if not t.mismatches:
+            return f"{t.checked} timed call(s) checked in full, all within the {self.dtype} tolerance"
+        return (f"{t.mismatches} of {t.checked} checked timed call(s) wrong; "
+                + "; ".join(t.named))
+
+
+def checks_for(workload: Any, shape: Any, dtype: str, input_sets: list[dict[str, Any]],
+               tolerances: dict[str, float], first_output: Callable[[], Any]) -> TimedChecks:
+    """A `TimedChecks` for one side, its output learnt from one untimed call (`first_output`)."""
+    tolerance = {**tolerances, **getattr(workload, "dtype_tolerance", {})}.get(dtype, 1e-2)
+    checks = TimedChecks(workload, shape, dtype, input_sets, tolerance)
+    checks.learn_output(first_output())
+    return checks
