@@ -111,7 +111,7 @@ class ShapeTiming:
     floor_basis: str = ""                 # what bound the floor: "compute 2.1 GFLOP at 989 TFLOP/s"
     # Issue 25, what keeps the figure honest: the candidate's timed calls checked in full, and how
     # many of them were wrong ("timed call 37: unwritten (NaN/Inf) output elements; ...").
-    timed_checked: int = 0
+    timed_checked: int | None = None      # None: a bench from before these checks
     timed_wrong: int = 0
     timed_evidence: str = ""
     eager_us: float | None = None         # the candidate's eager event time (the method's estimate)

@@ -22,9 +22,10 @@ candidate's timed calls are checked in full:
 Which calls are checked is drawn from `os.urandom` (`random.SystemRandom`), never from a call
 counter or the timer's shuffling seed, so no schedule the kernel can keep predicts it: each round is
 checked with probability `CHECK_SHARE`, and every batch has at least `MIN_CHECKED_PER_BATCH`. A
-kernel that skips work on a fraction f of its calls escapes n checks with probability (1 - f)^n:
-with ~1/8 of ~100 calls checked a job, skipping 1 call in 10 escapes with probability ~3 %, in 3
-under 1e-5; skipping so rarely that it escapes moves the median by nothing.
+kernel that skips work on a fraction f of its calls escapes n checks with probability (1 - f)^n.
+The figure is a median, so skipping moves it only when it happens on a large share of the calls:
+at half of ~100 timed calls (~14 checked) it escapes with probability 6e-5; skipping 1 call in 10
+escapes 14 checks with probability 0.23, and moves the median by less than its noise.
 
 Cost: one PyTorch call and one elementwise pass per checked call, ~1/8 of the candidate's calls,
 outside every timed interval (the L2 flush that precedes every timed call hides its cache effects).

@@ -31,6 +31,7 @@ from gate.verdict.rules import (
     smem_launch_rows,
     static_delta_rows,
 )
+from gate.verdict.timing_integrity import distrust_profile, timing_integrity_rows
 
 O = RuleOutcome
 SIGNIFICANCE = 0.05          # Mann-Whitney p-value below which a difference is significant
@@ -63,6 +64,7 @@ def decide(result: JobResult, gates: Gates) -> VerdictReport:
         watch = result.bench.gpu_watch
         integrity = integrity_rows(result.bench)
         rows += _untrusted_streams(integrity, watch.problems) if watch is not None and watch.problems else integrity
+    rows += timing_integrity_rows(result)      # issue 25: timed work checked, methods agree, timer intact
     profile_needed = any(getattr(gates, rule.value) is not None for rule in NCU_RULES)
     if cand.profile is not None and cand.profile.status is StageStatus.PASSED and profile_needed:
         base_profile = result.baseline.profile if result.baseline else None
@@ -71,6 +73,7 @@ def decide(result: JobResult, gates: Gates) -> VerdictReport:
         rows += _stage_row(Stage.PROFILE, cand.profile, required=profile_needed)
     if gates.max_smem_bytes is not None and cand.profile is not None and cand.profile.status is StageStatus.PASSED:
         rows += smem_launch_rows(cand.profile, gates.max_smem_bytes)
+    rows = distrust_profile(rows)
     return VerdictReport(*verdict_of(rows), rules=rows)
 
 
