@@ -24,11 +24,12 @@ counter or the timer's shuffling seed, so no schedule the kernel can keep predic
 checked with probability `CHECK_SHARE`, and every batch has at least `MIN_CHECKED_PER_BATCH`. A
 kernel that skips work on a fraction f of its calls escapes n checks with probability (1 - f)^n.
 The figure is a median, so skipping moves it only when it happens on a large share of the calls:
-at half of ~100 timed calls (~14 checked) it escapes with probability 6e-5; skipping 1 call in 10
-escapes 14 checks with probability 0.23, and moves the median by less than its noise.
+at half of ~100 timed calls (~26 checked: ~4.2 of every 16) it escapes with probability 1.5e-8, at
+a quarter with 6e-4; skipping 1 call in 10 escapes with probability 0.065 and moves the median by
+less than its noise. A short job (32 rounds, 2 batches) still checks at least 8 calls.
 
-Cost: one PyTorch call and one elementwise pass per checked call, ~1/8 of the candidate's calls,
-outside every timed interval (the L2 flush that precedes every timed call hides its cache effects).
+Cost: one PyTorch call and one elementwise pass per checked call, about a quarter of the candidate's
+calls, outside every timed interval (the L2 flush that precedes every timed call hides its cache effects).
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ from typing import Any
 
 # Share of rounds whose candidate call is checked, and the least per batch.
 CHECK_SHARE = 1 / 8
-MIN_CHECKED_PER_BATCH = 2
+MIN_CHECKED_PER_BATCH = 4
 # A graph replay's launches whose outputs are checked when the replay is (its kept outputs, see
 # `kept_launches`); and the memory all kept graph outputs of one side may take.
 CHECKS_PER_REPLAY = 2
