@@ -157,6 +157,18 @@ def graph_work_nodes(raw_graph: int) -> int | None:
     return work
 
 
+def _new_graph() -> tuple[Any, bool]:
+    """A CUDAGraph whose cudaGraph_t survives capture (`keep_graph=True`, torch >= 2.8), so its nodes
+    can be counted; (graph, False) on a torch without it (then only the time cross-check applies)."""
+    import torch
+
+    try:
+        graph = torch.cuda.CUDAGraph(keep_graph=True)
+    except TypeError:
+        return torch.cuda.CUDAGraph(), False
+    return graph, callable(getattr(graph, "raw_cuda_graph", None)) and callable(getattr(graph, "instantiate", None))
+
+
 class InterleavedTimer:
     def __init__(self, seed: int | None = None):
         import torch
@@ -225,15 +237,16 @@ class InterleavedTimer:
                 for _ in range(GRAPHS_PER_SIDE):
                     keep = set(kept_launches(launches, GRAPHS_PER_SIDE, side.checks.output_bytes,
                                              self._check_rng)) if side.checks else set()
-                    graph = torch.cuda.CUDAGraph(keep_graph=True)
+                    graph, countable = _new_graph()
                     kept = []
                     with torch.cuda.graph(graph, pool=pool):
                         for i in range(launches):
                             out = side.fn(i % input_sets)
                             if i in keep:
                                 kept.append((i, i % input_sets, out))
-                    nodes = graph_work_nodes(graph.raw_cuda_graph())
-                    graph.instantiate()
+                    nodes = graph_work_nodes(graph.raw_cuda_graph()) if countable else None
+                    if countable:
+                        graph.instantiate()
                     graph.replay()
                     side.graphs.append(graph)
                     side.kept.append(kept)

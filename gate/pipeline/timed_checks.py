@@ -151,17 +151,20 @@ class TimedChecks:
         import torch
 
         if self._out_arg:
-            self.input_sets[set_index][self._out_arg].fill_(float("nan"))
+            target = self.input_sets[set_index][self._out_arg]
+            if target.is_floating_point():
+                target.fill_(float("nan"))
             return
-        if self._out_size is None:
-            return
+        if self._out_size is None or not self._out_dtype.is_floating_point:
+            return          # no NaN in an integer format: its checks compare values only
         block = torch.full(self._out_size, float("nan"), dtype=self._out_dtype, device="cuda")
         del block   # freed on this stream: the call's same-sized output gets this block
 
     def poison_kept(self, outputs: list[Any]) -> None:
         """Before a checked graph replay: NaN into the outputs its launches will write."""
         for out in outputs:
-            out.fill_(float("nan"))
+            if out.is_floating_point():
+                out.fill_(float("nan"))
 
     def enqueue(self, call: str, out: Any, set_index: int) -> None:
         """After the timed interval's end event: compare `out` with PyTorch's result on the same

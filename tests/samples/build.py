@@ -389,6 +389,7 @@ VARIANTS: dict[str, Callable[..., str]] = {
     "skip_half": skip_half, "legacy_stream": legacy_stream, "per_thread_stream": per_thread_stream,
     "legacy_stream_more_work": legacy_stream_more_work, "per_thread_stream_more_work": per_thread_stream_more_work,
     "profiler_aware": profiler_aware, "patching_init": patching_init,
+    "fork_join": joined_stream,     # the joined stream at every shape of the sample (issue 25)
 }
 # Variants that also change the manifest: the endless loop needs a timeout shorter than the default.
 # The joined stream is gated at the 2048³ shape only: its fork/join costs 1-1.6 µs per launch on an
@@ -399,6 +400,20 @@ MANIFEST_EDITS: dict[str, Callable[[str], str]] = {
     "joined_stream": lambda text: _replace(
         text, "shapes = [{m = 1024, n = 1024, k = 1024}, {m = 2048, n = 2048, k = 2048}, {m = 528, n = 784, k = 272}]",
         "shapes = [{m = 2048, n = 2048, k = 2048}]"),
+}
+# Issue 25's classes: variant -> (verdict, the rule that must decide it), gated by
+# tests/gpu/test_timed_integrity.py. `fork_join` is judged against a plain harness there instead.
+TIMED_INTEGRITY: dict[str, tuple[str, str]] = {
+    "skip_by_count": ("reject", "timed_outputs"),
+    "skip_by_clock": ("reject", "timed_outputs"),
+    "skip_one_tile": ("reject", "timed_outputs"),
+    "skip_half": ("reject", "timed_outputs"),
+    "legacy_stream": ("accept", ""),
+    "per_thread_stream": ("accept", ""),
+    "legacy_stream_more_work": ("reject", "max_latency_regression_pct"),
+    "per_thread_stream_more_work": ("reject", "max_latency_regression_pct"),
+    "patching_init": ("reject", "timer_untouched"),
+    "profiler_aware": ("reject", "profile_matches_timing"),
 }
 # The cheat catalogue: variant -> (verdict, the rule that must decide it). `joined_stream` must be
 # accepted with a time within 2 % of the plain launch.
