@@ -98,7 +98,10 @@ def time_revisions(kernel: KernelSpec, workload: Any, candidate_module: Any, bas
         return BenchResult(StageStatus.FAILED, f"raised in the all-streams check: {type(exc).__name__}: {exc}"[:2000],
                            pinned.now() - start, tampered=pinned.tampered())
     shapes = [_timing(r, workload) for r in runs]
-    reason = (f"{len(shapes)} shape(s) timed, integrity figures in {pinned.now() - traced:.2f} s"
+    checks = [r.sides[0].checks for r in runs if r.sides[0].checks is not None]
+    checked = (f", {sum(c.tally.checked for c in checks)} timed calls checked in "
+               f"{sum(c.spent_s for c in checks):.2f} s") if checks else ""
+    reason = (f"{len(shapes)} shape(s) timed, integrity figures in {pinned.now() - traced:.2f} s{checked}"
               + (f"; {'; '.join(timer.notes)}" if timer.notes else ""))
     return BenchResult(StageStatus.PASSED, reason, pinned.now() - start, shapes, attempts,
                        tampered=pinned.tampered())
@@ -112,7 +115,7 @@ def _prepare(kernel: KernelSpec, workload: Any, cand: Any, base: Any | None, sha
         return lambda i: workload.call(module, kernel.function, sets[i])
 
     sides = [Side("candidate", calling(cand))]
-    if callable(getattr(workload, "lowp_reference", None)):   # every workload has it (REQUIRED_METHODS)
+    if callable(getattr(workload, "reference", None)):   # every workload has it (REQUIRED_METHODS)
         sides[0].checks = checks_for(workload, shape, dtype, sets, DTYPE_TOLERANCE, lambda: sides[0].fn(0))
     if base is not None:
         sides.append(Side("baseline", calling(base)))

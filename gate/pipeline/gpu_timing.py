@@ -295,10 +295,12 @@ class InterleavedTimer:
                 checking = side.checks is not None and round_index in checked[side.label]
                 kept = self._rng.randrange(len(side.graphs)) if side.graphs else -1
                 if checking and side.checks is not None:
+                    began = pinned.now()
                     if side.graphs:
                         side.checks.poison_kept([out for _, _, out in side.kept[kept]])
                     else:
                         side.checks.poison(current)
+                    side.checks.spent_s += pinned.now() - began
                 self.flush_l2()
                 start, end = pinned.new_event(), pinned.new_event()
                 pinned.record(start)
@@ -309,6 +311,7 @@ class InterleavedTimer:
                     out = side.fn(current)
                 pinned.record(end)              # the checks below are outside the timed interval
                 if checking and side.checks is not None:
+                    began = pinned.now()
                     call = f"timed call {len(side.samples_us) + round_index}"
                     if side.graphs:
                         chosen = self._check_rng.sample(side.kept[kept], min(CHECKS_PER_REPLAY, len(side.kept[kept])))
@@ -316,6 +319,7 @@ class InterleavedTimer:
                             side.checks.enqueue(f"{call}, launch {launch} of its graph replay", launch_out, set_index)
                     else:
                         side.checks.enqueue(call, out, current)
+                    side.checks.spent_s += pinned.now() - began
                 del out
                 pending.append((side, start, end))
             refill(current)
@@ -324,4 +328,6 @@ class InterleavedTimer:
             side.samples_us.append(pinned.elapsed_ms(start, end) * 1e3 / side.launches)
         for side in sides:
             if side.checks is not None:
+                began = pinned.now()
                 side.checks.settle()
+                side.checks.spent_s += pinned.now() - began

@@ -9,12 +9,13 @@ candidate's timed calls are checked in full:
    tensor of the output's size is allocated and freed, so the caching allocator hands that block to
    the call's output (the correctness stage's trick); an output written into an input (an
    out-argument) is filled with NaN in place; a graph's kept outputs are filled before the replay;
-2. after the end event is recorded, on the same stream, PyTorch's own result for the same inputs
-   (`workload.lowp_reference`) is computed and reduced on the device with the call's output to two
-   numbers, max |out - PyTorch| (NaN when an element was left unwritten) and max |PyTorch|. Nothing
+2. after the end event is recorded, on the same stream, the expected result for the same inputs
+   (the cheaper of `workload.reference` and `workload.lowp_reference`, see `cheaper_reference`) is
+   computed and reduced on the device with the call's output to two
+   numbers, max |out - expected| (NaN when an element was left unwritten) and max |expected|. Nothing
    of this is inside the timed interval and nothing synchronises the host;
 3. after the batch's one synchronisation, each pair is judged: the error must stay within the
-   correctness stage's absolute tolerance of the dtype x max(1, max |PyTorch|) (`DTYPE_TOLERANCE`,
+   correctness stage's absolute tolerance of the dtype x max(1, max |expected|) (`DTYPE_TOLERANCE`,
    the generous bound: the sharp k x PyTorch rule already ran on the checked calls before timing).
    An element left unwritten reads NaN, one left from another call's inputs is off by O(1) of the
    output's scale: both are orders of magnitude over the bound, a rounding difference is not.
@@ -28,7 +29,7 @@ at half of ~100 timed calls (~26 checked: ~4.2 of every 16) it escapes with prob
 a quarter with 6e-4; skipping 1 call in 10 escapes with probability 0.065 and moves the median by
 less than its noise. A short job (32 rounds, 2 batches) still checks at least 8 calls.
 
-Cost: one PyTorch call and one elementwise pass per checked call, about a quarter of the candidate's
+Cost: one reference call and one elementwise pass per checked call, about a quarter of the candidate's
 calls, outside every timed interval (the L2 flush that precedes every timed call hides its cache effects).
 """
 
@@ -115,12 +116,15 @@ class TimedChecks:
     """The checks of one side's timed calls at one shape x dtype (see the module docstring)."""
 
     def __init__(self, workload: Any, shape: Any, dtype: str, input_sets: list[dict[str, Any]],
-                 dtype_tolerance: float, rng: random.Random | None = None):
+                 dtype_tolerance: float, rng: random.Random | None = None,
+                 reference: Callable[[Any, dict[str, Any]], Any] | None = None):
         self.workload, self.shape, self.dtype = workload, shape, dtype
+        self.reference = reference or workload.lowp_reference   # (shape, inputs) -> the expected output
         self.input_sets = input_sets
         self.tolerance = dtype_tolerance
         self.rng = rng or random.SystemRandom()
         self.tally = CheckTally()
+        self.spent_s = 0.0          # host time in poisoning, enqueueing and judging: the checks' cost
         self._out_size: tuple[int, ...] | None = None
         self._out_dtype: Any = None
         self._out_arg = ""
@@ -167,7 +171,7 @@ class TimedChecks:
                 out.fill_(float("nan"))
 
     def enqueue(self, call: str, out: Any, set_index: int) -> None:
-        """After the timed interval's end event: compare `out` with PyTorch's result on the same
+        """After the timed interval's end event: compare `out` with the expected result on the same
         inputs, on the device; judged in `settle`."""
         import torch
 
@@ -175,7 +179,7 @@ class TimedChecks:
             self._wrong_now.append((call, f"returned {type(out).__name__}, not a tensor"))
             return
         inputs = self.input_sets[set_index]
-        ref = self.workload.lowp_reference(self.shape, inputs)
+        ref = self.reference(self.shape, inputs)
         if tuple(out.shape) != tuple(ref.shape):
             self._wrong_now.append((call, f"output shape {tuple(out.shape)}, expected {tuple(ref.shape)}"))
             return
@@ -193,7 +197,7 @@ class TimedChecks:
             err, scale = (float(x) for x in pair.tolist())
             ok, tol = judge(err, scale, self.tolerance)
             detail = ("unwritten (NaN/Inf) output elements" if not math.isfinite(err)
-                      else f"max |out - PyTorch| {err:.3g} > tol {tol:.3g}")
+                      else f"max |out - expected| {err:.3g} > tol {tol:.3g}")
             self.tally.add(call, ok, detail)
         self._pending = []
 
@@ -205,10 +209,34 @@ class TimedChecks:
                 + "; ".join(t.named))
 
 
+def cheaper_reference(workload: Any, shape: Any, inputs: dict[str, Any]) -> Callable[[Any, dict[str, Any]], Any]:
+    """Of the workload's `reference` and `lowp_reference`, the one that took less time for one call
+    (after one warm-up each). Either is right for the dtype's absolute tolerance; their cost is not
+    alike: the FMA chain of bench/quality_repo computes PyTorch's result in 4000 launches, its
+    reference in a closed form of three; a large GEMM's float64 reference is the slow one."""
+    from gate.pipeline import pinned
+
+    found = [f for f in (getattr(workload, "reference", None), getattr(workload, "lowp_reference", None))
+             if callable(f)]
+    if not found:
+        raise TypeError(f"{type(workload).__name__} has neither reference nor lowp_reference")
+    costs = []
+    for fn in found:
+        fn(shape, inputs)
+        pinned.synchronize()
+        start = pinned.now()
+        fn(shape, inputs)
+        pinned.synchronize()
+        costs.append(pinned.now() - start)
+    return found[costs.index(min(costs))]
+
+
 def checks_for(workload: Any, shape: Any, dtype: str, input_sets: list[dict[str, Any]],
                tolerances: dict[str, float], first_output: Callable[[], Any]) -> TimedChecks:
-    """A `TimedChecks` for one side, its output learnt from one untimed call (`first_output`)."""
+    """A `TimedChecks` for one side, its output learnt from one untimed call (`first_output`), its
+    reference the cheaper of the workload's two."""
     tolerance = {**tolerances, **getattr(workload, "dtype_tolerance", {})}.get(dtype, 1e-2)
-    checks = TimedChecks(workload, shape, dtype, input_sets, tolerance)
+    checks = TimedChecks(workload, shape, dtype, input_sets, tolerance,
+                         reference=cheaper_reference(workload, shape, input_sets[0]))
     checks.learn_output(first_output())
     return checks

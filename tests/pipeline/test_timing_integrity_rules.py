@@ -59,7 +59,7 @@ def test_an_honest_job_passes_every_row_with_its_figures():
 
 def test_a_kernel_wrong_on_some_timed_calls_is_rejected_naming_the_call_and_the_mismatch():
     evidence = "2 of 14 checked timed call(s) wrong; timed call 37: unwritten (NaN/Inf) output elements; " \
-               "timed call 81: max |out - PyTorch| 31.2 > tol 3.1"
+               "timed call 81: max |out - expected| 31.2 > tol 3.1"
     report = decide(result(timing(checked=14, wrong=2, evidence=evidence)), Gates(max_latency_regression_pct=3))
     assert report.verdict.value == "reject"
     assert report.reason.startswith("reject: timed_outputs m1024 float16: 2 of 14 checked timed call(s) wrong; "
