@@ -119,6 +119,9 @@ def _prepare(kernel: KernelSpec, workload: Any, cand: Any, base: Any | None, sha
         sides[0].checks = checks_for(workload, shape, dtype, sets, DTYPE_TOLERANCE, lambda: sides[0].fn(0))
     if base is not None:
         sides.append(Side("baseline", calling(base)))
+    if sides[0].checks is not None:
+        for side in sides:      # both gated sides keep their graph outputs alike (`Side.keep_output_bytes`)
+            side.keep_output_bytes = sides[0].checks.output_bytes
     peers = getattr(workload, "peers", None)          # optional for a custom workload
     peer_sets = [peers(shape, inputs) if peers else {} for inputs in sets]
     sides += [Side(label, lambda i, label=label: peer_sets[i][label]()) for label in peer_sets[0]]

@@ -123,6 +123,10 @@ class Side:
     launches: int = 1                 # per timed repetition (graph method: launches per replay)
     graphs: list[Any] = field(default_factory=list)   # captured torch.cuda.CUDAGraphs when timed as graphs
     checks: TimedChecks | None = None  # the candidate's: its timed calls' outputs are checked
+    # Bytes of one output when the side's graph launches keep their outputs allocated (0: they do
+    # not). The candidate's kept outputs are what its checks read; the baseline keeps as many, so
+    # both write to as many distinct blocks per replay (their L2 write-backs alike: no A/A bias).
+    keep_output_bytes: int = 0
     # Per graph, the outputs its launches write that stay allocated: (launch index, input set, tensor).
     kept: list[list[tuple[int, int, Any]]] = field(default_factory=list)
     work_nodes: list[int] = field(default_factory=list)   # per graph: kernel/memcpy/memset nodes captured
@@ -245,8 +249,8 @@ class InterleavedTimer:
             for side in sides:
                 side.graphs, side.kept, side.work_nodes = [], [], []
                 for _ in range(GRAPHS_PER_SIDE):
-                    keep = set(kept_launches(launches, GRAPHS_PER_SIDE, side.checks.output_bytes,
-                                             self._check_rng)) if side.checks else set()
+                    keep = set(kept_launches(launches, GRAPHS_PER_SIDE, side.keep_output_bytes,
+                                             self._check_rng)) if side.keep_output_bytes else set()
                     graph, countable = _new_graph()
                     kept = []
                     with torch.cuda.graph(graph, pool=pool):
@@ -294,10 +298,12 @@ class InterleavedTimer:
             for side in order:
                 checking = side.checks is not None and round_index in checked[side.label]
                 kept = self._rng.randrange(len(side.graphs)) if side.graphs else -1
+                chosen: list[tuple[int, int, Any]] = []
                 if checking and side.checks is not None:
                     began = pinned.now()
-                    if side.graphs:
-                        side.checks.poison_kept([out for _, _, out in side.kept[kept]])
+                    if side.graphs:     # only the launches to be checked: a few fills, not 64
+                        chosen = self._check_rng.sample(side.kept[kept], min(CHECKS_PER_REPLAY, len(side.kept[kept])))
+                        side.checks.poison_kept([launch_out for _, _, launch_out in chosen])
                     else:
                         side.checks.poison(current)
                     side.checks.spent_s += pinned.now() - began
@@ -314,7 +320,6 @@ class InterleavedTimer:
                     began = pinned.now()
                     call = f"timed call {len(side.samples_us) + round_index}"
                     if side.graphs:
-                        chosen = self._check_rng.sample(side.kept[kept], min(CHECKS_PER_REPLAY, len(side.kept[kept])))
                         for launch, set_index, launch_out in chosen:
                             side.checks.enqueue(f"{call}, launch {launch} of its graph replay", launch_out, set_index)
                     else:

@@ -41,12 +41,14 @@ def test_the_timer_draws_checks_from_os_urandom_not_from_its_seed():
     assert isinstance(tc.TimedChecks.__init__.__defaults__[-1], type(None))   # default: SystemRandom
 
 
-def test_small_outputs_keep_every_launch_large_ones_a_random_subset():
-    assert tc.kept_launches(64, 4, 4096, random.Random(1)) == list(range(64))
-    big = 64 * 2**20                                        # 64 MiB per output: 1 GiB / 4 graphs = 4 outputs
-    kept = tc.kept_launches(64, 4, big, random.Random(1))
-    assert len(kept) == 4 and kept == sorted(set(kept)) and all(0 <= k < 64 for k in kept)
-    assert tc.kept_launches(64, 4, 2**40, random.Random(1)) and len(tc.kept_launches(64, 4, 2**40, random.Random(1))) == 1
+def test_a_graph_keeps_a_few_random_launches_fewer_for_large_outputs():
+    kept = tc.kept_launches(64, 4, 4096, random.Random(1))
+    assert len(kept) == tc.KEPT_PER_GRAPH and kept == sorted(set(kept)) and all(0 <= k < 64 for k in kept)
+    assert kept != tc.kept_launches(64, 4, 4096, random.Random(2))     # drawn per graph, no fixed schedule
+    big = 128 * 2**20                                                   # 1 GiB / 4 graphs: 2 outputs of 128 MiB
+    assert len(tc.kept_launches(64, 4, big, random.Random(1))) == 2
+    assert len(tc.kept_launches(64, 4, 2**40, random.Random(1))) == 1   # always one to check
+    assert tc.kept_launches(3, 4, 4096, random.Random(1)) == [0, 1, 2]
     with pytest.raises(ValueError, match="at least one launch"):
         tc.kept_launches(0, 4, 1, random.Random(1))
 
