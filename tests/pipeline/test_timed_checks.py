@@ -78,3 +78,92 @@ def test_the_escape_odds_in_the_docstring_hold():
     assert (1 - 0.5) ** checks < 1e-7                  # skipping on half the calls: caught
     assert (1 - 0.25) ** checks < 1e-3
     assert 0.04 < (1 - 0.1) ** checks < 0.1            # 1 in 10: may escape, and moves no median
+
+
+class _Event:
+    count = 0
+
+    def __init__(self):
+        _Event.count += 1
+        self.id = _Event.count
+
+
+def _eager_timer(monkeypatch, log):
+    """An InterleavedTimer without a GPU: events, flush and clock are fakes that write to `log`."""
+    from gate.pipeline import gpu_timing, pinned
+
+    monkeypatch.setattr(pinned, "new_event", _Event)
+    monkeypatch.setattr(pinned, "record", lambda ev: log.append(("record",)))
+    monkeypatch.setattr(pinned, "elapsed_ms", lambda a, b: 0.01)
+    monkeypatch.setattr(pinned, "wait", lambda ev: log.append(("wait",)))
+    monkeypatch.setattr(pinned, "now", lambda: 0.0)
+    monkeypatch.setattr(gpu_timing, "reset_persisting_l2", lambda: "")
+    timer = object.__new__(gpu_timing.InterleavedTimer)
+    timer._rng, timer._check_rng, timer._next_set, timer.notes = random.Random(1), random.Random(2), 0, []
+    timer.flush_l2 = lambda: log.append(("flush",))
+    return timer
+
+
+class _Checks:
+    def __init__(self, log):
+        self.log, self.spent_s = log, 0.0
+
+    def poison(self, set_index):
+        self.log.append(("poison", set_index))
+
+    def enqueue(self, call, out, set_index):
+        self.log.append(("enqueue", call, out, set_index))
+
+    def settle(self):
+        self.log.append(("settle",))
+
+
+def test_a_checked_call_is_poisoned_before_and_compared_after_its_timed_interval(monkeypatch):
+    from gate.pipeline.gpu_timing import Side
+
+    log = []
+    timer = _eager_timer(monkeypatch, log)
+    cand = Side("candidate", lambda i: log.append(("call", "candidate", i)) or f"out{i}", checks=_Checks(log))
+    base = Side("baseline", lambda i: log.append(("call", "baseline", i)) or f"base{i}")
+    timer.run_rounds([cand, base], 16, lambda i: log.append(("refill", i)), 3)
+    enqueued = [k for k, e in enumerate(log) if e[0] == "enqueue"]
+    assert len(enqueued) >= tc.MIN_CHECKED_PER_BATCH
+    for k in enqueued:
+        _, call, out, set_index = log[k]
+        # poison, flush, start event, the call, end event, then (outside the interval) the check
+        assert log[k - 5:k] == [("poison", set_index), ("flush",), ("record",), ("call", "candidate", set_index),
+                                ("record",)]
+        assert out == f"out{set_index}" and call.startswith("timed call ")
+    assert not any(e[0] == "poison" and log[k + 3][1:2] == ("baseline",) for k, e in enumerate(log))
+    assert log.index(("settle",)) > log.index(("wait",))      # judged after the batch's one synchronisation
+    assert len(cand.samples_us) == len(base.samples_us) == 16
+
+
+def test_a_checked_graph_replay_poisons_and_checks_only_kept_launches_outside_the_interval(monkeypatch):
+    from gate.pipeline.gpu_timing import Side
+
+    log = []
+    timer = _eager_timer(monkeypatch, log)
+
+    class Graph:
+        def __init__(self, g):
+            self.g = g
+
+        def replay(self):
+            log.append(("replay", self.g))
+
+    checks = _Checks(log)
+    checks.poison_kept = lambda outs: log.append(("poison_kept", tuple(outs)))
+    kept = [[(j, j % 3, f"g{g}l{j}") for j in (5, 17, 40)] for g in range(4)]
+    cand = Side("candidate", lambda i: None, launches=64, graphs=[Graph(g) for g in range(4)], checks=checks, kept=kept)
+    timer.run_rounds([cand], 16, lambda i: None, 3)
+    replays = [k for k, e in enumerate(log) if e[0] == "replay"]
+    checked = [k for k in replays if log[k - 3][0] == "poison_kept"]
+    assert len(checked) >= tc.MIN_CHECKED_PER_BATCH
+    for k in checked:
+        poisoned = log[k - 3][1]
+        assert len(poisoned) == tc.CHECKS_PER_REPLAY and set(poisoned) <= {o for _, _, o in kept[log[k][1]]}
+        assert log[k - 2:k] == [("flush",), ("record",)] and log[k + 1] == ("record",)
+        checks_after = [e for e in log[k + 2:k + 2 + tc.CHECKS_PER_REPLAY]]
+        assert [e[2] for e in checks_after] == list(poisoned)                  # the very launches poisoned
+        assert all(", launch " in e[1] and "of its graph replay" in e[1] for e in checks_after)
