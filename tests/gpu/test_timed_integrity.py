@@ -11,7 +11,7 @@ per shape, and must end with its named verdict and deciding rule:
   the same with a third more work: reject by `max_latency_regression_pct`, not by a 0.02 µs graph;
 - an extension whose initialiser halves `torch.cuda.Event.elapsed_time` through the Python C API:
   reject by `timer_untouched`, with figures the patch did not move (ratio near 1, not 0.5);
-- a kernel that runs an eighth of its grid under Nsight Compute: reject by `profile_matches_timing`.
+- a kernel that runs one K slice under Nsight Compute: reject by `profile_matches_timing`.
 
 The fork-join kernel (`fork_join`: the joined private stream at every shape) is timed by a plain
 event harness beside the gate (bench/fork_join.py) and must be accepted within the overhead the plain
