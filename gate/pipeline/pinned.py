@@ -83,11 +83,18 @@ def pin() -> None:
 
     import torch
 
-    base = torch._C._CudaEventBase
-    watched = {name: _resolve(name) for name in WATCHED_TORCH}
+    # The C type when this torch has it (every 2.x does); else the Python class, still as it is now.
+    base = getattr(torch._C, "_CudaEventBase", torch.cuda.Event)
+    watched = {}
+    for name in WATCHED_TORCH:
+        try:
+            watched[name] = _resolve(name)
+        except (ImportError, AttributeError):   # not in this torch: nothing there to patch either
+            continue
     watched.update(_module_functions())
     _PINS = _Pins(time.perf_counter, torch.cuda.Event, base.record, base.elapsed_time, base.synchronize,
-                  torch._C._cuda_synchronize, torch.cuda.current_stream, watched)
+                  getattr(torch._C, "_cuda_synchronize", torch.cuda.synchronize), torch.cuda.current_stream,
+                  watched)
 
 
 def _pins() -> _Pins:
