@@ -94,11 +94,12 @@ def plain_us(module, workload, spec, shape) -> tuple[float, float]:
     return statistics.median(loops), statistics.median(cold)
 
 
-def measure(budget_s: float = 2.0) -> list[dict]:
-    """One row per shape of the sample: the plain harness's ratios beside the gate's."""
+def measure(budget_s: float = 2.0, cache: Path | None = None) -> list[dict]:
+    """One row per shape of the sample: the plain harness's ratios beside the gate's. `cache`: an
+    object cache to build from (a GPU test's, where both are already compiled)."""
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
-        spec, plain, joined, workload = build_pair(Path(tmp), Path(tmp) / "objects")
+        spec, plain, joined, workload = build_pair(Path(tmp), cache or Path(tmp) / "objects")
         for shape in spec.shapes:
             (p_b2b, p_cold), (j_b2b, j_cold) = (plain_us(m, workload, spec, shape) for m in (plain, joined))
             one = replace(spec, shapes=[shape])

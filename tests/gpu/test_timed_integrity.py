@@ -106,7 +106,7 @@ def test_the_correct_kernel_passes_every_check_of_its_timed_calls(variants):
 
 def test_fork_join_is_accepted_within_the_overhead_a_plain_harness_measures(variants):
     bench_module = _fork_join_module()
-    rows = {r["shape"]: r for r in bench_module.measure(budget_s=1.0)}
+    rows = {r["shape"]: r for r in bench_module.measure(budget_s=1.0, cache=variants[2] / "objects")}
     for r in rows.values():
         print(f"  {r['shape']}: plain b2b {r['plain_b2b_pct']:+.1f} %, plain cold {r['plain_cold_pct']:+.1f} %, "
               f"gate {r['gate_pct']:+.1f} % (CI {r['gate_ci_pct'][0]:+.1f}..{r['gate_ci_pct'][1]:+.1f})")
