@@ -11,6 +11,12 @@ judges them. Every sample is kept. The candidate/baseline comparison (median rat
 Mann-Whitney p) comes from `stats`. When the kernel has a latency gate and some shape's interval
 straddles 1 + threshold, those shapes go on sampling with twice the budget and half the target error,
 up to `options.max_reruns` times; `attempts` records how many passes were made.
+
+Issue 25: some of the candidate's timed calls in every batch are checked in full (`timed_checks`); a
+graph that lost launches or replays far under the eager time is refused and the shape timed eagerly
+(`timing_methods`); a method kept from the kernel's history (`kept_methods`) wins over the estimate;
+every clock reading goes through references pinned before the builds were imported (`pinned`), and
+the result names any the submitted code replaced (`BenchResult.tampered`).
 """
 
 from __future__ import annotations
