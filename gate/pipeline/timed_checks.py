@@ -118,13 +118,11 @@ class TimedChecks:
     """The checks of one side's timed calls at one shape x dtype (see the module docstring)."""
 
     def __init__(self, workload: Any, shape: Any, dtype: str, input_sets: list[dict[str, Any]],
-                 dtype_tolerance: float, rng: random.Random | None = None,
-                 reference: Callable[[Any, dict[str, Any]], Any] | None = None):
+                 dtype_tolerance: float, reference: Callable[[Any, dict[str, Any]], Any] | None = None):
         self.workload, self.shape, self.dtype = workload, shape, dtype
         self.reference = reference or workload.lowp_reference   # (shape, inputs) -> the expected output
         self.input_sets = input_sets
         self.tolerance = dtype_tolerance
-        self.rng = rng or random.SystemRandom()
         self.tally = CheckTally()
         self.spent_s = 0.0          # host time in poisoning, enqueueing and judging: the checks' cost
         self._out_size: tuple[int, ...] | None = None

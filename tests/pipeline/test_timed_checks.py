@@ -37,8 +37,9 @@ def test_the_timer_draws_checks_from_os_urandom_not_from_its_seed():
     import inspect
 
     from gate.pipeline import gpu_timing
-    assert "random.SystemRandom()" in inspect.getsource(gpu_timing.InterleavedTimer.__init__)
-    assert isinstance(tc.TimedChecks.__init__.__defaults__[-1], type(None))   # default: SystemRandom
+    source = inspect.getsource(gpu_timing.InterleavedTimer)
+    assert "self._check_rng = random.SystemRandom()" in source
+    assert "choose_rounds(rounds, self._check_rng)" in source and "kept_launches(" in source
 
 
 def test_a_graph_keeps_a_few_random_launches_fewer_for_large_outputs():
