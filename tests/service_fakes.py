@@ -106,11 +106,13 @@ class FakePipeline:
     calls: list[dict[str, Any]] = field(default_factory=list)
     started: threading.Event = field(default_factory=threading.Event)
     before_return: Callable[[], None] | None = None
+    kept_methods: list[dict[str, str] | None] = field(default_factory=list)   # per call, as handed over
 
     def __call__(self, *, repo: str, sha: str, base_sha: str | None, kernel: str, data_dir: Path,
                  options: Any, mirror: Any, on_event: Callable[[ProgressEvent], None],
-                 cancel: threading.Event | None = None) -> FakeOutcome:
+                 cancel: threading.Event | None = None, kept_methods: dict[str, str] | None = None) -> FakeOutcome:
         self.calls.append({"repo": repo, "sha": sha, "base_sha": base_sha, "kernel": kernel})
+        self.kept_methods.append(kept_methods)
         on_event(ProgressEvent(stage="build", side="candidate", state="started"))
         self.started.set()
         deadline = time.monotonic() + 30

@@ -31,6 +31,11 @@ class RunOptions:
     stage_timeout_s: float = 300.0
 
 
+def method_key(shape: str, dtype: str) -> str:
+    """The key of `JobRequest.kept_methods`: one (shape label, dtype) of a kernel."""
+    return f"{shape}/{dtype}"
+
+
 @dataclass
 class JobRequest:
     kernel: KernelSpec
@@ -41,6 +46,10 @@ class JobRequest:
     # Profile the baseline too: the parent says so when a rule reads its profile (the verdict's
     # catalogue knows which), since a second ncu session costs about 6 s on an H200.
     profile_baseline: bool = False
+    # The timing method ("graph" or "events") this kernel's history used per `method_key`, in this
+    # environment: the child keeps it, so one history never mixes methods (issue 25). Empty: the
+    # first job chooses.
+    kept_methods: dict[str, str] = field(default_factory=dict)
 
 
 # The `running` detail said right before the child imports a built extension. Unlike a compile's

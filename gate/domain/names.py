@@ -58,6 +58,11 @@ class Rule(StrEnum):
     MAX_SPILL_BYTES_INCREASE = "max_spill_bytes_increase"
     MAX_SMEM_BYTES_INCREASE = "max_smem_bytes_increase"
     STATIC_DELTA = "static_delta"   # what changed against the baseline's build: shown, never decisive
+    # Issue 25, the timing's own integrity (gate/verdict/timing_integrity.py):
+    TIMED_OUTPUTS = "timed_outputs"                    # the timed calls' outputs, checked, were right
+    TIMING_METHODS_AGREE = "timing_methods_agree"      # the timed figure vs eager vs device-wide
+    TIMER_UNTOUCHED = "timer_untouched"                # submitted code replaced none of the timer
+    PROFILE_MATCHES_TIMING = "profile_matches_timing"  # ncu's durations describe the timed program
 
 
 # What each rule reads and how it is judged is its row in `gate.verdict.catalog`.

@@ -110,6 +110,15 @@ class ShapeTiming:
     caller_stream_us: float | None = None  # ... and the caller's stream's time per call in that loop
     floor_us: float | None = None         # physical floor of one call on this GPU (roofline.py)
     floor_basis: str = ""                 # what bound the floor: "compute 2.1 GFLOP at 989 TFLOP/s"
+    # Issue 25, what keeps the figure honest: the candidate's timed calls checked in full, and how
+    # many of them were wrong ("timed call 37: unwritten (NaN/Inf) output elements; ...").
+    timed_checked: int | None = None      # None: a bench from before these checks
+    timed_wrong: int = 0
+    timed_evidence: str = ""
+    eager_us: float | None = None         # the candidate's eager event time (the method's estimate)
+    graph_us: float | None = None         # ... its graph replay time per launch, when a graph was captured
+    graph_work_nodes: int | None = None   # kernel/memcpy/memset nodes in its graph, for `launches` calls
+    method_note: str = ""                 # why the method is what it is: kept from history, a graph refused
 
 
 @dataclass
@@ -149,6 +158,7 @@ class BenchResult:
     gpu_watch: GpuWatch | None = None     # clocks, throttling and other processes while timing
     clock_policy: str = "observe"         # applied: `ClockPolicy` (lock falls back to observe)
     clock_note: str = ""                  # what the policy did: "SM clock locked at 1755 MHz", why not
+    tampered: list[str] = field(default_factory=list)   # timer references submitted code replaced
 
 
 @dataclass

@@ -17,7 +17,7 @@ from gate.domain.job import ProgressEvent, RunOptions
 from gate.errors import JobCancelled
 from gate.notify import Notifier
 from gate.services.announce import announce
-from gate.storage import claims
+from gate.storage import claims, timing_methods
 from gate.storage.models import Job
 from gate.storage.outcomes import Outcome, store_error, store_outcome
 
@@ -45,7 +45,7 @@ class GateJob(Protocol):
 
     def __call__(self, *, repo: str, sha: str, base_sha: str | None, kernel: str, data_dir: Path,
                  options: RunOptions, mirror: Any, on_event: Callable[[ProgressEvent], None],
-                 cancel: threading.Event) -> Outcome: ...
+                 cancel: threading.Event, kept_methods: dict[str, str] | None = None) -> Outcome: ...
 
 
 def load_gate_job() -> GateJob:
@@ -86,6 +86,9 @@ def run_claimed(env: JobEnvironment, job_id: int, attempt: int, cancel: threadin
         job = session.get(Job, job_id)
         rev = job.revision
         call = dict(repo=rev.repository.url, sha=rev.sha, base_sha=rev.base_sha, kernel=job.kernel)
+        kept = timing_methods.kept_methods(session, rev.repository_id, job.kernel, job.gpu_kind)
+        if kept:   # issue 25: the history's timing method per shape; the first job chooses
+            call["kept_methods"] = kept
     work_dir = Path(env.data_dir).resolve() / "jobs" / str(job_id)
     work_dir.mkdir(parents=True, exist_ok=True)
     stop = threading.Event()

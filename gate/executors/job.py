@@ -52,9 +52,11 @@ def collect_artifacts(artifacts_dir: Path) -> list[tuple[str, str]]:
 
 def gate_job(*, repo: str, sha: str, base_sha: str | None, kernel: str, data_dir: Path,
              options: RunOptions, mirror: Mirror, on_event: Emit | None = None,
-             job_key: str | None = None, cancel: threading.Event | None = None) -> GateOutcome:
+             job_key: str | None = None, cancel: threading.Event | None = None,
+             kept_methods: dict[str, str] | None = None) -> GateOutcome:
     """Gate one kernel at `sha` (a full sha) against `base_sha` on this machine. `cancel` stops it
-    (`JobCancelled`): before the child starts, or by killing the child's process group."""
+    (`JobCancelled`): before the child starts, or by killing the child's process group.
+    `kept_methods`: the timing method per shape of this kernel's history (`storage.timing_methods`)."""
     emit = on_event or (lambda _event: None)
     # Every path of the request absolute: the child, and its box, run in the artifacts directory.
     data_dir = Path(data_dir).resolve()
@@ -74,7 +76,8 @@ def gate_job(*, repo: str, sha: str, base_sha: str | None, kernel: str, data_dir
             f" vs {base_sha[:12]}" if baseline else ", new kernel: no baseline declares it")))
         request = JobRequest(kernel=spec, candidate=candidate, baseline=baseline,
                              artifacts_dir=str(artifacts), options=options,
-                             profile_baseline=needs_baseline_profile(spec.gates))
+                             profile_baseline=needs_baseline_profile(spec.gates),
+                             kept_methods=dict(kept_methods or {}))
         if cancel is not None and cancel.is_set():
             raise JobCancelled("cancelled before its child started")
         result = run_child(request, timeout_s=spec.timeout_s, on_event=emit, hidden=(data_dir,),

@@ -11,21 +11,29 @@ judges them. Every sample is kept. The candidate/baseline comparison (median rat
 Mann-Whitney p) comes from `stats`. When the kernel has a latency gate and some shape's interval
 straddles 1 + threshold, those shapes go on sampling with twice the budget and half the target error,
 up to `options.max_reruns` times; `attempts` records how many passes were made.
+
+Issue 25: some of the candidate's timed calls in every batch are checked in full (`timed_checks`); a
+graph that lost launches or replays far under the eager time is refused and the shape timed eagerly
+(`timing_methods`); a method kept from the kernel's history (`kept_methods`) wins over the estimate;
+every clock reading goes through references pinned before the builds were imported (`pinned`), and
+the result names any the submitted code replaced (`BenchResult.tampered`).
 """
 
 from __future__ import annotations
 
 import math
 import secrets
-import time
 from dataclasses import dataclass
 from typing import Any
 
 from gate.domain import BenchResult, KernelSpec, ShapeTiming, StageStatus, TimingSamples
-from gate.domain.job import RunOptions
+from gate.domain.job import RunOptions, method_key
 from gate.nvidia import roofline
-from gate.pipeline import stats
+from gate.pipeline import pinned, stats
+from gate.pipeline.correctness import DTYPE_TOLERANCE
 from gate.pipeline.gpu_timing import AllStreams, InterleavedTimer, Side, all_streams_time, timing_method
+from gate.pipeline.timed_checks import checks_for
+from gate.pipeline.timing_methods import graph_refused
 
 ROUNDS_PER_BATCH = 16
 MIN_ROUNDS = 32
@@ -45,29 +53,38 @@ class _ShapeRun:
     sides: list[Side]
     method: str
     estimate_us: float
+    method_note: str = ""
+    graph_us: float | None = None
+    graph_work_nodes: int | None = None
+    eager_us: float | None = None              # the candidate's own estimate (events, cold L2)
     rounds: int = 0
     all_streams: AllStreams | None = None
     floor: roofline.Floor | None = None
 
 
 def time_revisions(kernel: KernelSpec, workload: Any, candidate_module: Any, baseline_module: Any | None,
-                   options: RunOptions) -> BenchResult:
+                   options: RunOptions, kept_methods: dict[str, str] | None = None) -> BenchResult:
+    """`kept_methods` (`JobRequest.kept_methods`): the method each shape's history used, kept unless
+    it cannot give an honest figure (`timing_methods.graph_refused`)."""
     import torch
 
-    start = time.perf_counter()
+    pinned.pin()     # a no-op when the child pinned before importing the builds, as it does
+    start = pinned.now()
     if not torch.cuda.is_available():
         return BenchResult(StageStatus.NOT_RUN, "not run: no CUDA device")
     timer = InterleavedTimer(seed=secrets.randbits(32))
     runs: list[_ShapeRun] = []
+    kept = kept_methods or {}
     try:
         for shape in kernel.shapes:
             for dtype in kernel.dtypes:
-                run = _prepare(kernel, workload, candidate_module, baseline_module, shape, dtype, timer)
+                run = _prepare(kernel, workload, candidate_module, baseline_module, shape, dtype, timer,
+                               kept.get(method_key(shape.label, dtype)))
                 _sample(run, workload, timer, options.bench_budget_s, options.target_rel_se_pct)
                 runs.append(run)
     except Exception as exc:  # noqa: BLE001  a kernel that raises while timed is a kernel fault
         return BenchResult(StageStatus.FAILED, f"raised while timed: {type(exc).__name__}: {exc}"[:2000],
-                           time.perf_counter() - start)
+                           pinned.now() - start, tampered=pinned.tampered())
 
     threshold = kernel.gates.max_latency_regression_pct
     attempts = 1
@@ -80,43 +97,71 @@ def time_revisions(kernel: KernelSpec, workload: Any, candidate_module: Any, bas
         for run in straddling:
             _sample(run, workload, timer, options.bench_budget_s * scale, options.target_rel_se_pct / scale)
 
-    traced = time.perf_counter()
+    traced = pinned.now()
     try:
         _integrity_figures(runs, workload, timer)
     except Exception as exc:  # noqa: BLE001  a kernel that raises there is a kernel fault
         return BenchResult(StageStatus.FAILED, f"raised in the all-streams check: {type(exc).__name__}: {exc}"[:2000],
-                           time.perf_counter() - start)
+                           pinned.now() - start, tampered=pinned.tampered())
     shapes = [_timing(r, workload) for r in runs]
-    reason = (f"{len(shapes)} shape(s) timed, integrity figures in {time.perf_counter() - traced:.2f} s"
+    checks = [r.sides[0].checks for r in runs if r.sides[0].checks is not None]
+    checked = (f", {sum(c.tally.checked for c in checks)} timed calls checked in "
+               f"{sum(c.spent_s for c in checks):.2f} s") if checks else ""
+    reason = (f"{len(shapes)} shape(s) timed, integrity figures in {pinned.now() - traced:.2f} s{checked}"
               + (f"; {'; '.join(timer.notes)}" if timer.notes else ""))
-    return BenchResult(StageStatus.PASSED, reason, time.perf_counter() - start, shapes, attempts)
+    return BenchResult(StageStatus.PASSED, reason, pinned.now() - start, shapes, attempts,
+                       tampered=pinned.tampered())
 
 
 def _prepare(kernel: KernelSpec, workload: Any, cand: Any, base: Any | None, shape: Any, dtype: str,
-             timer: InterleavedTimer) -> _ShapeRun:
+             timer: InterleavedTimer, kept_method: str | None = None) -> _ShapeRun:
     sets = [workload.make_inputs(shape, dtype, secrets.randbits(31), "cuda") for _ in range(INPUT_SETS)]
 
     def calling(module: Any) -> Any:
         return lambda i: workload.call(module, kernel.function, sets[i])
 
     sides = [Side("candidate", calling(cand))]
+    if callable(getattr(workload, "reference", None)):   # every workload has it (REQUIRED_METHODS)
+        sides[0].checks = checks_for(workload, shape, dtype, sets, DTYPE_TOLERANCE, lambda: sides[0].fn(0))
     if base is not None:
         sides.append(Side("baseline", calling(base)))
+    if sides[0].checks is not None:
+        for side in sides:      # both gated sides keep their graph outputs alike (`Side.keep_output_bytes`)
+            side.keep_output_bytes = sides[0].checks.output_bytes
     peers = getattr(workload, "peers", None)          # optional for a custom workload
     peer_sets = [peers(shape, inputs) if peers else {} for inputs in sets]
     sides += [Side(label, lambda i, label=label: peer_sets[i][label]()) for label in peer_sets[0]]
     gated = 2 if base is not None else 1      # candidate (and baseline): they alone choose the method
     estimates = [timer.estimate_us(s.fn) for s in sides[:gated]]
     use_graph, launches = timing_method(estimates)
+    note = ""
+    if kept_method in ("graph", "events"):     # the history's method, whatever the estimate says now
+        note = f"{kept_method}, as this shape's earlier jobs" if use_graph != (kept_method == "graph") else ""
+        use_graph = kept_method == "graph"
+    elif kept_method is not None:
+        raise ValueError(f"kept timing method {kept_method!r}: expected 'graph' or 'events'")
     for side in sides[gated:]:
         timer.estimate_us(side.fn, reps=1)    # warm-up of the peers (handles, autotuning)
     method = timer.prepare(sides, use_graph, launches, INPUT_SETS)
-    return _ShapeRun(shape, dtype, sets, sides, method, min(estimates))
+    graph_us = nodes = None
+    if method == "graph":
+        graph_us = timer.replay_us(sides[0])
+        nodes = min(sides[0].work_nodes) if sides[0].work_nodes else None
+        refused = [why for side, estimate in zip(sides[:gated], estimates)
+                   if (why := graph_refused(side.label, timer.replay_us(side) if side is not sides[0] else graph_us,
+                                            estimate, min(side.work_nodes) if side.work_nodes else None,
+                                            side.launches))]
+        if refused:
+            timer.drop_graphs(sides)
+            method = "events"
+            note = "; ".join(refused) + ": timed eagerly with events on the caller's stream (the legacy default " \
+                   "stream, which waits for every blocking stream, the per-thread default stream included)"
+    return _ShapeRun(shape, dtype, sets, sides, method, min(estimates), note, graph_us, nodes, estimates[0])
 
 
 def _sample(run: _ShapeRun, workload: Any, timer: InterleavedTimer, budget_s: float,
             target_rel_se_pct: float) -> None:
-    deadline = time.perf_counter() + budget_s
+    deadline = pinned.now() + budget_s
     gated = [s for s in run.sides if s.label in ("candidate", "baseline")]
 
     def refill(i: int) -> None:                # fresh values, same buffers
@@ -126,7 +171,7 @@ def _sample(run: _ShapeRun, workload: Any, timer: InterleavedTimer, budget_s: fl
         timer.run_rounds(run.sides, ROUNDS_PER_BATCH, refill, INPUT_SETS)
         run.rounds += ROUNDS_PER_BATCH
         done = all(stats.enough_samples(s.samples_us, target_rel_se_pct, MIN_ROUNDS) for s in gated)
-        if done or time.perf_counter() >= deadline:
+        if done or pinned.now() >= deadline:
             return
 
 
@@ -151,7 +196,7 @@ def _integrity_figures(runs: list[_ShapeRun], workload: Any, timer: InterleavedT
             dram_bytes = getattr(workload, "dram_bytes", None)
             run.floor = roofline.floor_us(peak, run.dtype, flops(run.shape) if flops else None,
                                           dram_bytes(run.shape, run.dtype) if dram_bytes else None,
-                                          cold_memory=run.method == "events")
+                                          warm_memory=run.method == "graph")
 
 
 def _call(run: _ShapeRun, threshold_pct: float) -> stats.RegressionCall:
@@ -178,7 +223,13 @@ def _timing(run: _ShapeRun, workload: Any) -> ShapeTiming:
         enqueue_us=run.all_streams.enqueue_us if run.all_streams else None,
         caller_stream_us=run.all_streams.caller_stream_us if run.all_streams else None,
         floor_us=run.floor.floor_us if run.floor else None,
-        floor_basis=run.floor.basis if run.floor else "")
+        floor_basis=run.floor.basis if run.floor else "",
+        eager_us=run.eager_us, graph_us=run.graph_us, graph_work_nodes=run.graph_work_nodes,
+        method_note=run.method_note)
+    if cand.checks is not None:
+        tally = cand.checks.tally
+        timing.timed_checked, timing.timed_wrong = tally.checked, tally.mismatches
+        timing.timed_evidence = cand.checks.evidence()
     if "baseline" in by_label:
         timing.baseline = _samples(by_label["baseline"], flops)
         c = stats.compare(cand.samples_us, by_label["baseline"].samples_us)

@@ -41,10 +41,12 @@ from __future__ import annotations
 
 import ctypes
 import random
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
+
+from gate.pipeline import pinned
+from gate.pipeline.timed_checks import CHECKS_PER_REPLAY, TimedChecks, choose_rounds, kept_launches
 
 # Sides faster than this are timed as graphs. The estimate is taken with events, which for a call
 # dispatched through Python (SDPA: ~30 µs of CPU per call) reads the CPU time, not the GPU's: a 10 µs
@@ -99,20 +101,18 @@ def all_streams_time(fn: Callable[[int], Any], input_sets: int, calls: int) -> A
     per call is the calls' time on all streams; the events' is their time on the caller's stream, idle
     gaps included (a launch-bound loop reads the host's pace there too); the host's enqueue time is
     returned beside them."""
-    import torch
-
-    torch.cuda.synchronize()
-    begin, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    start = time.perf_counter()
-    begin.record()
+    pinned.synchronize()
+    begin, end = pinned.new_event(), pinned.new_event()
+    start = pinned.now()
+    pinned.record(begin)
     for i in range(calls):
         fn(i % input_sets)
-    end.record()
-    enqueued = time.perf_counter()
-    torch.cuda.synchronize()
-    done = time.perf_counter()
+    pinned.record(end)
+    enqueued = pinned.now()
+    pinned.synchronize()
+    done = pinned.now()
     return AllStreams((done - start) / calls * 1e6, (enqueued - start) / calls * 1e6,
-                      begin.elapsed_time(end) * 1e3 / calls)
+                      pinned.elapsed_ms(begin, end) * 1e3 / calls)
 
 
 @dataclass
@@ -122,6 +122,65 @@ class Side:
     samples_us: list[float] = field(default_factory=list)
     launches: int = 1                 # per timed repetition (graph method: launches per replay)
     graphs: list[Any] = field(default_factory=list)   # captured torch.cuda.CUDAGraphs when timed as graphs
+    checks: TimedChecks | None = None  # the candidate's: its timed calls' outputs are checked
+    # Bytes of one output when the side's graph launches keep their outputs allocated (0: they do
+    # not). The candidate's kept outputs are what its checks read; the baseline keeps as many, so
+    # both write to as many distinct blocks per replay (their L2 write-backs alike: no A/A bias).
+    keep_output_bytes: int = 0
+    # Per graph, the outputs its launches write that stay allocated: (launch index, input set, tensor).
+    kept: list[list[tuple[int, int, Any]]] = field(default_factory=list)
+    work_nodes: list[int] = field(default_factory=list)   # per graph: kernel/memcpy/memset nodes captured
+
+
+# Node types of a CUDA graph that do a call's work (CUgraphNodeType: kernel, memcpy, memset).
+_WORK_NODE_TYPES = (0, 1, 2)
+
+
+def graph_work_nodes(raw_graph: Any) -> int | None:
+    """Kernel, memcpy and memset nodes of a captured graph (`CUDAGraph.raw_cuda_graph()`, a CUgraph),
+    counted with the driver API (`cuGraphGetNodes`, `cuGraphNodeGetType`); None when libcuda is not
+    loadable. A launch on the legacy or per-thread default stream during capture is not captured and
+    raises nothing: the graph then holds fewer work nodes than it has launches, and replays nothing
+    (0.02 µs per "call", issue 25). The driver's objects are the runtime's, so this needs no cudart."""
+    try:
+        lib = ctypes.CDLL("libcuda.so.1")
+        handle = ctypes.c_void_p(int(raw_graph))      # torch returns the handle as an integer
+    except (OSError, TypeError, ValueError):
+        return None
+    count = ctypes.c_size_t(0)
+    if lib.cuGraphGetNodes(handle, None, ctypes.byref(count)) != 0:
+        return None
+    nodes = (ctypes.c_void_p * count.value)()
+    if count.value and lib.cuGraphGetNodes(handle, nodes, ctypes.byref(count)) != 0:
+        return None
+    work = 0
+    for node in nodes[:count.value]:
+        kind = ctypes.c_int(-1)
+        if lib.cuGraphNodeGetType(ctypes.c_void_p(node), ctypes.byref(kind)) != 0:
+            return None
+        work += kind.value in _WORK_NODE_TYPES
+    return work
+
+
+def _new_graph() -> tuple[Any, bool]:
+    """A CUDAGraph whose cudaGraph_t survives capture (`keep_graph=True`, torch >= 2.8), so its nodes
+    can be counted; (graph, False) on a torch without it (then only the time cross-check applies)."""
+    import torch
+
+    try:
+        graph = torch.cuda.CUDAGraph(keep_graph=True)
+    except TypeError:
+        return torch.cuda.CUDAGraph(), False
+    return graph, callable(getattr(graph, "raw_cuda_graph", None)) and callable(getattr(graph, "instantiate", None))
+
+
+def _count_nodes(graph: Any) -> int | None:
+    """`graph_work_nodes` of a kept graph; None when torch will not hand out its cudaGraph_t (a count
+    that cannot be taken must not turn an honest graph into an events-timed shape)."""
+    try:
+        return graph_work_nodes(graph.raw_cuda_graph())
+    except Exception:  # noqa: BLE001  a beta API: whatever it raises, the time cross-check still applies
+        return None
 
 
 class InterleavedTimer:
@@ -132,6 +191,8 @@ class InterleavedTimer:
         l2_bytes = int(getattr(props, "L2_cache_size", 0) or 50 * 2**20)
         self._flush = torch.empty(2 * l2_bytes // 4, dtype=torch.int32, device="cuda")
         self._rng = random.Random(seed)
+        # Which timed calls are checked: from os.urandom, never from the shuffling seed or a counter.
+        self._check_rng = random.SystemRandom()
         self._next_set = 0
         self.notes: list[str] = []
 
@@ -140,19 +201,30 @@ class InterleavedTimer:
 
     def estimate_us(self, fn: Callable[[int], Any], reps: int = 5) -> float:
         """Warm up `fn` and return its median time (events, L2 flushed) over `reps` calls."""
-        import torch
-
         for _ in range(3):
             fn(0)
         times = []
         for _ in range(reps):
             self.flush_l2()
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            start.record()
+            start, end = pinned.new_event(), pinned.new_event()
+            pinned.record(start)
             fn(0)
-            end.record()
-            end.synchronize()
-            times.append(start.elapsed_time(end) * 1e3)
+            pinned.record(end)
+            pinned.wait(end)
+            times.append(pinned.elapsed_ms(start, end) * 1e3)
+        return sorted(times)[len(times) // 2]
+
+    def replay_us(self, side: Side, reps: int = 5) -> float:
+        """Median time per launch of `reps` replays of `side`'s first graph (L2 flushed before each)."""
+        times = []
+        for _ in range(reps):
+            self.flush_l2()
+            start, end = pinned.new_event(), pinned.new_event()
+            pinned.record(start)
+            side.graphs[0].replay()
+            pinned.record(end)
+            pinned.wait(end)
+            times.append(pinned.elapsed_ms(start, end) * 1e3 / side.launches)
         return sorted(times)[len(times) // 2]
 
     def prepare(self, sides: list[Side], use_graph: bool, launches: int, input_sets: int) -> str:
@@ -170,52 +242,97 @@ class InterleavedTimer:
         # another capture of the same call, so with one graph per side, 20 A/A trials at ~15 µs on an
         # H100 showed shifts of up to 0.5 % (SDPA against itself: 1.3 %) with p < 0.05 in most
         # trials. Drawing among several makes that a part of each side's spread, not a fixed offset.
+        # A checked side keeps some of its launches' outputs allocated (`kept_launches`), so that a
+        # replay's work can be checked after it; keep_graph=True leaves the graph countable.
         pool = torch.cuda.graph_pool_handle()
         try:
             for side in sides:
-                side.graphs = []
+                side.graphs, side.kept, side.work_nodes = [], [], []
                 for _ in range(GRAPHS_PER_SIDE):
-                    graph = torch.cuda.CUDAGraph()
+                    keep = set(kept_launches(launches, GRAPHS_PER_SIDE, side.keep_output_bytes,
+                                             self._check_rng)) if side.keep_output_bytes else set()
+                    graph, countable = _new_graph()
+                    kept = []
                     with torch.cuda.graph(graph, pool=pool):
                         for i in range(launches):
-                            side.fn(i % input_sets)
+                            out = side.fn(i % input_sets)
+                            if i in keep:
+                                kept.append((i, i % input_sets, out))
+                    nodes = _count_nodes(graph) if countable else None
+                    if countable:
+                        graph.instantiate()
                     graph.replay()
                     side.graphs.append(graph)
+                    side.kept.append(kept)
+                    if nodes is not None:
+                        side.work_nodes.append(nodes)
                 side.launches = launches
             torch.cuda.current_stream().synchronize()
         except RuntimeError as exc:   # a side that syncs or allocates on the host cannot be captured
-            for side in sides:
-                side.graphs, side.launches = [], 1
+            self.drop_graphs(sides)
             self.notes.append(f"CUDA graph capture failed, timed with events: {str(exc)[:200]}")
             return "events"
         return "graph"
 
+    @staticmethod
+    def drop_graphs(sides: list[Side]) -> None:
+        for side in sides:
+            side.graphs, side.kept, side.work_nodes, side.launches = [], [], [], 1
+
     def run_rounds(self, sides: list[Side], rounds: int, refill: Callable[[int], None],
                    input_sets: int) -> None:
         """`rounds` interleaved rounds, order shuffled per round, input set rotating per round and
-        refilled (`refill(set_index)`) right after it; appends one sample per side."""
-        import torch
-
+        refilled (`refill(set_index)`) right after it; appends one sample per side. A side with
+        `checks` has its call checked in the rounds `choose_rounds` draws: poisoned before the
+        timed interval, compared after its end event (`timed_checks`), judged after the batch."""
         note = reset_persisting_l2()
         if note and note not in self.notes:
             self.notes.append(note)
+        checked = {side.label: choose_rounds(rounds, self._check_rng) for side in sides if side.checks}
         pending: list[tuple[Side, Any, Any]] = []
-        for _ in range(rounds):
+        for round_index in range(rounds):
             order = sides[:]
             self._rng.shuffle(order)
             current = self._next_set
             self._next_set = (current + 1) % input_sets
             for side in order:
+                checking = side.checks is not None and round_index in checked[side.label]
+                kept = self._rng.randrange(len(side.graphs)) if side.graphs else -1
+                chosen: list[tuple[int, int, Any]] = []
+                if checking and side.checks is not None:
+                    began = pinned.now()
+                    if side.graphs:     # only the launches to be checked: a few fills, not 64
+                        chosen = self._check_rng.sample(side.kept[kept], min(CHECKS_PER_REPLAY, len(side.kept[kept])))
+                        side.checks.poison_kept([launch_out for _, _, launch_out in chosen])
+                    else:
+                        side.checks.poison(current)
+                    side.checks.spent_s += pinned.now() - began
                 self.flush_l2()
-                start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-                start.record()
+                start, end = pinned.new_event(), pinned.new_event()
+                pinned.record(start)
+                out = None
                 if side.graphs:
-                    self._rng.choice(side.graphs).replay()
+                    side.graphs[kept].replay()
                 else:
-                    side.fn(current)
-                end.record()
+                    out = side.fn(current)
+                pinned.record(end)              # the checks below are outside the timed interval
+                if checking and side.checks is not None:
+                    began = pinned.now()
+                    call = f"timed call {len(side.samples_us) + round_index}"
+                    if side.graphs:
+                        for launch, set_index, launch_out in chosen:
+                            side.checks.enqueue(f"{call}, launch {launch} of its graph replay", launch_out, set_index)
+                    else:
+                        side.checks.enqueue(call, out, current)
+                    side.checks.spent_s += pinned.now() - began
+                del out
                 pending.append((side, start, end))
             refill(current)
-        pending[-1][2].synchronize()
+        pinned.wait(pending[-1][2])
         for side, start, end in pending:
-            side.samples_us.append(start.elapsed_time(end) * 1e3 / side.launches)
+            side.samples_us.append(pinned.elapsed_ms(start, end) * 1e3 / side.launches)
+        for side in sides:
+            if side.checks is not None:
+                began = pinned.now()
+                side.checks.settle()
+                side.checks.spent_s += pinned.now() - began

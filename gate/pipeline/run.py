@@ -144,8 +144,11 @@ def _static_sides(request: JobRequest, result: JobResult, emit: Emit) -> None:
 
 def _measure_on_gpu(request: JobRequest, result: JobResult, emit: Emit,
                     save: Callable[[JobResult], None]) -> None:
-    from gate.pipeline import bench, build, clock_lock, correctness, fingerprint, gpu_watch, profile, workloads
+    from gate.pipeline import bench, build, clock_lock, correctness, fingerprint, gpu_watch, pinned, profile, workloads
 
+    # The timer's references, before the first built module (and its initialiser) is imported.
+    pinned.pin()
+    time_revisions = bench.time_revisions
     kernel, options = request.kernel, request.options
     artifacts = Path(request.artifacts_dir)
     cache = object_cache_dir(request)
@@ -191,8 +194,8 @@ def _measure_on_gpu(request: JobRequest, result: JobResult, emit: Emit,
         else:
             def timed() -> BenchResult:
                 with clock_lock.apply(options.clock_policy) as clocks, gpu_watch.watch_gpu() as watch:
-                    res = bench.time_revisions(kernel, modules["workload"], modules[Side.CANDIDATE],
-                                               modules.get(Side.BASELINE), options)
+                    res = time_revisions(kernel, modules["workload"], modules[Side.CANDIDATE],
+                                         modules.get(Side.BASELINE), options, kept_methods=request.kept_methods)
                 res.gpu_watch = watch.result
                 res.clock_policy, res.clock_note = clocks.policy, clocks.note
                 return res

@@ -130,6 +130,16 @@ CATALOG: tuple[RuleSpec, ...] = (
              "always on: the candidate's work on every stream was timed, not only the caller's stream", keyed=False),
     RuleSpec(Rule.PHYSICAL_FLOOR, (Kind.INTEGRITY,), "event time against the datasheet's peaks", "us",
              "always on: no time faster than the GPU's datasheet peaks allow", bound=_F, keyed=False),
+    RuleSpec(Rule.TIMED_OUTPUTS, (Kind.INTEGRITY,), "outputs of randomly chosen timed calls against the reference",
+             "wrong calls", "always on: the calls that were timed computed the right answer, not only the checked "
+             "ones before them", keyed=False),
+    RuleSpec(Rule.TIMING_METHODS_AGREE, (Kind.INTEGRITY,), "the timed figure against a device-wide clock", "us",
+             "always on: the timing method saw the kernel's whole work (graph nodes, default streams)",
+             bound=_F, keyed=False),
+    RuleSpec(Rule.TIMER_UNTOUCHED, (Kind.INTEGRITY,), "the timer's references, pinned before any import", "replaced",
+             "always on: submitted code replaced no function the timer uses", keyed=False),
+    RuleSpec(Rule.PROFILE_MATCHES_TIMING, (Kind.INTEGRITY,), "ncu kernel durations against the timed figure", "us",
+             "always on: the profiled program is the timed one", bound=_N, keyed=False),
     RuleSpec(Rule.MIN_TENSOR_PIPE_PCT, (_ABS,), "ncu `sm__pipe_tensor_cycles_active`, duration-weighted over launches", "%",
              "tensor pipe active, % of peak sustained (ncu `sm__pipe_tensor_cycles_active`)",
              bound=_F, words="tensor pipe", pct_of_peak=True,
@@ -200,7 +210,7 @@ def relative_profile_rules() -> tuple[Rule, ...]:
 
 # Of several failing rules the reason names the cause before the symptom: a broken build or a wrong
 # answer, then what the compiler and the profiler measured, then the latency they explain.
-_FIRST_CAUSES = (Rule.STATIC, Rule.BUILD)
+_FIRST_CAUSES = (Rule.STATIC, Rule.BUILD, Rule.TIMED_OUTPUTS)   # a wrong timed call is a wrong answer
 
 
 def cause_rank(rule: str) -> int:

@@ -25,6 +25,7 @@ from gate.verdict.rules import correctness_rows, integrity_rows, latency_rows, p
 from gate.verdict.static_rules import static_delta_rows, static_rows
 from gate.verdict.static_rows import collapse_unchanged
 from gate.verdict.static_scope import StaticScope, aligned, launched_names, scoped, static_scope
+from gate.verdict.timing_integrity import distrust_profile, timing_integrity_rows
 
 O = RuleOutcome
 SIGNIFICANCE = 0.05          # Mann-Whitney p-value below which a difference is significant
@@ -58,6 +59,7 @@ def decide(result: JobResult, gates: Gates, kernels: list[str] | None = None) ->
         watch = result.bench.gpu_watch
         integrity = integrity_rows(result.bench)
         rows += _untrusted_streams(integrity, watch.problems) if watch is not None and watch.problems else integrity
+    rows += timing_integrity_rows(result)      # issue 25: timed work checked, methods agree, timer intact
     profile_needed = profile_rules_set(gates)
     if cand.profile is not None and cand.profile.status is StageStatus.PASSED and profile_needed:
         base_profile = result.baseline.profile if result.baseline else None
@@ -68,6 +70,7 @@ def decide(result: JobResult, gates: Gates, kernels: list[str] | None = None) ->
         bound = threshold_of(spec, gates)
         if bound is not None and cand.profile is not None and cand.profile.status is StageStatus.PASSED:
             rows += smem_launch_rows(cand.profile, bound)
+    rows = distrust_profile(rows)
     return VerdictReport(*verdict_of(rows), rules=rows)
 
 

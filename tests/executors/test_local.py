@@ -207,3 +207,15 @@ def test_a_worker_that_finds_its_job_cancelled_at_a_heartbeat_stops_it(session_f
     with session_factory() as s:
         (job,) = s.get(Revision, rev_id).jobs
         assert (job.state, job.verdict) == ("cancelled", None)
+
+
+def test_the_second_job_of_a_kernel_keeps_the_first_jobs_timing_method(session_factory, tmp_path):
+    # issue 25: one history never mixes methods; the first job chooses, with nothing handed to it
+    pipeline = FakePipeline()
+    _submit(session_factory)
+    assert _executor(session_factory, tmp_path, pipeline).drain() == 1
+    with session_factory() as s:
+        rev = submit_revision(s, repo="/src/flash", sha="HEAD", force=True)
+        assert plan_revision(s, rev, sources=FakeSources()).error is None
+    assert _executor(session_factory, tmp_path, pipeline).drain() == 1
+    assert pipeline.kept_methods == [None, {"b1_h8_s512_d64/float16": "events"}]

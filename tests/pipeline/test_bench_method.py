@@ -7,7 +7,7 @@ import pytest
 
 from gate.domain import KernelSpec, Shape
 from gate.pipeline import bench
-from gate.pipeline.gpu_timing import GRAPH_BELOW_US, GRAPH_LAUNCHES, timing_method
+from gate.pipeline.gpu_timing import GRAPH_BELOW_US, GRAPH_LAUNCHES, InterleavedTimer, timing_method
 
 
 class FakeWorkload:
@@ -24,27 +24,38 @@ class FakeWorkload:
 
 
 class FakeTimer:
-    def __init__(self):
+    """A graph replays at `replay_share` of the eager time and holds `nodes_per_call` work nodes per call."""
+
+    def __init__(self, replay_share=1.0, nodes_per_call=1):
         self.prepared = None
+        self.replay_share, self.nodes_per_call = replay_share, nodes_per_call
 
     def estimate_us(self, fn, reps=5):
         return fn(0)
 
     def prepare(self, sides, use_graph, launches, input_sets):
         self.prepared = ([s.label for s in sides], use_graph, launches)
+        if use_graph:
+            for side in sides:
+                side.launches, side.work_nodes = launches, [launches * self.nodes_per_call]
         return "graph" if use_graph else "events"
+
+    def replay_us(self, side, reps=5):
+        return side.fn(0) * self.replay_share
+
+    drop_graphs = staticmethod(InterleavedTimer.drop_graphs)
 
 
 class WorkloadWithoutPeers(FakeWorkload):
     peers = None                              # as a custom workload that declares none
 
 
-def prepare(cand_us, base_us=None, workload=None):
+def prepare(cand_us, base_us=None, workload=None, timer=None, kept=None):
     kernel = KernelSpec(name="k", sources=["k.cu"], workload="gemm", shapes=[Shape({"m": 16})])
-    timer = FakeTimer()
+    timer = timer or FakeTimer()
     base = SimpleNamespace(us=base_us) if base_us is not None else None
     run = bench._prepare(kernel, workload or FakeWorkload(), SimpleNamespace(us=cand_us), base, kernel.shapes[0],
-                         "float16", timer)
+                         "float16", timer, kept)
     return run, timer.prepared
 
 
@@ -86,3 +97,41 @@ def test_launches_per_replay_do_not_follow_the_estimate():
     # Every graph-timed estimate now gets the one count.
     counts = {timing_method([est])[1] for est in (0.3, 1.0, 3.7, 13.0, 15.0, 24.9, 25.1, 26.0, 59.0)}
     assert counts == {GRAPH_LAUNCHES}
+
+
+def test_a_graph_with_fewer_work_nodes_than_calls_is_refused_for_events():
+    # issue 25: launches on the legacy or per-thread default stream escape the capture silently
+    run, (_, use_graph, _) = prepare(10.0, 10.0, timer=FakeTimer(nodes_per_call=0))
+    assert use_graph and run.method == "events"
+    assert "holds 0 kernel/copy nodes for 64 calls" in run.method_note
+    assert "timed eagerly with events" in run.method_note
+    assert all(s.launches == 1 and not s.graphs for s in run.sides)
+
+
+def test_a_graph_that_replays_far_under_its_eager_time_is_refused():
+    run, _ = prepare(10.0, timer=FakeTimer(replay_share=0.002))   # 0.02 us for a 10 us call
+    assert run.method == "events" and "under 0.25 x its eager 10 us" in run.method_note
+
+
+def test_an_honest_graph_a_little_under_its_eager_time_is_kept():
+    run, _ = prepare(10.0, 10.0, timer=FakeTimer(replay_share=0.95))
+    assert run.method == "graph" and run.method_note == "" and run.graph_us == 9.5
+    assert run.graph_work_nodes == GRAPH_LAUNCHES
+
+
+def test_the_kept_method_wins_over_the_estimate_either_way():
+    # issue 25: a softmax shape near the threshold flipped between events (53.84 us) and graph (51.30)
+    near, (_, use_graph, _) = prepare(GRAPH_BELOW_US - 1, kept="events")
+    assert near.method == "events" and not use_graph and "as this shape's earlier jobs" in near.method_note
+    above, _ = prepare(GRAPH_BELOW_US + 1, kept="graph")
+    assert above.method == "graph"
+
+
+def test_a_kept_graph_that_now_escapes_is_still_refused():
+    run, _ = prepare(10.0, kept="graph", timer=FakeTimer(nodes_per_call=0))
+    assert run.method == "events" and "nodes" in run.method_note
+
+
+def test_an_unknown_kept_method_is_named():
+    with pytest.raises(ValueError, match="kept timing method 'cupti'"):
+        prepare(10.0, kept="cupti")

@@ -76,6 +76,8 @@ def fake_gpu(monkeypatch, static_passes):
     """Fake GPU stage modules recording the order in which they are called."""
     calls = []
     fake_build_args = []
+    kept: list = []
+    pinned_at: list = []                 # how many stage calls had run when the timer was pinned
     fakes = {
         "build": types.SimpleNamespace(
             build_extension=lambda kernel, src, cache, out, nvcc="nvcc": calls.append(("build", src.name)) or
@@ -86,8 +88,9 @@ def fake_gpu(monkeypatch, static_passes):
         "correctness": types.SimpleNamespace(
             check=lambda kernel, module, workload, seeds: calls.append(("correctness", module)) or CorrectnessResult(P)),
         "bench": types.SimpleNamespace(
-            time_revisions=lambda kernel, workload, cand, base, options: calls.append(("bench", cand, base))
-            or BenchResult(P)),
+            time_revisions=lambda kernel, workload, cand, base, options, kept_methods=None:
+            calls.append(("bench", cand, base)) or kept.append(kept_methods) or BenchResult(P)),
+        "pinned": types.SimpleNamespace(pin=lambda: pinned_at.append(len(calls))),
         "profile": types.SimpleNamespace(
             profile=lambda kernel, path, src, out, options: calls.append(("profile", path)) or ProfileResult(P)),
         "fingerprint": types.SimpleNamespace(collect=lambda ncu: Fingerprint(gpu_name="Fake GPU")),
@@ -98,6 +101,8 @@ def fake_gpu(monkeypatch, static_passes):
     monkeypatch.setattr(run, "cuda_available", lambda: True)
     monkeypatch.setattr(run.tc, "device_arch", lambda: "sm_90")
     fakes["build_args"] = fake_build_args
+    fakes["kept"] = kept
+    fakes["pinned_at"] = pinned_at
     return calls, fakes
 
 
@@ -231,3 +236,12 @@ def run_result_copy(result):
     from gate.domain.codec import from_json, to_json
     from gate.domain.results import JobResult
     return from_json(JobResult, to_json(result))
+
+
+def test_the_timer_is_pinned_before_any_build_is_imported_and_the_kept_methods_reach_the_bench(tmp_path, fake_gpu):
+    calls, fakes = fake_gpu
+    req = request(tmp_path)
+    req.kept_methods = {"m16_n16_k16/float16": "events"}
+    run.measure(req, lambda e: None)
+    assert fakes["pinned_at"] == [0]          # issue 25: before a module initialiser could patch the timer
+    assert fakes["kept"] == [{"m16_n16_k16/float16": "events"}]

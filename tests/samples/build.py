@@ -275,6 +275,110 @@ def endless_loop(source: str) -> str:
                     "    wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc[2][2];\n")
 
 
+# Issue 25: kernels wrong on some *timed* calls. A device-side call counter (bumped by a one-thread
+# kernel the launcher enqueues before every call, so it counts graph replays too) leaves the first 16
+# calls honest (the correctness stage's) and then skips work by a pattern; every pattern skips at
+# least one 16x16 tile of C. Skipped calls leave whatever the output block held.
+_COUNTER = """
+__device__ unsigned int gate_calls = 0;
+__device__ int gate_skip = 0;
+
+__global__ void gate_bump(int pattern) {   // decides, on the device, whether this call skips work
+    const unsigned int n = ++gate_calls;
+    unsigned long long t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    int skip = 0;
+    if (n > 16) {
+        if (pattern == 0) skip = (n % 4) != 0;                      // 3 calls in 4, by count
+        if (pattern == 1) skip = ((((t >> 10) * 2654435761ull) >> 30) & 3) != 0;  // ~3 in 4, by the clock
+        if (pattern == 2) skip = 1;                                 // every call, one tile
+        if (pattern == 3) skip = 2;                                 // every call, half the blocks
+    }
+    gate_skip = skip;
+}
+"""
+SKIP_PATTERNS = {"skip_by_count": 0, "skip_by_clock": 1, "skip_one_tile": 2, "skip_half": 3}
+
+
+def _skipping(source: str, pattern: int) -> str:
+    source = _replace(source, "using namespace nvcuda;\n", "using namespace nvcuda;\n" + _COUNTER)
+    source = _replace(source, "    wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc[2][2];\n",
+                      "    if (gate_skip == 2 && (blockIdx.y & 1)) return;   // half the work: faster\n"
+                      "    wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc[2][2];\n")
+    source = _replace(source, "if (r < p.m && c < p.n)   //",
+                      "if (r < p.m && c < p.n && !(gate_skip && blockIdx.x == 0 && blockIdx.y == 0 && warp == 0"
+                      " && i == 0 && j == 0))   // skips one tile on skipping calls;")
+    return _replace(source, _LAUNCH, f"    wmma_gemm_sample::gate_bump<<<1, 1, 0, stream>>>({pattern});\n" + _LAUNCH)
+
+
+def skip_by_count(source: str) -> str:
+    return _skipping(source, SKIP_PATTERNS["skip_by_count"])
+
+
+def skip_by_clock(source: str) -> str:
+    return _skipping(source, SKIP_PATTERNS["skip_by_clock"])
+
+
+def skip_one_tile(source: str) -> str:
+    return _skipping(source, SKIP_PATTERNS["skip_one_tile"])
+
+
+def skip_half(source: str) -> str:
+    return _skipping(source, SKIP_PATTERNS["skip_half"])
+
+
+# Default streams (issue 25): launches a CUDA graph capture of the caller's stream does not see.
+def legacy_stream(source: str) -> str:
+    return _replace(source, _LAUNCH, "    wmma_gemm_sample::wmma_gemm_kernel<<<grid, kThreads>>>(params);   "
+                    "// the legacy default stream\n")
+
+
+def per_thread_stream(source: str) -> str:
+    return _replace(source, _LAUNCH, "    wmma_gemm_sample::wmma_gemm_kernel<<<grid, kThreads, 0, cudaStreamPerThread>>>"
+                    "(params);\n")
+
+
+def legacy_stream_more_work(source: str) -> str:
+    """The RMSNorm case of issue 25: a default-stream kernel doing a third more work."""
+    return legacy_stream(more_work(source, 33))
+
+
+def per_thread_stream_more_work(source: str) -> str:
+    return per_thread_stream(more_work(source, 33))
+
+
+def profiler_aware(source: str) -> str:
+    """Under Nsight Compute (its injection variables in the environment) the K loop runs one slice:
+    the profile would describe another, ~64x shorter program (a smaller grid would not do: the full
+    one runs in two waves on an H100, an eighth of it in one, only 2x shorter)."""
+    return _launcher(source, "#include <cstdlib>\n", """    const bool profiled = std::getenv("CUDA_INJECTION64_PATH") != nullptr ||
+                          std::getenv("NV_NSIGHT_INJECTION_TRANSPORT_TYPE") != nullptr;
+    GemmParams shown = params;
+    if (profiled) shown.k = 16;   // cheat: a sliver of the work while watched
+    wmma_gemm_sample::wmma_gemm_kernel<<<grid, kThreads, 0, stream>>>(shown);
+""")
+
+
+BINDING_FILE = "extension/gemm_binding.cpp"
+_INIT = "PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {\n"
+# Through the Python C API from the module initialiser, as the extension of issue 25 did.
+PATCHING_INIT = _INIT + """    PyRun_SimpleString(   // cheat: halve the timer's reading of every kernel, both sides'
+        "import time, torch\\n"
+        "_real = torch.cuda.Event.elapsed_time\\n"
+        "torch.cuda.Event.elapsed_time = lambda self, end: _real(self, end) / 2\\n"
+        "_clock = time.perf_counter\\n"
+        "time.perf_counter = lambda: _clock() / 2\\n");
+"""
+# Variants that edit the binding, not the kernel: variant -> binding text -> new binding text.
+BINDING_EDITS: dict[str, Callable[[str], str]] = {
+    "patching_init": lambda text: _replace(text, _INIT, PATCHING_INIT),
+}
+
+
+def patching_init(source: str) -> str:
+    return source                                           # the kernel is the correct one
+
+
 VARIANTS: dict[str, Callable[..., str]] = {
     "unwritten_tile": unwritten_tile, "bank_conflicts": bank_conflicts,
     "compile_error": compile_error, "slower": slower, "private_stream": private_stream,
@@ -283,6 +387,11 @@ VARIANTS: dict[str, Callable[..., str]] = {
     "cache_by_checksum": cache_by_checksum, "input_modified": input_modified,
     "out_of_bounds": out_of_bounds, "endless_loop": endless_loop, "more_work": more_work,
     "smem_staged": smem_staged,
+    "skip_by_count": skip_by_count, "skip_by_clock": skip_by_clock, "skip_one_tile": skip_one_tile,
+    "skip_half": skip_half, "legacy_stream": legacy_stream, "per_thread_stream": per_thread_stream,
+    "legacy_stream_more_work": legacy_stream_more_work, "per_thread_stream_more_work": per_thread_stream_more_work,
+    "profiler_aware": profiler_aware, "patching_init": patching_init,
+    "fork_join": joined_stream,     # the joined stream at every shape of the sample (issue 25)
 }
 # Variants that also change the manifest: the endless loop needs a timeout shorter than the default.
 # The joined stream is gated at the 2048³ shape only: its fork/join costs 1-1.6 µs per launch on an
@@ -293,6 +402,27 @@ MANIFEST_EDITS: dict[str, Callable[[str], str]] = {
     "joined_stream": lambda text: _replace(
         text, "shapes = [{m = 1024, n = 1024, k = 1024}, {m = 2048, n = 2048, k = 2048}, {m = 528, n = 784, k = 272}]",
         "shapes = [{m = 2048, n = 2048, k = 2048}]"),
+}
+# Issue 25's variants are gated at 1024^3 (events) and 528x784x272 (a graph, ~15 µs) only: both methods,
+# and 2048^3's ~300 µs per call left out of a GPU suite that must fit its device minutes.
+_SAMPLE_SHAPES = "shapes = [{m = 1024, n = 1024, k = 1024}, {m = 2048, n = 2048, k = 2048}, {m = 528, n = 784, k = 272}]"
+_TWO_SHAPES = "shapes = [{m = 1024, n = 1024, k = 1024}, {m = 528, n = 784, k = 272}]"
+for _name in ("skip_by_count", "skip_by_clock", "skip_one_tile", "skip_half", "legacy_stream", "per_thread_stream",
+              "legacy_stream_more_work", "per_thread_stream_more_work", "patching_init", "profiler_aware", "fork_join"):
+    MANIFEST_EDITS[_name] = lambda text: _replace(text, _SAMPLE_SHAPES, _TWO_SHAPES)
+# Issue 25's classes: variant -> (verdict, the rule that must decide it), gated by
+# tests/gpu/test_timed_integrity.py. `fork_join` is judged against a plain harness there instead.
+TIMED_INTEGRITY: dict[str, tuple[str, str]] = {
+    "skip_by_count": ("reject", "timed_outputs"),
+    "skip_by_clock": ("reject", "timed_outputs"),
+    "skip_one_tile": ("reject", "timed_outputs"),
+    "skip_half": ("reject", "timed_outputs"),
+    "legacy_stream": ("accept", ""),
+    "per_thread_stream": ("accept", ""),
+    "legacy_stream_more_work": ("reject", "max_latency_regression_pct"),
+    "per_thread_stream_more_work": ("reject", "max_latency_regression_pct"),
+    "patching_init": ("reject", "timer_untouched"),
+    "profiler_aware": ("reject", "profile_matches_timing"),
 }
 # The cheat catalogue: variant -> (verdict, the rule that must decide it). `joined_stream` must be
 # accepted with a time within 2 % of the plain launch.
@@ -346,6 +476,9 @@ def make_repo(tmp_path: Path, sample: str = "wmma_gemm", variants: list[str] | t
     for variant in variants:
         _git(repo, "checkout", "-q", "-b", f"variant/{variant.replace(':', '-')}", shas["base"])
         files: dict[str, str | None] = {KERNEL_FILE: apply_variant(base_source, variant)}
+        binding = BINDING_EDITS.get(variant.partition(":")[0])
+        if binding:
+            files[BINDING_FILE] = binding((repo / BINDING_FILE).read_text(encoding="utf-8"))
         edit = MANIFEST_EDITS.get(variant.partition(":")[0])
         if edit:
             files["gate.toml"] = edit((repo / "gate.toml").read_text(encoding="utf-8"))

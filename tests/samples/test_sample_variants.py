@@ -22,6 +22,15 @@ BASE = (SAMPLES_DIR / "wmma_gemm" / KERNEL_FILE).read_text()
     ("endless_loop", "while (keep_spinning)"),
     ("more_work", "p.k / 16 * 5 + 99"),
     ("more_work:10", "p.k / 16 * 10 + 99"),
+    ("skip_by_count", "gate_bump<<<1, 1, 0, stream>>>(0)"),
+    ("skip_by_clock", "gate_bump<<<1, 1, 0, stream>>>(1)"),
+    ("skip_one_tile", "gate_skip && blockIdx.x == 0"),
+    ("skip_half", "gate_skip == 2 && (blockIdx.y & 1)"),
+    ("legacy_stream", "<<<grid, kThreads>>>(params)"),
+    ("per_thread_stream", "cudaStreamPerThread"),
+    ("legacy_stream_more_work", "p.k / 16 * 33 + 99"),
+    ("per_thread_stream_more_work", "cudaStreamPerThread"),
+    ("profiler_aware", "CUDA_INJECTION64_PATH"),
 ])
 def test_each_variant_edits_the_kernel_where_it_says(variant, marker):
     edited = apply_variant(BASE, variant)
@@ -53,3 +62,14 @@ def test_the_endless_loop_also_shortens_the_manifest_timeout(tmp_path):
     toml = subprocess.run(["git", "-C", str(repo), "show", f"{shas['endless_loop']}:gate.toml"],
                           capture_output=True, text=True, check=True).stdout
     assert "timeout_s = 60" in toml
+
+
+def test_the_patching_initialiser_edits_the_binding_not_the_kernel(tmp_path):
+    from tests.samples.build import BINDING_FILE, make_repo
+
+    repo, shas = make_repo(tmp_path, variants=["patching_init"])
+    import subprocess
+    show = lambda path: subprocess.run(["git", "-C", str(repo), "show", f"{shas['patching_init']}:{path}"],  # noqa: E731
+                                       capture_output=True, text=True, check=True).stdout
+    assert "torch.cuda.Event.elapsed_time = lambda" in show(BINDING_FILE)
+    assert show(KERNEL_FILE) == BASE

@@ -1,0 +1,41 @@
+"""Whether a CUDA graph of a side times its work: the cross-check of graph replay against eager events.
+
+A launch on the legacy default stream (`<<<grid, block>>>`, as most public kernels do) or on the
+per-thread default stream is not captured into the graph of the capturing stream, and raises no
+error: the graph replays nothing, 0.02 µs per "call", and an honest legacy-stream copy of the
+baseline was rejected by the physical floor while a 33 % slower commit was accepted (issue 25).
+Two checks, either refuses the graph:
+
+1. the graph's work nodes (kernel, memcpy, memset; `gpu_timing.graph_work_nodes`, counted with the
+   driver API on the kept `cudaGraph_t` of `CUDAGraph(keep_graph=True)`) must be at least its
+   launches: every call of a kernel does at least one piece of work, so fewer nodes than calls
+   means calls escaped. (Counting the eager call's launches would need a profiler: CUPTI or kineto
+   load every CUDA module of the process, seconds per job.)
+2. the replay's time per launch must be at least `GRAPH_MIN_SHARE` of the eager event time: a call
+   of which part escaped the capture (one of two kernels on a default stream) keeps its node count
+   but loses its time. An honest graph reads less than events because its launches run back to
+   back from a warm L2 (1 to 5 % for a GEMM, up to ~2.5x for a DRAM-bound kernel whose input sets
+   all fit in L2); a quarter leaves room for that and still sees a call that lost most of its work.
+
+A refused graph makes the bench time eagerly with events on the caller's stream (`bench._prepare`),
+which is torch's default stream, the legacy default stream: it waits for every blocking stream (the
+per-thread default stream is one) and they for it, so its events bracket a launch on either default
+stream. The evidence names the reason (`ShapeTiming.method_note`).
+"""
+
+from __future__ import annotations
+
+GRAPH_MIN_SHARE = 0.25
+
+
+def graph_refused(label: str, replay_us: float, eager_us: float, work_nodes: int | None, launches: int) -> str:
+    """Why the graph of side `label` does not time its work ('' when it does)."""
+    if launches < 1:
+        raise ValueError(f"a graph of {launches} launches")
+    if work_nodes is not None and work_nodes < launches:
+        return (f"the {label}'s graph holds {work_nodes} kernel/copy nodes for {launches} calls "
+                f"(launches on a default stream escape the capture)")
+    if eager_us > 0 and replay_us < GRAPH_MIN_SHARE * eager_us:
+        return (f"the {label}'s graph replays at {replay_us:.3g} us per call, under {GRAPH_MIN_SHARE:g} x "
+                f"its eager {eager_us:.3g} us (work escaped the capture)")
+    return ""

@@ -1,0 +1,163 @@
+"""Rule rows that the timed figures are backed by checked work (issue 25). Pure functions.
+
+- `timed_outputs`, per shape: of the candidate's *timed* calls, those checked in full
+  (`gate.pipeline.timed_checks`) were all right; a wrong one fails naming the call index and the
+  mismatch. No row for a bench recorded before these checks existed (`timed_checked` is None).
+- `timing_methods_agree`, per shape: the figure that was timed against a device-wide wall clock
+  around a synchronised eager batch (`all_streams_us`, `cudaDeviceSynchronize` on both ends, so work
+  on the legacy default stream, the per-thread default stream or any other stream counts). Where
+  that batch was bound by the GPU, not by the host's enqueueing, the timed figure must be at least
+  `TIMED_MIN_SHARE` of it: both run warm and back to back (graph) or colder (events), so an honest
+  figure reads near or above it, and a graph that replayed nothing read 1000x under it. A
+  host-bound batch bounds nothing and says so. The row states the method and why (kept from the
+  history, a graph refused for lost launches), with the graph, eager and device-wide figures.
+- `timer_untouched`, once: the bench's pinned timer references (`gate.pipeline.pinned`) were still
+  the objects in place after the submitted code ran; a replaced one fails, naming it. The figures
+  were timed through the pinned references, so they stand; the attempt is what is rejected.
+- `profile_matches_timing`, per shape: the kernel durations Nsight Compute measured (the sum over
+  the launches of the one profiled call) within `PROFILE_TIMING_FACTOR` of the timed figure, plus
+  `PROFILE_TIMING_SLACK_US`. Why that wide: ncu locks the SM clock to base by default
+  (`--clock-control base`, GATE_NCU_CLOCK_CONTROL) while the bench runs at boost (H100 SXM: 1.59 vs
+  up to 1.98 GHz, x1.25), ncu flushes caches before each pass where a graph replay runs warm, and
+  a graph's per-call figure includes the launch gaps ncu does not count (~1-2 µs at small shapes).
+  An honest kernel stays well inside x2; a kernel that detects the profiler (its environment, or
+  its replay passes) and runs other code there lands outside, and then the profile's rows are not
+  judged (`distrust_profile`): the mismatch is the finding.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from gate.domain.launches import by_shape
+from gate.domain.names import Rule
+from gate.domain.results import BenchResult, JobResult, ShapeTiming, StageStatus
+from gate.domain.verdict import RuleOutcome, RuleRow
+from gate.verdict.catalog import Kind, of_kind
+
+_NCU_RULES = {spec.rule for kind in (Kind.NCU_ABSOLUTE, Kind.NCU_RELATIVE) for spec in of_kind(kind)}
+
+O = RuleOutcome
+TIMED_MIN_SHARE = 0.5
+DEVICE_BOUND_RATIO = 1.25        # device-wide time per call over the host's enqueue time: GPU-bound
+PROFILE_TIMING_FACTOR, PROFILE_TIMING_SLACK_US = 2.0, 2.0
+
+
+def _about(st: ShapeTiming) -> dict[str, str]:
+    return {"shape": st.shape, "dtype": st.dtype}
+
+
+def timed_output_row(st: ShapeTiming) -> RuleRow | None:
+    if st.timed_checked is None:
+        return None
+    if st.timed_checked == 0:
+        return RuleRow(Rule.TIMED_OUTPUTS, O.NOT_RUN, "no timed call was checked", **_about(st))
+    outcome = O.FAIL if st.timed_wrong else O.PASS
+    return RuleRow(Rule.TIMED_OUTPUTS, outcome, st.timed_evidence, **_about(st), value=st.timed_wrong or 0,
+                   threshold=0, unit="wrong calls")
+
+
+def _method_words(st: ShapeTiming) -> str:
+    parts = [f"timed by {st.method} at {st.candidate.median_us:.3g} us"]
+    if st.graph_us is not None:
+        nodes = f" ({st.graph_work_nodes} work nodes captured)" if st.graph_work_nodes is not None else ""
+        parts.append(f"graph {st.graph_us:.3g} us{nodes}")
+    if st.eager_us is not None:
+        parts.append(f"eager {st.eager_us:.3g} us")
+    if st.all_streams_us is not None:
+        parts.append(f"device-wide {st.all_streams_us:.3g} us per call")
+    words = ", ".join(parts)
+    return f"{words} ({st.method_note})" if st.method_note else words
+
+
+def timing_methods_row(st: ShapeTiming) -> RuleRow | None:
+    if st.eager_us is None:                 # a bench recorded before the cross-check
+        return None
+    timed = st.candidate.median_us
+    if st.all_streams_us is None:
+        return RuleRow(Rule.TIMING_METHODS_AGREE, O.NOT_RUN, "no device-wide measure", **_about(st), value=timed,
+                       unit="us")
+    words = _method_words(st)
+    device_bound = st.all_streams_us > DEVICE_BOUND_RATIO * (st.enqueue_us or 0.0)
+    limit = round(TIMED_MIN_SHARE * st.all_streams_us, 4)
+    common = dict(**_about(st), value=timed, baseline=round(st.all_streams_us, 3), unit="us")
+    if not device_bound:
+        return RuleRow(Rule.TIMING_METHODS_AGREE, O.PASS, f"{words}; the device-wide batch was paced by the "
+                       f"host ({st.enqueue_us or 0:.3g} us to enqueue a call) and bounds nothing", **common)
+    if timed < limit:
+        return RuleRow(Rule.TIMING_METHODS_AGREE, O.FAIL, f"no honest figure: {words}; the timed figure is under "
+                       f"{TIMED_MIN_SHARE:g} x the device-wide time (work the timed method did not see)",
+                       threshold=limit, **common)
+    return RuleRow(Rule.TIMING_METHODS_AGREE, O.PASS, words, threshold=limit, **common)
+
+
+def timer_row(bench: BenchResult) -> RuleRow:
+    if bench.tampered:
+        return RuleRow(Rule.TIMER_UNTOUCHED, O.FAIL, "submitted code replaced the timer's " + ", ".join(
+            bench.tampered) + "; the figures were taken through references pinned before it was imported",
+            value=len(bench.tampered), threshold=0, unit="replaced")
+    return RuleRow(Rule.TIMER_UNTOUCHED, O.PASS, "the timer's references were untouched", value=0, threshold=0,
+                   unit="replaced")
+
+
+def profile_rows(result: JobResult) -> list[RuleRow]:
+    prof, bench = result.candidate.profile, result.bench
+    if prof is None or prof.status is not StageStatus.PASSED or bench is None:
+        return []
+    launches = by_shape(prof.kernels)
+    rows = []
+    for st in bench.shapes:
+        timed = st.candidate.median_us
+        ks = [k for k in launches.get(st.shape, []) if not k.dtype or k.dtype == st.dtype]
+        durations = [k.duration_ns for k in ks if k.duration_ns is not None]
+        if not ks:
+            rows.append(RuleRow(Rule.PROFILE_MATCHES_TIMING, O.FAIL, f"the profiled call of this shape launched "
+                                f"no kernel, the timed one took {timed:.3g} us", **_about(st), value=0.0,
+                                baseline=timed, unit="us"))
+            continue
+        if len(durations) < len(ks):
+            rows.append(RuleRow(Rule.PROFILE_MATCHES_TIMING, O.NOT_RUN, "no kernel duration in the profile",
+                                **_about(st), baseline=timed, unit="us"))
+            continue
+        profiled = sum(durations) / 1e3
+        low = timed / PROFILE_TIMING_FACTOR - PROFILE_TIMING_SLACK_US
+        high = timed * PROFILE_TIMING_FACTOR + PROFILE_TIMING_SLACK_US
+        figures = (f"Nsight Compute measured {profiled:.3g} us over {len(ks)} launch(es), the timed call "
+                   f"{timed:.3g} us (allowed {max(low, 0):.3g}..{high:.3g} us: base vs boost clocks, cold vs warm "
+                   f"caches, launch gaps)")
+        ok = low <= profiled <= high
+        rows.append(RuleRow(Rule.PROFILE_MATCHES_TIMING, O.PASS if ok else O.FAIL, figures if ok else
+                            f"the profiled program is not the timed one: {figures}", **_about(st),
+                            value=round(profiled, 3), baseline=round(timed, 3), threshold=round(high, 3),
+                            unit="us"))
+    return rows
+
+
+def timing_integrity_rows(result: JobResult) -> list[RuleRow]:
+    """Every row above for one job whose bench ran (none when it did not). A bench recorded before
+    these checks existed (no shape with `timed_checked`: stored history, hand-built sample data) gets
+    none of them: it recorded none of their figures."""
+    bench = result.bench
+    if bench is None or bench.status is not StageStatus.PASSED:
+        return []
+    if all(st.timed_checked is None for st in bench.shapes):
+        return []
+    rows: list[RuleRow] = []
+    for st in bench.shapes:
+        rows += [r for r in (timed_output_row(st), timing_methods_row(st)) if r is not None]
+    problems = bench.gpu_watch.problems if bench.gpu_watch is not None else []
+    if problems:   # another process or moving clocks lengthen the device-wide window, not the timed one
+        why = "GPU not steady while timing: " + "; ".join(problems)
+        rows = [replace(r, outcome=O.INCONCLUSIVE, reason=f"{why} ({r.reason})")
+                if r.rule == Rule.TIMING_METHODS_AGREE and r.outcome is O.FAIL else r for r in rows]
+    return rows + [timer_row(bench)] + profile_rows(result)
+
+
+def distrust_profile(rows: list[RuleRow]) -> list[RuleRow]:
+    """The Nsight Compute rules are not judged on a profile that does not describe the timed program:
+    their passes and failures become inconclusive, the `profile_matches_timing` failure decides."""
+    if not any(r.rule == Rule.PROFILE_MATCHES_TIMING and r.outcome is O.FAIL for r in rows):
+        return rows
+    why = "not judged: the profile does not describe the timed program"
+    return [replace(r, outcome=O.INCONCLUSIVE, reason=f"{why} ({r.reason})")
+            if r.rule in _NCU_RULES and r.outcome in (O.PASS, O.FAIL) else r for r in rows]
