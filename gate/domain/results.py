@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+from gate.domain.source_lines import KernelSourceProfile
 from gate.domain.wording import NO_GPU
 
 
@@ -208,6 +209,7 @@ class ProfileResult:
     report_path: str = ""                 # the .ncu-rep artifact
     ncu_version: str = ""
     log: str = ""
+    source: list[KernelSourceProfile] = field(default_factory=list)   # per launch, SourceCounters by line
 
 
 @dataclass

@@ -1,0 +1,175 @@
+"""Where it got slower: the candidate's source counters against the baseline's, per source line.
+
+Pure (domain types in, domain-free dataclasses out). Launches are paired by (kernel, shape, dtype),
+in launch order. Within a pair:
+- With line information on both sides, lines are matched by file and source text (the n-th
+  occurrence of the same text), not by number, so an edit above a hot loop that moves it down
+  does not make every line look new. A line whose text is unknown is matched by number.
+- Without it on either side (a build without `-lineinfo`), the stored instructions are matched
+  by their opcode sequence (difflib), which survives inserted or removed instructions.
+
+What counts as a gain, per counter: stall samples as a share of the launch's samples (the raw
+number follows the kernel's length and ncu's sampling interval, so only shares compare), the other
+counters (bank-conflict wavefronts, global sectors, executed instructions) as raw counts, which are
+exact for the same shape. A line's score is its largest gain as a share of that counter's total,
+and only lines that gained at least `MIN_SHARE` of some counter are named.
+
+No baseline profile (the gate profiles the baseline only for the rules that read it): the
+candidate's hottest lines are named instead, and `compared` says so.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+from gate.domain.source_lines import COUNTERS, Instruction, KernelSourceProfile, LineCounters, SourceLine
+
+MIN_SHARE = 0.02          # a gain below 2 % of the launch's total of every counter is noise here
+TOP_LINES = 5
+COUNTER_WORDS = {         # what each gain is called where it is shown
+    "stall_samples": "stall samples",
+    "smem_excess_wavefronts": "bank-conflict wavefronts",
+    "global_sectors": "global sectors",
+    "inst_executed": "instructions",
+}
+
+
+@dataclass
+class LineChange:
+    file: str
+    line: int                        # in the candidate; 0 for an instruction without line info
+    text: str                        # the candidate's source line ("" when unknown)
+    baseline_line: int | None        # where the matched line was in the baseline; None: new or no baseline
+    gains: dict[str, float]          # counter -> gain (stall_samples in percentage points of samples)
+    score: float                     # the largest gain as a share of its counter's total (0..1)
+    instructions: list[Instruction] = field(default_factory=list)   # the candidate's SASS behind it
+
+    @property
+    def where(self) -> str:
+        return f"{self.file}:{self.line}" if self.file else "(no line information)"
+
+
+@dataclass
+class LinesDiff:
+    kernel: str
+    shape: str
+    dtype: str
+    compared: bool                   # False: no baseline profile, the candidate's hottest lines
+    by_instruction: bool             # True: no line information, instructions were compared
+    changes: list[LineChange] = field(default_factory=list)
+
+
+def _gains(cand: LineCounters, base: LineCounters | None, cand_total: LineCounters,
+           base_total: LineCounters | None) -> dict[str, float]:
+    gains = {}
+    for c in COUNTERS:
+        now, before = getattr(cand, c), getattr(base, c) if base else 0.0
+        if c == "stall_samples":
+            now = 100.0 * now / cand_total.stall_samples if cand_total.stall_samples else 0.0
+            before = (100.0 * before / base_total.stall_samples
+                      if base_total is not None and base_total.stall_samples else 0.0)
+        gains[c] = now - before
+    return gains
+
+
+def _score(gains: dict[str, float], cand_total: LineCounters, base_total: LineCounters | None) -> float:
+    shares = []
+    for c, gain in gains.items():
+        if c == "stall_samples":
+            shares.append(gain / 100.0)
+            continue
+        total = max(getattr(cand_total, c), getattr(base_total, c) if base_total else 0.0)
+        if total:
+            shares.append(gain / total)
+    return max(shares, default=0.0)
+
+
+def _line_key_lists(lines: list[SourceLine]) -> dict[tuple[str, str | int, int], SourceLine]:
+    """Key each line by (file, text or number, n-th occurrence of that text in the file)."""
+    seen: dict[tuple[str, str | int], int] = defaultdict(int)
+    keyed = {}
+    for ln in sorted(lines, key=lambda x: (x.file, x.line)):
+        ident: str | int = ln.text if ln.text else ln.line
+        n = seen[(ln.file, ident)]
+        seen[(ln.file, ident)] += 1
+        keyed[(ln.file, ident, n)] = ln
+    return keyed
+
+
+def _by_line(cand: KernelSourceProfile, base: KernelSourceProfile | None) -> list[LineChange]:
+    base_lines = _line_key_lists(base.lines) if base else {}
+    changes = []
+    for key, ln in _line_key_lists(cand.lines).items():
+        before = base_lines.get(key)
+        gains = _gains(ln.counters, before.counters if before else None, cand.totals,
+                       base.totals if base else None)
+        behind = sorted((i for i in cand.instructions if (i.file, i.line) == (ln.file, ln.line)),
+                        key=lambda i: -max(getattr(i.counters, c) for c in COUNTERS))
+        changes.append(LineChange(ln.file, ln.line, ln.text, before.line if before else None, gains,
+                                  _score(gains, cand.totals, base.totals if base else None), behind[:3]))
+    return changes
+
+
+def _opcode_key(ins: Instruction) -> str:
+    return ins.opcode
+
+
+def _by_instruction(cand: KernelSourceProfile, base: KernelSourceProfile | None) -> list[LineChange]:
+    ours = sorted(cand.instructions, key=lambda i: i.offset)
+    theirs = sorted(base.instructions, key=lambda i: i.offset) if base else []
+    matched: dict[int, Instruction] = {}
+    matcher = difflib.SequenceMatcher(a=[_opcode_key(i) for i in theirs],
+                                      b=[_opcode_key(i) for i in ours], autojunk=False)
+    for block in matcher.get_matching_blocks():
+        for k in range(block.size):
+            matched[block.b + k] = theirs[block.a + k]
+    changes = []
+    for index, ins in enumerate(ours):
+        before = matched.get(index)
+        gains = _gains(ins.counters, before.counters if before else None, cand.totals,
+                       base.totals if base else None)
+        changes.append(LineChange(ins.file, ins.line, "", None, gains,
+                                  _score(gains, cand.totals, base.totals if base else None), [ins]))
+    return changes
+
+
+def diff_launch(cand: KernelSourceProfile, base: KernelSourceProfile | None,
+                top: int = TOP_LINES) -> LinesDiff:
+    """The `top` lines (or instructions) of `cand` that gained most against `base`."""
+    by_instruction = not cand.line_info or (base is not None and not base.line_info)
+    changes = _by_instruction(cand, base) if by_instruction else _by_line(cand, base)
+    named = [c for c in changes if c.score >= MIN_SHARE]
+    named.sort(key=lambda c: (-c.score, c.file, c.line, c.instructions[0].offset if c.instructions else 0))
+    return LinesDiff(cand.kernel, cand.shape, cand.dtype, base is not None, by_instruction, named[:top])
+
+
+def diff_profiles(candidate: list[KernelSourceProfile], baseline: list[KernelSourceProfile] | None,
+                  top: int = TOP_LINES) -> list[LinesDiff]:
+    """One diff per candidate launch, against the baseline launch of the same kernel, shape and
+    dtype (the n-th with the n-th); `baseline` None: not profiled, the candidate's hottest lines."""
+    pool: dict[tuple[str, str, str], list[KernelSourceProfile]] = defaultdict(list)
+    for launch in baseline or []:
+        pool[(launch.kernel, launch.shape, launch.dtype)].append(launch)
+    diffs = []
+    for launch in candidate:
+        same = pool.get((launch.kernel, launch.shape, launch.dtype))
+        base = same.pop(0) if same else None
+        if baseline is not None and base is None:
+            continue      # a launch the baseline did not have: nothing to compare, not "hot"
+        diffs.append(diff_launch(launch, base, top))
+    return diffs
+
+
+def top_changes(diffs: list[LinesDiff], top: int = 3) -> list[tuple[LinesDiff, LineChange]]:
+    """The `top` changes over all launches, each source line once (at its largest score)."""
+    best: dict[tuple[str, str, int, int], tuple[LinesDiff, LineChange]] = {}
+    for diff in diffs:
+        for change in diff.changes:
+            offset = change.instructions[0].offset if diff.by_instruction and change.instructions else 0
+            key = (diff.kernel, change.file, change.line, offset)
+            if key not in best or change.score > best[key][1].score:
+                best[key] = (diff, change)
+    ranked = sorted(best.values(), key=lambda dc: (-dc[1].score, dc[1].file, dc[1].line))
+    return ranked[:top]
