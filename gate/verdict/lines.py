@@ -15,7 +15,8 @@ exact for the same shape. A line's score is its largest gain as a share of that 
 and only lines that gained at least `MIN_SHARE` of some counter are named.
 
 No baseline profile (the gate profiles the baseline only for the rules that read it): the
-candidate's hottest lines are named instead, and `compared` says so.
+candidate's hottest lines (largest share of stall samples) are named instead, and `compared`
+says so.
 """
 
 from __future__ import annotations
@@ -75,6 +76,11 @@ def _gains(cand: LineCounters, base: LineCounters | None, cand_total: LineCounte
 
 
 def _score(gains: dict[str, float], cand_total: LineCounters, base_total: LineCounters | None) -> float:
+    if base_total is None:
+        # Nothing to compare: where the time goes, by stall samples (instructions when unsampled).
+        if cand_total.stall_samples:
+            return gains["stall_samples"] / 100.0
+        return gains["inst_executed"] / cand_total.inst_executed if cand_total.inst_executed else 0.0
     shares = []
     for c, gain in gains.items():
         if c == "stall_samples":
