@@ -25,6 +25,7 @@ import difflib
 from collections import defaultdict
 from dataclasses import dataclass, field
 
+from gate.domain.results import JobResult, StageStatus
 from gate.domain.source_lines import COUNTERS, Instruction, KernelSourceProfile, LineCounters, SourceLine
 
 MIN_SHARE = 0.02          # a gain below 2 % of the launch's total of every counter is noise here
@@ -166,6 +167,17 @@ def diff_profiles(candidate: list[KernelSourceProfile], baseline: list[KernelSou
             continue      # a launch the baseline did not have: nothing to compare, not "hot"
         diffs.append(diff_launch(launch, base, top))
     return diffs
+
+
+def job_diffs(result: JobResult, top: int = TOP_LINES) -> list[LinesDiff]:
+    """The diffs of one job: its candidate profile against its baseline profile when both passed
+    with source counters; the candidate's hottest lines when the baseline was not profiled."""
+    candidate = result.candidate.profile
+    if candidate is None or candidate.status is not StageStatus.PASSED or not candidate.source:
+        return []
+    base = result.baseline.profile if result.baseline else None
+    usable = base is not None and base.status is StageStatus.PASSED and bool(base.source)
+    return diff_profiles(candidate.source, base.source if usable and base else None, top)
 
 
 def top_changes(diffs: list[LinesDiff], top: int = 3) -> list[tuple[LinesDiff, LineChange]]:
