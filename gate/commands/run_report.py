@@ -6,7 +6,7 @@ from gate.domain.job import GateOutcome
 from gate.domain.results import FunctionResources
 from gate.nvidia.symbols import kernel_name
 from gate.verdict.lines import job_diffs
-from gate.verdict.lines_text import as_text
+from gate.domain.line_wording import as_text
 
 # Opcodes worth a glance: tensor cores (HMMA/HGMMA/IMMA/QGMMA), ldmatrix, cp.async, spills, barriers.
 KEY_OPCODES = ("HMMA", "HGMMA", "IMMA", "QGMMA", "LDSM", "LDGSTS", "STL", "LDL", "BAR")

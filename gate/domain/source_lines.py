@@ -5,6 +5,9 @@ each instruction to a source file and line. What is kept of a launch is small: t
 of every line that has any count (what a diff against the baseline needs) and the instructions
 with the largest counts, each with its line, so a diff can still point at code when lines moved.
 
+`LinesDiff` is what `gate.verdict.lines` makes of a candidate launch against the baseline's: the
+lines (or, without line information, instructions) that gained most.
+
 Counters (all per launch, summed over the instructions of a line):
 - `stall_samples`: warp-state samples that landed on the instruction (`smsp__pcsamp_sample_count`).
   Their number depends on the kernel's length and ncu's sampling interval, so they are compared as a
@@ -71,3 +74,36 @@ class KernelSourceProfile:
     totals: LineCounters = field(default_factory=LineCounters)   # the whole launch
     lines: list[SourceLine] = field(default_factory=list)        # every line with a count
     instructions: list[Instruction] = field(default_factory=list)  # the top instructions only
+
+
+COUNTER_WORDS = {         # what each gain is called where it is shown
+    "stall_samples": "stall samples",
+    "smem_excess_wavefronts": "bank-conflict wavefronts",
+    "global_sectors": "global sectors",
+    "inst_executed": "instructions",
+}
+
+
+@dataclass
+class LineChange:
+    file: str
+    line: int                        # in the candidate; 0 for an instruction without line info
+    text: str                        # the candidate's source line ("" when unknown)
+    baseline_line: int | None        # where the matched line was in the baseline; None: new or no baseline
+    gains: dict[str, float]          # counter -> gain (stall_samples in percentage points of samples)
+    score: float                     # the largest gain as a share of its counter's total (0..1)
+    instructions: list[Instruction] = field(default_factory=list)   # the candidate's SASS behind it
+
+    @property
+    def where(self) -> str:
+        return f"{self.file}:{self.line}" if self.file else "(no line information)"
+
+
+@dataclass
+class LinesDiff:
+    kernel: str
+    shape: str
+    dtype: str
+    compared: bool                   # False: no baseline profile, the candidate's hottest lines
+    by_instruction: bool             # True: no line information, instructions were compared
+    changes: list[LineChange] = field(default_factory=list)

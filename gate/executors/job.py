@@ -21,6 +21,7 @@ from gate.domain.names import Side, Stage
 from gate.errors import JobCancelled, ManifestError
 from gate.executors.child import run_child
 from gate.verdict.decide import decide
+from gate.verdict.lines import job_diffs
 from gate.manifest.load import load_manifest
 from gate.sources.mirror import Mirror
 
@@ -81,6 +82,7 @@ def gate_job(*, repo: str, sha: str, base_sha: str | None, kernel: str, data_dir
     finally:
         shutil.rmtree(workspace, ignore_errors=True)
     report = decide(result, spec.gates)
+    report.lines = job_diffs(result)      # where it got slower, for the Check Run summary
     return GateOutcome(result=result, report=report, artifacts=collect_artifacts(artifacts))
 
 

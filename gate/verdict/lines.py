@@ -1,6 +1,6 @@
 """Where it got slower: the candidate's source counters against the baseline's, per source line.
 
-Pure (domain types in, domain-free dataclasses out). Launches are paired by (kernel, shape, dtype),
+Pure: domain types in, `LinesDiff` (gate.domain.source_lines) out. Launches are paired by (kernel, shape, dtype),
 in launch order. Within a pair:
 - With line information on both sides, lines are matched by file and source text (the n-th
   occurrence of the same text), not by number, so an edit above a hot loop that moves it down
@@ -23,46 +23,20 @@ from __future__ import annotations
 
 import difflib
 from collections import defaultdict
-from dataclasses import dataclass, field
 
 from gate.domain.results import JobResult, StageStatus
-from gate.domain.source_lines import COUNTERS, Instruction, KernelSourceProfile, LineCounters, SourceLine
+from gate.domain.source_lines import (
+    COUNTERS,
+    Instruction,
+    KernelSourceProfile,
+    LineChange,
+    LineCounters,
+    LinesDiff,
+    SourceLine,
+)
 
 MIN_SHARE = 0.02          # a gain below 2 % of the launch's total of every counter is noise here
 TOP_LINES = 5
-COUNTER_WORDS = {         # what each gain is called where it is shown
-    "stall_samples": "stall samples",
-    "smem_excess_wavefronts": "bank-conflict wavefronts",
-    "global_sectors": "global sectors",
-    "inst_executed": "instructions",
-}
-
-
-@dataclass
-class LineChange:
-    file: str
-    line: int                        # in the candidate; 0 for an instruction without line info
-    text: str                        # the candidate's source line ("" when unknown)
-    baseline_line: int | None        # where the matched line was in the baseline; None: new or no baseline
-    gains: dict[str, float]          # counter -> gain (stall_samples in percentage points of samples)
-    score: float                     # the largest gain as a share of its counter's total (0..1)
-    instructions: list[Instruction] = field(default_factory=list)   # the candidate's SASS behind it
-
-    @property
-    def where(self) -> str:
-        return f"{self.file}:{self.line}" if self.file else "(no line information)"
-
-
-@dataclass
-class LinesDiff:
-    kernel: str
-    shape: str
-    dtype: str
-    compared: bool                   # False: no baseline profile, the candidate's hottest lines
-    by_instruction: bool             # True: no line information, instructions were compared
-    changes: list[LineChange] = field(default_factory=list)
-
-
 def _gains(cand: LineCounters, base: LineCounters | None, cand_total: LineCounters,
            base_total: LineCounters | None) -> dict[str, float]:
     gains = {}
@@ -178,16 +152,3 @@ def job_diffs(result: JobResult, top: int = TOP_LINES) -> list[LinesDiff]:
     base = result.baseline.profile if result.baseline else None
     usable = base is not None and base.status is StageStatus.PASSED and bool(base.source)
     return diff_profiles(candidate.source, base.source if usable and base else None, top)
-
-
-def top_changes(diffs: list[LinesDiff], top: int = 3) -> list[tuple[LinesDiff, LineChange]]:
-    """The `top` changes over all launches, each source line once (at its largest score)."""
-    best: dict[tuple[str, str, int, int], tuple[LinesDiff, LineChange]] = {}
-    for diff in diffs:
-        for change in diff.changes:
-            offset = change.instructions[0].offset if diff.by_instruction and change.instructions else 0
-            key = (diff.kernel, change.file, change.line, offset)
-            if key not in best or change.score > best[key][1].score:
-                best[key] = (diff, change)
-    ranked = sorted(best.values(), key=lambda dc: (-dc[1].score, dc[1].file, dc[1].line))
-    return ranked[:top]

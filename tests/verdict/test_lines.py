@@ -3,8 +3,8 @@
 from gate.domain.source_lines import Instruction, KernelSourceProfile, LineCounters, SourceLine
 from gate.nvidia.ncu_report import read_launches
 from gate.nvidia.source_counters import source_profile
-from gate.verdict.lines import MIN_SHARE, diff_launch, diff_profiles, top_changes
-from gate.verdict.lines_text import as_markdown, as_text
+from gate.domain.line_wording import as_markdown, as_text, top_changes
+from gate.verdict.lines import MIN_SHARE, diff_launch, diff_profiles
 from tests.golden import assert_golden
 
 FILE = "kernels/flashcore/wmma.cu"

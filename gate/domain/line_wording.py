@@ -1,13 +1,13 @@
 """The wording of a source-line diff: text for `gate run`, Markdown for the Check Run summary.
 
 One place for how a gain reads ("+38.2 pt stall samples", "+4,063,232 bank-conflict wavefronts"),
-so the CLI, the page and GitHub say the same thing.
+so the CLI, the page and GitHub say the same thing. Pure and in the domain: notify and the pages
+read it as well as the CLI.
 """
 
 from __future__ import annotations
 
-from gate.domain.source_lines import COUNTERS
-from gate.verdict.lines import COUNTER_WORDS, LineChange, LinesDiff, top_changes
+from gate.domain.source_lines import COUNTER_WORDS, COUNTERS, LineChange, LinesDiff
 
 
 def gain_words(change: LineChange, compared: bool = True) -> str:
@@ -76,3 +76,16 @@ def as_markdown(diffs: list[LinesDiff], top: int = 3) -> str:
         if change.text:
             rows.append(f"  `{change.text.replace('`', chr(39))}`")
     return "\n".join(rows) + "\n"
+
+
+def top_changes(diffs: list[LinesDiff], top: int = 3) -> list[tuple[LinesDiff, LineChange]]:
+    """The `top` changes over all launches, each source line once (at its largest score)."""
+    best: dict[tuple[str, str, int, int], tuple[LinesDiff, LineChange]] = {}
+    for diff in diffs:
+        for change in diff.changes:
+            offset = change.instructions[0].offset if diff.by_instruction and change.instructions else 0
+            key = (diff.kernel, change.file, change.line, offset)
+            if key not in best or change.score > best[key][1].score:
+                best[key] = (diff, change)
+    ranked = sorted(best.values(), key=lambda dc: (-dc[1].score, dc[1].file, dc[1].line))
+    return ranked[:top]
