@@ -22,6 +22,7 @@ from gate.api import page_errors
 from gate.api.deps import SeriesCacheDep, SessionDep
 from gate.api.revision_refs import RefProblem, resolve
 from gate.api.schemas import GpuKind, KernelName, ShapeName
+from gate.api.source_view import source_views
 from gate.domain.names import RELATIVE_NCU_RULES, Direction, Metric, Side, Stage
 from gate.domain.verdict import Verdict
 from gate.domain.wording import format_value, gpu_words, plural, progress_line, reason_beside
@@ -242,6 +243,8 @@ def _job_view(job, rev) -> dict:  # noqa: ANN001 (a JobDetail, its RevisionDetai
                           f"baseline {(rev.base_sha or '')[:8]}".strip()) if ncu_c else None,
         "ncu_rows": ncu_c, "ncu_base": {k.get("shape"): k for k in ncu_b},
         "ncu_baseline_note": baseline_profile_note(job, rev) if ncu_c and not ncu_b else "",
+        "source_views": source_views(job.id, (payload(prof_c), prof_c.status if prof_c else None),
+                                     (payload(prof_b), prof_b.status if prof_b else None)),
         "files": listed_files(job.artifacts),
         "functions": functions,
         "sass": sass_figure(functions) if any(f.get("sass_opcodes") for f in functions) else None,
