@@ -23,7 +23,7 @@ from gate.api.deps import SeriesCacheDep, SessionDep
 from gate.api.revision_refs import RefProblem, resolve
 from gate.api.schemas import GpuKind, KernelName, ShapeName
 from gate.api.source_view import source_views
-from gate.domain.names import RELATIVE_NCU_RULES, Direction, Metric, Side, Stage
+from gate.domain.names import Direction, Metric, Side, Stage
 from gate.domain.verdict import Verdict
 from gate.domain.wording import format_value, gpu_words, plural, progress_line, reason_beside
 from gate.nvidia.roofline import model_peak
@@ -266,12 +266,6 @@ def baseline_profile_note(job, rev) -> str:  # noqa: ANN001 (a JobDetail, its Re
         return f"The baseline's profile {what}: {why}."
     if not rev.base_sha:
         return "This revision has no baseline, so there is nothing to profile beside it."
-    rules = {row.get("rule") for row in (job.verdict.rules if job.verdict else [])}
-    if not rules & {r.value for r in RELATIVE_NCU_RULES}:
-        names = " or ".join(r.value for r in RELATIVE_NCU_RULES)
-        return (f"The baseline ({rev.base_sha[:8]}) was not profiled: only the relative rules ({names}) "
-                "read its profile and this kernel's gate.toml sets neither, so the gate saves the second "
-                "Nsight Compute session.")
     built = stages.get((Side.BASELINE, Stage.BUILD))
     if built is None or built.status != "passed":
         why = reason_beside(built.status, built.reason) if built else "it was not built in this job"

@@ -18,8 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from gate.domain.job import JobRequest, ProgressEvent
-from gate.domain.manifest import Gates
-from gate.domain.names import RELATIVE_NCU_RULES, Side, Stage
+from gate.domain.names import Side, Stage
 from gate.domain.results import (
     BenchResult,
     BuildResult,
@@ -185,12 +184,6 @@ def _skip_rest(result: JobResult, emit: Emit, reason: str) -> None:
     result.candidate.profile = _not_run(emit, Stage.PROFILE, Side.CANDIDATE, ProfileResult, reason)
 
 
-def needs_baseline_profile(gates: Gates) -> bool:
-    """Only the relative ncu rules read the baseline's profile. Profiling it otherwise would cost a
-    second ncu session (about 6 s on an H200, half of a warm verdict) for figures no rule uses."""
-    return any(getattr(gates, rule.value) is not None for rule in RELATIVE_NCU_RULES)
-
-
 def _profile_sides(request: JobRequest, result: JobResult, emit: Emit, save: Callable[[JobResult], None],
                    run_profile: Callable[..., ProfileResult]) -> None:
     kernel, options = request.kernel, request.options
@@ -200,8 +193,11 @@ def _profile_sides(request: JobRequest, result: JobResult, emit: Emit, save: Cal
                                             "not run: profiling disabled")
         return
     sides = [(Side.CANDIDATE, request.candidate, result.candidate)]
+    # The baseline is profiled whenever it built, whatever the gates: beside the relative ncu rules,
+    # the source-line diff (gate.verdict.lines) compares the candidate's per-line counters with its
+    # own. That costs a second ncu session (about 6 s on an H200).
     if request.baseline and result.baseline and result.baseline.build \
-            and result.baseline.build.status is StageStatus.PASSED and needs_baseline_profile(kernel.gates):
+            and result.baseline.build.status is StageStatus.PASSED:
         sides.append((Side.BASELINE, request.baseline, result.baseline))
     for side, checkout, target in sides:
         module_path = target.build.module_path

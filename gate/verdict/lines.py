@@ -14,8 +14,7 @@ counters (bank-conflict wavefronts, global sectors, executed instructions) as ra
 exact for the same shape. A line's score is its largest gain as a share of that counter's total,
 and only lines that gained at least `MIN_SHARE` of some counter are named.
 
-No baseline profile (the gate profiles the baseline only for the rules that read it): the
-candidate's hottest lines (largest share of stall samples) are named instead, and `compared`
+No baseline profile (no baseline revision, or its build or profile failed): the candidate's hottest lines (largest share of stall samples) are named instead, and `compared`
 says so.
 """
 

@@ -104,7 +104,6 @@ def fake_gpu(monkeypatch, static_passes):
 def test_with_a_gpu_the_stages_run_in_order_for_both_sides(tmp_path, fake_gpu):
     calls, _ = fake_gpu
     req = request(tmp_path)
-    req.kernel.gates.max_tensor_pipe_drop_pct = 5        # a relative rule: the baseline is profiled too
     result = run.measure(req, lambda e: None)
     assert calls == [("build", "cand"), ("build", "base"), ("correctness", "module:cand.so"),
                      ("bench", "module:cand.so", "module:base.so"), ("profile", "cand.so"), ("profile", "base.so")]
@@ -112,11 +111,11 @@ def test_with_a_gpu_the_stages_run_in_order_for_both_sides(tmp_path, fake_gpu):
     assert result.baseline.profile.status is P
 
 
-def test_the_baseline_is_profiled_only_when_a_relative_rule_reads_it(tmp_path, fake_gpu):
+def test_the_baseline_is_profiled_without_a_relative_rule_for_the_line_diff(tmp_path, fake_gpu):
     calls, _ = fake_gpu
     result = run.measure(request(tmp_path), lambda e: None)
-    assert [c for c in calls if c[0] == "profile"] == [("profile", "cand.so")]
-    assert result.baseline.profile is None
+    assert [c for c in calls if c[0] == "profile"] == [("profile", "cand.so"), ("profile", "base.so")]
+    assert result.baseline.profile.status is P
 
 
 def test_an_sm_90a_kernel_on_another_gpu_is_not_run_there_and_ends_incomplete(tmp_path, fake_gpu, monkeypatch):
