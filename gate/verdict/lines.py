@@ -1,7 +1,7 @@
 """Where it got slower: the candidate's source counters against the baseline's, per source line.
 
-Pure: domain types in, `LinesDiff` (gate.domain.source_lines) out. Launches are paired by (kernel, shape, dtype),
-in launch order. Within a pair:
+Pure: domain types in, `LinesDiff` (gate.domain.source_lines) out. Launches are paired by
+(kernel, shape, dtype), in launch order. Within a pair:
 - With line information on both sides, lines are matched by file and source text (the n-th
   occurrence of the same text), not by number, so an edit above a hot loop that moves it down
   does not make every line look new. A line whose text is unknown is matched by number.
@@ -14,8 +14,8 @@ counters (bank-conflict wavefronts, global sectors, executed instructions) as ra
 exact for the same shape. A line's score is its largest gain as a share of that counter's total,
 and only lines that gained at least `MIN_SHARE` of some counter are named.
 
-No baseline profile (no baseline revision, or its build or profile failed): the candidate's hottest lines (largest share of stall samples) are named instead, and `compared`
-says so.
+No baseline profile (no baseline revision, or its build or profile failed): the candidate's
+hottest lines (largest share of stall samples) are named instead, and `compared` says so.
 """
 
 from __future__ import annotations
