@@ -110,7 +110,9 @@ def source_profile(kernel: str, shape: str, dtype: str, raw: list[RawInstruction
     for r in raw:
         counters = LineCounters(**{c: r.values.get(c, 0.0) for c in COUNTERS})
         totals.add(counters)
-        shown, readable = names.setdefault(r.file, shown_file(r.file, checkout))
+        if r.file not in names:     # resolved once per file, not per instruction
+            names[r.file] = shown_file(r.file, checkout)
+        shown, _ = names[r.file]
         instructions.append(Instruction(r.pc - entry, _relative(r.sass, entry), shown, r.line, counters))
         key = (shown, r.line)
         if key not in lines:
