@@ -94,3 +94,16 @@ def test_lineinfo_does_not_change_the_sass(tmp_path, source, include, arch):
     plain, with_lines = normalised_sass(listings[False]), normalised_sass(listings[True])
     assert sum(ln.count(";") for ln in plain) > 50     # real code was compared, not two empty dumps
     assert plain == with_lines
+
+
+def test_the_flag_is_part_of_the_object_cache_key(tmp_path):
+    """An object cached before -lineinfo was added is not reused for a profile that needs lines."""
+    from gate.pipeline.build_cache import Toolchain
+    from gate.pipeline.objects import key_of
+
+    (tmp_path / "k.cu").write_text("__global__ void k() {}\n")
+    versions = Toolchain(torch_version="none", cuda_version="none", compiler_version="nvcc 13.0")
+    with_lines = toolchain.plain_nvcc_command("nvcc", ["sm_80"])
+    without = [f for f in with_lines if f != "-lineinfo"]
+    assert key_of(tmp_path / "k.cu", "k.cu", with_lines, versions, tmp_path) != \
+        key_of(tmp_path / "k.cu", "k.cu", without, versions, tmp_path)
