@@ -78,19 +78,35 @@ def _instruction(action: object, pc: int) -> RawInstruction:
 
 
 def shown_file(file: str, checkout: Path | None) -> tuple[str, Path | None]:
-    """The name a user sees for a compiler's file name, and the checkout file to read its lines
-    from (None: outside the checkout, e.g. a CUDA header; shown by its base name only, so no
-    server path ever reaches a page)."""
+    """The name a user sees for a file of the line table, and the checkout file to read its lines
+    from (None: outside the checkout, e.g. a CUDA header; shown by its base name only, so no server
+    path ever reaches a page).
+
+    nvcc records the absolute path (its working directory, the checkout, joined with the relative
+    source name), and has no option to map it. An object from the build cache was compiled in an
+    earlier job's checkout, gone since: its key holds the sources' contents and relative paths, so
+    the same file sits at the same place in this checkout, and the longest tail of the recorded
+    path that names a file here is that file. A path that still exists outside the checkout (the
+    toolkit's headers) is not looked for in it."""
     if not file:
         return NO_FILE, None
     path = PurePosixPath(file)
     if checkout is None:
         return (file if not path.is_absolute() else path.name), None
     root = checkout.resolve()
-    candidate = (root / file).resolve() if not path.is_absolute() else Path(file).resolve()
-    if candidate.is_relative_to(root) and candidate.is_file():
-        return candidate.relative_to(root).as_posix(), candidate
-    return path.name, None
+
+    def inside(candidate: Path) -> Path | None:
+        candidate = candidate.resolve()
+        return candidate if candidate.is_relative_to(root) and candidate.is_file() else None
+
+    if not path.is_absolute():
+        found = inside(root / file)
+    elif (found := inside(Path(file))) is None and not Path(file).exists():
+        tails = (PurePosixPath(*path.parts[i:]) for i in range(1, len(path.parts)))
+        found = next((hit for tail in tails if (hit := inside(root / tail)) is not None), None)
+    if found is None:
+        return path.name, None
+    return found.relative_to(root).as_posix(), found
 
 
 def _score(counters: LineCounters, totals: LineCounters) -> float:

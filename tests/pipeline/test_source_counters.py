@@ -74,6 +74,22 @@ def test_shown_file_never_leaves_the_checkout(tmp_path):
     assert shown_file("/usr/include/x.h", None) == ("x.h", None)
 
 
+def test_a_cached_objects_line_table_maps_into_this_checkout(tmp_path):
+    """nvcc recorded an earlier job's checkout (deleted since); the same file is found here by the
+    longest tail of its path, while a file that exists elsewhere (a toolkit header) stays outside."""
+    checkout = tmp_path / "candidate"
+    (checkout / "kernels").mkdir(parents=True)
+    (checkout / "kernels" / "k.cu").write_text("x\n")
+    (checkout / "k.cu").write_text("a different file at the root\n")
+    gone = "/data/workspaces/0123abcd-wmma/candidate/kernels/k.cu"
+    assert shown_file(gone, checkout) == ("kernels/k.cu", (checkout / "kernels" / "k.cu").resolve())
+    toolkit = tmp_path / "cuda" / "include"
+    toolkit.mkdir(parents=True)
+    (toolkit / "k.cu").write_text("header\n")
+    assert shown_file(str(toolkit / "k.cu"), checkout) == ("k.cu", None)
+    assert shown_file("/gone/elsewhere/nothing.h", checkout) == ("nothing.h", None)
+
+
 def test_the_source_profile_survives_the_json_round_trip(tmp_path):
     result = ProfileResult(StageStatus.PASSED, source=[source_profile("k", "", "", records(), None)])
     assert from_json(ProfileResult, to_json(result)) == result
