@@ -36,6 +36,8 @@ from gate.domain.source_lines import (
 
 MIN_SHARE = 0.02          # a gain below 2 % of the launch's total of every counter is noise here
 TOP_LINES = 5
+
+
 def _gains(cand: LineCounters, base: LineCounters | None, cand_total: LineCounters,
            base_total: LineCounters | None) -> dict[str, float]:
     gains = {}
@@ -92,16 +94,12 @@ def _by_line(cand: KernelSourceProfile, base: KernelSourceProfile | None) -> lis
     return changes
 
 
-def _opcode_key(ins: Instruction) -> str:
-    return ins.opcode
-
-
 def _by_instruction(cand: KernelSourceProfile, base: KernelSourceProfile | None) -> list[LineChange]:
     ours = sorted(cand.instructions, key=lambda i: i.offset)
     theirs = sorted(base.instructions, key=lambda i: i.offset) if base else []
     matched: dict[int, Instruction] = {}
-    matcher = difflib.SequenceMatcher(a=[_opcode_key(i) for i in theirs],
-                                      b=[_opcode_key(i) for i in ours], autojunk=False)
+    matcher = difflib.SequenceMatcher(a=[i.opcode for i in theirs], b=[i.opcode for i in ours],
+                                      autojunk=False)
     for block in matcher.get_matching_blocks():
         for k in range(block.size):
             matched[block.b + k] = theirs[block.a + k]
