@@ -37,6 +37,7 @@ METRICS: dict[str, str] = {
 assert tuple(METRICS) == COUNTERS, "one metric per counter, in the domain's order"
 TOP_INSTRUCTIONS = 40     # kept per launch: enough to name the SASS behind the top lines of a diff
 _ADDRESS = re.compile(r"0x([0-9a-f]{9,})")   # a branch target: an absolute address in the SASS text
+MAX_TEXT = 200            # characters of a line's text kept (a generated or minified line can be huge)
 MAX_LINES = 400           # kept per launch; a kernel with its inlined headers rarely has more lines with counts
 
 
@@ -166,5 +167,5 @@ def _line_texts(files: dict[str, Path], keys: list[tuple[str, int]]) -> dict[tup
         source = path.read_text(errors="replace").splitlines()
         for file, line in keys:
             if file == name and 0 < line <= len(source):
-                texts[(file, line)] = source[line - 1].strip()
+                texts[(file, line)] = source[line - 1].strip()[:MAX_TEXT]
     return texts
