@@ -11,7 +11,8 @@ Pure: domain types in, `LinesDiff` (gate.domain.source_lines) out. Launches are 
 What counts as a gain, per counter: stall samples as a share of the launch's samples (the raw
 number follows the kernel's length and ncu's sampling interval, so only shares compare), the other
 counters (bank-conflict wavefronts, global sectors, executed instructions) as raw counts, which are
-exact for the same shape. A line's score is its largest gain as a share of that counter's total,
+exact for the same shape. A stall-share change within sampling noise (binomial standard errors of
+both shares) counts as none. A line's score is its largest gain as a share of that counter's total,
 and only lines that gained at least `MIN_SHARE` of some counter are named.
 
 No baseline profile (no baseline revision, or its build or profile failed): the candidate's
@@ -21,6 +22,7 @@ hottest lines (largest share of stall samples) are named instead, and `compared`
 from __future__ import annotations
 
 import difflib
+import math
 from collections import defaultdict
 
 from gate.domain.results import JobResult, StageStatus
@@ -36,19 +38,31 @@ from gate.domain.source_lines import (
 
 MIN_SHARE = 0.02          # a gain below 2 % of the launch's total of every counter is noise here
 TOP_LINES = 5
+STALL_NOISE_SE = 3.0      # a stall-share change within 3 standard errors of sampling is not named
 
 
 def _gains(cand: LineCounters, base: LineCounters | None, cand_total: LineCounters,
            base_total: LineCounters | None) -> dict[str, float]:
-    gains = {}
-    for c in COUNTERS:
-        now, before = getattr(cand, c), getattr(base, c) if base else 0.0
-        if c == "stall_samples":
-            now = 100.0 * now / cand_total.stall_samples if cand_total.stall_samples else 0.0
-            before = (100.0 * before / base_total.stall_samples
-                      if base_total is not None and base_total.stall_samples else 0.0)
-        gains[c] = now - before
+    gains = {c: getattr(cand, c) - (getattr(base, c) if base else 0.0) for c in COUNTERS}
+    gains["stall_samples"] = _stall_gain(cand.stall_samples, cand_total.stall_samples,
+                                         base.stall_samples if base else 0.0,
+                                         base_total.stall_samples if base_total else None)
     return gains
+
+
+def _stall_gain(now: float, now_total: float, before: float, before_total: float | None) -> float:
+    """Percentage points of the launch's stall samples the line gained; 0 when the change is within
+    sampling noise (3 standard errors of the two shares), so a short kernel's few samples name
+    nothing. Without a baseline: the line's own share."""
+    share = now / now_total if now_total else 0.0
+    if before_total is None:
+        return 100.0 * share
+    share_before = before / before_total if before_total else 0.0
+    variance = (share * (1 - share) / now_total if now_total else 0.0) + \
+        (share_before * (1 - share_before) / before_total if before_total else 0.0)
+    if abs(share - share_before) <= STALL_NOISE_SE * math.sqrt(variance):
+        return 0.0
+    return 100.0 * (share - share_before)
 
 
 def _score(gains: dict[str, float], cand_total: LineCounters, base_total: LineCounters | None) -> float:

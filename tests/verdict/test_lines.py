@@ -128,3 +128,14 @@ def test_the_fixture_names_the_conflicting_loads_instruction_by_instruction(ncu_
 def test_nothing_to_say_renders_nothing():
     assert as_text(diff_profiles([baseline()], [baseline()])) == []
     assert as_markdown([]) == ""
+
+
+def test_a_stall_share_change_within_sampling_noise_is_not_named():
+    """20 of 100 samples against 10 of 100 is within 3 standard errors; with 100 times the samples
+    the same shares are a real change."""
+    def one(samples_on_line: float, total: float) -> KernelSourceProfile:
+        return launch([SourceLine(FILE, 10, "hot();", counters(samples_on_line, 0, 0, 100)),
+                       SourceLine(FILE, 11, "rest();", counters(total - samples_on_line, 0, 0, 100))])
+    assert diff_launch(one(20, 100), one(10, 100)).changes == []
+    (change,) = diff_launch(one(2000, 10_000), one(1000, 10_000)).changes
+    assert change.line == 10 and round(change.gains["stall_samples"], 6) == 10.0
