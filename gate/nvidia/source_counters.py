@@ -87,8 +87,8 @@ def shown_file(file: str, checkout: Path | None) -> tuple[str, Path | None]:
     source name), and has no option to map it. An object from the build cache was compiled in an
     earlier job's checkout, gone since: its key holds the sources' contents and relative paths, so
     the same file sits at the same place in this checkout, and the longest tail of the recorded
-    path that names a file here is that file. A path that still exists outside the checkout (the
-    toolkit's headers) is not looked for in it."""
+    path that names a file here is that file. A recorded file that still exists (the other side's
+    checkout of the same job, a toolkit header) maps only to an identical file here."""
     if not file:
         return NO_FILE, None
     path = PurePosixPath(file)
@@ -102,9 +102,11 @@ def shown_file(file: str, checkout: Path | None) -> tuple[str, Path | None]:
 
     if not path.is_absolute():
         found = inside(root / file)
-    elif (found := inside(Path(file))) is None and not Path(file).exists():
+    elif (found := inside(Path(file))) is None:
+        recorded = Path(file)
         tails = (PurePosixPath(*path.parts[i:]) for i in range(1, len(path.parts)))
-        found = next((hit for tail in tails if (hit := inside(root / tail)) is not None), None)
+        found = next((hit for tail in tails if (hit := inside(root / tail)) is not None
+                      and (not recorded.is_file() or hit.read_bytes() == recorded.read_bytes())), None)
     if found is None:
         return path.name, None
     return found.relative_to(root).as_posix(), found

@@ -76,7 +76,8 @@ def test_shown_file_never_leaves_the_checkout(tmp_path):
 
 def test_a_cached_objects_line_table_maps_into_this_checkout(tmp_path):
     """nvcc recorded an earlier job's checkout (deleted since); the same file is found here by the
-    longest tail of its path, while a file that exists elsewhere (a toolkit header) stays outside."""
+    longest tail of its path, while a different file that exists elsewhere (a toolkit header) stays
+    outside."""
     checkout = tmp_path / "candidate"
     (checkout / "kernels").mkdir(parents=True)
     (checkout / "kernels" / "k.cu").write_text("x\n")
@@ -87,6 +88,11 @@ def test_a_cached_objects_line_table_maps_into_this_checkout(tmp_path):
     toolkit.mkdir(parents=True)
     (toolkit / "k.cu").write_text("header\n")
     assert shown_file(str(toolkit / "k.cu"), checkout) == ("k.cu", None)
+    # the other side's checkout of the same job, still there, compiled the identical file
+    other = tmp_path / "baseline" / "kernels"
+    other.mkdir(parents=True)
+    (other / "k.cu").write_text("x\n")
+    assert shown_file(str(other / "k.cu"), checkout)[0] == "kernels/k.cu"
     assert shown_file("/gone/elsewhere/nothing.h", checkout) == ("nothing.h", None)
 
 
