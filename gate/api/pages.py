@@ -22,6 +22,7 @@ from gate.api import page_errors
 from gate.api.deps import SeriesCacheDep, SessionDep
 from gate.api.revision_refs import RefProblem, resolve
 from gate.api.schemas import GpuKind, KernelName, ShapeName
+from gate.api.source_view import source_views
 from gate.domain.names import Direction, Metric, Side, Stage
 from gate.domain.verdict import Verdict
 from gate.domain.wording import format_value, gpu_words, plural, progress_line, reason_beside
@@ -38,7 +39,6 @@ from gate.read_models.revision import JobDetail, RevisionDetail
 from gate.storage import dashboard, kernel_series
 from gate.storage.series_cache import SeriesCache
 from gate.storage.queries import revision_detail
-from gate.verdict.catalog import relative_profile_rules
 
 # The templates and static files are the `dashboards` package's data, installed with the wheel.
 DASHBOARDS = importlib.resources.files("dashboards")
@@ -46,6 +46,9 @@ PLOTLY_JS = importlib.resources.files("plotly") / "package_data" / "plotly.min.j
 PAGE_POINTS = 400      # per trace (a chart is ~550 px wide); beyond it revisions are bucketed
 
 templates = Jinja2Templates(directory=str(DASHBOARDS / "templates"))
+# A name a template reads that its context or a read model does not have (a renamed field) is an
+# error, not an empty cell.
+templates.env.undefined = StrictUndefined
 templates.env.globals["verdict_color"] = VERDICT_COLOR
 # `tojson` escapes <, > and & (safe inside <script>); compact and unsorted keeps big charts cheap.
 templates.env.policies["json.dumps_kwargs"] = {"separators": (",", ":")}
@@ -226,6 +229,7 @@ def _job_view(job: JobDetail, rev: RevisionDetail) -> dict:
                           f"baseline {(rev.base_sha or '')[:8]}".strip()) if ncu_c else None,
         "ncu_rows": ncu_c, "ncu_base": {k.shape: k for k in ncu_b},
         "ncu_baseline_note": baseline_profile_note(job, rev) if ncu_c and not ncu_b else "",
+        "source_views": source_views(job.id, job.profile(Side.CANDIDATE), job.profile(Side.BASELINE)),
         "files": listed_files(job.artifacts),
         "functions": functions,
         "sass": sass_figure(functions) if any(f.sass_opcodes for f in functions) else None,
@@ -246,13 +250,6 @@ def baseline_profile_note(job: JobDetail, rev: RevisionDetail) -> str:
         return f"The baseline's profile {what}: {why}."
     if not rev.base_sha:
         return "This revision has no baseline, so there is nothing to profile beside it."
-    rules = {row.rule for row in (job.verdict.rules if job.verdict else [])}
-    relative = relative_profile_rules()
-    if not rules & {r.value for r in relative}:
-        names = " or ".join(r.value for r in relative)
-        return (f"The baseline ({rev.base_sha[:8]}) was not profiled: only the relative rules ({names}) "
-                "read its profile and this kernel's gate.toml sets neither, so the gate saves the second "
-                "Nsight Compute session.")
     built = job.stage(Side.BASELINE, Stage.BUILD)
     if built is None or built.status != "passed":
         why = reason_beside(built.status, built.reason) if built else "it was not built in this job"

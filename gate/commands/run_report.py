@@ -5,6 +5,8 @@ from __future__ import annotations
 from gate.domain.job import GateOutcome
 from gate.domain.results import FunctionResources
 from gate.nvidia.symbols import kernel_name
+from gate.verdict.lines import job_diffs
+from gate.domain.line_wording import as_text
 
 # Opcodes worth a glance: tensor cores (HMMA/HGMMA/IMMA/QGMMA), ldmatrix, cp.async, spills, barriers.
 KEY_OPCODES = ("HMMA", "HGMMA", "IMMA", "QGMMA", "LDSM", "LDGSTS", "STL", "LDL", "BAR")
@@ -43,6 +45,9 @@ def render(outcomes: list[GateOutcome], *, sha: str, base_sha: str | None) -> st
                   _cell(r.baseline), _cell(r.delta), r.unit or "-", r.reason] for r in report.rules]
         lines += _table(["rule", "shape", "outcome", "value", "threshold", "baseline", "delta", "unit",
                          "reason"], rules)
+        hot = as_text(job_diffs(result))      # the source lines that gained stalls, conflicts, work
+        if hot:
+            lines += ["", *hot]
         static = result.candidate.static
         if static and static.functions:
             lines.append("")

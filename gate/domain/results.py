@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from gate.domain.names import Stage
+from gate.domain.source_lines import KernelSourceProfile
 from gate.domain.wording import NO_GPU
 
 
@@ -230,6 +231,7 @@ class ProfileResult:
     report_path: str = ""                 # the .ncu-rep artifact
     ncu_version: str = ""
     log: str = ""
+    source: list[KernelSourceProfile] = field(default_factory=list)   # per launch, SourceCounters by line
 
 
 @dataclass

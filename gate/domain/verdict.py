@@ -6,6 +6,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+from gate.domain.source_lines import LinesDiff
+
 
 class Verdict(StrEnum):
     ACCEPT = "accept"
@@ -75,6 +77,9 @@ class VerdictReport:
     verdict: Verdict
     reason: str                     # the decisive rule in one line
     rules: list[RuleRow] = field(default_factory=list)
+    # Where it got slower, per launch (gate.verdict.lines.job_diffs): set by the job after `decide`
+    # for the Check Run; not stored with the verdict (the pages recompute it from the profile rows).
+    lines: list[LinesDiff] = field(default_factory=list)
 
     @property
     def decisive_rows(self) -> list[RuleRow]:

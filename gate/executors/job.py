@@ -20,8 +20,8 @@ from gate.domain.manifest import KernelSpec, Manifest
 from gate.domain.names import Side, Stage
 from gate.errors import JobCancelled, ManifestError
 from gate.executors.child import run_child
-from gate.verdict.catalog import needs_baseline_profile
 from gate.verdict.decide import decide
+from gate.verdict.lines import job_diffs
 from gate.manifest.load import load_manifest
 from gate.sources.mirror import Mirror
 
@@ -76,7 +76,9 @@ def gate_job(*, repo: str, sha: str, base_sha: str | None, kernel: str, data_dir
             f" vs {base_sha[:12]}" if baseline else ", new kernel: no baseline declares it")))
         request = JobRequest(kernel=spec, candidate=candidate, baseline=baseline,
                              artifacts_dir=str(artifacts), options=options,
-                             profile_baseline=needs_baseline_profile(spec.gates),
+                             # the baseline's profile feeds the relative ncu rules and, whatever the
+                             # rules, the source-line diff (verdict/lines.py) names lines against it
+                             profile_baseline=baseline is not None,
                              kept_methods=dict(kept_methods or {}))
         if cancel is not None and cancel.is_set():
             raise JobCancelled("cancelled before its child started")
@@ -86,6 +88,7 @@ def gate_job(*, repo: str, sha: str, base_sha: str | None, kernel: str, data_dir
     finally:
         shutil.rmtree(workspace, ignore_errors=True)
     report = decide(result, spec.gates, spec.kernels)
+    report.lines = job_diffs(result)      # where it got slower, for the Check Run summary
     return GateOutcome(result=result, report=report, artifacts=collect_artifacts(artifacts))
 
 

@@ -22,6 +22,7 @@ Mapping (DESIGN.md: only `accept` may ever read as passing):
 
 from __future__ import annotations
 
+from gate.domain.line_wording import as_markdown
 from gate.domain.verdict import RuleOutcome, RuleRow, Verdict, VerdictReport
 from gate.verdict.catalog import Bound, spec_of
 
@@ -128,6 +129,9 @@ def check_summary(kernel: str, report: VerdictReport, target_url: str) -> str:
         lines += [_table_row(r) for r in report.rules]
     else:
         lines.append("No rule was evaluated.")
+    hot = as_markdown(report.lines)       # the top three source lines that gained stalls, conflicts, work
+    if hot:
+        lines += ["", hot.rstrip()]
     footer = ["", f"[Full results on the dashboard]({target_url})"]
     text = "\n".join(lines + footer)
     if len(text) <= SUMMARY_MAX_CHARS:

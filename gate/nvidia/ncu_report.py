@@ -23,6 +23,7 @@ from types import ModuleType
 from gate.domain import KernelMetrics
 from gate.errors import ProfilerError, ToolMissingError
 from gate.nvidia.ncu_catalog import arch_of, reading_catalog
+from gate.nvidia.source_counters import RawInstruction, read_instructions
 
 RANGE_PREFIX = "gate:"   # NVTX push/pop range per profiled call: "gate:<shape label>:<dtype>"
 _LAUNCH_ATTRIBUTES = (
@@ -46,6 +47,7 @@ class Launch:
     demangled: str = ""                           # full signature, e.g. "void at::native::..."
     values: dict[str, float | int | str | None] = field(default_factory=dict)  # metric -> value
     nvtx_ranges: tuple[str, ...] = ()             # push/pop range stack at launch (with --nvtx)
+    instructions: list[RawInstruction] = field(default_factory=list)  # SourceCounters, per SASS instruction
 
 
 def range_name(shape_label: str, dtype: str) -> str:
@@ -178,7 +180,7 @@ def _launch(report: ModuleType, action: object, wanted: set[str]) -> Launch:
     return Launch(
         kernel=action.name(report.IAction.NameBase_FUNCTION),  # type: ignore[attr-defined]
         demangled=action.name(report.IAction.NameBase_DEMANGLED),  # type: ignore[attr-defined]
-        values=values, nvtx_ranges=ranges,
+        values=values, nvtx_ranges=ranges, instructions=read_instructions(action),
     )
 
 

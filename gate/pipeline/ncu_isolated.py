@@ -23,6 +23,7 @@ from pathlib import Path
 import gate
 from gate.errors import ProfilerError, ToolMissingError
 from gate.nvidia.ncu_report import Launch, read_launches
+from gate.nvidia.source_counters import RawInstruction
 
 
 class ReaderExit(IntEnum):
@@ -46,7 +47,9 @@ def read_launches_isolated(path: Path, ncu_path: str = "ncu", timeout_s: float =
         raise ToolMissingError(message[0])
     if proc.returncode != ReaderExit.OK:
         raise ProfilerError(f"{path}: the report reader failed: {message[0]}")
-    return [Launch(**{**d, "nvtx_ranges": tuple(d["nvtx_ranges"])}) for d in json.loads(proc.stdout)]
+    return [Launch(**{**d, "nvtx_ranges": tuple(d["nvtx_ranges"]),
+                      "instructions": [RawInstruction(**i) for i in d["instructions"]]})
+            for d in json.loads(proc.stdout)]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -37,10 +37,13 @@ import gate
 from gate.domain import KernelMetrics, KernelSpec, ProfileResult, StageStatus
 from gate.domain.codec import to_json
 from gate.domain.job import RunOptions
+from gate.domain.source_lines import KernelSourceProfile
 from gate.errors import ProfilerError, ToolMissingError
 from gate.nvidia.ncu_catalog import arch_of, requested_metrics
 from gate.pipeline.ncu_isolated import read_launches_isolated
 from gate.nvidia.ncu_report import kernel_metrics
+from gate.nvidia.source_counters import SECTION as SOURCE_SECTION
+from gate.nvidia.source_counters import source_profile
 
 DEFAULT_WORKLOAD_FACTORY = "gate.pipeline.workloads:get_workload"
 # PyTorch's own kernels (fills, copies, casts) that a binding may launch around the real work.
@@ -66,6 +69,7 @@ def build_ncu_command(ncu: str, arch: str, clock_control: str, report_base: Path
         "--cache-control", "all",            # caches flushed before every replay pass
         "--clock-control", clock_control,    # identical for both sides of a comparison
         "--metrics", ",".join(requested_metrics(arch)),
+        "--section", SOURCE_SECTION,         # per-instruction counters: where in the source it got slower
         "-f", "-o", str(report_base),
         *target,
     ]
@@ -166,10 +170,11 @@ def profile(kernel: KernelSpec, module_path: str, src_dir: Path, out_dir: Path,
     version = ncu_version(ncu)
     report_path = report_base.with_suffix(".ncu-rep")
 
-    def result(status_: StageStatus, reason: str, kernels: list[KernelMetrics]) -> ProfileResult:
+    def result(status_: StageStatus, reason: str, kernels: list[KernelMetrics],
+               source: list[KernelSourceProfile] | None = None) -> ProfileResult:
         return ProfileResult(status=status_, reason=reason, duration_s=time.monotonic() - start,
                              kernels=kernels, report_path=str(report_path) if report_path.is_file()
-                             else "", ncu_version=version, log=output[-20000:])
+                             else "", ncu_version=version, log=output[-20000:], source=source or [])
 
     fault = check_ncu_run(output, returncode, status)
     if fault is not None:
@@ -186,4 +191,10 @@ def profile(kernel: KernelSpec, module_path: str, src_dir: Path, out_dir: Path,
         notes.append("n/a on this GPU/ncu (no rule can pass on them): " + ", ".join(missing))
     passes = max((k.replay_passes or 0) for k in kernels)
     summary = f"{len(kernels)} launch(es) profiled on {arch}, up to {passes} replay passes each"
-    return result(StageStatus.PASSED, "; ".join([summary, *notes]), kernels)
+    # The source text of the kept lines comes from the checkout here, in the child: the parent
+    # never reads a path the report names.
+    source = [source_profile(k.kernel, k.shape, k.dtype, launch.instructions, src_dir)
+              for launch, k in zip(own, kernels) if launch.instructions]
+    if not source:
+        notes.append(f"no {SOURCE_SECTION} in the report: no per-line attribution")
+    return result(StageStatus.PASSED, "; ".join([summary, *notes]), kernels, source)

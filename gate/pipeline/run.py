@@ -223,6 +223,9 @@ def _profile_sides(request: JobRequest, result: JobResult, emit: Emit, save: Cal
                                             "not run: profiling disabled")
         return
     sides = [(Side.CANDIDATE, request.candidate, result.candidate)]
+    # The baseline is profiled whenever it built, whatever the gates: beside the relative ncu rules,
+    # the source-line diff (gate.verdict.lines) compares the candidate's per-line counters with its
+    # own. That costs a second ncu session (about 6 s on an H200).
     if request.baseline and result.baseline and result.baseline.build \
             and result.baseline.build.status is StageStatus.PASSED and request.profile_baseline:
         sides.append((Side.BASELINE, request.baseline, result.baseline))

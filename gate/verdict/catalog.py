@@ -198,16 +198,6 @@ def profile_rules_set(gates: Gates) -> bool:
     return any(threshold_of(s, gates) is not None for s in CATALOG if s.kind in (_ABS, _REL))
 
 
-def needs_baseline_profile(gates: Gates) -> bool:
-    """Only the relative ncu rules read the baseline's profile. Profiling it otherwise would cost a
-    second ncu session (about 6 s on an H200, half of a warm verdict) for figures no rule uses."""
-    return any(threshold_of(s, gates) is not None for s in CATALOG if s.baseline_profile)
-
-
-def relative_profile_rules() -> tuple[Rule, ...]:
-    return tuple(s.rule for s in CATALOG if s.baseline_profile)
-
-
 # Of several failing rules the reason names the cause before the symptom: a broken build or a wrong
 # answer, then what the compiler and the profiler measured, then the latency they explain.
 _FIRST_CAUSES = (Rule.STATIC, Rule.BUILD, Rule.TIMED_OUTPUTS)   # a wrong timed call is a wrong answer

@@ -64,10 +64,9 @@ def test_static_rows_name_a_ptxas_field():
         assert spec.rule == Rule.STATIC_DELTA or isinstance(getattr(function, spec.metric), int), spec.rule
 
 
-def test_only_the_relative_ncu_rules_need_the_baselines_profile():
-    assert catalog.relative_profile_rules() == (Rule.MAX_TENSOR_PIPE_DROP_PCT, Rule.MAX_BANK_CONFLICT_INCREASE_PCT)
-    assert not catalog.needs_baseline_profile(Gates(max_bank_conflict_pct=10, min_tensor_pipe_pct=30))
-    assert catalog.needs_baseline_profile(Gates(max_bank_conflict_increase_pct=1))
+def test_only_the_relative_ncu_rules_read_the_baselines_profile():
+    reading = tuple(spec.rule for spec in catalog.CATALOG if spec.baseline_profile)
+    assert reading == (Rule.MAX_TENSOR_PIPE_DROP_PCT, Rule.MAX_BANK_CONFLICT_INCREASE_PCT)
     assert catalog.profile_rules_set(Gates(min_dram_pct=50)) and not catalog.profile_rules_set(Gates(max_registers=9))
 
 
