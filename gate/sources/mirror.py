@@ -132,7 +132,8 @@ class Mirror:
 
     def __init__(self, root: Path, policy: FetchPolicy | None = None):
         self.root = Path(root)
-        self.policy = policy or FetchPolicy.from_env()
+        # The mirrors are the gate's own clones, private repositories' included: never gated themselves.
+        self.policy = (policy or FetchPolicy.from_env()).protecting(self.root)
 
     @staticmethod
     def _check_repository(repo: str, local: Path | None) -> None:
