@@ -11,7 +11,7 @@ from pathlib import Path
 
 from typing import Annotated
 
-from pydantic import BeforeValidator, Field
+from pydantic import BeforeValidator, Field, model_validator
 
 from gate.domain.job import RunOptions
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
@@ -33,11 +33,18 @@ class Settings(BaseSettings):
     database_url: str = "sqlite:///.gate/gate.db"
     data_dir: Path = Path(".gate")
     api_token: str | None = None                  # when set, every write needs `Bearer <token>`
+    read_token_required: bool = False             # reads (pages, JSON) need the token too; /healthz stays open
     executor: str = Field("local", pattern="^(local|celery)$")
     broker_url: str = "redis://127.0.0.1:6379/0"
     public_url: str = "http://127.0.0.1:8000"     # base of target_url links in statuses
     # Every request's body, 413 past it; GitHub sends webhook payloads of 25 MB at most.
     max_body_bytes: int = Field(25 * 1024 * 1024, ge=1024)
+    # Bodies read before their sender is known (webhooks: the HMAC needs the body; writes when no
+    # GATE_API_TOKEN is set), all requests together; past it 503 + Retry-After, nothing read.
+    unauthenticated_body_bytes: int = Field(32 * 1024 * 1024, ge=1024)
+    # Planning (git fetches, gate.toml) runs on its own threads; a full queue answers 503.
+    planner_workers: int = Field(4, ge=1, le=64)
+    planner_queue: int = Field(64, ge=1)
 
     github_api_url: str = "https://api.github.com"
     github_token: str | None = None               # commit statuses
@@ -58,6 +65,13 @@ class Settings(BaseSettings):
     bench_budget_s: float = 20.0                  # per shape
     clock_policy: str = Field("observe", pattern="^(observe|lock)$")   # gate.domain.environment.ClockPolicy
     warm_history: bool = True                     # read kernel histories into memory at start
+
+    @model_validator(mode="after")
+    def _read_token_has_a_token(self) -> Settings:
+        if self.read_token_required and not self.api_token:
+            raise ValueError("GATE_READ_TOKEN_REQUIRED needs GATE_API_TOKEN: reads would need a token "
+                             "that does not exist")
+        return self
 
     def run_options(self) -> RunOptions:
         """What a job's GPU child is told of these settings (the one translation of them)."""
