@@ -33,16 +33,25 @@ def remove_tree(path: Path) -> None:
             os.chmod(fd, 0o700)                      # a folder the revision made read-only
             child = _empty_but_one_folder(fd)
             if child is not None:
-                stack.append((os.open(child, _DIR_FLAGS, dir_fd=fd), child))
+                try:
+                    stack.append((os.open(child, _DIR_FLAGS, dir_fd=fd), child))
+                except FileNotFoundError:       # removed meanwhile by someone else: look again
+                    pass
                 continue
             os.close(fd)
             _, name = stack.pop()
             if stack:
-                os.rmdir(name, dir_fd=stack[-1][0])
+                try:
+                    os.rmdir(name, dir_fd=stack[-1][0])
+                except FileNotFoundError:
+                    pass
     finally:
         for fd, _ in stack:
             os.close(fd)
-    os.rmdir(path)
+    try:
+        os.rmdir(path)
+    except FileNotFoundError:
+        pass
 
 
 def _empty_but_one_folder(fd: int) -> str | None:
@@ -51,5 +60,8 @@ def _empty_but_one_folder(fd: int) -> str | None:
         for entry in entries:
             if entry.is_dir(follow_symlinks=False):
                 return entry.name
-            os.unlink(entry.name, dir_fd=fd)
+            try:
+                os.unlink(entry.name, dir_fd=fd)
+            except FileNotFoundError:
+                pass
     return None
