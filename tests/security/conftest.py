@@ -123,9 +123,9 @@ def make_server(tmp_path: Path) -> Iterator:
 
     def make(**settings: str) -> Server:
         index = len(servers)
-        env = gate_env(GATE_DATABASE_URL=f"sqlite:///{tmp_path / f'gate{index}.db'}",
-                       GATE_DATA_DIR=str(tmp_path / f"data{index}"), GATE_WARM_HISTORY="0",
-                       GATE_TEST_PIPELINE="attack_pipeline:judged", **settings)
+        env = {**gate_env(GATE_DATABASE_URL=f"sqlite:///{tmp_path / f'gate{index}.db'}",
+                          GATE_DATA_DIR=str(tmp_path / f"data{index}"), GATE_WARM_HISTORY="0",
+                          GATE_TEST_PIPELINE="attack_pipeline:judged"), **settings}   # gate_env drops a token
         env["PYTHONPATH"] = os.pathsep.join([env["PYTHONPATH"], str(HERE)])
         server = Server(tmp_path, env)
         servers.append(server)
