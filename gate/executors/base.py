@@ -15,6 +15,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from gate import notify
 from gate.domain.job import ProgressEvent, RunOptions
+from gate.domain.server_paths import hide
 from gate.errors import JobCancelled
 from gate.storage import claims
 from gate.storage.models import Job
@@ -107,7 +108,7 @@ def run_claimed(env: JobEnvironment, job_id: int, attempt: int, cancel: threadin
         log.exception("job %s failed in the gate", job_id)
         stop.set()
         with env.session_factory() as s:
-            store_error(s, job_id, attempt, f"{type(exc).__name__}: {exc}", notify.on_verdict)
+            store_error(s, job_id, attempt, hide(f"{type(exc).__name__}: {exc}", env.data_dir), notify.on_verdict)
         return
     finally:
         stop.set()
@@ -118,8 +119,8 @@ def run_claimed(env: JobEnvironment, job_id: int, attempt: int, cancel: threadin
     except Exception as exc:   # e.g. a result that does not fit the schema: still an `error`, not lost
         log.exception("job %s: storing the outcome failed", job_id)
         with env.session_factory() as s:
-            store_error(s, job_id, attempt, f"storing the result failed: {type(exc).__name__}: {exc}",
-                        notify.on_verdict)
+            store_error(s, job_id, attempt, hide(f"storing the result failed: {type(exc).__name__}: {exc}",
+                                                 env.data_dir), notify.on_verdict)
 
 
 def _heartbeats(env: JobEnvironment, job_id: int, attempt: int, stop: threading.Event,

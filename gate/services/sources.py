@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from gate.domain import Manifest
+from gate.domain.server_paths import hide
 from gate.errors import GateError
 
 if TYPE_CHECKING:
@@ -81,9 +82,9 @@ class MirrorSources:
             yield
         except GateError as exc:
             text = str(exc)
-            if str(self.data_dir) not in text:
+            if hide(text, self.data_dir) == text:
                 raise
-            exc.args = (text.replace(str(self.data_dir), "<data>"), *exc.args[1:])
+            exc.args = (hide(text, self.data_dir), *exc.args[1:])
             raise
 
 
