@@ -24,7 +24,8 @@ from gate.api.body_limit import ASGIApp, Receive, Scope, Send, declared_length
 from gate.config import Settings
 
 WEBHOOK_PATH = "/api/v1/webhooks/github"
-OPEN_READS = ("/healthz", "/static/")       # answered without a token whatever the setting
+OPEN_PATHS = ("/healthz",)                  # answered without a token whatever the setting
+OPEN_PREFIXES = ("/static/",)               # the dashboards' own CSS and scripts
 SAFE_METHODS = ("GET", "HEAD", "OPTIONS")
 BUSY_RETRY_AFTER_S = 5
 WRITE_REFUSAL = "a bearer token is required for writes (Authorization: Bearer <GATE_API_TOKEN>)"
@@ -80,7 +81,8 @@ class AuthBeforeBody:
     def _refusal(self, method: str, path: str, headers: dict[str, str]) -> str | None:
         token = self.settings.api_token
         if method in SAFE_METHODS:
-            needs = self.settings.read_token_required and not path.startswith(OPEN_READS)
+            needs = self.settings.read_token_required and path not in OPEN_PATHS \
+                and not path.startswith(OPEN_PREFIXES)
             return READ_REFUSAL if needs and not token_matches(headers.get("authorization"), token or "") else None
         if path == WEBHOOK_PATH:
             if self.settings.github_webhook_secret and "x-hub-signature-256" not in headers:
