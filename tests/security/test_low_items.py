@@ -1,7 +1,8 @@
 """The low items of issue 24, each against a real `gate serve`: a signed webhook replayed under a new
 delivery id reran the commit; a lone surrogate in JSON, a NUL in `/revisions/{ref}` (PostgreSQL)
 and a deeply nested signed webhook were 500s; a `<a href>` in a commit message became a live link
-in chart hovers. On PostgreSQL, where the NUL was a 500."""
+in chart hovers. On PostgreSQL, where the NUL was a 500. A build log, which names the job's
+folder, is served with the data folder written `<data>`."""
 
 from __future__ import annotations
 
@@ -39,7 +40,11 @@ def test_replays_surrogates_nuls_nesting_and_hover_links(make_server, tmp_path, 
     first = _webhook(server, _push(repo.as_uri(), sha), "delivery-1")
     assert first.status_code == 202, first.text
     revision_id = first.json()["revision_id"]
-    assert server.wait_done(revision_id)["jobs"][0]["verdict"]["verdict"] == "accept"
+    judged = server.wait_done(revision_id)["jobs"][0]
+    assert judged["verdict"]["verdict"] == "accept"
+    build_log = next(a for a in judged["artifacts"] if a["kind"] == "build_log")
+    log = server.request("GET", build_log["url"].removeprefix(server.url))
+    assert log.status_code == 200 and "nvcc -c <data>/" in log.text, log.text      # the job's folder, hidden
     replay = _webhook(server, _push(repo.as_uri(), sha), "delivery-2")
     assert replay.status_code == 200 and replay.json() == {**replay.json(), "status": "duplicate",
                                                           "revision_id": revision_id}, replay.text
