@@ -76,7 +76,8 @@ def gate_serve(database_url: str, data_dir: Path, log_path: Path):  # noqa: ANN2
     """`gate serve` with its embedded (local) executor on a free loopback port; its base URL."""
     port = free_port()
     env = {**os.environ, "GATE_DATABASE_URL": database_url, "GATE_DATA_DIR": str(data_dir),
-           "GATE_EXECUTOR": "local", "PYTHONPATH": str(ROOT)}
+           "GATE_EXECUTOR": "local", "PYTHONPATH": str(ROOT),
+           "GATE_ALLOW_LOCAL_REPOS": "1"}       # the repository is made on this disk; gate serve refuses those by default
     for private in ("GATE_API_TOKEN", "GATE_GITHUB_TOKEN", "GATE_TEST_PIPELINE"):
         env.pop(private, None)
     with open(log_path, "w") as log:

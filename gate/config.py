@@ -54,11 +54,18 @@ class Settings(BaseSettings):
     database_url: str = ""                        # default: SQLite at <data_dir>/gate.db
     data_dir: Path = Field(default_factory=user_state_dir)
     api_token: str | None = None                  # when set, every write needs `Bearer <token>`
+    read_token_required: bool = False             # reads (pages, JSON) need the token too; /healthz stays open
     executor: str = Field("local", pattern="^(local|celery)$")
     broker_url: str = "redis://127.0.0.1:6379/0"
     public_url: str = "http://127.0.0.1:8000"     # base of target_url links in statuses
     # Every request's body, 413 past it; GitHub sends webhook payloads of 25 MB at most.
     max_body_bytes: int = Field(25 * 1024 * 1024, ge=1024)
+    # Bodies read before their sender is known (webhooks: the HMAC needs the body; writes when no
+    # GATE_API_TOKEN is set), all requests together; past it 503 + Retry-After, nothing read.
+    unauthenticated_body_bytes: int = Field(32 * 1024 * 1024, ge=1024)
+    # Planning (git fetches, gate.toml) runs on its own threads; a full queue answers 503.
+    planner_workers: int = Field(4, ge=1, le=64)
+    planner_queue: int = Field(64, ge=1)
 
     github_api_url: str = "https://api.github.com"
     github_token: str | None = None               # commit statuses
@@ -84,6 +91,13 @@ class Settings(BaseSettings):
     def _database_follows_data_dir(self) -> Settings:
         if not self.database_url:
             self.database_url = f"sqlite:///{Path(self.data_dir).resolve() / 'gate.db'}"
+        return self
+
+    @model_validator(mode="after")
+    def _read_token_has_a_token(self) -> Settings:
+        if self.read_token_required and not self.api_token:
+            raise ValueError("GATE_READ_TOKEN_REQUIRED needs GATE_API_TOKEN: reads would need a token "
+                             "that does not exist")
         return self
 
     def run_options(self) -> RunOptions:

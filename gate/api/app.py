@@ -10,6 +10,7 @@ from starlette.concurrency import run_in_threadpool
 
 from gate.api.context import GateContext, NoExecutor
 from gate.api import docs_pages, pages, validation_errors
+from gate.api.auth import AuthBeforeBody
 from gate.api.body_limit import BodyLimit
 from gate.api.series_warmup import SeriesWarmup
 from gate.api.page_cache import PageCache
@@ -19,7 +20,9 @@ from gate.config import Settings, get_settings
 from gate.executors.base import Executor, GateJob, JobEnvironment, load_gate_job
 from gate.notify.listeners import notifier_for
 from gate.services.outbox import start_sweeper
+from gate.services.planner import Planner
 from gate.services.sources import MirrorSources, SourceReader
+from gate.sources.policy import FetchPolicy
 from gate.storage.db import make_engine, make_session_factory
 from gate.storage.series_cache import SeriesCache
 
@@ -40,12 +43,14 @@ def _executor(settings: Settings, env_factory, embedded: bool) -> Executor:  # n
 
 def create_app(settings: Settings | None = None, *, gate_job: GateJob | None = None,
                sources: SourceReader | None = None, embedded_executor: bool = True,
-               executor: Executor | None = None) -> FastAPI:
-    """The app. The schema must exist (`gate migrate`; `gate serve` migrates before it starts)."""
+               executor: Executor | None = None, local_repos: bool = True) -> FastAPI:
+    """The app. The schema must exist (`gate migrate`; `gate serve` migrates before it starts).
+    `local_repos` is the default of GATE_ALLOW_LOCAL_REPOS: `gate serve` passes False."""
     settings = settings or get_settings(service=True)
     engine = make_engine(settings.database_url)
     session_factory = make_session_factory(engine)
-    sources = sources if sources is not None else MirrorSources(settings.data_dir)
+    policy = FetchPolicy.from_env(local_default=local_repos).protecting(settings.data_dir)
+    sources = sources if sources is not None else MirrorSources(settings.data_dir, policy)
     notifier = notifier_for(settings)      # GitHub statuses / Check Runs / webhooks, from the settings
 
     def env_factory() -> JobEnvironment:
@@ -57,6 +62,7 @@ def create_app(settings: Settings | None = None, *, gate_job: GateJob | None = N
     warmup = SeriesWarmup(session_factory, store, max_points=pages.PAGE_POINTS)
     gate = GateContext(settings=settings, engine=engine, session_factory=session_factory, sources=sources,
                        executor=executor or _executor(settings, env_factory, embedded_executor),
+                       planner=Planner(settings.planner_workers, settings.planner_queue), policy=policy,
                        notifier=notifier)
 
     @asynccontextmanager
@@ -66,11 +72,13 @@ def create_app(settings: Settings | None = None, *, gate_job: GateJob | None = N
             warmup.start()
         else:
             warmup.done.set()
-        await run_in_threadpool(gate.recover)
+        gate.planner.start()
+        await run_in_threadpool(gate.recover)      # queues leftovers; planning them does not hold the start
         gate.executor.start()
         try:
             yield
         finally:
+            await run_in_threadpool(gate.planner.stop)
             await run_in_threadpool(warmup.stop)
             await run_in_threadpool(gate.executor.stop)
             await run_in_threadpool(sweeper.stop)
@@ -82,6 +90,7 @@ def create_app(settings: Settings | None = None, *, gate_job: GateJob | None = N
     pages.install_error_pages(app)      # page routes answer errors with HTML, the API with JSON
     validation_errors.install(app)      # 422s that do not echo large input
     app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
+    app.add_middleware(AuthBeforeBody, settings=settings)     # outermost: refusals before any body
     app.state.gate = gate
     app.state.metrics_registry = make_registry(session_factory)
     app.state.page_cache = PageCache()

@@ -39,7 +39,7 @@ class BodyLimit:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        if _declared_length(scope) > self.max_bytes:
+        if declared_length(scope) > self.max_bytes:
             await _refuse(BodyTooLarge(self.max_bytes), scope, receive, send)
             return
         received = 0
@@ -67,7 +67,7 @@ class BodyLimit:
             await _refuse(exc, scope, receive, send)
 
 
-def _declared_length(scope: Scope) -> int:
+def declared_length(scope: Scope) -> int:
     """The Content-Length header; -1 when absent (chunked) or unreadable (the server refuses those)."""
     for name, value in scope.get("headers", ()):
         if name == b"content-length":

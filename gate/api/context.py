@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 
 from sqlalchemy import Engine
@@ -11,8 +13,11 @@ from sqlalchemy.orm import Session, sessionmaker
 from gate.config import Settings
 from gate.executors.base import Executor
 from gate.notify import Notifier
+from gate.services.planner import Planner
 from gate.services.sources import SourceReader
-from gate.services.submissions import plan_by_id, plan_pending
+from gate.services.submissions import PlanResult, plan_by_id
+from gate.sources.policy import FetchPolicy
+from gate.storage.revisions import unplanned_revision_ids
 
 log = logging.getLogger(__name__)
 
@@ -33,19 +38,32 @@ class GateContext:
     session_factory: sessionmaker[Session]
     sources: SourceReader
     executor: Executor
+    planner: Planner
+    policy: FetchPolicy         # what a submission is refused for before it is stored
     notifier: Notifier = field(default_factory=Notifier)   # composed by `create_app` from the settings
 
-    def plan_later(self, revision_id: int) -> None:
-        """Plan a stored revision, then wake the executor (a background task after a fast reply)."""
-        try:
-            plan_by_id(self.session_factory, revision_id, sources=self.sources, notifier=self.notifier)
-        except Exception:   # stays queued without jobs: planned again at the next start
-            log.exception("planning revision %s failed", revision_id)
-            return
-        self.executor.wake()
+    def plan_later(self, revision_id: int, before: Callable[[], None] | None = None) -> Future | None:
+        """Plan a stored revision on the planner's workers (after `before`, e.g. finding a merge
+        base), then wake the executor. None when the planner's queue is full."""
+        def task() -> PlanResult:
+            if before is not None:
+                before()
+            result = plan_by_id(self.session_factory, revision_id, sources=self.sources, notifier=self.notifier)
+            self.executor.wake()
+            return result
 
-    def recover(self) -> None:
-        """Start-up: plan what was submitted but never planned."""
-        planned = plan_pending(self.session_factory, sources=self.sources, notifier=self.notifier)
-        if planned:
-            log.warning("planned revisions left unplanned by a previous run: %s", planned)
+        return self.planner.offer(task, f"revision {revision_id}")
+
+    def recover(self) -> list[int]:
+        """Start-up: queue what was submitted but never planned, on the planner's workers (the
+        server answers meanwhile; one revision that fails to plan ends `error`, the others go on)."""
+        with self.session_factory() as session:
+            ids = unplanned_revision_ids(session)
+        if ids:
+            log.warning("planning revisions left unplanned by a previous run: %s", ids)
+            self.planner.feed([(lambda i=i: self._plan_now(i), f"revision {i}") for i in ids])
+        return ids
+
+    def _plan_now(self, revision_id: int) -> None:
+        plan_by_id(self.session_factory, revision_id, sources=self.sources, notifier=self.notifier)
+        self.executor.wake()

@@ -30,6 +30,8 @@ def resolve(session: Session, ref: str | None) -> int:
     text = (ref or "").strip()
     if not text:
         raise RefProblem(f"no revision given: {HOW}")
+    if not text.isprintable():      # PostgreSQL refuses a NUL even in a comparison (a 500, issue 24)
+        raise RefProblem(f"a revision reference has no control characters: {HOW}")
     if text.isdigit() and len(text) <= MAX_ID_DIGITS and revision_exists(session, int(text)):
         return int(text)
     if HEX.fullmatch(text) and len(text) >= MIN_PREFIX:

@@ -56,7 +56,8 @@ def _small(value: Any) -> Any:
         return None             # the common large cases, decided without encoding them
     try:
         encoded = jsonable_encoder(value)
-        text = json.dumps(encoded)
+        text = json.dumps(encoded, ensure_ascii=False)
+        text.encode("utf-8")        # a lone surrogate ("\ud800" in the JSON) cannot be answered: left out
     except (TypeError, ValueError):
         return None
     return encoded if len(text) <= MAX_ECHO_CHARS else None

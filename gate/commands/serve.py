@@ -1,6 +1,7 @@
 """`gate serve`: API + dashboards + (by default) the embedded local executor.
 
-The schema is migrated first. With GATE_EXECUTOR=celery the server only sends jobs to the broker;
+The schema is migrated first. Unlike `gate run` and `gate demo`, repositories on the server's disk
+are refused unless GATE_ALLOW_LOCAL_REPOS=1. With GATE_EXECUTOR=celery the server only sends jobs to the broker;
 with --no-executor (local) jobs wait in the database for `gate worker` processes.
 """
 
@@ -25,6 +26,7 @@ def main(args: argparse.Namespace) -> int:
 
     settings, engine = start()
     engine.dispose()
-    app = create_app(settings, embedded_executor=not args.no_executor)
+    # Answering the network: repositories on this disk only with GATE_ALLOW_LOCAL_REPOS=1.
+    app = create_app(settings, embedded_executor=not args.no_executor, local_repos=False)
     uvicorn.run(app, host=args.host, port=args.port, log_level="info")
     return 0

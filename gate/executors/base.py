@@ -14,6 +14,7 @@ from typing import Any, Protocol
 from sqlalchemy.orm import Session, sessionmaker
 
 from gate.domain.job import ProgressEvent, RunOptions
+from gate.domain.server_paths import hide
 from gate.errors import JobCancelled
 from gate.notify import Notifier
 from gate.services.announce import announce
@@ -113,7 +114,7 @@ def run_claimed(env: JobEnvironment, job_id: int, attempt: int, cancel: threadin
         log.exception("job %s failed in the gate", job_id)
         stop.set()
         with env.session_factory() as s:
-            announce(s, env.notifier, store_error(s, job_id, attempt, f"{type(exc).__name__}: {exc}"))
+            announce(s, env.notifier, store_error(s, job_id, attempt, hide(f"{type(exc).__name__}: {exc}", env.data_dir)))
         return
     finally:
         stop.set()
@@ -124,7 +125,8 @@ def run_claimed(env: JobEnvironment, job_id: int, attempt: int, cancel: threadin
     except Exception as exc:   # e.g. a result that does not fit the schema: still an `error`, not lost
         log.exception("job %s: storing the outcome failed", job_id)
         with env.session_factory() as s:
-            notice = store_error(s, job_id, attempt, f"storing the result failed: {type(exc).__name__}: {exc}")
+            notice = store_error(s, job_id, attempt, hide(f"storing the result failed: {type(exc).__name__}: {exc}",
+                                                           env.data_dir))
     with env.session_factory() as s:     # only now, with the verdict committed, does notify hear of it
         announce(s, env.notifier, notice)
 

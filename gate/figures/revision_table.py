@@ -10,6 +10,7 @@ clicks read [revision id, sha, date, message, verdict, (count)] (see `gate/figur
 
 from __future__ import annotations
 
+import html
 from collections.abc import Mapping
 from datetime import datetime
 
@@ -21,11 +22,13 @@ MESSAGE_CHARS = 72
 def revision_table(details: Mapping[int, tuple[str, datetime | None, str]]
                    ) -> dict[str, list[str]]:
     """{revision id: [short sha, commit date, message's first line cut to fit]} of `details`
-    ({revision id: (sha, commit date, first line)})."""
+    ({revision id: (sha, commit date, first line)}). The message is HTML-escaped: plotly renders a
+    hover's text as HTML, so `<a href=...>` in a commit message was a live link (issue 24)."""
     return {str(rev): [sha[:SHA_CHARS], at.strftime("%Y-%m-%d %H:%M") if at else "",
                        _short(message)]
             for rev, (sha, at, message) in details.items()}
 
 
 def _short(message: str, limit: int = MESSAGE_CHARS) -> str:
-    return message if len(message) <= limit else message[: limit - 1] + "…"
+    """Cut to `limit` characters, then escaped (cutting after escaping could split an entity)."""
+    return html.escape(message if len(message) <= limit else message[: limit - 1] + "…", quote=False)

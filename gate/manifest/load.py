@@ -107,6 +107,8 @@ def load_manifest(repo_dir: Path) -> Manifest:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise ManifestError(f"not valid TOML: {exc}", file=MANIFEST_NAME) from exc
+    except RecursionError as exc:      # tomllib recurses per level: `a=[[[[...` 40k deep (issue 24)
+        raise ManifestError("nested too deeply to read", file=MANIFEST_NAME) from exc
     check = _Checker(MANIFEST_NAME)
     check.only_keys(data, ("kernel",), "")
     tables = data.get("kernel")

@@ -6,13 +6,22 @@ manifest loader (`gate.manifest.load.load_manifest`); tests hand in their own im
 
 from __future__ import annotations
 
-import shutil
+import logging
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from gate.domain import Manifest
+from gate.domain.server_paths import hide
+from gate.errors import GateError
+
+if TYPE_CHECKING:
+    from gate.sources.policy import FetchPolicy
+
+log = logging.getLogger(__name__)
 
 
 class SourceReader(Protocol):
@@ -27,30 +36,56 @@ class SourceReader(Protocol):
 
 
 class MirrorSources:
-    """The production reader: a bare mirror per repository under `<data_dir>/mirrors`."""
+    """The production reader: a bare mirror per repository under `<data_dir>/mirrors`.
 
-    def __init__(self, data_dir: Path):
+    Its errors reach API answers and stored revisions: the data folder's absolute path in them
+    (git names the mirror it ran in) is written `<data>`, so no answer shows the server's paths."""
+
+    def __init__(self, data_dir: Path, policy: FetchPolicy | None = None):
         from gate.sources.mirror import Mirror
 
-        self.mirror = Mirror(Path(data_dir) / "mirrors")
-        self.workspaces = Path(data_dir) / "workspaces"
+        from gate.sources.policy import FetchPolicy
+
+        self.data_dir = Path(data_dir).resolve()
+        # The data folder (database, mirrors of private repositories) is never gateable, whatever
+        # GATE_ALLOW_LOCAL_REPOS says.
+        self.mirror = Mirror(self.data_dir / "mirrors", (policy or FetchPolicy.from_env()).protecting(self.data_dir))
+        self.workspaces = self.data_dir / "workspaces"
 
     def resolve(self, repo: str, rev: str) -> str:
-        return self.mirror.resolve(repo, rev)
+        with self._redacted():
+            return self.mirror.resolve(repo, rev)
 
     def commit_info(self, repo: str, sha: str) -> dict[str, Any]:
-        return self.mirror.commit_info(repo, sha)
+        with self._redacted():
+            return self.mirror.commit_info(repo, sha)
 
     def manifest(self, repo: str, sha: str) -> Manifest:
         from gate.manifest.load import load_manifest
+        from gate.sources.tree_removal import remove_tree
 
         self.workspaces.mkdir(parents=True, exist_ok=True)
         workspace = Path(tempfile.mkdtemp(prefix=f"plan-{sha[:12]}-", dir=self.workspaces))
         try:
-            checkout = self.mirror.checkout(repo, sha, workspace)
-            return load_manifest(Path(checkout.path))
+            with self._redacted():
+                checkout = self.mirror.checkout(repo, sha, workspace)
+                return load_manifest(Path(checkout.path))
         finally:
-            shutil.rmtree(workspace, ignore_errors=True)
+            try:
+                remove_tree(workspace)
+            except OSError as exc:          # a left-over temporary folder must not fail the plan
+                log.warning("planning workspace %s not removed: %s", workspace.name, exc)
+
+    @contextmanager
+    def _redacted(self) -> Iterator[None]:
+        try:
+            yield
+        except GateError as exc:
+            text = str(exc)
+            if hide(text, self.data_dir) == text:
+                raise
+            exc.args = (hide(text, self.data_dir), *exc.args[1:])
+            raise
 
 
 def as_naive_utc(value: datetime | str | None) -> datetime | None:

@@ -5,7 +5,11 @@
     submit_revision  -> the same, when the caller needs only the revision
     plan_revision    -> resolve the sha, read gate.toml there, choose the baseline, one queued Job per
                         kernel; a bad repo, sha or manifest ends the revision as DONE with `error` set
-    plan_pending     -> at start-up: plan every queued revision that has no jobs (nothing is lost)
+    plan_by_id       -> the same in its own session; whatever planning raises ends the revision
+                        `error` with its reason (issue 24: a revision left queued was planned again,
+                        and failed again, at every start, so the server never started)
+    plan_pending     -> at start-up: plan every queued revision that has no jobs (nothing is lost),
+                        each on its own
 """
 
 from __future__ import annotations
@@ -24,17 +28,23 @@ from gate.notify import Notifier
 from gate.services.announce import announce
 from gate.services.baseline import choose_baseline
 from gate.services.sources import SourceReader, as_naive_utc
+from gate.sources.policy import FetchRefused, url_kind
 from gate.storage.models import Job, Revision, RevisionStatus
 from gate.storage.planning import end_unplanned, queue_jobs, record_commit, release, store_submission
 from gate.storage.revisions import lock_queued, unplanned_revision_ids
 
 log = logging.getLogger(__name__)
 
-_REMOTE = re.compile(r"^[a-z][a-z0-9+.-]*://|^[\w.-]+@[\w.-]+:")
-
-
 def is_local_repo(repo: str) -> bool:
-    return not _REMOTE.match(repo)
+    """A path on this machine, read as git reads it (`gate.sources.policy.url_kind`: `host:path` is
+    ssh); a URL, `file://` included, is not, and a malformed one counts as remote (the fetch policy
+    refuses it by name)."""
+    if "://" in repo:
+        return False
+    try:
+        return url_kind(repo)[0] == "local"
+    except FetchRefused:
+        return False
 
 
 def canonical_repo(repo: str) -> tuple[str, str]:
@@ -117,6 +127,8 @@ def plan_revision(session: Session, revision: Revision, *, sources: SourceReader
     release(session)        # git may take minutes (or hang until its timeout): hold no connection
     try:
         sha = sources.resolve(repo, wanted_sha)
+    except FetchRefused as exc:
+        return _fail(session, revision, "repo", f"{repo[:200]}: {exc}")
     except SourceError as exc:
         field_name = "repo" if is_local_repo(repo) and not Path(repo).is_dir() else "sha"
         return _fail(session, revision, field_name, f"cannot resolve sha {wanted_sha!r} in {repo}: {exc}")
@@ -155,19 +167,44 @@ def plan_revision(session: Session, revision: Revision, *, sources: SourceReader
 
 def plan_by_id(session_factory: sessionmaker[Session], revision_id: int, *, sources: SourceReader,
                notifier: Notifier | None = None) -> PlanResult:
-    """`plan_revision` in its own session (a background task after a fast reply)."""
+    """`plan_revision` in its own session (on the planner's workers, after a fast reply). Anything
+    it raises but a database fault ends the revision `error`: a revision that cannot be planned now
+    cannot be planned at the next start either. A database fault leaves it queued for the next start."""
+    try:
+        with session_factory() as session:
+            revision = session.get(Revision, revision_id)
+            if revision is None:
+                return PlanResult(error=f"no revision {revision_id}")
+            return plan_revision(session, revision, sources=sources, notifier=notifier)
+    except StorageError:
+        raise
+    except Exception as exc:    # noqa: BLE001 - the revision must end, whatever the input did
+        log.exception("planning revision %s raised", revision_id)
+        reason = f"planning failed ({type(exc).__name__}); the server's log has the details"
+        return fail_unplanned(session_factory, revision_id, reason)
+
+
+PLANNER_FULL = "not planned: the planning queue is full (GATE_PLANNER_QUEUE); submit again later"
+
+
+def fail_unplanned(session_factory: sessionmaker[Session], revision_id: int, reason: str) -> PlanResult:
+    """End a queued revision without jobs as `error` with `reason` (it is never planned again)."""
     with session_factory() as session:
         revision = session.get(Revision, revision_id)
-        if revision is None:
-            return PlanResult(error=f"no revision {revision_id}")
-        return plan_revision(session, revision, sources=sources, notifier=notifier)
+        if revision is None or revision.jobs:
+            return PlanResult(error=reason)
+        return _fail(session, revision, "repo", reason)
 
 
 def plan_pending(session_factory: sessionmaker[Session], *, sources: SourceReader,
                  notifier: Notifier | None = None) -> list[int]:
-    """Plan every revision left queued without jobs (the server stopped before planning it)."""
+    """Plan every revision left queued without jobs (the server stopped before planning it), each
+    on its own: one that fails is logged and ends `error`, the others are still planned."""
     with session_factory() as session:
         ids = unplanned_revision_ids(session)
     for revision_id in ids:
-        plan_by_id(session_factory, revision_id, sources=sources, notifier=notifier)
+        try:
+            plan_by_id(session_factory, revision_id, sources=sources, notifier=notifier)
+        except StorageError:
+            log.exception("revision %s not planned: the database failed; planned at the next start", revision_id)
     return list(ids)

@@ -39,6 +39,9 @@ GIT_TIMEOUT_S = 600.0
 
 
 MAX_CHECKOUT_BYTES = 1 << 30    # one revision's tree, uncompressed
+# Folders within folders in one revision's tree. tarfile's `data` filter resolves every member's
+# full path (one lstat per level), so a 1500-level tree cost minutes of a planner's time (issue 24).
+MAX_TREE_DEPTH = 128
 MAX_GIT_OUTPUT_BYTES = 1 << 20  # what a plumbing command (rev-parse, show -s, ...) may print
 MAX_COMMIT_INFO_BYTES = 64 << 10   # author, date, parents and the message: the rest is cut
 TRUNCATED = "\n[message cut: longer than the gate keeps]"
@@ -132,7 +135,8 @@ class Mirror:
 
     def __init__(self, root: Path, policy: FetchPolicy | None = None):
         self.root = Path(root)
-        self.policy = policy or FetchPolicy.from_env()
+        # The mirrors are the gate's own clones, private repositories' included: never gated themselves.
+        self.policy = (policy or FetchPolicy.from_env()).protecting(self.root)
 
     @staticmethod
     def _check_repository(repo: str, local: Path | None) -> None:
@@ -261,7 +265,7 @@ class Mirror:
 
 def _export(mirror: Path, sha: str, workspace: Path) -> None:
     """Stream `git archive` of `sha` into `workspace` (tarfile's `data` filter: no links or paths out),
-    refusing a tree larger than `MAX_CHECKOUT_BYTES`."""
+    refusing a tree larger than `MAX_CHECKOUT_BYTES` or deeper than `MAX_TREE_DEPTH` folders."""
     proc = subprocess.Popen(["git", "archive", "--format=tar", "--end-of-options", sha], cwd=mirror,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
     tail = Tail(proc.stderr)
@@ -272,6 +276,10 @@ def _export(mirror: Path, sha: str, workspace: Path) -> None:
                 total += member.size
                 if total > MAX_CHECKOUT_BYTES:
                     error = f"commit {sha}: the tree is larger than {MAX_CHECKOUT_BYTES} bytes"
+                    break
+                if member.name.strip("/").count("/") >= MAX_TREE_DEPTH:
+                    error = (f"commit {sha}: {member.name[:60]}... lies deeper than {MAX_TREE_DEPTH} "
+                             "folders, more than the gate checks out")
                     break
                 try:
                     tar.extract(member, workspace, filter="data")

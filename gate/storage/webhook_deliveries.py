@@ -6,7 +6,7 @@ from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from gate.storage.models import Revision, WebhookDelivery
+from gate.storage.models import Revision, RevisionStatus, WebhookDelivery
 
 
 def first_delivery(session: Session, delivery_id: str, event: str) -> WebhookDelivery | None:
@@ -43,3 +43,15 @@ def set_merge_base(session: Session, revision_id: int, base_sha: str) -> bool:
     revision.base_sha = base_sha
     session.commit()
     return True
+
+
+def judged_revision(session: Session, repository_id: int, sha: str, pull_request: int | None) -> int | None:
+    """The newest webhook revision of this commit and event (a push, or pull request `pull_request`)
+    already judged: done, planned without error. A replay with a new delivery id returns it instead
+    of gating the commit again (issue 24); a cancelled or unplannable one may be gated again."""
+    event = Revision.pull_request.is_(None) if pull_request is None else Revision.pull_request == pull_request
+    return session.scalar(
+        select(Revision.id).where(Revision.repository_id == repository_id, Revision.sha == sha,
+                                  Revision.source == "webhook", Revision.status == RevisionStatus.DONE,
+                                  Revision.error.is_(None), event)
+        .order_by(Revision.id.desc()).limit(1))

@@ -26,14 +26,15 @@ def _peak_rss_kib(pid: int) -> int:
 
 
 def _post_huge(port: int, *, chunked: bool) -> tuple[str, bytes, int]:
-    """POST an unsigned 300 MB webhook body (declared, or chunked without a length) while reading
-    the answer; the sender stops once the server answers or closes. (status line, body, bytes sent)"""
+    """POST a 300 MB webhook body (declared, or chunked without a length) with a signature header
+    that cannot match (without one it is refused before the size matters, `gate.api.auth`) while
+    reading the answer; the sender stops once the server answers or closes. (status line, body, bytes sent)"""
     sock = socket.create_connection(("127.0.0.1", port))
     sock.settimeout(60)
     framing = "Transfer-Encoding: chunked" if chunked else f"Content-Length: {DECLARED}"
     sock.sendall((f"POST /api/v1/webhooks/github HTTP/1.1\r\nHost: 127.0.0.1\r\n{framing}\r\n"
                   "Content-Type: application/json\r\nX-GitHub-Event: push\r\nX-GitHub-Delivery: big-1\r\n"
-                  "\r\n").encode())
+                  "X-Hub-Signature-256: sha256=00\r\n\r\n").encode())
     sent, answered = 0, threading.Event()
 
     def send_body() -> None:

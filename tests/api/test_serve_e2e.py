@@ -37,6 +37,7 @@ def test_serve_gates_a_repo_and_a_killed_job_finishes_exactly_once(tmp_path):
     port = free_port()
     server = f"http://127.0.0.1:{port}"
     env = gate_env(GATE_DATABASE_URL=db_url, GATE_DATA_DIR=str(tmp_path / "data"),
+                   GATE_ALLOW_LOCAL_REPOS="1",      # the repository is on this disk: gate serve refuses it by default
                    GATE_TEST_PIPELINE="e2e_pipeline:slow_gate_job", GATE_E2E_CALLS=str(calls),
                    GATE_E2E_HOLD=str(hold))
 

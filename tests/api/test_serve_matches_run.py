@@ -22,7 +22,8 @@ pytestmark = [pytest.mark.nvcc,
 
 def test_serve_and_submit_wait_agree_with_gate_run(tmp_path, database_url):
     repo, shas = make_repo(tmp_path)
-    env = gate_env(GATE_DATABASE_URL=database_url, GATE_DATA_DIR=str(tmp_path / "data"))
+    env = gate_env(GATE_DATABASE_URL=database_url, GATE_DATA_DIR=str(tmp_path / "data"),
+                   GATE_ALLOW_LOCAL_REPOS="1")     # a repository on this disk: gate serve refuses it by default
     run = subprocess.run([sys.executable, "-m", "gate.cli", "run", "--repo", str(repo), "--sha", shas["base"],
                           "--json"], env=env, capture_output=True, text=True, timeout=600)
     run_verdict = json.loads(run.stdout)["kernels"][0]["verdict"]
@@ -70,7 +71,8 @@ def test_bad_manifests_and_shas_are_refused_by_name_and_the_server_keeps_serving
         else:
             text = good.replace("[kernel.gates]\n", f"[kernel.gates]\n{line}\n")
         bad_shas[label] = commit_files(repo, {"gate.toml": text}, f"bad manifest: {label}")
-    env = gate_env(GATE_DATABASE_URL=database_url, GATE_DATA_DIR=str(tmp_path / "data"))
+    env = gate_env(GATE_DATABASE_URL=database_url, GATE_DATA_DIR=str(tmp_path / "data"),
+                   GATE_ALLOW_LOCAL_REPOS="1")     # a repository on this disk: gate serve refuses it by default
     port = free_port()
     base = f"http://127.0.0.1:{port}"
     with open(tmp_path / "serve.log", "w") as log:

@@ -163,3 +163,25 @@ def test_a_ref_is_never_reused_it_may_have_moved(session_factory):
         short = submit(s, repo="/src/flash", sha=SHA_B, base_sha="main")
     assert not again.reused and not short.reused
     assert len({first.revision.id, again.revision.id, short.revision.id}) == 3
+
+
+class _Exploding(FakeSources):
+    """A reader whose manifest read raises what no planner expects, for one repository."""
+
+    def manifest(self, repo: str, sha: str):  # noqa: ANN201
+        if repo.endswith("bad"):
+            raise RecursionError("maximum recursion depth exceeded")
+        return super().manifest(repo, sha)
+
+
+def test_a_revision_whose_planning_raises_ends_error_and_the_others_are_still_planned(session_factory):
+    """Issue 24: such a revision stayed queued, and start-up planned it again, and failed, every time."""
+    with session_factory() as s:
+        bad = submit_revision(s, repo="/src/bad", sha="HEAD").id
+        good = submit_revision(s, repo="/src/flash", sha="HEAD").id
+    assert plan_pending(session_factory, sources=_Exploding()) == [bad, good]
+    with session_factory() as s:
+        failed, planned = s.get(Revision, bad), s.get(Revision, good)
+        assert failed.status == "done" and "planning failed (RecursionError)" in failed.error and not failed.jobs
+        assert planned.error is None and len(planned.jobs) == 1
+    assert plan_pending(session_factory, sources=_Exploding()) == []       # nothing left for the next start

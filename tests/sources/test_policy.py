@@ -1,6 +1,7 @@
 """What may be fetched, and within which limits (issue 12, item 3): real git against local repositories
 and loopback servers that misbehave."""
 
+import re
 import socket
 import subprocess
 import threading
@@ -11,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from gate.errors import SourceError
-from gate.sources.policy import FetchPolicy, FetchRefused
+from gate.sources.policy import FetchPolicy, FetchRefused, url_kind
 from gate.sources.mirror import Mirror
 
 MiB = 1 << 20
@@ -117,3 +118,39 @@ def test_a_checkout_streams_and_does_not_hold_the_tree_in_memory(tmp_path):
         tracemalloc.stop()
     assert (tmp_path / "ws" / "blob.bin").stat().st_size == 48 * MiB
     assert peak < 8 * MiB
+
+
+@pytest.mark.parametrize(("url", "why"), [
+    ("git@[127.0.0.1:22]:x", "not a public address"),      # git reads it as ssh to 127.0.0.1, port 22
+    ("[::1]:repo", "not a public address"),
+    ("localhost:repo", "not a public address"),            # scp-like without a user is ssh too
+    ("ssh://[127.0.0.1]:22/x", "malformed repository URL"),  # urllib raised ValueError in the planner
+    ("git@[127.0.0.1:22:x", "unclosed '['"),
+])
+def test_scp_like_and_malformed_urls_are_refused_before_any_lookup(url, why):
+    with pytest.raises(FetchRefused, match=re.escape(why)):
+        FetchPolicy().check_static(url)
+
+
+@pytest.mark.parametrize(("url", "kind"), [
+    ("git@github.com:acme/k.git", ("ssh", "github.com")),
+    ("git@[2606:4700::1111]:acme/k", ("ssh", "2606:4700::1111")),
+    ("./a:b", ("local", "")),                              # a '/' before the ':' is a path, as in git
+    ("/srv/repos/k", ("local", "")),
+    ("file:///srv/repos/k", ("local", "")),
+    ("https://github.com/acme/k", ("https", "github.com")),
+])
+def test_urls_are_read_as_git_reads_them(url, kind):
+    assert url_kind(url) == kind
+
+
+def test_local_paths_need_the_setting_and_the_data_folder_never_passes(tmp_path):
+    data = tmp_path / "data"
+    (data / "mirrors" / "x.git").mkdir(parents=True)
+    with pytest.raises(FetchRefused, match="GATE_ALLOW_LOCAL_REPOS"):
+        FetchPolicy.from_env({}, local_default=False).check_static(str(tmp_path))
+    policy = FetchPolicy(allow_local=True).protecting(data)
+    policy.check_static(str(tmp_path / "elsewhere"))
+    for inside in (data, data / "mirrors" / "x.git", f"file://{data}/mirrors/x.git", f"{data}/mirrors/../mirrors"):
+        with pytest.raises(FetchRefused, match="data folder"):
+            policy.check_static(str(inside))

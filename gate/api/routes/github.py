@@ -2,13 +2,17 @@
 
 Answers (GitHub shows them under the webhook's "Recent Deliveries"):
     503  GATE_GITHUB_WEBHOOK_SECRET is not set: the server cannot check anything, so it takes
-         nothing (a configuration fault of the server, not of the sender; redeliver once it is set)
-    401  X-Hub-Signature-256 missing or wrong (HMAC-SHA256 of the raw body, constant-time compare)
+         nothing (a configuration fault of the server, not of the sender; redeliver once it is set);
+         or too many unsigned bodies are being read, or the planner's queue is full (Retry-After)
+    401  X-Hub-Signature-256 missing (refused before the body is read, `gate.api.auth`) or wrong
+         (HMAC-SHA256 of the raw body, constant-time compare)
     413  a body over GATE_MAX_BODY_BYTES, refused before it is read (`gate.api.body_limit`)
     400  no X-GitHub-Event / X-GitHub-Delivery (or one longer than its column), a body that is not
-         JSON, or an event not handled
-    422  a push or pull_request payload without the fields the gate needs (named)
-    200  ping -> pong; a duplicate delivery; an event that asks for nothing (tag, other branch, ...);
+         JSON (or nested too deeply to read), or an event not handled
+    422  a push or pull_request payload without the fields the gate needs (named), or a clone URL
+         the fetch policy refuses (named: scheme, address, local path)
+    200  ping -> pong; a duplicate delivery, or a replay (new delivery id) of a commit and event
+         already judged; an event that asks for nothing (tag, other branch, ...);
          a fork's pull request awaiting a maintainer's approval (a pending `gate` status says so)
     202  a revision was stored; it is planned (merge base, gate.toml, jobs) after the reply
 
@@ -25,7 +29,7 @@ import logging
 
 import httpx
 
-from fastapi import APIRouter, BackgroundTasks, Header, HTTPException, Request
+from fastapi import APIRouter, Header, HTTPException, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ValidationError
 from starlette.concurrency import run_in_threadpool
@@ -51,12 +55,15 @@ from gate.notify import github_status
 from gate.notify.app_auth import github_headers
 from gate.notify.outbound import verify
 from gate.services.merge_base import find_merge_base
-from gate.services.submissions import canonical_repo, submit_revision
+from gate.services.planner import RETRY_AFTER_S
+from gate.services.submissions import PLANNER_FULL, canonical_repo, fail_unplanned, submit_revision
+from gate.sources.policy import FetchRefused
 from gate.storage import outbox
 from gate.storage.limits import max_length
 from gate.storage.models import WebhookDelivery
 from gate.storage.repositories import claim_repository
-from gate.storage.webhook_deliveries import delivered_revision, first_delivery, link_revision, set_merge_base
+from gate.storage.webhook_deliveries import (delivered_revision, first_delivery, judged_revision, link_revision,
+                                             set_merge_base)
 
 log = logging.getLogger(__name__)
 router = APIRouter(prefix="/api/v1/webhooks", tags=["webhooks"])
@@ -79,7 +86,7 @@ def _refuse(status_code: int, detail: str, delivery: str | None) -> HTTPExceptio
                         **errors(400, 401, 413, 503),
                         422: {"model": ErrorOut, "description": "a payload without the fields the gate needs"}})
 async def github_webhook(
-    request: Request, gate: GateDep, background: BackgroundTasks,
+    request: Request, gate: GateDep,
     x_github_event: str | None = Header(None), x_github_delivery: str | None = Header(None),
     x_hub_signature_256: str | None = Header(None),
 ) -> WebhookOut | JSONResponse:
@@ -101,8 +108,10 @@ async def github_webhook(
                            "pull_request only", x_github_delivery)
     try:
         payload = json.loads(raw)
-    except ValueError as exc:
+    except ValueError as exc:       # a lone surrogate escape is valid JSON; it is refused below
         raise _refuse(400, f"the body is not JSON: {exc}", x_github_delivery) from exc
+    except RecursionError as exc:   # json recurses per level of nesting
+        raise _refuse(400, "the body is JSON nested too deeply to read", x_github_delivery) from exc
     if x_github_event == "ping":
         return JSONResponse(WebhookOut(status="pong", detail="webhook reached the gate").model_dump())
     settings = gate.settings
@@ -129,11 +138,19 @@ async def github_webhook(
         log.info("github webhook %s ignored: %s", x_github_delivery, wanted.reason)
         return JSONResponse(WebhookOut(status="ignored", detail=wanted.reason).model_dump())
 
+    try:
+        gate.policy.check_static(wanted.clone_url)
+    except FetchRefused as exc:
+        raise _refuse(422, f"repository.clone_url: {exc}", x_github_delivery) from exc
+    if not gate.planner.has_room():
+        raise _busy(x_github_delivery)
     revision_id, fresh = await run_in_threadpool(_record, gate, wanted, x_github_delivery, x_github_event)
     if not fresh:
-        detail = f"delivery {x_github_delivery} was received before"
+        detail = f"delivery {x_github_delivery} was received before, or this commit and event were judged"
         return JSONResponse(WebhookOut(status="duplicate", detail=detail, revision_id=revision_id).model_dump())
-    background.add_task(_plan, gate, revision_id, wanted)
+    if gate.plan_later(revision_id, before=lambda: _merge_base(gate, revision_id, wanted)) is None:
+        await run_in_threadpool(fail_unplanned, gate.session_factory, revision_id, PLANNER_FULL)
+        raise _busy(x_github_delivery)
     detail = f"{wanted.full_name}@{wanted.sha[:12]} queued"
     if wanted.base_sha:
         detail += f"; baseline: merge base with {wanted.base_sha[:12]} (the base tip if git cannot tell)"
@@ -171,14 +188,24 @@ def _awaiting_approval_status(gate: GateContext, waiting: AwaitingApproval, appr
                                                         waiting.request.sha, body, None)])
 
 
+def _busy(delivery: str | None) -> HTTPException:
+    log.warning("github webhook %s refused (503): %s", delivery or "-", PLANNER_FULL)
+    return HTTPException(status_code=503, detail=PLANNER_FULL, headers={"Retry-After": str(RETRY_AFTER_S)})
+
+
 def _record(gate: GateContext, wanted: GateRequest, delivery_id: str, event: str) -> tuple[int | None, bool]:
-    """Store the delivery and the revision in one transaction. (revision id, False) for a redelivery."""
+    """Store the delivery and the revision in one transaction. (revision id, False) for a redelivery,
+    or for a replay under a new delivery id of a commit and event already judged."""
     with gate.session_factory() as session:
         delivery = first_delivery(session, delivery_id, event)
         if delivery is None:
             return delivered_revision(session, delivery_id), False
         url, _ = canonical_repo(wanted.clone_url)
-        claim_repository(session, url, wanted.full_name, wanted.default_branch)
+        repository = claim_repository(session, url, wanted.full_name, wanted.default_branch)   # flushed
+        judged = judged_revision(session, repository.id, wanted.sha, wanted.pull_request)
+        if judged is not None:
+            link_revision(session, delivery, judged)
+            return judged, False
         revision = submit_revision(session, repo=wanted.clone_url, sha=wanted.sha, branch=wanted.branch,
                                    base_sha=wanted.base_sha, source="webhook",
                                    pull_request=wanted.pull_request)   # commits delivery + revision
@@ -186,12 +213,11 @@ def _record(gate: GateContext, wanted: GateRequest, delivery_id: str, event: str
         return revision.id, True
 
 
-def _plan(gate: GateContext, revision_id: int, wanted: GateRequest) -> None:
-    """After the reply: for a PR, replace the base tip with the merge base; then plan the jobs."""
+def _merge_base(gate: GateContext, revision_id: int, wanted: GateRequest) -> None:
+    """Before planning, on the planner's workers: for a PR, replace the base tip with the merge base."""
     if wanted.base_sha:
         found = find_merge_base(wanted.clone_url, wanted.base_sha, wanted.sha,
                                 getattr(gate.sources, "mirror", None))
         if found and found != wanted.base_sha:
             with gate.session_factory() as session:
                 set_merge_base(session, revision_id, found)
-    gate.plan_later(revision_id)

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, BackgroundTasks, HTTPException, Request
-from fastapi.responses import JSONResponse
+import asyncio
 
+from fastapi import APIRouter, HTTPException, Request
+from fastapi.responses import JSONResponse
+from starlette.concurrency import run_in_threadpool
+
+from gate.api.context import GateContext
 from gate.api.deps import GateDep, SessionDep, WriteAuth
 from gate.api.schemas import (
     ArtifactOut,
@@ -19,7 +23,9 @@ from gate.api.schemas import (
 )
 from gate.domain.codec import to_json
 from gate.services.cancellation import cancel
-from gate.services.submissions import is_local_repo, plan_revision, submit
+from gate.services.planner import RETRY_AFTER_S
+from gate.services.submissions import PLANNER_FULL, Submission, fail_unplanned, is_local_repo, submit
+from gate.sources.policy import FetchRefused
 from gate.read_models.revision import RevisionDetail
 from gate.storage.limits import storable_id
 from gate.storage.queries import revision_detail
@@ -39,32 +45,60 @@ reused: a branch, tag or short sha may move between two submissions, so each of 
 
 @router.post("/revisions", status_code=202, response_model=RevisionCreatedOut, dependencies=[WriteAuth],
              description=SUBMIT_DESCRIPTION,
-             responses={**errors(400, 401, 413),
+             responses={**errors(400, 401, 413, 503),
                         200: {"model": RevisionCreatedOut,
                               "description": "an identical submission is queued or running: that revision, "
                                              "`reused: true`"},
                         422: {"model": RevisionRefusedOut,
                               "description": "invalid input, or the repository, sha or gate.toml is unusable"}})
-def create_revision(body: RevisionIn, request: Request, session: SessionDep, gate: GateDep,
-                    background: BackgroundTasks) -> RevisionCreatedOut | JSONResponse:
-    """Submit a revision: stored before the reply, one queued job per kernel (or the identical one)."""
-    submitted = submit(session, repo=body.repo, sha=body.sha, branch=body.branch, base_sha=body.base_sha,
-                       kernels=body.kernel_names(), source="api", force=body.force)
+async def create_revision(body: RevisionIn, request: Request, gate: GateDep) -> RevisionCreatedOut | JSONResponse:
+    """Submit a revision: stored before the reply, one queued job per kernel (or the identical one).
+
+    Planning runs on the planner's workers, never on a thread that serves HTTP; a local path's plan
+    is awaited (briefly) so that its faults come back as a 422."""
+    try:
+        gate.policy.check_static(body.repo)     # refused now, not answered 202 and refused later
+    except FetchRefused as exc:
+        return _refused("repo", str(exc))
+    if not gate.planner.has_room():
+        raise _busy()
+    submitted = await run_in_threadpool(_submit, gate, body)
     revision = submitted.revision
     out = RevisionCreatedOut(id=revision.id, reused=submitted.reused,
                              status_url=str(request.url_for("read_revision", revision_id=revision.id)))
     if submitted.reused:
         return JSONResponse(out.model_dump(), status_code=200)
+    planning = gate.plan_later(revision.id)
+    if planning is None:
+        await run_in_threadpool(fail_unplanned, gate.session_factory, revision.id, PLANNER_FULL)
+        raise _busy()
     if not is_local_repo(body.repo):
-        background.add_task(gate.plan_later, revision.id)   # fetching a remote may be slow
+        return out                          # fetching a remote may be slow: planned after the reply
+    try:
+        plan = await asyncio.wait_for(asyncio.shield(asyncio.wrap_future(planning)), LOCAL_PLAN_WAIT_S)
+    except TimeoutError:
         return out
-    # a local path is cheap to check now
-    plan = plan_revision(session, revision, sources=gate.sources, notifier=gate.notifier)
     if plan.error:
-        detail = [{"loc": ["body", plan.field or "repo"], "msg": plan.error, "type": "gate_plan_error"}]
-        return JSONResponse({"detail": detail, **out.model_dump()}, status_code=422)
-    gate.executor.wake()
+        return _refused(plan.field or "repo", plan.error, out)
     return out
+
+
+LOCAL_PLAN_WAIT_S = 10.0        # past it a local path's plan goes on after a 202, like a remote's
+
+
+def _submit(gate: GateContext, body: RevisionIn) -> Submission:
+    with gate.session_factory() as session:
+        return submit(session, repo=body.repo, sha=body.sha, branch=body.branch, base_sha=body.base_sha,
+                      kernels=body.kernel_names(), source="api", force=body.force)
+
+
+def _refused(field: str, message: str, created: RevisionCreatedOut | None = None) -> JSONResponse:
+    detail = [{"loc": ["body", field], "msg": message, "type": "gate_plan_error"}]
+    return JSONResponse({"detail": detail, **(created.model_dump() if created else {})}, status_code=422)
+
+
+def _busy() -> HTTPException:
+    return HTTPException(status_code=503, detail=PLANNER_FULL, headers={"Retry-After": str(RETRY_AFTER_S)})
 
 
 CANCEL_DESCRIPTION = """Cancel a revision: its queued jobs never start, its running jobs are stopped

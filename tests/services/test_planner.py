@@ -1,0 +1,66 @@
+"""The planner's bounded workers: a full queue refuses at once, a failing task never stops a worker,
+and start-up's `feed` waits for room on its own thread."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from gate.services.planner import Planner
+
+
+@pytest.fixture
+def planner():  # noqa: ANN201
+    made = []
+
+    def make(workers: int, queue_size: int) -> Planner:
+        p = Planner(workers, queue_size)
+        p.start()
+        made.append(p)
+        return p
+
+    yield make
+    for p in made:
+        p.stop()
+
+
+def test_a_full_queue_refuses_at_once_and_takes_again_once_there_is_room(planner):
+    p = planner(1, 2)
+    release = threading.Event()
+    running = p.offer(lambda: release.wait(5), "holds the worker")
+    time.sleep(0.2)                                  # the worker has taken it: the queue is empty
+    waiting = [p.offer(lambda: "ok", f"wait {i}") for i in range(2)]
+    started = time.monotonic()
+    assert p.offer(lambda: "ok", "one too many") is None and not p.has_room()
+    assert time.monotonic() - started < 0.1          # refused, not blocked
+    release.set()
+    assert running.result(5) is True and [f.result(5) for f in waiting] == ["ok", "ok"]
+    assert p.offer(lambda: "again", "after").result(5) == "again"
+
+
+def test_a_task_that_raises_leaves_its_worker_working(planner):
+    p = planner(1, 4)
+    failed = p.offer(lambda: 1 / 0, "raises")
+    with pytest.raises(ZeroDivisionError):
+        failed.result(5)
+    assert p.offer(lambda: "still here", "next").result(5) == "still here"
+
+
+def test_feed_queues_more_than_fits_without_blocking_its_caller(planner):
+    p = planner(2, 1)
+    done: list[int] = []
+    started = time.monotonic()
+    feeder = p.feed([(lambda i=i: done.append(i), f"left {i}") for i in range(20)])
+    assert time.monotonic() - started < 0.1
+    feeder.join(10)
+    deadline = time.monotonic() + 5
+    while len(done) < 20 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert sorted(done) == list(range(20))
+
+
+def test_nonsense_sizes_are_refused_by_name():
+    with pytest.raises(ValueError, match="GATE_PLANNER_WORKERS"):
+        Planner(0, 4)
