@@ -16,6 +16,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from gate import notify
 from gate.domain.job import ProgressEvent, RunOptions
 from gate.errors import JobCancelled
+from gate.job_folders import remove
 from gate.storage import claims
 from gate.storage.models import Job
 from gate.storage.outcomes import Outcome, store_error, store_outcome
@@ -83,7 +84,8 @@ def run_claimed(env: JobEnvironment, job_id: int, attempt: int, cancel: threadin
         job = session.get(Job, job_id)
         rev = job.revision
         call = dict(repo=rev.repository.url, sha=rev.sha, base_sha=rev.base_sha, kernel=job.kernel)
-    work_dir = Path(env.data_dir).resolve() / "jobs" / str(job_id)
+    # One folder per attempt: a re-queued job may run again elsewhere while this attempt winds down.
+    work_dir = Path(env.data_dir).resolve() / "jobs" / str(job_id) / str(attempt)
     work_dir.mkdir(parents=True, exist_ok=True)
     stop = threading.Event()
     beat = threading.Thread(target=_heartbeats, args=(env, job_id, attempt, stop, cancel), daemon=True,
@@ -97,6 +99,19 @@ def run_claimed(env: JobEnvironment, job_id: int, attempt: int, cancel: threadin
                                     event=(f"{event.stage} {event.state}", f"{event.side}: {event.detail}".rstrip(": "))):
                 cancel.set()
 
+    try:
+        _run_and_store(env, job_id, attempt, call, work_dir, on_event, stop, beat, cancel)
+    finally:   # the job's checkouts, box folder and copies: the artifact store keeps what counts
+        remove(work_dir)
+        try:
+            work_dir.parent.rmdir()
+        except OSError:   # another attempt's folder is still there
+            pass
+
+
+def _run_and_store(env: JobEnvironment, job_id: int, attempt: int, call: dict, work_dir: Path,
+                   on_event: Callable[[ProgressEvent], None], stop: threading.Event, beat: threading.Thread,
+                   cancel: threading.Event) -> None:
     try:
         outcome = env.gate_job(**call, data_dir=work_dir, options=env.options, mirror=env.mirror, on_event=on_event,
                                cancel=cancel)
