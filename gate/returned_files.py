@@ -45,8 +45,8 @@ class Refused(Exception):
 class Budget:
     """What one job may hand back: a cap per file and for all its files together, and what was refused."""
 
-    file_bytes: int = FILE_CAP_BYTES
-    job_bytes: int = JOB_CAP_BYTES
+    file_bytes: int = field(default_factory=lambda: FILE_CAP_BYTES)   # read when made: tests lower it
+    job_bytes: int = field(default_factory=lambda: JOB_CAP_BYTES)
     taken_bytes: int = 0                                     # accepted so far, all files
     refused: list[str] = field(default_factory=list)         # "name: why", one per refused file
 
@@ -176,11 +176,19 @@ def _entries(root: Path) -> Iterator[tuple[str, os.stat_result, bool]]:
     stack: list[tuple[int, str, Iterator[os.DirEntry]]] = []
 
     def enter(fd: int, prefix: str) -> None:
-        with os.scandir(fd) as scan:
-            stack.append((fd, prefix, iter(sorted(scan, key=lambda e: e.name))))
+        try:
+            with os.scandir(fd) as scan:
+                names = sorted(scan, key=lambda e: e.name)
+        except OSError:
+            os.close(fd)
+            raise
+        stack.append((fd, prefix, iter(names)))
 
     try:
         enter(top, "")
+    except OSError:
+        return
+    try:
         while stack:
             fd, prefix, entries = stack[-1]
             entry = next(entries, None)
@@ -199,12 +207,11 @@ def _entries(root: Path) -> Iterator[tuple[str, os.stat_result, bool]]:
                 yield name, info, True
                 continue
             try:
-                child = os.open(entry.name, _DIR_FLAGS, dir_fd=fd)
+                enter(os.open(entry.name, _DIR_FLAGS, dir_fd=fd), f"{name}/")
             except OSError:
                 yield name, info, True
                 continue
             yield name, info, False
-            enter(child, f"{name}/")
     finally:
         for fd, _prefix, _entries_left in stack:
             os.close(fd)
