@@ -163,12 +163,14 @@ def run_child(request: JobRequest, timeout_s: float,
             stream.close()
     if cancelled:
         raise JobCancelled(f"its child (process group {proc.pid}) was killed")
+    # The cgroup's kill comes first: the process it killed may be a grandchild (the biggest), and the
+    # child then hangs or exits on its own; either way the job must say the box ran out of memory.
     if over_disk:
         killed = f"wrote more than {spec.limits.disk_bytes} bytes into its folder (the box's disk cap)"
+    elif proc.memory.oom_killed():
+        killed = f"had a process killed for passing the box's memory cap ({proc.memory.mechanism})"
     elif timed_out:
         killed = f"timed out after {timeout_s:g} s"
-    elif proc.memory.oom_killed():
-        killed = f"was killed for passing the box's memory cap ({proc.memory.mechanism})"
     else:
         killed = None
     result = _outcome(request, box.returncode(proc.returncode), killed, running, error, list(tail), artifacts,
