@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import errno
 import os
+import subprocess
 import sys
 import time
 import uuid
@@ -32,9 +33,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 CGROUP_FS = Path("/sys/fs/cgroup")
-# Writes "0" (the writing process) into the cgroup's procs file, then becomes the command.
-_JOIN = ("import os, sys\nfd = os.open(sys.argv[1], os.O_WRONLY)\nos.write(fd, b'0')\nos.close(fd)\n"
+# Writes "0" (the writing process) into the cgroup's procs file, then becomes the command. A join
+# that fails says so the way bwrap reports a box it could not set up (`gate.box.run` raises BoxError:
+# the gate's fault, never a compile error), and the command does not run outside its cap.
+_JOIN = ("import os, sys\ntry:\n    fd = os.open(sys.argv[1], os.O_WRONLY)\n    os.write(fd, b'0')\n"
+         "    os.close(fd)\nexcept OSError as exc:\n"
+         "    sys.exit(f'bwrap: (gate) could not join the box memory cgroup {sys.argv[1]}: {exc}')\n"
          "os.execvp(sys.argv[2], sys.argv[2:])\n")
+PROBE_TIMEOUT_S = 10
 
 
 @dataclass
@@ -148,11 +154,25 @@ def _v1(memory_bytes: int) -> MemoryCap | None:
                      f"tmpfs pages{', swap included' if swap else ''}", folder, 1)
 
 
+def _joinable(made: MemoryCap) -> bool:
+    """Whether a process can join the cgroup (a delegated or nested host may let the gate make one
+    but not move processes into it): tried once with `true`, before any box relies on it."""
+    try:
+        probe = subprocess.run([*made.join, "true"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL, timeout=PROBE_TIMEOUT_S, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return probe.returncode == 0
+
+
 def cap(memory_bytes: int, processes: int, tmpfs_note: str) -> MemoryCap:
     """A memory cgroup of `memory_bytes` for one box (see the module doc); `tmpfs_note` says what
     bounds its memory when no cgroup can be made."""
     if os.environ.get("GATE_BOX_CGROUP", "auto") != "off":
-        for made in (_v2(memory_bytes, processes), _v1(memory_bytes)):
-            if made is not None:
+        for make in (lambda: _v2(memory_bytes, processes), lambda: _v1(memory_bytes)):
+            made = make()
+            if made is not None and _joinable(made):
                 return made
+            if made is not None:
+                made.release()
     return MemoryCap(f"no memory cgroup on this host: per-process RLIMIT_DATA and {tmpfs_note}")

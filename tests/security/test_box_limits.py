@@ -120,3 +120,21 @@ def test_the_box_cgroup_is_removed_after_the_command(tmp_path):
     folder = proc.memory.folder
     proc.communicate(timeout=60)
     assert proc.returncode == 0 and not folder.exists()
+
+
+def test_without_a_cgroup_the_job_says_what_bounds_it_instead(tmp_path, monkeypatch):
+    monkeypatch.setenv("GATE_BOX_CGROUP", "off")
+    result = run_child(request(tmp_path), 60, None, command=child("""
+        open("result.json", "w").write(json.dumps({"kernel": "k", "candidate": {"sha": "c"}}))
+    """))
+    assert result.notes[0].startswith("box limits: memory: no memory cgroup on this host: per-process "
+                                      "RLIMIT_DATA and tmpfs mounts of")
+
+
+def test_a_box_whose_cgroup_cannot_be_joined_is_the_gates_error(tmp_path, monkeypatch):
+    from gate import box_memory
+
+    monkeypatch.setattr(box, "memory_cap", lambda _box: box_memory.MemoryCap("test", tmp_path / "gone", 2))
+    (tmp_path / "out").mkdir()
+    with pytest.raises(box.BoxError, match="could not join the box memory cgroup"):
+        box.run(box.Box(writable=(tmp_path / "out",)), ["true"], cwd=tmp_path, timeout_s=30)
