@@ -128,10 +128,11 @@ def gate_package() -> Path:
 
 
 def python_paths(env: dict[str, str]) -> list[Path]:
-    """The Python installation and the import path, never the gate's checkout or anything in it."""
+    """The Python installation and the import path, never the gate's checkout or anything in it, nor
+    `sys.path[0]` (the directory the gate was started from, or its script's: no installed package)."""
     paths = [sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix, Path(sys.executable).resolve().parent,
              *(sysconfig.get_paths().get(k, "") for k in ("stdlib", "platstdlib", "purelib", "platlib")),
-             *site.getsitepackages(), *sys.path, *env.get("PYTHONPATH", "").split(os.pathsep)]
+             *site.getsitepackages(), *sys.path[1:], *env.get("PYTHONPATH", "").split(os.pathsep)]
     checkout = gate_checkout()
     found = []
     for raw in filter(None, map(str, paths)):
@@ -191,24 +192,26 @@ def view(*, readable: tuple[Path, ...], writable: tuple[Path, ...], hidden: tupl
 
 def _tidy(mounts: list[Mount]) -> list[Mount]:
     """Without the read-only binds and directories that an earlier read-only bind holds already (a
-    site-packages inside its prefix): one mount per place, and no mkdir on a read-only bind. A tmpfs
-    covers what was bound under it, so a bind after it counts again."""
-    bound: list[Path] = []
+    site-packages inside its prefix): one mount per place, and no mkdir on a read-only bind. What a
+    place shows is its deepest mount: a directory inside a tmpfs that covers part of a bind (the data
+    folder inside a bound working directory) is made, with its mode."""
+    layers: list[tuple[Path, bool]] = []      # (mount point, a read-only bind), in bwrap's order
     made: set[Path] = set()
     kept = []
     for mount in mounts:
         target = Path(mount.target)
-        inside = any(target == b or target.is_relative_to(b) for b in bound)
-        if mount.how == "--tmpfs":
-            bound = [b for b in bound if not b.is_relative_to(target)]
-            made = {d for d in made if not d.is_relative_to(target)}
-        elif mount.how == "--dir":
-            if inside or target in made:
+        holders = [(len(p.parts), i, ro) for i, (p, ro) in enumerate(layers) if target == p or target.is_relative_to(p)]
+        inside_bind = bool(holders) and max(holders)[2]
+        if mount.how == "--dir":
+            if inside_bind or target in made:
                 continue
             made.add(target)
         elif mount.how.startswith("--ro-bind"):
-            if inside:
+            if inside_bind:
                 continue
-            bound.append(target)
+            layers.append((target, True))
+        elif mount.how in ("--tmpfs", "--bind", "--dev-bind"):    # covers whatever was mounted below it
+            layers = [(p, ro) for p, ro in layers if not p.is_relative_to(target)] + [(target, False)]
+            made = {d for d in made if not d.is_relative_to(target)}
         kept.append(mount)
     return kept
