@@ -163,18 +163,23 @@ def run_child(request: JobRequest, timeout_s: float,
             stream.close()
     if cancelled:
         raise JobCancelled(f"its child (process group {proc.pid}) was killed")
-    # The cgroup's kill comes first: the process it killed may be a grandchild (the biggest), and the
-    # child then hangs or exits on its own; either way the job must say the box ran out of memory.
+    # The cgroup kills the biggest process, often a grandchild (a compiler): a child that then fails or
+    # hangs failed because the box ran out of memory, and says so; one that still ends cleanly keeps
+    # its result (a compile killed this way is already that stage's failure) with a note.
+    returncode = box.returncode(proc.returncode)
+    oom = proc.memory.oom_killed()
+    oom_line = f"had a process killed for passing the box's memory cap ({proc.memory.mechanism})"
     if over_disk:
         killed = f"wrote more than {spec.limits.disk_bytes} bytes into its folder (the box's disk cap)"
-    elif proc.memory.oom_killed():
-        killed = f"had a process killed for passing the box's memory cap ({proc.memory.mechanism})"
+    elif oom and (timed_out or returncode != ExitCode.OK):
+        killed = oom_line
     elif timed_out:
         killed = f"timed out after {timeout_s:g} s"
     else:
         killed = None
-    result = _outcome(request, box.returncode(proc.returncode), killed, running, error, list(tail), artifacts,
-                      budget)
+    result = _outcome(request, returncode, killed, running, error, list(tail), artifacts, budget)
+    if oom and killed is None:
+        result.notes.append(f"the box {oom_line}")
     result.notes.insert(0, f"box limits: memory: {proc.memory.mechanism}; tmpfs {spec.limits.tmp_bytes} bytes "
                            f"each; its folder at most {spec.limits.disk_bytes} bytes")
     return result

@@ -58,7 +58,8 @@ def test_processes_that_together_pass_the_box_memory_cap_are_killed_and_the_job_
         event("correctness", "started")
         hog = "b = bytearray(120 << 20); import time; time.sleep(5)"
         procs = [subprocess.Popen([sys.executable, "-c", hog]) for _ in range(3)]
-        [p.wait() for p in procs]       # the cgroup kills the biggest; the child itself carries on
+        [p.wait() for p in procs]       # the cgroup kills the biggest; the child itself carries on...
+        sys.exit(1 if any(p.returncode for p in procs) else 0)    # ...and fails as its work failed
     """))
     failed = result.candidate.correctness
     assert failed.status is StageStatus.FAILED
@@ -138,3 +139,22 @@ def test_a_box_whose_cgroup_cannot_be_joined_is_the_gates_error(tmp_path, monkey
     (tmp_path / "out").mkdir()
     with pytest.raises(box.BoxError, match="could not join the box memory cgroup"):
         box.run(box.Box(writable=(tmp_path / "out",)), ["true"], cwd=tmp_path, timeout_s=30)
+
+
+def test_a_child_that_ends_cleanly_after_a_kill_keeps_its_result_with_a_note(tmp_path, monkeypatch):
+    """A compiler killed by the cgroup is that compile's failure (a kernel fault, `reject`), not the
+    gate's: the child's result stands, and the job notes the kill."""
+    limits = box.Limits(memory_bytes=512 * MiB, box_memory_bytes=128 * MiB, tmp_bytes=64 * MiB)
+    cgroup_or_skip(limits)
+    monkeypatch.setattr(box, "GPU_CHILD_LIMITS", limits)
+    result = run_child(request(tmp_path), 60, None, command=child("""
+        import subprocess
+        event("build", "started")
+        hog = subprocess.run([sys.executable, "-c", "b = bytearray(300 << 20)"])
+        event("build", "failed")
+        json.dump({"kernel": "k", "candidate": {"sha": "c", "build": {"status": "failed",
+                   "reason": f"compiler exited {hog.returncode}"}}}, open("result.json", "w"))
+    """))
+    assert result.candidate.build.status is StageStatus.FAILED
+    assert result.candidate.build.reason == "compiler exited -9"
+    assert any(n.startswith("the box had a process killed for passing the box's memory cap") for n in result.notes)
