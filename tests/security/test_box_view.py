@@ -95,3 +95,19 @@ def test_docs_list_exactly_the_mounts_the_box_makes(tmp_path):
     for target in ("/var", "/opt", "/home", str(ROOT)):
         assert not [m for m in mounts if m.how.startswith("--ro-bind") and m.target == target], target
     assert [m.target for m in mounts if m.why == "gate-package"][-1] == str(ROOT / "gate")
+
+
+def test_a_toolchain_outside_the_system_dirs_is_bound_and_nothing_else_beside_it(tmp_path, monkeypatch):
+    """A CUDA under /opt: its toolkit is in the view, its neighbours are not."""
+    toolkit = tmp_path / "opt" / "cuda-13"
+    (toolkit / "bin").mkdir(parents=True)
+    (toolkit / "bin" / "nvcc").write_text("#!/bin/sh\n")
+    (toolkit / "bin" / "nvcc").chmod(0o755)
+    (tmp_path / "opt" / "other-vendor").mkdir()
+    monkeypatch.delenv("GATE_NVCC_PATH", raising=False)
+    env = {**box.environment(), "PATH": f"{toolkit / 'bin'}:/usr/bin:/bin"}
+    assert toolkit in box_view.toolchain_paths(env)
+    (tmp_path / "job").mkdir()
+    targets = {m.target for m in box.view(box.Box(), tmp_path / "job", env) if m.how.startswith("--ro-bind")}
+    assert str(toolkit) in targets
+    assert not [t for t in targets if Path(t) in (tmp_path, tmp_path / "opt", tmp_path / "opt" / "other-vendor")]
