@@ -162,13 +162,25 @@ def command(box: Box, argv: list[str], cwd: Path, env: dict[str, str]) -> list[s
             "--unshare-uts", "--unshare-cgroup-try", "--hostname", "gate-box"]
     if not as_root:
         args += ["--unshare-user"]
+    sized = sizes_tmpfs()
     for mount in view(box, cwd, env, uid):
-        args += mount.args()
+        args += mount.args(sized)
     args += ["--chdir", str(cwd), "--"]
     if as_root:
         args += [_find("setpriv"), f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--inh-caps=-all",
                  "--bounding-set=-all", "--no-new-privs", "--"]
     return [*args, *limits, *argv]
+
+
+@cache
+def sizes_tmpfs() -> bool:
+    """Whether this bwrap can cap a tmpfs (`--size`, bubblewrap 0.6 and later); older ones box without
+    the cap, and the job's evidence says so."""
+    try:
+        found = subprocess.run([_find("bwrap"), "--help"], capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired, ToolMissingError):
+        return False
+    return "--size" in found.stdout + found.stderr
 
 
 def view(box: Box, cwd: Path, env: dict[str, str], uid: int | None = None) -> list[box_view.Mount]:
@@ -234,8 +246,9 @@ def memory_cap(box: Box) -> box_memory.MemoryCap:
     """The cap on the whole box's memory; nothing to make inside a box (the outer one's holds) or unboxed."""
     if inside() or not enabled():
         return box_memory.MemoryCap("the enclosing box's" if inside() else "per-process RLIMIT_DATA only (unboxed)")
-    return box_memory.cap(box.limits.box_memory_bytes, box.limits.processes,
-                          f"tmpfs mounts of {box.limits.tmp_bytes} bytes each")
+    tmpfs = (f"tmpfs mounts of {box.limits.tmp_bytes} bytes each" if sizes_tmpfs()
+             else "tmpfs mounts without a size cap (this bwrap has no --size)")
+    return box_memory.cap(box.limits.box_memory_bytes, box.limits.processes, tmpfs)
 
 
 def popen(box: Box, argv: list[str], *, cwd: Path, env: dict[str, str] | None = None,

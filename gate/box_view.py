@@ -61,8 +61,9 @@ class Mount:
     size: int = 0   # bytes, for a --tmpfs of fixed size
     mode: str = ""  # --perms of a --tmpfs or --dir
 
-    def args(self) -> list[str]:
-        args = (["--perms", self.mode] if self.mode else []) + (["--size", str(self.size)] if self.size else [])
+    def args(self, sized: bool = True) -> list[str]:
+        """bwrap's options for this mount; `sized`: bwrap knows `--size` (0.6 and later)."""
+        args = (["--perms", self.mode] if self.mode else []) + (["--size", str(self.size)] if self.size and sized else [])
         if self.how in ("--tmpfs", "--dir", "--proc", "--dev"):
             return [*args, self.how, self.target]
         return [*args, self.how, self.source, self.target]

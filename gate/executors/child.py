@@ -180,8 +180,10 @@ def run_child(request: JobRequest, timeout_s: float,
     result = _outcome(request, returncode, killed, running, error, list(tail), artifacts, budget)
     if oom and killed is None:
         result.notes.append(f"the box {oom_line}")
-    result.notes.insert(0, f"box limits: memory: {proc.memory.mechanism}; tmpfs {spec.limits.tmp_bytes} bytes "
-                           f"each; its folder at most {spec.limits.disk_bytes} bytes")
+    tmpfs = ("none of its own (unboxed)" if not box.enabled() else f"{spec.limits.tmp_bytes} bytes each"
+             if box.sizes_tmpfs() else "not size-capped (bwrap without --size)")
+    result.notes.insert(0, f"box limits: memory: {proc.memory.mechanism}; tmpfs {tmpfs}; its folder at most "
+                           f"{spec.limits.disk_bytes} bytes")
     return result
 
 
