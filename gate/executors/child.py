@@ -6,9 +6,9 @@ through `gate.returned_files`, which opens only regular files under its folder a
 link, and its folder is watched against the box's disk cap (`Limits.disk_bytes`) while it runs.
 
 A child that dies inside a stage (signal, CUDA fault, hang past the timeout, the box's memory cgroup,
-its folder past the disk cap) did so because of the kernel under test: the stage that was running (the last `started` event without an end) becomes
-FAILED with the signal, exit code, stderr tail or "timed out after N s", and the job ends in
-`reject`. A child that dies before any stage, or outside one, is the gate's problem: `RunnerError`.
+its folder past the disk cap) did so because of the kernel under test: the stage that was running
+(the last `started` event without an end) becomes FAILED with the signal, exit code, stderr tail,
+"timed out after N s" or the cap it passed, and the job ends in `reject`. A child that dies before any stage, or outside one, is the gate's problem: `RunnerError`.
 """
 
 from __future__ import annotations
