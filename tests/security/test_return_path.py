@@ -160,3 +160,19 @@ def test_a_folder_nested_without_end_is_not_walked(folder):
     os.close(fd)
     assert usage_bytes(folder) > 1 << 60                  # over any disk cap: the job is stopped
     assert "ok.log" in listed(folder)
+
+
+def test_the_store_never_serves_or_keeps_a_link(tmp_path):
+    from gate.storage import artifacts
+
+    data_dir = tmp_path / "data"
+    folder = artifacts.job_artifact_dir(data_dir, 1)
+    folder.mkdir(parents=True)
+    (tmp_path / "secret").write_text(CANARY)
+    (folder / "build.log").symlink_to(tmp_path / "secret")
+    (data_dir / "artifacts" / "2").symlink_to(tmp_path)              # a link on the way
+    assert artifacts.resolve(data_dir, "artifacts/1/build.log") is None
+    assert artifacts.resolve(data_dir, "artifacts/2/secret") is None
+    with pytest.raises(Refused, match="symbolic link"):
+        artifacts.keep(data_dir, 3, "build_log", folder / "build.log")
+    assert not (artifacts.job_artifact_dir(data_dir, 3) / "build.log").exists()
