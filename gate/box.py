@@ -230,6 +230,10 @@ class BoxedPopen(subprocess.Popen):
             memory.release()
             raise
 
+    def kill(self) -> None:
+        self.memory.kill_all()
+        super().kill()
+
     def wait(self, timeout: float | None = None) -> int:
         code = super().wait(timeout)
         self.memory.release()

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import errno
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -68,6 +69,23 @@ class MemoryCap:
         except OSError:
             return False
         return int(fields.get("oom_kill", "0")) > 0
+
+    def kill_all(self) -> None:
+        """SIGKILL every process in the box's cgroup now (the box's own session and pid namespace
+        are out of reach of the caller's process-group kill, and die only once bwrap is gone)."""
+        if self.folder is None:
+            return
+        if self.version == 2 and _write(self.folder, "cgroup.kill", 1):
+            return
+        try:
+            pids = (self.folder / "cgroup.procs").read_text().split()
+        except OSError:
+            return
+        for pid in pids:
+            try:
+                os.kill(int(pid), signal.SIGKILL)
+            except (ProcessLookupError, PermissionError, ValueError):
+                pass
 
     def release(self) -> None:
         """Remove the cgroup (its processes are gone once the box's bwrap has exited), keeping

@@ -210,6 +210,8 @@ def _kill_group(proc: subprocess.Popen) -> None:
         os.killpg(proc.pid, signal.SIGKILL)
     except ProcessLookupError:
         pass
+    if isinstance(proc, box.BoxedPopen):      # and everything in the box's cgroup, at once
+        proc.memory.kill_all()
     proc.wait()
 
 
