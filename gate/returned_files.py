@@ -18,6 +18,7 @@ listing either).
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 from collections.abc import Iterator
@@ -69,11 +70,11 @@ def _parts(relative: str) -> list[str]:
 
 
 def _why_not(error: OSError) -> str:
-    if error.errno == 40:      # ELOOP: O_NOFOLLOW met a symbolic link
+    if error.errno == errno.ELOOP:       # O_NOFOLLOW met a symbolic link
         return "a symbolic link"
-    if error.errno == 20:      # ENOTDIR: a link or a file where a directory was expected
+    if error.errno == errno.ENOTDIR:     # O_DIRECTORY|O_NOFOLLOW met a link or a file
         return "a path component is a symbolic link or not a directory"
-    if error.errno == 2:
+    if error.errno == errno.ENOENT:
         return "missing"
     return f"cannot be opened ({os.strerror(error.errno or 0)})"
 
