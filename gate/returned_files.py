@@ -36,6 +36,8 @@ _CHUNK = 1 * MiB
 # A job's folder is walked no deeper and no wider than this (a box can make either without end).
 MAX_DEPTH = 32
 MAX_ENTRIES = 10_000
+MAX_MEASURED = 100_000
+OVER_ANY_CAP = 1 << 62
 
 
 class Refused(Exception):
@@ -157,11 +159,12 @@ def listed(root: Path) -> list[str]:
 
 def usage_bytes(root: Path) -> int:
     """The disk space used under `root` (allocated blocks, links not followed). A folder nested
-    deeper than `MAX_DEPTH` counts as over any cap: its contents are not walked."""
+    deeper than `MAX_DEPTH`, or more than `MAX_MEASURED` entries, counts as over any cap: the parent
+    measures every second, and a walk without end would stall it."""
     total = 0
-    for _name, info, too_deep in _entries(root):
-        if too_deep:
-            return 1 << 62
+    for count, (_name, info, too_deep) in enumerate(_entries(root)):
+        if too_deep or count >= MAX_MEASURED:
+            return OVER_ANY_CAP
         total += info.st_blocks * 512
     return total
 

@@ -158,7 +158,7 @@ def test_a_folder_nested_without_end_is_not_walked(folder):
         os.close(fd)
         fd = nested
     os.close(fd)
-    assert usage_bytes(folder) > 1 << 60                  # over any disk cap: the job is stopped
+    assert usage_bytes(folder) == returned_files.OVER_ANY_CAP   # over any disk cap: the job is stopped
     assert "ok.log" in listed(folder)
 
 
@@ -176,3 +176,10 @@ def test_the_store_never_serves_or_keeps_a_link(tmp_path):
     with pytest.raises(Refused, match="symbolic link"):
         artifacts.keep(data_dir, 3, "build_log", folder / "build.log")
     assert not (artifacts.job_artifact_dir(data_dir, 3) / "build.log").exists()
+
+
+def test_a_folder_with_entries_without_end_counts_as_over_the_cap(folder, monkeypatch):
+    monkeypatch.setattr(returned_files, "MAX_MEASURED", 50)
+    for i in range(60):
+        (folder / f"f{i}").touch()
+    assert usage_bytes(folder) == returned_files.OVER_ANY_CAP
