@@ -1,6 +1,6 @@
 """The box: every compile of submitted code, and the GPU child that runs it, run inside bubblewrap.
 
-What the box gives a command (`command()` builds the argument list, `run()` runs it):
+What the box gives a command (`command()` builds the argument list, `popen()`/`run()` run it):
 
 - no network (a new network namespace holds only a loopback that is down), its own pid, IPC and UTS
   namespaces, a new session (no terminal to inject into), killed with its parent;
@@ -8,43 +8,40 @@ What the box gives a command (`command()` builds the argument list, `run()` runs
   `setpriv` drops to `GATE_BOX_UID` (default 65534, `nobody`) with no capabilities, no groups and
   `no_new_privs` before the command starts; when the gate runs as another user, bwrap makes a user
   namespace and the command keeps that (already unprivileged) user;
-- a read-only view of the host: each top-level directory is bound read-only into bwrap's own root
-  (not `/` whole: bwrap would then make mount points on the read-only host, which failed with EROFS
-  on the GPU machine), except where the host keeps private things (`/etc` is rebuilt from the few files a loader and a compiler read, with a `passwd` and
-  `group` of the box's own; `/root`, `/home`, `/tmp`, `/run`, `/var/tmp`, `/mnt`, `/media`, `/srv`
-  and every path in `Box.hidden`, such as the gate's data directory with its database, mirrors and
-  other jobs, become empty tmpfs), then the paths the command needs and a cover hid are bound back:
-  the Python installation and `PYTHONPATH` entries and `Box.readable` read-only, `Box.writable`
-  read-write;
-  `/tmp` and `$HOME` are a private tmpfs. `#include "/etc/passwd"` therefore reads the box's passwd,
-  never the host's, and nothing under `/root` or the data directory is there to include;
-- a minimal `/dev` (null, zero, random, tty, shm); with `Box.gpu`, the host's `/dev/nvidia*` nodes;
-- limits (`prlimit`, set inside the box after the namespaces exist): private writable memory
-  (RLIMIT_DATA; not RLIMIT_AS, because the CUDA driver reserves a very large address space that
-  RLIMIT_AS would refuse), CPU seconds, file size, processes; the wall time is the caller's timeout,
-  after which the whole box is killed (bwrap is the process the caller kills; `--die-with-parent`
-  takes its pid namespace down with it);
+- only the host it needs, read-only (`gate.box_view`, which docs/security.md lists): the system's
+  programs and libraries, the toolchain, the Python installation, the gate's own package (never its
+  checkout's root), the job's inputs; its own /etc, /tmp, /proc and /dev; the job's output folder
+  read-write. /var, /opt, /home, the gate's checkout and data folder are simply not there;
+- limits per process (`prlimit`, set inside the box after the namespaces exist): private writable
+  memory (RLIMIT_DATA; not RLIMIT_AS, because the CUDA driver reserves a very large address space
+  that RLIMIT_AS would refuse), CPU seconds, file size, processes; the wall time is the caller's
+  timeout, after which the whole box is killed (bwrap is the process the caller kills;
+  `--die-with-parent` takes its pid namespace down with it);
+- limits for the whole box: a memory cgroup over all its processes and tmpfs pages where the host
+  allows one (`gate.box_memory`; which mechanism applied is `BoxedPopen.memory.mechanism`), tmpfs
+  mounts of a fixed size (`Limits.tmp_bytes`: a 500-byte preprocessor bomb once wrote gigabytes of
+  preprocessed source to /tmp), and for the caller to enforce, a cap on its output folder
+  (`Limits.disk_bytes`, see `gate.executors.child`);
 - a clean environment: only `PATH`, locale, `PYTHONPATH` and the CUDA/NVIDIA/torch variables pass;
   no `GATE_*` secret (database URL, GitHub tokens) reaches submitted code.
 
 Why bubblewrap: it is small (one ~50 KB binary, a Debian/Ubuntu package, also carried as a `.deb`
 and unpacked where nothing can be installed), well kept (Flatpak's sandbox), and does the mount
-namespace set-up (recursive read-only binds, tmpfs covers, a fresh /proc and /dev) that is easy to get
-subtly wrong by hand; it works both as root (no user namespace needed, so hosts that forbid
-unprivileged user namespaces still box) and as an ordinary user. nsjail has rlimits and cgroups built
-in but needs protobuf and libnl at run time and a configuration language; namespaces plus rlimits in
-our own code (Python 3.12's `os.unshare`) would mean re-implementing bwrap's mount set-up. Limits are
-rlimits, not cgroups, because cgroup delegation differs between hosts and containers.
+namespace set-up (read-only binds, tmpfs covers, a fresh /proc and /dev) that is easy to get subtly
+wrong by hand; it works both as root (no user namespace needed, so hosts that forbid unprivileged user
+namespaces still box) and as an ordinary user. nsjail has rlimits and cgroups built in but needs
+protobuf and libnl at run time and a configuration language; namespaces plus rlimits in our own code
+(Python 3.12's `os.unshare`) would mean re-implementing bwrap's mount set-up.
 
 Nesting: the box sets `GATE_IN_BOX=1`; a command boxed from inside a box (a compile inside the GPU
-child) only gets the limits, which can be lowered but not raised. `GATE_BOX=off` runs commands
-unboxed (with the limits): for trusted code on a machine without bubblewrap, never for a server
-that builds other people's repositories.
+child) only gets the per-process limits, which can be lowered but not raised; it stays inside the
+outer box's cgroup and tmpfs mounts. `GATE_BOX=off` runs commands unboxed (with the limits): for
+trusted code on a machine without bubblewrap, never for a server that builds other people's
+repositories.
 """
 
 from __future__ import annotations
 
-import glob
 import os
 import shutil
 import subprocess
@@ -54,16 +51,11 @@ from dataclasses import dataclass, field, replace
 from functools import cache
 from pathlib import Path
 
+from gate import box_memory, box_view
 from gate.errors import GateError, ToolMissingError
 
 GiB = 1 << 30
 BOX_ENV = "GATE_IN_BOX"
-# Host directories that are covered with an empty tmpfs: where a host keeps users' and services' files.
-PRIVATE_DIRS = ("/root", "/home", "/tmp", "/var/tmp", "/run", "/mnt", "/media", "/srv")
-# What of the host's /etc the box sees: the dynamic loader's cache and configuration, the compiler
-# alternatives (c++ -> /etc/alternatives/c++), the time zone and the Python site configuration.
-ETC_FILES = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "alternatives", "localtime", "nsswitch.conf",
-             "os-release")
 _SYSTEM_DIRS = {Path("/"), Path("/dev"), Path("/proc"), Path("/sys"), Path("/etc"), Path("/usr")}
 _ENV_NAMES = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "PYTHONPATH", "PYTHONUNBUFFERED", "PYTHONHASHSEED",
               "LD_LIBRARY_PATH")
@@ -76,16 +68,22 @@ class BoxError(GateError):
 
 @dataclass(frozen=True)
 class Limits:
-    memory_bytes: int = 8 * GiB    # RLIMIT_DATA: heap and private writable mappings, per process
-    cpu_s: int = 1200              # RLIMIT_CPU, per process
-    file_bytes: int = 2 * GiB      # RLIMIT_FSIZE: the largest file one write may make
-    processes: int = 512           # RLIMIT_NPROC: processes and threads of the box's user
+    memory_bytes: int = 8 * GiB       # RLIMIT_DATA: heap and private writable mappings, per process
+    cpu_s: int = 1200                 # RLIMIT_CPU, per process
+    file_bytes: int = 2 * GiB         # RLIMIT_FSIZE: the largest file one write may make
+    processes: int = 512              # RLIMIT_NPROC: processes and threads of the box's user
+    box_memory_bytes: int = 16 * GiB  # the memory cgroup: all processes and tmpfs pages together
+    tmp_bytes: int = 1 * GiB          # each of /tmp, /var/tmp and /dev/shm (tmpfs)
+    disk_bytes: int = 2 * GiB         # the output folder, all files together (the caller watches it)
 
 
 # A compile: cc1plus with torch's headers peaks near 1.5 GiB; `#include "/dev/zero"` stops at the limit.
-COMPILE_LIMITS = Limits(memory_bytes=6 * GiB, cpu_s=900, file_bytes=1 * GiB, processes=256)
-# The GPU child: torch, the workloads' tensors on the host side, ncu and its reports.
-GPU_CHILD_LIMITS = Limits(memory_bytes=48 * GiB, cpu_s=3600, file_bytes=4 * GiB, processes=2048)
+COMPILE_LIMITS = Limits(memory_bytes=6 * GiB, cpu_s=900, file_bytes=1 * GiB, processes=256,
+                        box_memory_bytes=8 * GiB, tmp_bytes=1 * GiB, disk_bytes=1 * GiB)
+# The GPU child: torch, the workloads' tensors on the host side, ncu and its reports, and the compiles
+# it boxes (inside its cgroup and its /tmp). An .ncu-rep of the demo is under 20 MiB.
+GPU_CHILD_LIMITS = Limits(memory_bytes=48 * GiB, cpu_s=3600, file_bytes=1 * GiB, processes=2048,
+                          box_memory_bytes=48 * GiB, tmp_bytes=4 * GiB, disk_bytes=2 * GiB)
 
 
 @dataclass(frozen=True)
@@ -132,13 +130,6 @@ def environment(base: dict[str, str] | None = None) -> dict[str, str]:
     return env
 
 
-def _python_paths(env: dict[str, str]) -> list[Path]:
-    """The Python installation and import path, bound back where a private dir covered them."""
-    paths = [sys.prefix, sys.base_prefix, sys.exec_prefix, str(Path(sys.executable).parent),
-             *sys.path, *env.get("PYTHONPATH", "").split(os.pathsep)]
-    return [Path(p) for p in dict.fromkeys(filter(None, paths)) if Path(p).exists()]
-
-
 @cache
 def _identity_files(uid: int) -> Path:
     """A directory holding the box's own `passwd` and `group` (one per process and uid)."""
@@ -148,17 +139,6 @@ def _identity_files(uid: int) -> Path:
     for path in (directory, directory / "passwd", directory / "group"):
         path.chmod(0o755 if path.is_dir() else 0o644)
     return directory
-
-
-def _etc(uid: int) -> list[str]:
-    args = ["--tmpfs", "/etc"]
-    for name in ETC_FILES:
-        args += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
-    for path in sorted(glob.glob("/etc/python3*")):
-        args += ["--ro-bind", path, path]
-    identity = _identity_files(uid)
-    return args + ["--ro-bind", str(identity / "passwd"), "/etc/passwd",
-                   "--ro-bind", str(identity / "group"), "/etc/group"]
 
 
 def anchored(box: Box, cwd: Path) -> Box:
@@ -178,28 +158,13 @@ def command(box: Box, argv: list[str], cwd: Path, env: dict[str, str]) -> list[s
     bwrap = _find("bwrap")
     as_root = os.geteuid() == 0
     uid = box_uid() if as_root else os.geteuid()
-    etc_args = _etc(uid)
     args = [bwrap, "--die-with-parent", "--new-session", "--unshare-net", "--unshare-pid", "--unshare-ipc",
             "--unshare-uts", "--unshare-cgroup-try", "--hostname", "gate-box"]
     if not as_root:
         args += ["--unshare-user"]
-    args += [*_host_view(), "--dev", "/dev", "--proc", "/proc", *etc_args]
-    for private in PRIVATE_DIRS:
-        if Path(private).is_dir():
-            args += ["--perms", "1777" if "tmp" in private else "0755", "--tmpfs", private]
-    args += ["--perms", "0777", "--dir", "/tmp/home"]
-    covered = [Path(p) for p in PRIVATE_DIRS] + [Path(p).resolve() for p in box.hidden]
-    for path in _bindable([*_python_paths(env), *box.readable, Path(cwd)], covered, only_covered=True):
-        args += [*_parents(path, covered), "--ro-bind-try", str(path), str(path)]
-    for path in box.hidden:
-        args += ["--tmpfs", str(Path(path).resolve())]
-    for path in _bindable(box.readable, covered, only_covered=True):   # again, if a hidden dir holds one
-        args += [*_parents(path, covered), "--ro-bind", str(path), str(path)]
-    for path in _bindable(box.writable, covered):
-        args += [*_parents(path, covered), "--bind", str(path), str(path)]
-    if box.gpu:
-        for node in sorted(glob.glob("/dev/nvidia*")):
-            args += ["--dev-bind", node, node]
+    sized = sizes_tmpfs()
+    for mount in view(box, cwd, env, uid):
+        args += mount.args(sized)
     args += ["--chdir", str(cwd), "--"]
     if as_root:
         args += [_find("setpriv"), f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--inh-caps=-all",
@@ -207,47 +172,23 @@ def command(box: Box, argv: list[str], cwd: Path, env: dict[str, str]) -> list[s
     return [*args, *limits, *argv]
 
 
-def _host_view() -> list[str]:
-    """The host, read-only: each top-level directory bound on its own into bwrap's fresh root (a
-    symlink such as /bin -> usr/bin copied as a symlink). Binding `/` whole made bwrap create the
-    mount points of later binds on the read-only host, which failed (EROFS) on the GPU machine."""
-    args: list[str] = []
-    for entry in sorted(os.listdir("/")):
-        path = f"/{entry}"
-        if entry in ("proc", "dev", "etc") or path in PRIVATE_DIRS:
-            continue
-        if os.path.islink(path):
-            args += ["--symlink", os.readlink(path), path]
-        elif os.path.isdir(path):
-            args += ["--ro-bind", path, path]
-    return args
+@cache
+def sizes_tmpfs() -> bool:
+    """Whether this bwrap can cap a tmpfs (`--size`, bubblewrap 0.6 and later); older ones box without
+    the cap, and the job's evidence says so."""
+    try:
+        found = subprocess.run([_find("bwrap"), "--help"], capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired, ToolMissingError):
+        return False
+    return "--size" in found.stdout + found.stderr
 
 
-def _bindable(paths: list[Path], covered: list[Path], *, only_covered: bool = False) -> list[Path]:
-    """Paths bound into the view: never `/` or a covered directory itself (binding one would undo
-    the cover: `cwd=/` re-bound the whole host, /root and a no-device /dev included). With
-    `only_covered`, only those a cover hides: the rest is visible (read-only) already."""
-    never = {Path("/"), *covered}
-    found = []
-    for path in dict.fromkeys(Path(p) for p in paths):
-        if path in never or path.resolve() in never:
-            continue
-        if only_covered and not any(path.is_relative_to(root) or path.resolve().is_relative_to(root)
-                                    for root in covered):
-            continue
-        found.append(path)
-    return found
-
-
-def _parents(path: Path, covered: list[Path]) -> list[str]:
-    """Directories on the way to a bind inside a covered (tmpfs) directory, made traversable (bwrap
-    would make them 0700). Parents on the read-only host exist already and are left alone: mkdir
-    there fails with EROFS on some file systems."""
-    args: list[str] = []
-    for parent in reversed(Path(path).parents):
-        if any(parent != root and parent.is_relative_to(root) for root in covered):
-            args += ["--perms", "0755", "--dir", str(parent)]
-    return args
+def view(box: Box, cwd: Path, env: dict[str, str], uid: int | None = None) -> list[box_view.Mount]:
+    """Every mount of `box` (`gate.box_view`), for a command in `cwd` with the boxed environment `env`."""
+    box = anchored(box, cwd)
+    return box_view.view(readable=box.readable, writable=box.writable, hidden=box.hidden, gpu=box.gpu,
+                         cwd=Path(cwd), env=env, identity=_identity_files(box_uid() if uid is None else uid),
+                         tmp_bytes=box.limits.tmp_bytes)
 
 
 # Never handed to the box's user, whatever a caller asks: the host's own directories.
@@ -278,20 +219,57 @@ def prepare_writable(box: Box) -> None:
                 os.lchown(path, uid, uid)
 
 
+class BoxedPopen(subprocess.Popen):
+    """A boxed command's process, with the memory cap of its box (`gate.box_memory`)."""
+
+    def __init__(self, args: list[str], memory: box_memory.MemoryCap, **kwargs) -> None:
+        self.memory = memory
+        try:
+            super().__init__([*memory.join, *args], **kwargs)
+        except BaseException:
+            memory.release()
+            raise
+
+    def kill(self) -> None:
+        self.memory.kill_all()
+        super().kill()
+
+    def wait(self, timeout: float | None = None) -> int:
+        code = super().wait(timeout)
+        self.memory.release()
+        return code
+
+    def poll(self) -> int | None:
+        code = super().poll()
+        if code is not None:
+            self.memory.release()
+        return code
+
+
+def memory_cap(box: Box) -> box_memory.MemoryCap:
+    """The cap on the whole box's memory; nothing to make inside a box (the outer one's holds) or unboxed."""
+    if inside() or not enabled():
+        return box_memory.MemoryCap("the enclosing box's" if inside() else "per-process RLIMIT_DATA only (unboxed)")
+    tmpfs = (f"tmpfs mounts of {box.limits.tmp_bytes} bytes each" if sizes_tmpfs()
+             else "tmpfs mounts without a size cap (this bwrap has no --size)")
+    return box_memory.cap(box.limits.box_memory_bytes, box.limits.processes, tmpfs)
+
+
 def popen(box: Box, argv: list[str], *, cwd: Path, env: dict[str, str] | None = None,
-          **kwargs) -> subprocess.Popen:
+          **kwargs) -> BoxedPopen:
     """Start `argv` in `box` (the Popen arguments as usual, but never a shell)."""
     env = environment(env)
     full = command(box, argv, Path(cwd), env)
     prepare_writable(anchored(box, Path(cwd)))
-    return subprocess.Popen(full, cwd=cwd, env=env, **kwargs)
+    return BoxedPopen(full, memory_cap(box), cwd=cwd, env=env, **kwargs)
 
 
 def run(box: Box, argv: list[str], *, cwd: Path, timeout_s: float, env: dict[str, str] | None = None,
         text: bool = True) -> subprocess.CompletedProcess:
     """Run `argv` in `box`, capturing its output; raise `subprocess.TimeoutExpired` past `timeout_s`
     after killing the box, and `BoxError` when bwrap could not set the box up (the gate's fault,
-    never the submitted code's: a compile that never ran is no compile error)."""
+    never the submitted code's: a compile that never ran is no compile error). A command the box's
+    memory cgroup killed says so at the end of its stderr."""
     proc = popen(box, argv, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                  stdin=subprocess.DEVNULL, text=text, errors="replace" if text else None,
                  start_new_session=True)
@@ -304,6 +282,9 @@ def run(box: Box, argv: list[str], *, cwd: Path, timeout_s: float, env: dict[str
     first = (err if isinstance(err, str) else (err or b"").decode(errors="replace")).lstrip()[:500]
     if proc.returncode == 1 and first.startswith("bwrap: ") and enabled() and not inside():
         raise BoxError(f"the box could not be set up: {first.splitlines()[0]}")
+    if proc.memory.oom_killed():
+        note = f"\nkilled: the box passed its memory cap ({proc.memory.mechanism})\n"
+        err = err + (note if isinstance(err, str) else note.encode())
     return subprocess.CompletedProcess(proc.args, returncode(proc.returncode), out, err)
 
 

@@ -16,6 +16,7 @@ class Stage(StrEnum):
     """The stages of a job, in the order the child runs them (`gate.pipeline.run.measure`)."""
 
     SOURCE = "source"              # parent side: the checkouts
+    BOX = "box"                    # parent side: the box's limits, and the files it handed back
     STATIC = "static"              # ptxas resource report + SASS histogram
     BUILD = "build"                # the torch extension
     CORRECTNESS = "correctness"

@@ -16,6 +16,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from gate.domain.job import ProgressEvent, RunOptions
 from gate.domain.server_paths import hide
 from gate.errors import JobCancelled
+from gate.job_folders import remove
 from gate.notify import Notifier
 from gate.services.announce import announce
 from gate.storage import claims, timing_methods
@@ -90,7 +91,8 @@ def run_claimed(env: JobEnvironment, job_id: int, attempt: int, cancel: threadin
         kept = timing_methods.kept_methods(session, rev.repository_id, job.kernel, job.gpu_kind)
         if kept:   # issue 25: the history's timing method per shape; the first job chooses
             call["kept_methods"] = kept
-    work_dir = Path(env.data_dir).resolve() / "jobs" / str(job_id)
+    # One folder per attempt: a re-queued job may run again elsewhere while this attempt winds down.
+    work_dir = Path(env.data_dir).resolve() / "jobs" / str(job_id) / str(attempt)
     work_dir.mkdir(parents=True, exist_ok=True)
     stop = threading.Event()
     beat = threading.Thread(target=_heartbeats, args=(env, job_id, attempt, stop, cancel), daemon=True,
@@ -104,6 +106,19 @@ def run_claimed(env: JobEnvironment, job_id: int, attempt: int, cancel: threadin
                                     event=(f"{event.stage} {event.state}", f"{event.side}: {event.detail}".rstrip(": "))):
                 cancel.set()
 
+    try:
+        _run_and_store(env, job_id, attempt, call, work_dir, on_event, stop, beat, cancel)
+    finally:   # the job's checkouts, box folder and copies: the artifact store keeps what counts
+        remove(work_dir)
+        try:
+            work_dir.parent.rmdir()
+        except OSError:   # another attempt's folder is still there
+            pass
+
+
+def _run_and_store(env: JobEnvironment, job_id: int, attempt: int, call: dict, work_dir: Path,
+                   on_event: Callable[[ProgressEvent], None], stop: threading.Event, beat: threading.Thread,
+                   cancel: threading.Event) -> None:
     try:
         outcome = env.gate_job(**call, data_dir=work_dir, options=env.options, mirror=env.mirror, on_event=on_event,
                                cancel=cancel)

@@ -1,14 +1,19 @@
 """Parent side of the GPU child: start it in its own process group, stream its events, enforce the
 timeout, and turn a child that died into evidence.
 
-A child that dies inside a stage (signal, CUDA fault, hang past the timeout) did so because of the
-kernel under test: the stage that was running (the last `started` event without an end) becomes
-FAILED with the signal, exit code, stderr tail or "timed out after N s", and the job ends in
-`reject`. A child that dies before any stage, or outside one, is the gate's problem: `RunnerError`.
+Nothing the child writes is believed: its result JSON (and every other file it hands back) is read
+through `gate.returned_files`, which opens only regular files under its folder and never follows a
+link, and its folder is watched against the box's disk cap (`Limits.disk_bytes`) while it runs.
+
+A child that dies inside a stage (signal, CUDA fault, hang past the timeout, the box's memory cgroup,
+its folder past the disk cap) did so because of the kernel under test: the stage that was running
+(the last `started` event without an end) becomes FAILED with the signal, exit code, stderr tail,
+"timed out after N s" or the cap it passed, and the job ends in `reject`. A child that dies before any stage, or outside one, is the gate's problem: `RunnerError`.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import queue
 import signal
@@ -22,6 +27,7 @@ from pathlib import Path
 
 import gate
 import gate.errors
+from gate.domain.codec import from_json
 from gate.domain.job import LOADING_MODULE, JobRequest, ProgressEvent
 from gate.domain.names import Side, Stage
 from gate.domain.results import (
@@ -36,18 +42,19 @@ from gate.domain.results import (
 )
 from gate.errors import GateError, JobCancelled, RunnerError
 from gate import box
+from gate.returned_files import Budget, Refused, read_returned, usage_bytes
 from gate.runner.protocol import (
     REQUEST_NAME,
     RESULT_NAME,
     ExitCode,
     ProtocolError,
     parse_line,
-    read_result,
     write_request,
 )
 
 STDERR_TAIL_LINES = 60
 CANCEL_POLL_S = 0.2          # how often a waiting parent looks at its cancel event
+DISK_POLL_S = 1.0            # how often it measures the child's folder against the disk cap
 # The child's output is the kernel's to choose: a line is read in pieces of at most this many
 # characters, and at most QUEUED_EVENT_LINES wait for the parent (the child then blocks), so a
 # child that prints without end or without newlines costs the parent bounded memory.
@@ -79,20 +86,24 @@ def _child_box(request: JobRequest, hidden: tuple[Path, ...]) -> box.Box:
 def run_child(request: JobRequest, timeout_s: float,
               on_event: Callable[[ProgressEvent], None] | None = None,
               *, command: list[str] | None = None, hidden: tuple[Path, ...] = (),
-              cancel: threading.Event | None = None) -> JobResult:
+              cancel: threading.Event | None = None, budget: Budget | None = None) -> JobResult:
     """Run one job's stages in a child process and return its `JobResult` (see the module doc).
 
     The child runs in the box (`gate.box`): it writes only its artifacts and the object
     cache, reads its checkouts, sees the GPU's device nodes, and nothing of `hidden` (the data dir).
     `command` replaces the child's command line (tests use it to stand in a crashing child).
-    `cancel`, once set, kills the child's process group and raises `JobCancelled`.
+    `cancel`, once set, kills the child's process group and raises `JobCancelled`. `budget` counts
+    what the child hands back (its result JSON here; the caller takes the rest with the same budget).
+    The result's first note says what bounded the box (its memory: a cgroup or not; its tmpfs; its folder).
     """
+    budget = budget if budget is not None else Budget()
     artifacts = Path(request.artifacts_dir)
     artifacts.mkdir(parents=True, exist_ok=True)
     request_path, result_path = artifacts / REQUEST_NAME, artifacts / RESULT_NAME
     result_path.unlink(missing_ok=True)
     write_request(request_path, request)
-    proc = box.popen(_child_box(request, hidden), command or child_command(request_path, result_path),
+    spec = _child_box(request, hidden)
+    proc = box.popen(spec, command or child_command(request_path, result_path),
                      cwd=artifacts, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
                      text=True, errors="replace", start_new_session=True, env=_child_env())
     lines: queue.Queue = queue.Queue(maxsize=QUEUED_EVENT_LINES)
@@ -103,8 +114,9 @@ def run_child(request: JobRequest, timeout_s: float,
         reader.start()
     running: dict[tuple[str, str], ProgressEvent] = {}
     error: tuple[str, str] | None = None
-    timed_out = cancelled = False
+    timed_out = cancelled = over_disk = False
     deadline = time.monotonic() + timeout_s
+    next_disk_check = time.monotonic() + DISK_POLL_S
     try:
         while True:
             left_s = deadline - time.monotonic()
@@ -114,6 +126,11 @@ def run_child(request: JobRequest, timeout_s: float,
             if left_s <= 0:            # a child that never stops printing times out as well
                 timed_out = True
                 break
+            if time.monotonic() >= next_disk_check:
+                next_disk_check = time.monotonic() + DISK_POLL_S
+                if usage_bytes(artifacts) > spec.limits.disk_bytes:
+                    over_disk = True
+                    break
             try:
                 line = lines.get(timeout=min(left_s, CANCEL_POLL_S))
             except queue.Empty:
@@ -131,7 +148,7 @@ def run_child(request: JobRequest, timeout_s: float,
             _track(running, payload)
             if on_event is not None:
                 on_event(payload)
-        if not timed_out and not cancelled:
+        if not timed_out and not cancelled and not over_disk:
             try:
                 proc.wait(timeout=max(0.1, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
@@ -146,7 +163,28 @@ def run_child(request: JobRequest, timeout_s: float,
             stream.close()
     if cancelled:
         raise JobCancelled(f"its child (process group {proc.pid}) was killed")
-    return _outcome(request, box.returncode(proc.returncode), timed_out, timeout_s, running, error, list(tail), result_path)
+    # The cgroup kills the biggest process, often a grandchild (a compiler): a child that then fails or
+    # hangs failed because the box ran out of memory, and says so; one that still ends cleanly keeps
+    # its result (a compile killed this way is already that stage's failure) with a note.
+    returncode = box.returncode(proc.returncode)
+    oom = proc.memory.oom_killed()
+    oom_line = f"had a process killed for passing the box's memory cap ({proc.memory.mechanism})"
+    if over_disk:
+        killed = f"wrote more than {spec.limits.disk_bytes} bytes into its folder (the box's disk cap)"
+    elif oom and (timed_out or returncode != ExitCode.OK):
+        killed = oom_line
+    elif timed_out:
+        killed = f"timed out after {timeout_s:g} s"
+    else:
+        killed = None
+    result = _outcome(request, returncode, killed, running, error, list(tail), artifacts, budget)
+    if oom and killed is None:
+        result.notes.append(f"the box {oom_line}")
+    tmpfs = ("none of its own (unboxed)" if not box.enabled() else f"{spec.limits.tmp_bytes} bytes each"
+             if box.sizes_tmpfs() else "not size-capped (bwrap without --size)")
+    result.notes.insert(0, f"box limits: memory: {proc.memory.mechanism}; tmpfs {tmpfs}; its folder at most "
+                           f"{spec.limits.disk_bytes} bytes")
+    return result
 
 
 def _pump(stream, sink: Callable, on_end: Callable | None) -> None:
@@ -172,6 +210,8 @@ def _kill_group(proc: subprocess.Popen) -> None:
         os.killpg(proc.pid, signal.SIGKILL)
     except ProcessLookupError:
         pass
+    if isinstance(proc, box.BoxedPopen):      # and everything in the box's cgroup, at once
+        proc.memory.kill_all()
     proc.wait()
 
 
@@ -182,21 +222,28 @@ def _track(running: dict[tuple[str, str], ProgressEvent], event: ProgressEvent) 
         running[key] = event
 
 
-def _outcome(request: JobRequest, returncode: int, timed_out: bool, timeout_s: float,
+def _read_result(artifacts: Path, budget: Budget) -> JobResult:
+    """The child's result JSON, read across the boundary (`gate.returned_files`)."""
+    return from_json(JobResult, json.loads(read_returned(artifacts, RESULT_NAME, budget)))
+
+
+def _outcome(request: JobRequest, returncode: int, killed: str | None,
              running: dict[tuple[str, str], ProgressEvent], error: tuple[str, str] | None,
-             tail: list[str], result_path: Path) -> JobResult:
+             tail: list[str], artifacts: Path, budget: Budget) -> JobResult:
+    """`killed`: why the parent (or the box's cgroup) stopped the child, if it did."""
     evidence = "\n".join(tail)
+    timed_out = killed is not None
     if not timed_out and returncode == ExitCode.OK:
         try:
-            return read_result(result_path)
-        except (OSError, ValueError, TypeError) as exc:
+            return _read_result(artifacts, budget)
+        except (Refused, OSError, ValueError, TypeError) as exc:
             raise RunnerError(f"the child exited cleanly but its result is unreadable: {exc}") from exc
     if not timed_out and returncode == ExitCode.GATE_ERROR and error is not None:
         cls = getattr(gate.errors, error[0], None)
         cls = cls if isinstance(cls, type) and issubclass(cls, GateError) else RunnerError
         raise cls(error[1])
-    if timed_out:
-        how = f"timed out after {timeout_s:g} s"
+    if killed is not None:
+        how = killed
     elif returncode < 0:
         how = f"killed by {_signal_name(-returncode)}"
     else:
@@ -207,7 +254,7 @@ def _outcome(request: JobRequest, returncode: int, timed_out: bool, timeout_s: f
         raise RunnerError(f"the child process {how} outside any stage: {_last_line(tail)}")
     (stage, side), last = list(running.items())[-1]
     step = f", {last.detail}" if last.state == "running" and last.detail == LOADING_MODULE else ""
-    return _synthesise(request, result_path, stage, side, f"child {how} during {stage} ({side}{step})",
+    return _synthesise(request, artifacts, budget, stage, side, f"child {how} during {stage} ({side}{step})",
                        evidence)
 
 
@@ -223,12 +270,12 @@ def _last_line(tail: list[str]) -> str:
     return lines[-1].strip()[:200] if lines else "no output on stderr"
 
 
-def _synthesise(request: JobRequest, result_path: Path, stage: str, side: str, reason: str,
+def _synthesise(request: JobRequest, artifacts: Path, budget: Budget, stage: str, side: str, reason: str,
                 evidence: str) -> JobResult:
     """The child's last checkpoint (or an empty result) with the running stage marked FAILED."""
     try:
-        result = read_result(result_path)
-    except (OSError, ValueError, TypeError):
+        result = _read_result(artifacts, budget)
+    except (Refused, OSError, ValueError, TypeError):
         result = JobResult(kernel=request.kernel.name, candidate=SideResults(sha=request.candidate.sha),
                            baseline=SideResults(sha=request.baseline.sha) if request.baseline else None)
     stage_type = _STAGE_TYPES.get(stage)

@@ -4,12 +4,17 @@
 manifest, runs every measuring stage in a child process (`gate.executors.child`, which starts
 `python -m gate.runner`), and decides the verdict with the pure `gate.verdict.decide`. Storing the
 outcome and notifying is the executor's (`gate.executors.base.run_claimed`); `gate run` calls this
-directly. Workspaces are removed afterwards; artifacts stay for the caller to keep.
+directly.
+
+The child writes into the box's folder (`box/<key>`), which submitted code controls: the parent takes
+back only the files it keeps an artifact of, through `gate.returned_files` (regular files, no link
+followed, capped per file and per job), into `artifacts/<key>`, which the box never sees. Files it
+refuses are named on the job (a `box` event) and in the result's notes. The checkouts and the box's
+folder are removed when the job ends; the artifacts stay for the caller to keep.
 """
 
 from __future__ import annotations
 
-import shutil
 import threading
 import uuid
 from collections.abc import Callable
@@ -20,6 +25,8 @@ from gate.domain.manifest import KernelSpec, Manifest
 from gate.domain.names import Side, Stage
 from gate.errors import JobCancelled, ManifestError
 from gate.executors.child import run_child
+from gate.job_folders import remove
+from gate.returned_files import Budget, Refused, copy_returned, listed
 from gate.verdict.decide import decide
 from gate.verdict.lines import job_diffs
 from gate.manifest.load import load_manifest
@@ -38,16 +45,27 @@ def manifest_at(mirror: Mirror, repo: str, sha: str, scratch: Path) -> Manifest:
         mirror.checkout(repo, sha, workspace)
         return load_manifest(workspace)
     finally:
-        shutil.rmtree(workspace, ignore_errors=True)
+        remove(workspace)
 
 
-def collect_artifacts(artifacts_dir: Path) -> list[tuple[str, str]]:
-    found = []
-    for path in sorted(artifacts_dir.rglob("*")):
-        kind = "ncu_report" if path.suffix == ".ncu-rep" else ARTIFACT_KINDS.get(path.name)
-        if kind and path.is_file():
-            found.append((kind, str(path)))
-    return found
+def artifact_kind(name: str) -> str | None:
+    """The kind of artifact a file the child wrote is kept as; None: not kept (and never read)."""
+    return "ncu_report" if name.endswith(".ncu-rep") else ARTIFACT_KINDS.get(Path(name).name)
+
+
+def take_back(box_dir: Path, artifacts_dir: Path, budget: Budget) -> list[tuple[str, str]]:
+    """Copy the files worth keeping out of the box's folder, each through `copy_returned`; what it
+    refuses stays in `budget.refused`."""
+    kept = []
+    for name in listed(box_dir):
+        kind = artifact_kind(name)
+        if kind is None:
+            continue
+        try:
+            kept.append((kind, str(copy_returned(box_dir, name, artifacts_dir / name, budget))))
+        except Refused:
+            continue
+    return kept
 
 
 def gate_job(*, repo: str, sha: str, base_sha: str | None, kernel: str, data_dir: Path,
@@ -62,7 +80,9 @@ def gate_job(*, repo: str, sha: str, base_sha: str | None, kernel: str, data_dir
     data_dir = Path(data_dir).resolve()
     key = job_key or f"{sha[:12]}-{kernel}-{uuid.uuid4().hex[:8]}"
     workspace = data_dir / "workspaces" / key
-    artifacts = data_dir / "artifacts" / key
+    box_dir = data_dir / "box" / key            # written by submitted code: nothing in it is believed
+    artifacts = data_dir / "artifacts" / key    # what the parent took back from it
+    budget = Budget()
     try:
         emit(ProgressEvent(stage=Stage.SOURCE, side=Side.JOINT, state="started"))
         candidate = mirror.checkout(repo, sha, workspace / "candidate")
@@ -75,7 +95,7 @@ def gate_job(*, repo: str, sha: str, base_sha: str | None, kernel: str, data_dir
         emit(ProgressEvent(stage=Stage.SOURCE, side=Side.JOINT, state="passed", detail=f"{sha[:12]}" + (
             f" vs {base_sha[:12]}" if baseline else ", new kernel: no baseline declares it")))
         request = JobRequest(kernel=spec, candidate=candidate, baseline=baseline,
-                             artifacts_dir=str(artifacts), options=options,
+                             artifacts_dir=str(box_dir), options=options,
                              # the baseline's profile feeds the relative ncu rules and, whatever the
                              # rules, the source-line diff (verdict/lines.py) names lines against it
                              profile_baseline=baseline is not None,
@@ -83,13 +103,20 @@ def gate_job(*, repo: str, sha: str, base_sha: str | None, kernel: str, data_dir
         if cancel is not None and cancel.is_set():
             raise JobCancelled("cancelled before its child started")
         result = run_child(request, timeout_s=spec.timeout_s, on_event=emit, hidden=(data_dir,),
-                           cancel=cancel)
+                           cancel=cancel, budget=budget)
         result.new_kernel = new_kernel
+        kept = take_back(box_dir, artifacts, budget)
+        emit(ProgressEvent(stage=Stage.BOX, side=Side.JOINT, state="passed",
+                           detail=result.notes[0] if result.notes else "the child wrote no note on its box"))
+        for line in budget.evidence():
+            emit(ProgressEvent(stage=Stage.BOX, side=Side.JOINT, state="refused", detail=line))
+            result.notes.append(line)
     finally:
-        shutil.rmtree(workspace, ignore_errors=True)
+        remove(workspace)
+        remove(box_dir)
     report = decide(result, spec.gates, spec.kernels)
     report.lines = job_diffs(result)      # where it got slower, for the Check Run summary
-    return GateOutcome(result=result, report=report, artifacts=collect_artifacts(artifacts))
+    return GateOutcome(result=result, report=report, artifacts=kept)
 
 
 def declares(repo_dir: Path, kernel: str) -> bool:

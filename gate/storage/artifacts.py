@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import shutil
+import os
 from pathlib import Path
 
 from sqlalchemy.orm import Session
 
+from gate.returned_files import Budget, copy_returned
 from gate.storage.limits import storable_id
 from gate.storage.models import Artifact
 
@@ -16,16 +17,18 @@ def job_artifact_dir(data_dir: Path, job_id: int) -> Path:
 
 
 def keep(data_dir: Path, job_id: int, kind: str, source: Path) -> Artifact:
-    """Copy `source` into the job's artifact folder (unless it is there already); an unsaved row."""
+    """Copy `source` into the job's artifact folder (unless it is there already); an unsaved row.
+    The copy goes through `gate.returned_files` (`Refused` for a link, a FIFO, a file over the cap):
+    the store never holds what a link pointed at."""
     data_dir = Path(data_dir).resolve()
     folder = job_artifact_dir(data_dir, job_id)
     folder.mkdir(parents=True, exist_ok=True)
-    source = Path(source).resolve()
+    source = Path(os.path.abspath(source))
     target = source if source.parent == folder else folder / source.name
     if target != source:
         if target.exists():   # two artifacts with one file name: keep both
             target = folder / f"{kind}-{source.name}"
-        shutil.copy2(source, target)
+        copy_returned(source.parent, source.name, target, Budget())
     return Artifact(job_id=job_id, kind=kind, path=target.relative_to(data_dir).as_posix(),
                     size_bytes=target.stat().st_size)
 
@@ -47,6 +50,7 @@ def resolve(data_dir: Path, relative: str) -> Path | None:
     """The file of an artifact row, or None if the stored path would leave the data dir or is gone."""
     root = Path(data_dir).resolve()
     path = (root / relative).resolve()
-    if not path.is_relative_to(root) or not path.is_file():
+    # A link anywhere on the way (the stored path resolves elsewhere) is never served.
+    if path != Path(os.path.normpath(root / relative)) or not path.is_relative_to(root) or not path.is_file():
         return None
     return path

@@ -19,6 +19,7 @@ from sqlalchemy.orm import Session
 from gate.domain import JobResult, Verdict, VerdictReport
 from gate.domain.codec import to_json
 from gate.domain.notices import Notice, NoticeKind
+from gate.returned_files import Refused
 from gate.storage import artifacts as artifact_files
 from gate.storage.notices import add_notice
 from gate.storage.models import Job, JobEvent, JobState, Revision, RevisionStatus, utcnow
@@ -86,8 +87,10 @@ def store_outcome(session: Session, job_id: int, attempt: int, outcome: Outcome,
     session.add(artifact_files.write_text(data_dir, job.id, "result", "result.json",
                                           json.dumps({"result": to_json(result), "verdict": to_json(report)}, indent=1)))
     for kind, path in outcome.artifacts:
-        if Path(path).is_file():
+        try:
             session.add(artifact_files.keep(data_dir, job.id, kind, Path(path)))
+        except Refused as exc:     # gone, or no longer a plain file: never stored
+            log.warning("job %s: %s", job.id, exc)
     return _close(session, job, report, record.fingerprint)
 
 

@@ -1,0 +1,160 @@
+"""Issue 24, limits for the whole box, not per process: one job once took +8.2 GiB of host memory
+(tmpfs and several processes each under its rlimit), a 500-byte preprocessor bomb +6.6 GB, and its
+folders stayed on disk. Each test runs a real bwrap box."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from gate import box
+from gate.domain import KernelSpec, StageStatus
+from gate.domain.job import Checkout, JobRequest
+from gate.executors.child import run_child
+from gate.pipeline.static import run_static
+
+MiB = 1 << 20
+pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None or os.environ.get("GATE_BOX") == "off",
+                                reason="bubblewrap is not installed (apt install bubblewrap)")
+# Under 500 bytes that expand to 2^26 copies of a token: gigabytes of preprocessed source unless stopped.
+BOMB = "#define A x x\n" + "".join(f"#define {chr(66 + i)} {chr(65 + i)} {chr(65 + i)}\n" for i in range(25)) + \
+       "Z\n__global__ void k() {}\n"
+
+
+def child(script: str) -> list[str]:
+    prelude = ("import json, os, sys, time\n"
+               "def event(stage, state, side='candidate'):\n"
+               "    print(json.dumps({'type': 'progress', 'stage': stage, 'side': side, 'state': state}), flush=True)\n")
+    return [sys.executable, "-c", prelude + textwrap.dedent(script)]
+
+
+def request(tmp_path: Path) -> JobRequest:
+    (tmp_path / "checkout").mkdir(exist_ok=True)
+    return JobRequest(kernel=KernelSpec(name="k", sources=["k.cu"]),
+                      candidate=Checkout("c" * 40, str(tmp_path / "checkout")), artifacts_dir=str(tmp_path / "art"))
+
+
+def cgroup_or_skip(limits: box.Limits) -> None:
+    cap = box.memory_cap(box.Box(limits=limits))
+    cap.release()
+    if cap.folder is None:
+        pytest.skip(f"no memory cgroup here: {cap.mechanism}")
+
+
+def test_processes_that_together_pass_the_box_memory_cap_are_killed_and_the_job_says_so(tmp_path, monkeypatch):
+    # Each process stays under its own RLIMIT_DATA (256 MiB); together they pass the box's 192 MiB.
+    limits = box.Limits(memory_bytes=256 * MiB, box_memory_bytes=192 * MiB, tmp_bytes=64 * MiB)
+    cgroup_or_skip(limits)
+    monkeypatch.setattr(box, "GPU_CHILD_LIMITS", limits)
+    result = run_child(request(tmp_path), 60, None, command=child("""
+        import subprocess
+        event("correctness", "started")
+        hog = "b = bytearray(120 << 20); import time; time.sleep(5)"
+        procs = [subprocess.Popen([sys.executable, "-c", hog]) for _ in range(3)]
+        [p.wait() for p in procs]       # the cgroup kills the biggest; the child itself carries on...
+        sys.exit(1 if any(p.returncode for p in procs) else 0)    # ...and fails as its work failed
+    """))
+    failed = result.candidate.correctness
+    assert failed.status is StageStatus.FAILED
+    assert "memory cap" in failed.reason and "cgroup" in failed.reason
+    assert result.notes[0].startswith("box limits: memory: cgroup")
+
+
+def test_tmpfs_pages_are_capped(tmp_path):
+    (tmp_path / "out").mkdir()
+    limits = box.Limits(tmp_bytes=16 * MiB)
+    script = ("import os\nfor where in ('/tmp', '/dev/shm', '/var/tmp'):\n"
+              "    try:\n        open(f'{where}/fill', 'wb').write(b'x' * (64 << 20))\n        print(where, 'wrote')\n"
+              "    except OSError as exc:\n        print(where, exc.errno)\n")
+    out = box.run(box.Box(writable=(tmp_path / "out",), limits=limits), [sys.executable, "-c", script],
+                  cwd=tmp_path, timeout_s=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["/tmp", "28", "/dev/shm", "28", "/var/tmp", "28"]   # 28: ENOSPC
+
+
+def test_a_child_filling_its_folder_past_the_disk_cap_is_stopped(tmp_path, monkeypatch):
+    monkeypatch.setattr(box, "GPU_CHILD_LIMITS", box.Limits(disk_bytes=8 * MiB))
+    started = time.monotonic()
+    result = run_child(request(tmp_path), 60, None, command=child("""
+        event("profile", "started")
+        with open("fill.ncu-rep", "wb") as out:
+            for _ in range(512):
+                out.write(b"x" * (1 << 20)); out.flush(); os.fsync(out.fileno()); time.sleep(0.02)
+        time.sleep(30)
+    """))
+    assert time.monotonic() - started < 30
+    failed = result.candidate.profile
+    assert failed.status is StageStatus.FAILED and "disk cap" in failed.reason
+    assert (tmp_path / "art" / "fill.ncu-rep").stat().st_size < 128 * MiB
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not on PATH")
+def test_a_preprocessor_bomb_fails_its_compile_quickly_and_within_the_caps(tmp_path, monkeypatch):
+    assert len(BOMB) < 500
+    monkeypatch.setattr(box, "COMPILE_LIMITS", box.Limits(memory_bytes=1024 * MiB, cpu_s=120, file_bytes=256 * MiB,
+                                                          box_memory_bytes=1024 * MiB, tmp_bytes=128 * MiB))
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "k.cu").write_text(BOMB)
+    (tmp_path / "out").mkdir()
+    free_before = shutil.disk_usage("/tmp").free
+    started = time.monotonic()
+    res = run_static(KernelSpec(name="k", sources=["k.cu"], arch=["sm_90"], timeout_s=120), repo, tmp_path / "out")
+    assert time.monotonic() - started < 120
+    assert res.status is StageStatus.FAILED
+    assert res.reason                                   # the compile's own words: no space, file size, killed
+    assert free_before - shutil.disk_usage("/tmp").free < 512 * MiB
+
+
+def test_the_box_cgroup_is_removed_after_the_command(tmp_path):
+    limits = box.Limits(box_memory_bytes=256 * MiB)
+    cgroup_or_skip(limits)
+    proc = box.popen(box.Box(limits=limits), [sys.executable, "-c", "print('hi')"], cwd=tmp_path,
+                     stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    folder = proc.memory.folder
+    proc.communicate(timeout=60)
+    assert proc.returncode == 0 and not folder.exists()
+
+
+def test_without_a_cgroup_the_job_says_what_bounds_it_instead(tmp_path, monkeypatch):
+    monkeypatch.setenv("GATE_BOX_CGROUP", "off")
+    result = run_child(request(tmp_path), 60, None, command=child("""
+        open("result.json", "w").write(json.dumps({"kernel": "k", "candidate": {"sha": "c"}}))
+    """))
+    assert result.notes[0].startswith("box limits: memory: no memory cgroup on this host: per-process "
+                                      "RLIMIT_DATA and tmpfs mounts of")
+
+
+def test_a_box_whose_cgroup_cannot_be_joined_is_the_gates_error(tmp_path, monkeypatch):
+    from gate import box_memory
+
+    monkeypatch.setattr(box, "memory_cap", lambda _box: box_memory.MemoryCap("test", tmp_path / "gone", 2))
+    (tmp_path / "out").mkdir()
+    with pytest.raises(box.BoxError, match="could not join the box memory cgroup"):
+        box.run(box.Box(writable=(tmp_path / "out",)), ["true"], cwd=tmp_path, timeout_s=30)
+
+
+def test_a_child_that_ends_cleanly_after_a_kill_keeps_its_result_with_a_note(tmp_path, monkeypatch):
+    """A compiler killed by the cgroup is that compile's failure (a kernel fault, `reject`), not the
+    gate's: the child's result stands, and the job notes the kill."""
+    limits = box.Limits(memory_bytes=512 * MiB, box_memory_bytes=128 * MiB, tmp_bytes=64 * MiB)
+    cgroup_or_skip(limits)
+    monkeypatch.setattr(box, "GPU_CHILD_LIMITS", limits)
+    result = run_child(request(tmp_path), 60, None, command=child("""
+        import subprocess
+        event("build", "started")
+        hog = subprocess.run([sys.executable, "-c", "b = bytearray(300 << 20)"])
+        event("build", "failed")
+        json.dump({"kernel": "k", "candidate": {"sha": "c", "build": {"status": "failed",
+                   "reason": f"compiler exited {hog.returncode}"}}}, open("result.json", "w"))
+    """))
+    assert result.candidate.build.status is StageStatus.FAILED
+    assert result.candidate.build.reason == "compiler exited -9"
+    assert any(n.startswith("the box had a process killed for passing the box's memory cap") for n in result.notes)
