@@ -15,8 +15,10 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from gate import notify
 from gate.domain.job import ProgressEvent, RunOptions
+from gate.domain.reuse import ReuseLookup, ReusedMeasurement
 from gate.errors import JobCancelled
 from gate.storage import claims
+from gate.storage.reuse import find_measured
 from gate.storage.models import Job
 from gate.storage.outcomes import Outcome, store_error, store_outcome
 
@@ -44,7 +46,7 @@ class GateJob(Protocol):
 
     def __call__(self, *, repo: str, sha: str, base_sha: str | None, kernel: str, data_dir: Path,
                  options: RunOptions, mirror: Any, on_event: Callable[[ProgressEvent], None],
-                 cancel: threading.Event) -> Outcome: ...
+                 cancel: threading.Event, reuse: ReuseLookup | None) -> Outcome: ...
 
 
 def load_gate_job() -> GateJob:
@@ -83,6 +85,7 @@ def run_claimed(env: JobEnvironment, job_id: int, attempt: int, cancel: threadin
         job = session.get(Job, job_id)
         rev = job.revision
         call = dict(repo=rev.repository.url, sha=rev.sha, base_sha=rev.base_sha, kernel=job.kernel)
+        reuse = None if rev.remeasure else _lookup(env, rev.repository_id)
     work_dir = Path(env.data_dir).resolve() / "jobs" / str(job_id)
     work_dir.mkdir(parents=True, exist_ok=True)
     stop = threading.Event()
@@ -99,7 +102,7 @@ def run_claimed(env: JobEnvironment, job_id: int, attempt: int, cancel: threadin
 
     try:
         outcome = env.gate_job(**call, data_dir=work_dir, options=env.options, mirror=env.mirror, on_event=on_event,
-                               cancel=cancel)
+                               cancel=cancel, reuse=reuse)
     except JobCancelled as exc:   # the row already says what happened (cancelled, or re-queued)
         log.info("job %s attempt %s stopped: %s", job_id, attempt, exc)
         return
@@ -120,6 +123,21 @@ def run_claimed(env: JobEnvironment, job_id: int, attempt: int, cancel: threadin
         with env.session_factory() as s:
             store_error(s, job_id, attempt, f"storing the result failed: {type(exc).__name__}: {exc}",
                         notify.on_verdict)
+
+
+def _lookup(env: JobEnvironment, repository_id: int) -> ReuseLookup | None:
+    """The history's answer to "measured already?" for jobs of this repository (docs/reuse.md);
+    None when reuse is off (`GATE_REUSE_MAX_AGE_H=0`)."""
+    max_age_h = env.options.reuse_max_age_h
+    if max_age_h <= 0:
+        return None
+
+    def find(kernel: str, key: str) -> ReusedMeasurement | None:
+        with env.session_factory() as s:
+            return find_measured(s, env.data_dir, repository_id=repository_id, kernel=kernel, reuse_key=key,
+                                 max_age_h=max_age_h)
+
+    return find
 
 
 def _heartbeats(env: JobEnvironment, job_id: int, attempt: int, stop: threading.Event,

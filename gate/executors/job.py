@@ -18,8 +18,11 @@ from pathlib import Path
 from gate.domain.job import GateOutcome, JobRequest, ProgressEvent, RunOptions
 from gate.domain.manifest import KernelSpec, Manifest
 from gate.domain.names import Side, Stage
+from gate.domain.results import JobResult
+from gate.domain.reuse import ReuseLookup, ReusedMeasurement
 from gate.errors import JobCancelled, ManifestError
 from gate.executors.child import run_child
+from gate.executors.reuse_key import environment_inputs, reuse_key
 from gate.verdict.catalog import needs_baseline_profile
 from gate.verdict.decide import decide
 from gate.manifest.load import load_manifest
@@ -52,9 +55,15 @@ def collect_artifacts(artifacts_dir: Path) -> list[tuple[str, str]]:
 
 def gate_job(*, repo: str, sha: str, base_sha: str | None, kernel: str, data_dir: Path,
              options: RunOptions, mirror: Mirror, on_event: Emit | None = None,
-             job_key: str | None = None, cancel: threading.Event | None = None) -> GateOutcome:
+             job_key: str | None = None, cancel: threading.Event | None = None,
+             reuse: ReuseLookup | None = None) -> GateOutcome:
     """Gate one kernel at `sha` (a full sha) against `base_sha` on this machine. `cancel` stops it
-    (`JobCancelled`): before the child starts, or by killing the child's process group."""
+    (`JobCancelled`): before the child starts, or by killing the child's process group.
+
+    `reuse` (None: always measure) is asked for an earlier job with this job's reuse key
+    (`gate.executors.reuse_key`); when it has one, no child starts and that job's result is decided
+    again with the current gates. The key comes back on the outcome either way, so that the history
+    can offer this measurement to later jobs."""
     emit = on_event or (lambda _event: None)
     # Every path of the request absolute: the child, and its box, run in the artifacts directory.
     data_dir = Path(data_dir).resolve()
@@ -75,15 +84,35 @@ def gate_job(*, repo: str, sha: str, base_sha: str | None, kernel: str, data_dir
         request = JobRequest(kernel=spec, candidate=candidate, baseline=baseline,
                              artifacts_dir=str(artifacts), options=options,
                              profile_baseline=needs_baseline_profile(spec.gates))
-        if cancel is not None and cancel.is_set():
-            raise JobCancelled("cancelled before its child started")
-        result = run_child(request, timeout_s=spec.timeout_s, on_event=emit, hidden=(data_dir,),
-                           cancel=cancel)
+        key = reuse_key(spec, Path(candidate.path), Path(baseline.path) if baseline else None,
+                        request.profile_baseline, environment_inputs(options))
+        found = reuse(kernel, key) if reuse is not None and key else None
+        if found is not None:
+            emit(ProgressEvent(stage=Stage.SOURCE, side=Side.JOINT, state="passed",
+                               detail=f"inputs unchanged: {found.source.line}"))
+            result = _reused_result(found, sha, baseline.sha if baseline else None)
+        else:
+            if cancel is not None and cancel.is_set():
+                raise JobCancelled("cancelled before its child started")
+            result = run_child(request, timeout_s=spec.timeout_s, on_event=emit, hidden=(data_dir,),
+                               cancel=cancel)
         result.new_kernel = new_kernel
     finally:
         shutil.rmtree(workspace, ignore_errors=True)
     report = decide(result, spec.gates)
-    return GateOutcome(result=result, report=report, artifacts=collect_artifacts(artifacts))
+    return GateOutcome(result=result, report=report, artifacts=collect_artifacts(artifacts), reuse_key=key,
+                       reused_from=found.source if found else None)
+
+
+def _reused_result(found: ReusedMeasurement, sha: str, base_sha: str | None) -> JobResult:
+    """The earlier job's result, told of the revisions it now stands for (their inputs are the same
+    bytes, by the key) and of where its figures came from."""
+    result = found.result
+    result.candidate.sha = sha
+    if result.baseline is not None and base_sha:
+        result.baseline.sha = base_sha
+    result.notes = [*result.notes, found.source.line]
+    return result
 
 
 def declares(repo_dir: Path, kernel: str) -> bool:

@@ -18,6 +18,7 @@ from sqlalchemy.orm import Session
 from gate.domain import JobResult, Verdict, VerdictReport
 from gate.domain.codec import to_json
 from gate.domain.notices import Delivery, JobFacts
+from gate.domain.reuse import Provenance
 from gate.storage import artifacts as artifact_files
 from gate.storage import outbox
 from gate.storage.models import Job, JobEvent, JobState, Revision, RevisionStatus, utcnow
@@ -33,6 +34,8 @@ class Outcome(Protocol):
     result: JobResult
     report: VerdictReport
     artifacts: list[tuple[str, Path]]
+    reuse_key: str
+    reused_from: Provenance | None
 
 
 # What to tell the world about a stored verdict (the executor passes the notifications' `on_verdict`):
@@ -85,6 +88,8 @@ def store_outcome(session: Session, job_id: int, attempt: int, outcome: Outcome,
     record = verdict_record(report, result, kernel=job.kernel, gpu_kind=gpu_kind)
     record.job_id, record.revision_id = job.id, job.revision_id
     session.add(record)
+    job.reuse_key = outcome.reuse_key or None
+    job.reused_from_job_id = outcome.reused_from.job_id if outcome.reused_from else None
     for row in stage_records(result):
         row.job_id = job.id
         session.add(row)

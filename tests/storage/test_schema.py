@@ -20,7 +20,7 @@ def test_migrated_schema_matches_the_models(database_url):
 def test_upgrade_twice_is_a_no_op(database_url):
     engine = make_engine(database_url)
     upgrade(engine)
-    assert current_revision(engine) == "0004"   # head: 0003 the metrics' environment, 0004 one row per place and submission
+    assert current_revision(engine) == "0006"   # head: 0003 the metrics' environment, 0004 one row per place and submission, 0006 reuse keys
     engine.dispose()
 
 
