@@ -114,6 +114,7 @@ class Job(Base):
     # figures names the job that measured them (its own key is kept: the lookup skips it).
     reuse_key: Mapped[str | None] = mapped_column(String(64))
     reused_from_job_id: Mapped[int | None] = mapped_column(ForeignKey("jobs.id"))
+    reused_from: Mapped[Job | None] = relationship(remote_side=[id], foreign_keys=[reused_from_job_id])
     revision: Mapped[Revision] = relationship(back_populates="jobs")
     events: Mapped[list[JobEvent]] = relationship(order_by="JobEvent.id")
     stages: Mapped[list[StageRecord]] = relationship(order_by="StageRecord.id")

@@ -50,7 +50,8 @@ def create_revision(body: RevisionIn, request: Request, session: SessionDep, gat
                     background: BackgroundTasks) -> RevisionCreatedOut | JSONResponse:
     """Submit a revision: stored before the reply, one queued job per kernel (or the identical one)."""
     submitted = submit(session, repo=body.repo, sha=body.sha, branch=body.branch, base_sha=body.base_sha,
-                       kernels=body.kernel_names(), source="api", force=body.force)
+                       kernels=body.kernel_names(), source="api", force=body.force,
+                       remeasure=body.remeasure)
     revision = submitted.revision
     out = RevisionCreatedOut(id=revision.id, reused=submitted.reused,
                              status_url=str(request.url_for("read_revision", revision_id=revision.id)))
