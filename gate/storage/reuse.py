@@ -13,12 +13,12 @@ from datetime import timedelta
 from pathlib import Path
 
 from sqlalchemy import select
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, aliased
 
 from gate.domain import JobResult, Verdict
 from gate.domain.clock import utcnow
 from gate.domain.codec import from_json
-from gate.domain.reuse import Provenance, ReusedMeasurement
+from gate.domain.reuse import Provenance, ReusedMeasurement, reused_line
 from gate.storage import artifacts as artifact_files
 from gate.storage.models import Artifact, Job, JobState, Revision, VerdictRecord
 
@@ -58,3 +58,17 @@ def find_measured(session: Session, data_dir: Path, *, repository_id: int, kerne
         log.warning("job %s: stored result unreadable (%s); not reused", job_id, exc)
         return None
     return ReusedMeasurement(result, Provenance(job_id=job_id, sha=sha, measured_at=finished_at.isoformat()))
+
+
+def reused_revisions(session: Session, kernel: str, gpu_kind: str) -> dict[int, str]:
+    """revision id -> where its figures came from, for the revisions whose job of `kernel` on
+    `gpu_kind` reused an earlier job's (the kernel page rings those points)."""
+    origin, origin_rev = aliased(Job), aliased(Revision)
+    rows = session.execute(
+        select(Job.revision_id, origin_rev.sha, origin.id, origin.finished_at)
+        .join(VerdictRecord, VerdictRecord.job_id == Job.id)
+        .join(origin, Job.reused_from_job_id == origin.id)
+        .join(origin_rev, origin.revision_id == origin_rev.id)
+        .where(Job.kernel == kernel, VerdictRecord.gpu_kind == gpu_kind, origin.finished_at.is_not(None))
+    ).all()
+    return {rev_id: reused_line(sha, job_id, at.isoformat()) for rev_id, sha, job_id, at in rows}

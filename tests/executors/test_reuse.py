@@ -13,6 +13,7 @@ from service_fakes import job_result
 from sqlalchemy import select, update
 
 from gate.domain import BuildResult, CorrectnessCase, CorrectnessResult, StageStatus
+from gate.domain.clock import utcnow
 from gate.domain.job import RunOptions
 from gate.executors import job as job_module
 from gate.executors.base import JobEnvironment, run_claimed
@@ -151,7 +152,7 @@ def test_remeasure_measures_every_kernel_again(history):
 def test_figures_older_than_the_age_limit_are_measured_again(history):
     base = _warm(history)
     with history.session_factory() as s:
-        s.execute(update(Job).values(finished_at=Job.finished_at - timedelta(hours=200)))
+        s.execute(update(Job).values(finished_at=utcnow() - timedelta(hours=200)))
         s.commit()
     again = _commit(history.repo, {"README.md": "once more\n"}, "docs")
     assert history.gate(again, base) == KERNELS                 # the default limit is 168 h
