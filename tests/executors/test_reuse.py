@@ -15,12 +15,14 @@ from sqlalchemy import select, update
 from gate.domain import BuildResult, CorrectnessCase, CorrectnessResult, StageStatus
 from gate.domain.clock import utcnow
 from gate.domain.job import RunOptions
+from gate.domain.reuse import reused_line
 from gate.executors import job as job_module
 from gate.executors.base import JobEnvironment, run_claimed
 from gate.executors.job import gate_job
 from gate.sources.mirror import Mirror
 from gate.storage import claims
 from gate.storage.models import Job, Repository, Revision, VerdictRecord
+from gate.storage.queries import revision_detail
 
 KERNELS = [f"k{i}" for i in range(10)]
 SHARED = {"k0", "k1", "k2", "k3"}          # these include common.cuh; the others include nothing local
@@ -141,6 +143,10 @@ def test_a_reused_job_names_the_job_that_measured_and_keeps_its_own_rows(history
         assert origin.reused_from_job_id is None and origin.reuse_key == reused.reuse_key
         assert origin.revision.sha != base                     # measured at the earlier docs commit
         assert reused.verdict.verdict == "accept" and reused.stages   # its own verdict and stage rows
+        detail = revision_detail(s, reused.revision_id)              # what the API and the page show
+    lines = {j.kernel: j.reused_from for j in detail.jobs}
+    assert lines["k9"] == reused_line(origin.revision.sha, origin.id, origin.finished_at.isoformat())
+    assert lines["k9"].startswith(f"reused from {origin.revision.sha[:12]} job {origin.id}, ")
 
 
 def test_remeasure_measures_every_kernel_again(history):
