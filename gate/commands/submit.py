@@ -46,8 +46,11 @@ def verdict_table(revision: dict) -> str:
     rows = [("kernel", "gpu", "verdict", "reason")]
     for job in revision["jobs"]:
         v = job.get("verdict") or {}
+        reason = v.get("reason", job.get("error") or "")
+        if job.get("reused_from"):        # no GPU work ran: say whose figures these are
+            reason = f"{reason} ({job['reused_from']})"
         rows.append((job["kernel"], gpu_words(v.get("gpu_kind", job["gpu_kind"])), v.get("verdict", job["state"]),
-                     v.get("reason", job.get("error") or "")))
+                     reason))
     widths = [max(len(str(r[i])) for r in rows) for i in range(3)]
     return "\n".join("  ".join(str(c).ljust(w) for c, w in zip(r[:3], widths)) + "  " + str(r[3]) for r in rows)
 
