@@ -176,3 +176,22 @@ def test_without_a_gpu_there_is_no_key_and_nothing_is_reused(history, monkeypatc
     monkeypatch.setattr(job_module, "environment_inputs", lambda options: "")
     again = _commit(history.repo, {"README.md": "once more\n"}, "docs")
     assert history.gate(again, base) == KERNELS
+
+
+def test_the_pages_say_where_reused_figures_came_from(history, database_url, tmp_path):
+    from fastapi.testclient import TestClient
+    from service_fakes import FakePipeline, FakeSources
+
+    from gate.api.app import create_app
+    from gate.config import Settings
+
+    base = _warm(history)
+    with history.session_factory() as s:
+        rev_id = s.scalar(select(Revision.id).where(Revision.sha == base))
+    app = create_app(Settings(database_url=database_url, data_dir=tmp_path / "data"), gate_job=FakePipeline(),
+                     sources=FakeSources(), embedded_executor=False)
+    with TestClient(app) as client:
+        revision_page = client.get(f"/revisions/{rev_id}").text
+        kernel_page = client.get("/kernels/k9").text
+    assert revision_page.count("Figures reused from ") == len(KERNELS)
+    assert "reused from an earlier job" in kernel_page     # the ringed trace of the history chart
