@@ -95,6 +95,22 @@ def _tool_line(command: list[str]) -> str:
     return out.stdout.strip() if out.returncode == 0 else ""
 
 
+def tool_version(path: str) -> str:
+    """`<path> --version`, asked once per installed binary: ncu takes a noticeable part of a second
+    to answer, and a reused job should cost the parent little. A reinstalled tool is another file
+    (size, mtime), so it is asked again."""
+    found = shutil.which(path)
+    if found is None:
+        return ""
+    stat = os.stat(found)
+    return _version_of(found, stat.st_size, stat.st_mtime_ns)
+
+
+@cache
+def _version_of(found: str, _size: int, _mtime_ns: int) -> str:
+    return _tool_line([found, "--version"])
+
+
 def visible_gpus() -> str:
     """Name and driver of the GPUs a child would see ('' without a GPU). `CUDA_VISIBLE_DEVICES`
     narrows it as it narrows the child's devices (nvidia-smi takes the same indices and UUIDs)."""
@@ -129,8 +145,8 @@ def environment_inputs(options: RunOptions) -> str:
     if not gpus:
         return ""
     measuring = {name: getattr(options, name) for name in _MEASURING_OPTIONS}
-    return json.dumps({"gpus": gpus, "nvcc": _tool_line([options.nvcc_path, "--version"]),
-                       "ncu": _tool_line([options.ncu_path, "--version"]), "torch": _torch_version(),
+    return json.dumps({"gpus": gpus, "nvcc": tool_version(options.nvcc_path),
+                       "ncu": tool_version(options.ncu_path), "torch": _torch_version(),
                        "options": measuring, "gate": measuring_code()}, sort_keys=True)
 
 

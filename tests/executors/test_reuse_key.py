@@ -65,3 +65,15 @@ def test_measuring_options_enter_the_environment_and_paths_do_not(monkeypatch):
     base = rk.environment_inputs(RunOptions())
     assert rk.environment_inputs(RunOptions(bench_budget_s=3.0)) != base
     assert rk.environment_inputs(RunOptions(build_cache_dir="/elsewhere", stage_timeout_s=1.0)) == base
+
+
+def test_a_tool_is_asked_its_version_once_until_it_is_replaced(tmp_path, monkeypatch):
+    tool = tmp_path / "fake-nvcc"
+    calls = tmp_path / "calls"
+    tool.write_text(f"#!/bin/sh\necho x >> {calls}\necho 'release 13.0'\n")
+    tool.chmod(0o755)
+    assert rk.tool_version(str(tool)) == rk.tool_version(str(tool)) == "release 13.0"
+    assert calls.read_text().count("x") == 1
+    tool.write_text(f"#!/bin/sh\necho x >> {calls}\necho 'release 13.1, a longer line'\n")
+    assert rk.tool_version(str(tool)) == "release 13.1, a longer line"
+    assert rk.tool_version("no-such-tool-here") == ""
