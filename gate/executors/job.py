@@ -84,8 +84,7 @@ def gate_job(*, repo: str, sha: str, base_sha: str | None, kernel: str, data_dir
         request = JobRequest(kernel=spec, candidate=candidate, baseline=baseline,
                              artifacts_dir=str(artifacts), options=options,
                              profile_baseline=needs_baseline_profile(spec.gates))
-        key = reuse_key(spec, Path(candidate.path), Path(baseline.path) if baseline else None,
-                        request.profile_baseline, environment_inputs(options))
+        key = reuse_key(request, environment_inputs(options))
         found = reuse(kernel, key) if reuse is not None and key else None
         if found is not None:
             emit(ProgressEvent(stage=Stage.SOURCE, side=Side.JOINT, state="passed",

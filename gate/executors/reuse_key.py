@@ -11,8 +11,9 @@ The key is sha256 over, for each side (candidate, then baseline, or "no baseline
   cache's own rule, `gate.pipeline.build_cache.local_includes`), by path and bytes;
 - the workload's Python code when it lives in the repository (every `.py` file of the repository:
   a workload module may import any of them, and following Python imports would be guessing);
-- the kernel's manifest entry less its gates (the verdict is decided again with the current gates),
-  plus whether the baseline is profiled, which the gates decide;
+- everything else the parent tells the child (`JobRequest`): the kernel's manifest entry less its
+  gates (the verdict is decided again with the current gates), whether the baseline is profiled,
+  and any field a later change adds: a new field enters the key unless `_NOT_MEASURING` names it;
 and, once, the environment: `nvcc --version`, the installed torch, `ncu --version`, the visible GPUs
 and driver (`nvidia-smi`), the measuring options (clock policy, bench budget, seeds, ...) and the
 gate's own measuring code (`gate/pipeline`, `gate/runner`, `gate/nvidia`).
@@ -35,13 +36,15 @@ from pathlib import Path
 
 import gate
 from gate.domain.codec import to_json
-from gate.domain.job import RunOptions
+from gate.domain.job import JobRequest, RunOptions
 from gate.domain.manifest import KernelSpec
 from gate.manifest import compile_flags
 from gate.pipeline.build_cache import local_includes
 
 BUILT_IN_WORKLOADS = {"attention", "gemm"}
 _MEASURING_CODE = ("pipeline", "runner", "nvidia")
+# JobRequest fields that are not hashed as they are: the sides by content, the options by choice.
+_NOT_MEASURING = ("candidate", "baseline", "artifacts_dir", "options")
 # RunOptions fields that change what the child measures (paths and timeouts do not).
 _MEASURING_OPTIONS = ("gpu_stages", "profile", "bench_budget_s", "target_rel_se_pct", "max_reruns",
                       "correctness_seeds", "ncu_clock_control", "clock_policy")
@@ -80,9 +83,13 @@ def side_inputs(spec: KernelSpec, root: Path, h: _Hash) -> None:
         h.part("bytes", path.read_bytes())
 
 
-def spec_without_gates(spec: KernelSpec) -> bytes:
-    entry = to_json(dataclasses.replace(spec, gates=None))
-    return json.dumps(entry, sort_keys=True).encode()
+def measuring_request(request: JobRequest) -> bytes:
+    """The request as the key sees it: no checkout paths or shas (the sides are hashed by content),
+    no options (`environment_inputs` takes the measuring ones), no gates."""
+    fields = to_json(dataclasses.replace(request, kernel=dataclasses.replace(request.kernel, gates=None)))
+    for name in _NOT_MEASURING:
+        fields.pop(name)
+    return json.dumps(fields, sort_keys=True).encode()
 
 
 def _tool_line(command: list[str]) -> str:
@@ -150,20 +157,18 @@ def environment_inputs(options: RunOptions) -> str:
                        "options": measuring, "gate": measuring_code()}, sort_keys=True)
 
 
-def reuse_key(spec: KernelSpec, candidate: Path, baseline: Path | None, profile_baseline: bool,
-              environment: str) -> str:
+def reuse_key(request: JobRequest, environment: str) -> str:
     """The key a job shares with an earlier one exactly when that one's result may stand for it;
     '' (never reused) when `environment` is '' (no GPU seen)."""
     if not environment:
         return ""
     h = _Hash()
     h.part("environment", environment.encode())
-    h.part("spec", spec_without_gates(spec))
-    h.part("profile-baseline", b"1" if profile_baseline else b"0")
-    side_inputs(spec, candidate, h)
-    if baseline is None:
+    h.part("request", measuring_request(request))
+    side_inputs(request.kernel, Path(request.candidate.path), h)
+    if request.baseline is None:
         h.part("baseline", b"none")
     else:
         h.part("baseline", b"")
-        side_inputs(spec, baseline, h)
+        side_inputs(request.kernel, Path(request.baseline.path), h)
     return h.hexdigest()

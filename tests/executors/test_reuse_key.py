@@ -6,7 +6,7 @@ import dataclasses
 from pathlib import Path
 
 from gate.domain import Gates, KernelSpec
-from gate.domain.job import RunOptions
+from gate.domain.job import Checkout, JobRequest, RunOptions
 from gate.executors import reuse_key as rk
 
 SPEC = KernelSpec(name="k", sources=["k.cu"], workload="gemm", nvcc_flags=["-Icsrc"])
@@ -21,8 +21,12 @@ def _tree(root: Path, **files: str) -> Path:
     return root
 
 
-def _key(root: Path, spec: KernelSpec = SPEC, baseline: Path | None = None, env: str = "gpu") -> str:
-    return rk.reuse_key(spec, root, baseline, False, env)
+def _key(root: Path, spec: KernelSpec = SPEC, baseline: Path | None = None, env: str = "gpu",
+         **fields: object) -> str:
+    fields = {"artifacts_dir": "anywhere", **fields}
+    request = JobRequest(kernel=spec, candidate=Checkout("c" * 40, str(root)),
+                         baseline=Checkout("b" * 40, str(baseline)) if baseline else None, **fields)
+    return rk.reuse_key(request, env)
 
 
 def test_a_header_found_through_an_include_flag_is_part_of_the_key(tmp_path):
@@ -40,6 +44,13 @@ def test_gates_are_not_part_of_the_key_but_flags_and_shapes_are(tmp_path):
     assert _key(tree) == _key(tree, dataclasses.replace(SPEC, gates=Gates(max_registers=64)))
     assert _key(tree) != _key(tree, dataclasses.replace(SPEC, nvcc_flags=["-Icsrc", "-O2"]))
     assert _key(tree) != _key(tree, dataclasses.replace(SPEC, dtypes=["bfloat16"]))
+
+
+def test_what_else_the_child_is_told_is_part_of_the_key_but_paths_and_shas_are_not(tmp_path):
+    tree = _tree(tmp_path / "a")
+    assert _key(tree) != _key(tree, profile_baseline=True)
+    moved = _tree(tmp_path / "elsewhere")
+    assert _key(tree) == _key(moved) == _key(tree, artifacts_dir="other", options=RunOptions(bench_budget_s=1))
 
 
 def test_a_repository_workload_makes_its_python_part_of_the_key(tmp_path):
