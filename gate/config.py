@@ -85,6 +85,8 @@ class Settings(BaseSettings):
     ncu_clock_control: str = Field("base", pattern="^(base|none)$")
     bench_budget_s: float = 20.0                  # per shape
     clock_policy: str = Field("observe", pattern="^(observe|lock)$")   # gate.domain.environment.ClockPolicy
+    # Hours an earlier job's figures stand for a kernel whose inputs are unchanged (docs/reuse.md); 0: never.
+    reuse_max_age_h: float = Field(168.0, ge=0)
     warm_history: bool = True                     # read kernel histories into memory at start
 
     @model_validator(mode="after")
@@ -104,7 +106,7 @@ class Settings(BaseSettings):
         """What a job's GPU child is told of these settings (the one translation of them)."""
         return RunOptions(nvcc_path=self.nvcc_path, ncu_path=self.ncu_path,
                           ncu_clock_control=self.ncu_clock_control, bench_budget_s=self.bench_budget_s,
-                          clock_policy=self.clock_policy,
+                          clock_policy=self.clock_policy, reuse_max_age_h=self.reuse_max_age_h,
                           build_cache_dir=str(Path(self.data_dir).resolve() / "build-cache"))
 
 

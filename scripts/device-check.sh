@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # The one script for the GPU machine: carried wheels, versions, then the parts asked for, a short
-# table last. Usage (repo root): scripts/device-check.sh [tests] [quality] [spread] [drift] [streams] [cost] [demo] [latency]
+# table last. Usage (repo root): scripts/device-check.sh [tests] [quality] [spread] [drift] [streams] [cost] [demo] [latency] [reuse]
 # (no argument = all; one device call runs at most 10 minutes, so the parts are split across calls).
 #   quality  bench/gate_quality.py sections GATE_QUALITY_SECTIONS (default verdict,aa,det,sdpa: ~6 min
 #            on an H100; `aa` alone prints the A/A bias at both sizes)
 #   spread   bench/gate_quality.py spread: one revision in 5 separate jobs x 3 arrangements (~5 min)
 #   drift    bench/timing_drift.py: why one binary read 457 vs 597 us, one factor at a time (< 5 min)
 #   streams  bench/all_streams_loop.py: the all-streams check's two figures on honest calls (< 1 min)
+#   reuse    bench/reuse_cost.py: ten kernels, one changed, against that one alone; a shared header (~6 min)
 #   cost     bench/verdict_cost.py: the warm verdict beside the gate before the defences (~4 min); needs
 #            that gate's tree carried in .carry/before: git archive c381cf8 | tar -x -C .carry/before
 # Logs and JSON go to $OUT (default ./device-out).
@@ -58,8 +59,9 @@ for part in "${parts[@]}"; do
     demo)    GATE_DATA_DIR=/tmp/gate-demo GATE_DATABASE_URL=sqlite:////tmp/gate-demo/gate.db \
              GATE_BENCH_BUDGET_S="${GATE_BENCH_BUDGET_S:-3}" step demo "${GATE_DEMO_LIMIT_S:-480}" python3 -m gate.cli demo --no-serve
              cp /tmp/gate-demo/gate.db "$OUT/demo-gate.db" 2>/dev/null ;;   # for scripts/screenshots.py
+    reuse)   step reuse-cost 580 python3 bench/reuse_cost.py ;;
     latency) step flashcore-latency 180 python3 bench/flashcore_latency.py --json "$OUT/flashcore_latency.json" ;;
-    *) echo "unknown part: $part (tests, quality, spread, drift, streams, cost, demo, latency)"; exit 2 ;;
+    *) echo "unknown part: $part (tests, quality, spread, drift, streams, cost, demo, latency, reuse)"; exit 2 ;;
   esac
 done
 
@@ -70,5 +72,6 @@ echo; echo "== device check: ${parts[*]}"
 [ -f "$OUT/timing-drift.log" ] && sed -n '/^== timing drift/,$p' "$OUT/timing-drift.log"
 [ -f "$OUT/all-streams.log" ] && cat "$OUT/all-streams.log"
 [ -f "$OUT/verdict-cost.log" ] && sed -n '/^== verdict cost/,$p' "$OUT/verdict-cost.log"
+[ -f "$OUT/reuse-cost.log" ] && sed -n '/^== reuse cost/,$p' "$OUT/reuse-cost.log"
 [ -f "$OUT/demo.log" ] && sed -n '/^commit /,$p' "$OUT/demo.log"
 for k in "${!STATUS[@]}"; do printf '%-18s %s\n' "$k" "${STATUS[$k]}"; done

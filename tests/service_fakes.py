@@ -32,6 +32,7 @@ from gate.domain import (
     VerdictReport,
 )
 from gate.domain.job import ProgressEvent
+from gate.domain.reuse import Provenance
 from gate.errors import JobCancelled, ManifestError, SourceError
 
 SHA_A = "a" * 40
@@ -94,6 +95,8 @@ class FakeOutcome:
     result: JobResult
     report: VerdictReport
     artifacts: list[tuple[str, Path]] = field(default_factory=list)
+    reuse_key: str = ""
+    reused_from: Provenance | None = None
 
 
 @dataclass
@@ -110,7 +113,8 @@ class FakePipeline:
 
     def __call__(self, *, repo: str, sha: str, base_sha: str | None, kernel: str, data_dir: Path,
                  options: Any, mirror: Any, on_event: Callable[[ProgressEvent], None],
-                 cancel: threading.Event | None = None, kept_methods: dict[str, str] | None = None) -> FakeOutcome:
+                 cancel: threading.Event | None = None, kept_methods: dict[str, str] | None = None,
+                 reuse: Any = None) -> FakeOutcome:
         self.calls.append({"repo": repo, "sha": sha, "base_sha": base_sha, "kernel": kernel})
         self.kept_methods.append(kept_methods)
         on_event(ProgressEvent(stage="build", side="candidate", state="started"))

@@ -118,6 +118,9 @@ class RevisionIn(BaseModel):
     force: bool = Field(False, description=(
         "store a new revision even when an identical submission (same repository, full commit sha, "
         "base_sha and set of kernels) is queued or running; by default that one is returned"))
+    remeasure: bool = Field(False, description=(
+        "measure every kernel on the GPU even where an earlier job measured the same inputs on the "
+        "same environment (by default its figures are reused: docs/reuse.md); implies `force`"))
 
     _repo_name_fits = field_validator("repo")(repository_name)
 

@@ -27,6 +27,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--kernel", action="append", dest="kernels", default=None)
     p.add_argument("--force", action="store_true",
                    help="a new revision even if an identical one is queued or running")
+    p.add_argument("--remeasure", action="store_true",
+                   help="measure every kernel anew, reusing no earlier job's figures (docs/reuse.md)")
     p.add_argument("--wait", action="store_true", help="follow progress; exit with the verdict's code")
     p.add_argument("--token", default=None, help="bearer token (default: $GATE_API_TOKEN)")
     p.set_defaults(func=main)
@@ -44,8 +46,11 @@ def verdict_table(revision: dict) -> str:
     rows = [("kernel", "gpu", "verdict", "reason")]
     for job in revision["jobs"]:
         v = job.get("verdict") or {}
+        reason = v.get("reason", job.get("error") or "")
+        if job.get("reused_from"):        # no GPU work ran: say whose figures these are
+            reason = f"{reason} ({job['reused_from']})"
         rows.append((job["kernel"], gpu_words(v.get("gpu_kind", job["gpu_kind"])), v.get("verdict", job["state"]),
-                     v.get("reason", job.get("error") or "")))
+                     reason))
     widths = [max(len(str(r[i])) for r in rows) for i in range(3)]
     return "\n".join("  ".join(str(c).ljust(w) for c, w in zip(r[:3], widths)) + "  " + str(r[3]) for r in rows)
 
@@ -77,7 +82,8 @@ def main(args: argparse.Namespace) -> int:
     headers = {"Authorization": f"Bearer {token}"} if token else {}
     repo = args.repo if "://" in args.repo or "@" in args.repo else os.path.abspath(args.repo)
     body = {"repo": repo, "sha": args.sha, "branch": args.branch, "base_sha": args.base_sha,
-            "kernels": args.kernels, "force": args.force or None}
+            "kernels": args.kernels, "force": args.force or None,
+            "remeasure": args.remeasure or None}
     with httpx.Client(base_url=args.server, headers=headers, timeout=30) as client:
         reply = client.post("/api/v1/revisions", json={k: v for k, v in body.items() if v is not None})
         if reply.status_code not in (200, 202, 422):

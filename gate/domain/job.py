@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 
 from gate.domain.manifest import KernelSpec
 from gate.domain.results import JobResult
+from gate.domain.reuse import Provenance
 from gate.domain.verdict import VerdictReport
 
 
@@ -28,6 +29,7 @@ class RunOptions:
     ncu_clock_control: str = "base"   # identical for both sides; "none" where clocks must stay untouched
     clock_policy: str = "observe"     # bench: `ClockPolicy`: observe and normalise, or lock where permitted
     build_cache_dir: str = ""      # content-addressed object cache shared by jobs
+    reuse_max_age_h: float = 168.0 # an earlier job's figures stand for unchanged inputs this long; 0: never
     stage_timeout_s: float = 300.0
 
 
@@ -75,3 +77,5 @@ class GateOutcome:
     result: JobResult
     report: VerdictReport
     artifacts: list[tuple[str, str]] = field(default_factory=list)  # (kind, path): ptxas_log, ncu_report, ...
+    reuse_key: str = ""                    # `gate.executors.reuse_key`; "" when no GPU was seen
+    reused_from: Provenance | None = None  # set when no child ran: the job whose figures these are

@@ -23,10 +23,13 @@ from pathlib import Path
 from gate.domain.job import GateOutcome, JobRequest, ProgressEvent, RunOptions
 from gate.domain.manifest import KernelSpec, Manifest
 from gate.domain.names import Side, Stage
+from gate.domain.results import JobResult
+from gate.domain.reuse import ReuseLookup, ReusedMeasurement
 from gate.errors import JobCancelled, ManifestError
 from gate.executors.child import run_child
 from gate.job_folders import remove
 from gate.returned_files import Budget, Refused, copy_returned, listed
+from gate.executors.reuse_key import environment_inputs, reuse_key
 from gate.verdict.decide import decide
 from gate.verdict.lines import job_diffs
 from gate.manifest.load import load_manifest
@@ -71,10 +74,15 @@ def take_back(box_dir: Path, artifacts_dir: Path, budget: Budget) -> list[tuple[
 def gate_job(*, repo: str, sha: str, base_sha: str | None, kernel: str, data_dir: Path,
              options: RunOptions, mirror: Mirror, on_event: Emit | None = None,
              job_key: str | None = None, cancel: threading.Event | None = None,
-             kept_methods: dict[str, str] | None = None) -> GateOutcome:
+             kept_methods: dict[str, str] | None = None, reuse: ReuseLookup | None = None) -> GateOutcome:
     """Gate one kernel at `sha` (a full sha) against `base_sha` on this machine. `cancel` stops it
     (`JobCancelled`): before the child starts, or by killing the child's process group.
-    `kept_methods`: the timing method per shape of this kernel's history (`storage.timing_methods`)."""
+    `kept_methods`: the timing method per shape of this kernel's history (`storage.timing_methods`).
+
+    `reuse` (None: always measure) is asked for an earlier job with this job's reuse key
+    (`gate.executors.reuse_key`); when it has one, no child starts and that job's result is decided
+    again with the current gates. The key comes back on the outcome either way, so that the history
+    can offer this measurement to later jobs."""
     emit = on_event or (lambda _event: None)
     # Every path of the request absolute: the child, and its box, run in the artifacts directory.
     data_dir = Path(data_dir).resolve()
@@ -100,14 +108,22 @@ def gate_job(*, repo: str, sha: str, base_sha: str | None, kernel: str, data_dir
                              # rules, the source-line diff (verdict/lines.py) names lines against it
                              profile_baseline=baseline is not None,
                              kept_methods=dict(kept_methods or {}))
-        if cancel is not None and cancel.is_set():
-            raise JobCancelled("cancelled before its child started")
-        result = run_child(request, timeout_s=spec.timeout_s, on_event=emit, hidden=(data_dir,),
-                           cancel=cancel, budget=budget)
+        reuse_as = reuse_key(request, environment_inputs(options))
+        found = reuse(kernel, reuse_as) if reuse is not None and reuse_as else None
+        if found is not None:
+            emit(ProgressEvent(stage=Stage.SOURCE, side=Side.JOINT, state="passed",
+                               detail=f"inputs unchanged: {found.source.line}"))
+            result = _reused_result(found, sha, baseline.sha if baseline else None)
+        else:
+            if cancel is not None and cancel.is_set():
+                raise JobCancelled("cancelled before its child started")
+            result = run_child(request, timeout_s=spec.timeout_s, on_event=emit, hidden=(data_dir,),
+                               cancel=cancel, budget=budget)
         result.new_kernel = new_kernel
-        kept = take_back(box_dir, artifacts, budget)
-        emit(ProgressEvent(stage=Stage.BOX, side=Side.JOINT, state="passed",
-                           detail=result.notes[0] if result.notes else "the child wrote no note on its box"))
+        kept = take_back(box_dir, artifacts, budget) if found is None else []   # a reused result ran no box
+        if found is None:
+            emit(ProgressEvent(stage=Stage.BOX, side=Side.JOINT, state="passed",
+                               detail=result.notes[0] if result.notes else "the child wrote no note on its box"))
         for line in budget.evidence():
             emit(ProgressEvent(stage=Stage.BOX, side=Side.JOINT, state="refused", detail=line))
             result.notes.append(line)
@@ -116,7 +132,19 @@ def gate_job(*, repo: str, sha: str, base_sha: str | None, kernel: str, data_dir
         remove(box_dir)
     report = decide(result, spec.gates, spec.kernels)
     report.lines = job_diffs(result)      # where it got slower, for the Check Run summary
-    return GateOutcome(result=result, report=report, artifacts=kept)
+    return GateOutcome(result=result, report=report, artifacts=kept, reuse_key=reuse_as,
+                       reused_from=found.source if found else None)
+
+
+def _reused_result(found: ReusedMeasurement, sha: str, base_sha: str | None) -> JobResult:
+    """The earlier job's result, told of the revisions it now stands for (their inputs are the same
+    bytes, by the key) and of where its figures came from."""
+    result = found.result
+    result.candidate.sha = sha
+    if result.baseline is not None and base_sha:
+        result.baseline.sha = base_sha
+    result.notes = [*result.notes, found.source.line]
+    return result
 
 
 def declares(repo_dir: Path, kernel: str) -> bool:

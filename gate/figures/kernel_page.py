@@ -91,7 +91,7 @@ def kernel_charts(history: KernelHistory, rules: list[RuleRow],
                 thresholds=_thresholds(g, rules),
                 references=[Line(peer, level) for (sh, peer), level
                             in peers.get(g.key, {}).items() if sh == shape] if g.peers else [],
-                unit=part[0].unit, peak=peak if g.key == PEAK_GROUP else None)
+                unit=part[0].unit, peak=peak if g.key == PEAK_GROUP else None, reused=history.reused)
             charts.append(Chart(f"{g.key}-{shape}" if shape else g.key, title,
                                 mark_environments(history_figure(chart), part), _marks(chart)))
     return charts

@@ -26,6 +26,7 @@ SIDE_COLOR = {Side.CANDIDATE.value: "#2563eb", Side.BASELINE.value: "#94a3b8"}
 THRESHOLD_COLOR = "#cf222e"
 PEAK_COLOR = "#111827"         # the GPU's physical peak
 BEYOND_COLOR = "#cf222e"       # a value beyond that peak
+REUSED_COLOR = "#8c959f"       # a point whose figures an earlier job measured (docs/reuse.md)
 CHANGE_COLOR = "#7c3aed"
 
 

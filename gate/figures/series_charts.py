@@ -11,7 +11,7 @@ from gate.changepoints import ChangePoint
 from gate.domain.wording import format_value
 from gate.figures.axes import ValueAxis, commit_axis, fit_range, spread_labels, value_axis
 from gate.figures.palette import (
-    BEYOND_COLOR, CHANGE_COLOR, MUTED, PEAK_COLOR, PEER_COLOR, SERIES_COLOR, THRESHOLD_COLOR,
+    BEYOND_COLOR, CHANGE_COLOR, MUTED, PEAK_COLOR, PEER_COLOR, REUSED_COLOR, SERIES_COLOR, THRESHOLD_COLOR,
     VERDICT_COLOR, VERDICT_SYMBOL, base_layout,
 )
 from gate.figures.revision_table import SHARED
@@ -22,6 +22,7 @@ HOVER = ("<b>%{customdata[1]}</b> %{customdata[2]}<br>%{customdata[3]}<br>"
          "%{y:.4g} {unit} · %{customdata[4]}{note}<extra>%{fullData.name}</extra>")
 BEYOND_NOTE = "<br><b>beyond the GPU's physical peak: not a real measurement</b>"
 BUCKET_NOTE = " · mean of %{customdata[5]} revisions"
+REUSED_NOTE = "<br>%{customdata[5]}"   # `domain.reuse.reused_line`
 DIGITS = 5               # significant digits shipped; the hover shows 4
 
 
@@ -44,6 +45,7 @@ class HistoryChart:
     references: list[Line] = field(default_factory=list)
     unit: str = ""                                       # the stored unit of every series' values
     peak: Line | None = None     # the GPU's physical peak: a value above it is not a measurement
+    reused: dict[int, str] = field(default_factory=dict)   # revision id -> where its figures came from
 
 
 def history_figure(chart: HistoryChart) -> dict:
@@ -86,6 +88,9 @@ def history_figure(chart: HistoryChart) -> dict:
                              f"{chart.peak.label} {_shown(chart.peak.value, chart.unit)}", axis))
         beyond = [_beyond_trace(hist, chart.peak, axis) for hist in chart.series]
         data += [t for t in beyond if t is not None]
+    if chart.reused:
+        rings = [_reused_trace(hist, chart.reused, axis) for hist in chart.series]
+        data += [t for t in rings if t is not None]
     plot_px = layout["height"] - layout["margin"]["t"] - layout["margin"]["b"] - 24   # tick labels
     y_range = fit_range(axis, values, plot_px)
     if y_range is not None:
@@ -145,6 +150,23 @@ def _beyond_trace(hist: SeriesHistory, peak: Line, axis: ValueAxis) -> dict | No
             "customdata": [(ids[i], verdicts[i] or "no verdict") for i in over],
             "meta": {"revisions": SHARED},
             "hovertemplate": HOVER.replace("{unit}", axis.unit).replace("{note}", BEYOND_NOTE)}
+
+
+def _reused_trace(hist: SeriesHistory, reused: dict[int, str], axis: ValueAxis) -> dict | None:
+    """The points of `hist` whose revision took an earlier job's figures, ringed in grey (dotted),
+    with the origin in the hover: a flat stretch of reused points is one measurement, not many."""
+    ids, verdicts, counts = hist.revision_ids.tolist(), hist.verdicts, hist.count.tolist()
+    hits = [i for i, rev in enumerate(ids) if rev in reused and counts[i] == 1]
+    if not hits:
+        return None
+    return {"type": "scatter", "mode": "markers", "name": "reused from an earlier job",
+            "x": [int(hist.x[i]) for i in hits],
+            "y": rounded(axis.scale([float(hist.value[i]) for i in hits])),
+            "marker": {"symbol": "circle-open-dot", "size": 14, "color": REUSED_COLOR,
+                       "line": {"width": 1.5, "color": REUSED_COLOR}},
+            "customdata": [(ids[i], verdicts[i] or "no verdict", reused[ids[i]]) for i in hits],
+            "meta": {"revisions": SHARED},
+            "hovertemplate": HOVER.replace("{unit}", axis.unit).replace("{note}", REUSED_NOTE)}
 
 
 def _stagger_changes(layout: dict, last_x: int) -> None:

@@ -106,6 +106,9 @@ class KernelHistory:
     bucket_revisions: int       # 1 = every revision is a point
     series: list[SeriesHistory]
     details: dict[int, RevisionMeta] = field(default_factory=dict)   # of every point's revision
+    # revision id -> "reused from <sha> job <id>, <date>": revisions whose job measured nothing and
+    # took an earlier job's figures (docs/reuse.md)
+    reused: dict[int, str] = field(default_factory=dict)
 
 
 def history_points(s: SeriesHistory, details: dict[int, RevisionMeta]) -> list[HistoryPoint]:

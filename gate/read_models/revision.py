@@ -86,6 +86,7 @@ class JobDetail:
     # The environment of the baseline revision's own stored job of this kernel (None: none stored):
     # when it differs, the two jobs' absolute figures are not comparable.
     baseline_environment: str | None = None
+    reused_from: str = ""                    # `domain.reuse.reused_line` when no child ran ("" = measured)
 
     def stage(self, side: Side, stage: Stage) -> StageDetail | None:
         return next((s for s in self.stages if s.side == side and s.stage == stage), None)

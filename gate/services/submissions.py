@@ -82,18 +82,19 @@ class Submission:
 
 def submit(session: Session, *, repo: str, sha: str, branch: str | None = None, base_sha: str | None = None,
            kernels: list[str] | None = None, source: str = "api", pull_request: int | None = None,
-           force: bool = False) -> Submission:
+           force: bool = False, remeasure: bool = False) -> Submission:
     """Store a revision and commit; only then may the caller reply. Its jobs come from `plan_revision`.
 
     Idempotent: while a revision with the same repository, commit, baseline and kernels is queued or
     running, that revision is returned (`reused`) instead of a second one; `force` always stores a
-    new one (which later submissions do not reuse). Racing submissions store one revision (the
+    new one (which later submissions do not reuse), and so does `remeasure` (its jobs take no earlier
+    job's figures: docs/reuse.md; a webhook never asks for it). Racing submissions store one revision (the
     database's unique index decides, `storage.revisions.add_revision`)."""
     url, name = canonical_repo(repo)
-    key = None if force else submission_key(sha, base_sha, kernels)
+    key = None if force or remeasure else submission_key(sha, base_sha, kernels)
     revision, reused = store_submission(session, url=url, name=name, submission_key=key, sha=sha, branch=branch,
                                         base_sha=base_sha, kernels=kernels or None, source=source,
-                                        pull_request=pull_request)
+                                        pull_request=pull_request, remeasure=remeasure)
     if reused:
         log.info("revision %s reused for an identical submission of %s", revision.id, sha[:12])
     return Submission(revision=revision, reused=reused)

@@ -23,6 +23,7 @@ from gate.domain.names import Side
 from gate.domain.verdict import RuleRow
 from gate.read_models.kernel_series import KernelHistory, SeriesHistory, Trace
 from gate.storage.models import Metric, VerdictRecord
+from gate.storage.reuse import reused_revisions
 from gate.storage.series_buckets import Buckets, bucket_series, bucket_width, worst_verdict_codes
 from gate.storage.series_cache import HeldSeries, SeriesCache
 
@@ -152,7 +153,8 @@ def kernel_history(
         out.append(SeriesHistory(name, shape, series, held.traces[(name, shape, series)].unit,
                                  xs, b.newest_ids, b.mean, b.low, b.high, b.count,
                                  [held.verdicts[c] for c in codes.tolist()], envs))
-    return KernelHistory(kernel, gpu_kind, int(order.size), width, out, details)
+    return KernelHistory(kernel, gpu_kind, int(order.size), width, out, details,
+                         reused_revisions(session, kernel, gpu_kind))
 
 
 def _by_environment(held: HeldSeries, first_id: int, width: int) -> tuple[Buckets, list[str]]:

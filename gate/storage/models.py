@@ -11,7 +11,7 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
-from sqlalchemy import JSON, Float, ForeignKey, Index, Integer, String, Text, UniqueConstraint, text
+from sqlalchemy import JSON, Float, ForeignKey, Index, Integer, String, Text, UniqueConstraint, false, text
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship, validates
 
 from gate.domain.clock import utcnow
@@ -86,6 +86,7 @@ class Revision(Base):
     # What makes two submissions identical (`services.submissions.submission_key`); None: never
     # reused (a ref that may move, or `force`). Unique per repository among active revisions.
     submission_key: Mapped[str | None] = mapped_column(String(64))
+    remeasure: Mapped[bool] = mapped_column(default=False, server_default=false())   # reuse no earlier figures
     repository: Mapped[Repository] = relationship(back_populates="revisions")
     jobs: Mapped[list[Job]] = relationship(back_populates="revision", order_by="Job.id")
     __table_args__ = (
@@ -109,11 +110,17 @@ class Job(Base):
     started_at: Mapped[datetime | None] = mapped_column()
     finished_at: Mapped[datetime | None] = mapped_column()
     heartbeat_at: Mapped[datetime | None] = mapped_column()
+    # docs/reuse.md: equal keys, equal inputs on the same environment; a job that reused another's
+    # figures names the job that measured them (its own key is kept: the lookup skips it).
+    reuse_key: Mapped[str | None] = mapped_column(String(64))
+    reused_from_job_id: Mapped[int | None] = mapped_column(ForeignKey("jobs.id"))
+    reused_from: Mapped[Job | None] = relationship(remote_side=[id], foreign_keys=[reused_from_job_id])
     revision: Mapped[Revision] = relationship(back_populates="jobs")
     events: Mapped[list[JobEvent]] = relationship(order_by="JobEvent.id")
     stages: Mapped[list[StageRecord]] = relationship(order_by="StageRecord.id")
     verdict: Mapped[VerdictRecord | None] = relationship(back_populates="job")
     artifacts: Mapped[list[Artifact]] = relationship(order_by="Artifact.id")
+    __table_args__ = (Index("ix_jobs_reuse", "kernel", "reuse_key"),)   # `storage.reuse.find_measured`
 
 
 class JobEvent(Base):

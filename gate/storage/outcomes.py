@@ -20,6 +20,7 @@ from gate.domain import JobResult, Verdict, VerdictReport
 from gate.domain.codec import to_json
 from gate.domain.notices import Notice, NoticeKind
 from gate.returned_files import Refused
+from gate.domain.reuse import Provenance
 from gate.storage import artifacts as artifact_files
 from gate.storage.notices import add_notice
 from gate.storage.models import Job, JobEvent, JobState, Revision, RevisionStatus, utcnow
@@ -35,6 +36,8 @@ class Outcome(Protocol):
     result: JobResult
     report: VerdictReport
     artifacts: list[tuple[str, Path]]
+    reuse_key: str
+    reused_from: Provenance | None
 
 
 def _finish(session: Session, job_id: int, attempt: int, verdict: str, error: str | None) -> Job | None:
@@ -78,6 +81,8 @@ def store_outcome(session: Session, job_id: int, attempt: int, outcome: Outcome,
     record = verdict_record(report, result, kernel=job.kernel, gpu_kind=gpu_kind)
     record.job_id, record.revision_id = job.id, job.revision_id
     session.add(record)
+    job.reuse_key = outcome.reuse_key or None
+    job.reused_from_job_id = outcome.reused_from.job_id if outcome.reused_from else None
     for row in stage_records(result):
         row.job_id = job.id
         session.add(row)

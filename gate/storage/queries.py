@@ -14,6 +14,7 @@ from gate.domain.environment import stored_environment
 from gate.domain.names import Side, Stage
 from gate.domain.notices import JobFacts
 from gate.domain.results import STAGE_RESULT_TYPES, Fingerprint, StageResult
+from gate.domain.reuse import reused_line
 from gate.domain.verdict import RuleRow, Verdict, VerdictReport, worst_verdict
 from gate.read_models.revision import (
     ArtifactDetail,
@@ -83,7 +84,15 @@ def _job(job: Job, baseline_environment: str | None = None) -> JobDetail:
         artifacts=[ArtifactDetail(a.id, a.kind, a.path, a.size_bytes) for a in job.artifacts],
         events=[EventDetail(e.state, e.detail, e.at) for e in job.events],
         environment=_environment(job) if v else "", baseline_environment=baseline_environment,
+        reused_from=_reused_from(job),
     )
+
+
+def _reused_from(job: Job) -> str:
+    origin = job.reused_from
+    if origin is None or origin.finished_at is None:
+        return ""
+    return reused_line(origin.revision.sha, origin.id, origin.finished_at.isoformat())
 
 
 def revision_detail(session: Session, revision_id: int) -> RevisionDetail | None:

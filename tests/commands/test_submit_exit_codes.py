@@ -29,6 +29,14 @@ def test_table_lists_each_kernel_with_its_verdict():
     assert "because reject" in table
 
 
+def test_table_says_whose_figures_a_reused_job_took():
+    rev = _rev("accept", "accept")
+    rev["jobs"][1]["reused_from"] = "reused from 1a2b3c4d5e6f job 42, 2026-11-25 23:10 UTC"
+    lines = verdict_table(rev).splitlines()
+    assert lines[2].endswith("because accept (reused from 1a2b3c4d5e6f job 42, 2026-11-25 23:10 UTC)")
+    assert lines[1].endswith("because accept")
+
+
 def test_follow_prints_each_progress_change_once():
     states = [
         {"status": "running", "jobs": [{"id": 1, "kernel": "k", "state": "running", "progress": "candidate build started"}]},

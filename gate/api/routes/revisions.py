@@ -89,7 +89,7 @@ LOCAL_PLAN_WAIT_S = 10.0        # past it a local path's plan goes on after a 20
 def _submit(gate: GateContext, body: RevisionIn) -> Submission:
     with gate.session_factory() as session:
         return submit(session, repo=body.repo, sha=body.sha, branch=body.branch, base_sha=body.base_sha,
-                      kernels=body.kernel_names(), source="api", force=body.force)
+                      kernels=body.kernel_names(), source="api", force=body.force, remeasure=body.remeasure)
 
 
 def _refused(field: str, message: str, created: RevisionCreatedOut | None = None) -> JSONResponse:

@@ -1,0 +1,49 @@
+"""Reusing an earlier job's measurement: where reused figures came from, and how every surface says so.
+
+A job whose inputs (sources and headers, the kernel's manifest entry less its gates, the toolchain,
+the GPU environment, the measuring options) *and* its baseline's inputs equal those of a job already
+measured on this worker's environment takes that job's whole result: correctness, the interleaved
+timing of the very same pair, and the profile. A reused candidate figure is never set against a
+freshly measured baseline: that would not be an interleaved comparison (docs/reuse.md). The verdict
+is decided again from the reused result with the current gates, so a changed threshold still applies.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from gate.domain.results import JobResult
+
+
+@dataclass(frozen=True)
+class Provenance:
+    """The job that measured the figures a later job reuses."""
+
+    job_id: int
+    sha: str                       # the revision that job gated
+    measured_at: str               # ISO 8601, UTC: when that job finished
+
+    @property
+    def line(self) -> str:
+        """The one wording of a reused figure's origin (CLI, pages, hover text)."""
+        return reused_line(self.sha, self.job_id, self.measured_at)
+
+
+def reused_line(sha: str, job_id: int, measured_at: str) -> str:
+    """`reused from 1a2b3c4d5e6f job 42, 2026-11-25 23:10 UTC`."""
+    when = measured_at[:16].replace("T", " ")
+    return f"reused from {sha[:12]} job {job_id}, {when} UTC"
+
+
+@dataclass
+class ReusedMeasurement:
+    """An earlier job's result, as the lookup found it."""
+
+    result: JobResult
+    source: Provenance
+
+
+# The parent's question to the history: "a measured job of this kernel with this reuse key, young
+# enough?" (`gate.storage.reuse.find_measured` answers it; None means measure).
+ReuseLookup = Callable[[str, str], "ReusedMeasurement | None"]   # (kernel, reuse key)

@@ -1,0 +1,174 @@
+"""The reuse key of a job, computed by the parent before it starts the GPU child.
+
+Why the parent and not a first phase of the child: the lookup needs the database, and the child
+imports nothing of it (pyproject's contracts); a child that stopped half-way to ask would need a
+second round trip through the box and a second torch import (~2 s) for every unchanged kernel, which
+is most of what reuse saves. Hashing files and asking three tools their version costs the parent
+well under a second and needs neither torch nor CUDA.
+
+The key is sha256 over, for each side (candidate, then baseline, or "no baseline"):
+- every source of the kernel and every local header it reaches through `#include "..."` (the object
+  cache's own rule, `gate.pipeline.build_cache.local_includes`), by path and bytes;
+- the workload's Python code when it lives in the repository (every `.py` file of the repository:
+  a workload module may import any of them, and following Python imports would be guessing);
+- everything else the parent tells the child (`JobRequest`): the kernel's manifest entry less its
+  gates (the verdict is decided again with the current gates), whether the baseline is profiled,
+  and any field a later change adds: a new field enters the key unless `_NOT_MEASURING` names it;
+and, once, the environment: `nvcc --version`, the installed torch, `ncu --version`, the visible GPUs
+and driver (`nvidia-smi`), the measuring options (clock policy, bench budget, seeds, ...) and the
+gate's own measuring code (`gate/pipeline`, `gate/runner`, `gate/nvidia`).
+
+Raw sources are hashed, not preprocessed ones: a comment edit re-measures, which costs GPU time but
+can never reuse a stale figure. Without a visible GPU the key is "" and nothing is reused.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import importlib.metadata
+import json
+import os
+import shutil
+import subprocess
+from functools import cache
+from pathlib import Path
+
+import gate
+from gate.domain.codec import to_json
+from gate.domain.job import JobRequest, RunOptions
+from gate.domain.manifest import KernelSpec
+from gate.manifest import compile_flags
+from gate.pipeline.build_cache import local_includes
+
+BUILT_IN_WORKLOADS = {"attention", "gemm"}
+_MEASURING_CODE = ("pipeline", "runner", "nvidia")
+# JobRequest fields that are not hashed as they are: the sides by content, the options by choice.
+_NOT_MEASURING = ("candidate", "baseline", "artifacts_dir", "options")
+# RunOptions fields that change what the child measures (paths and timeouts do not).
+_MEASURING_OPTIONS = ("gpu_stages", "profile", "bench_budget_s", "target_rel_se_pct", "max_reruns",
+                      "correctness_seeds", "ncu_clock_control", "clock_policy")
+
+
+class _Hash:
+    def __init__(self) -> None:
+        self._h = hashlib.sha256()
+
+    def part(self, label: str, data: bytes) -> None:
+        # Length-prefixed parts: no two different inputs make the same byte stream.
+        self._h.update(f"{label}:{len(data)}:".encode())
+        self._h.update(data)
+
+    def hexdigest(self) -> str:
+        return self._h.hexdigest()
+
+
+def side_inputs(spec: KernelSpec, root: Path, h: _Hash) -> None:
+    """Feed `h` what one side's build and measurement read from the checkout at `root`."""
+    root = Path(root).resolve()
+    dirs = [root, *(root / d for d in map(compile_flags.include_dir, spec.nvcc_flags)
+                    if d is not None and not Path(d).is_absolute())]
+    files: dict[Path, None] = {}
+    for name in spec.sources:
+        source = (root / name).resolve()
+        if not source.is_file():        # the build fails visibly; the key just says "absent"
+            h.part("missing", name.encode())
+            continue
+        files[source] = None
+        files.update(dict.fromkeys(local_includes(source, dirs, root)))
+    if spec.workload not in BUILT_IN_WORKLOADS:
+        files.update(dict.fromkeys(p.resolve() for p in sorted(root.rglob("*.py")) if ".git" not in p.parts))
+    for path in sorted(files):
+        h.part("name", path.relative_to(root).as_posix().encode())
+        h.part("bytes", path.read_bytes())
+
+
+def measuring_request(request: JobRequest) -> bytes:
+    """The request as the key sees it: no checkout paths or shas (the sides are hashed by content),
+    no options (`environment_inputs` takes the measuring ones), no gates."""
+    fields = to_json(dataclasses.replace(request, kernel=dataclasses.replace(request.kernel, gates=None)))
+    for name in _NOT_MEASURING:
+        fields.pop(name)
+    return json.dumps(fields, sort_keys=True).encode()
+
+
+def _tool_line(command: list[str]) -> str:
+    if shutil.which(command[0]) is None:
+        return ""
+    try:
+        out = subprocess.run(command, capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+    return out.stdout.strip() if out.returncode == 0 else ""
+
+
+def tool_version(path: str) -> str:
+    """`<path> --version`, asked once per installed binary: ncu takes a noticeable part of a second
+    to answer, and a reused job should cost the parent little. A reinstalled tool is another file
+    (size, mtime), so it is asked again."""
+    found = shutil.which(path)
+    if found is None:
+        return ""
+    stat = os.stat(found)
+    return _version_of(found, stat.st_size, stat.st_mtime_ns)
+
+
+@cache
+def _version_of(found: str, _size: int, _mtime_ns: int) -> str:
+    return _tool_line([found, "--version"])
+
+
+def visible_gpus() -> str:
+    """Name and driver of the GPUs a child would see ('' without a GPU). `CUDA_VISIBLE_DEVICES`
+    narrows it as it narrows the child's devices (nvidia-smi takes the same indices and UUIDs)."""
+    query = ["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"]
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES", "").strip()
+    if visible:
+        query.append(f"--id={visible}")
+    return _tool_line(query)
+
+
+def _torch_version() -> str:
+    try:
+        return importlib.metadata.version("torch")     # the installed wheel, e.g. 2.9.0+cu128; no import
+    except importlib.metadata.PackageNotFoundError:
+        return ""
+
+
+@cache
+def measuring_code() -> str:
+    """sha256 of the gate's own measuring modules: a new gate version measures anew."""
+    h = _Hash()
+    package = Path(gate.__file__).parent
+    for folder in _MEASURING_CODE:
+        for path in sorted((package / folder).rglob("*.py")):
+            h.part(path.relative_to(package).as_posix(), path.read_bytes())
+    return h.hexdigest()
+
+
+def environment_inputs(options: RunOptions) -> str:
+    """What of this machine the measurement depends on, as one text; '' when no GPU is visible."""
+    gpus = visible_gpus()
+    if not gpus:
+        return ""
+    measuring = {name: getattr(options, name) for name in _MEASURING_OPTIONS}
+    return json.dumps({"gpus": gpus, "nvcc": tool_version(options.nvcc_path),
+                       "ncu": tool_version(options.ncu_path), "torch": _torch_version(),
+                       "options": measuring, "gate": measuring_code()}, sort_keys=True)
+
+
+def reuse_key(request: JobRequest, environment: str) -> str:
+    """The key a job shares with an earlier one exactly when that one's result may stand for it;
+    '' (never reused) when `environment` is '' (no GPU seen)."""
+    if not environment:
+        return ""
+    h = _Hash()
+    h.part("environment", environment.encode())
+    h.part("request", measuring_request(request))
+    side_inputs(request.kernel, Path(request.candidate.path), h)
+    if request.baseline is None:
+        h.part("baseline", b"none")
+    else:
+        h.part("baseline", b"")
+        side_inputs(request.kernel, Path(request.baseline.path), h)
+    return h.hexdigest()

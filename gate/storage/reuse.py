@@ -1,0 +1,74 @@
+"""The history's side of measurement reuse (docs/reuse.md): which earlier job may stand for a new one.
+
+Only a job that measured (not one that itself reused) and was judged (`accept` or `reject`: an
+`inconclusive` interval or an `incomplete` run is worth measuring again) is offered, and only while
+it is younger than the age limit, counted from when it measured.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from datetime import timedelta
+from pathlib import Path
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session, aliased
+
+from gate.domain import JobResult, Verdict
+from gate.domain.clock import utcnow
+from gate.domain.codec import from_json
+from gate.domain.reuse import Provenance, ReusedMeasurement, reused_line
+from gate.storage import artifacts as artifact_files
+from gate.storage.models import Artifact, Job, JobState, Revision, VerdictRecord
+
+log = logging.getLogger(__name__)
+
+JUDGED = (Verdict.ACCEPT.value, Verdict.REJECT.value)
+RESULT_KIND = "result"   # the artifact `outcomes.store_outcome` writes: {"result": ..., "verdict": ...}
+
+
+def find_measured(session: Session, data_dir: Path, *, repository_id: int, kernel: str, reuse_key: str,
+                  max_age_h: float) -> ReusedMeasurement | None:
+    """The newest judged job of `kernel` in this repository that measured inputs with `reuse_key`
+    within `max_age_h` hours, with its stored result; None when there is none (or `max_age_h` is 0)."""
+    if not reuse_key or max_age_h <= 0:
+        return None
+    since = utcnow() - timedelta(hours=max_age_h)
+    row = session.execute(
+        select(Job.id, Job.finished_at, Revision.sha, Artifact.path)
+        .join(Revision, Job.revision_id == Revision.id)
+        .join(VerdictRecord, VerdictRecord.job_id == Job.id)
+        .join(Artifact, (Artifact.job_id == Job.id) & (Artifact.kind == RESULT_KIND))
+        .where(Job.kernel == kernel, Job.reuse_key == reuse_key, Job.reused_from_job_id.is_(None),
+               Job.state == JobState.DONE, Job.finished_at >= since, Revision.repository_id == repository_id,
+               VerdictRecord.verdict.in_(JUDGED))
+        .order_by(Job.finished_at.desc(), Job.id.desc()).limit(1)
+    ).first()
+    if row is None:
+        return None
+    job_id, finished_at, sha, relative = row
+    path = artifact_files.resolve(data_dir, relative)
+    if path is None:       # its result file is gone: measure, rather than fail the job
+        log.warning("job %s: result file %s is missing; not reused", job_id, relative)
+        return None
+    try:
+        result = from_json(JobResult, json.loads(path.read_text(encoding="utf-8"))["result"])
+    except (OSError, ValueError, KeyError) as exc:   # written by an older gate, or damaged
+        log.warning("job %s: stored result unreadable (%s); not reused", job_id, exc)
+        return None
+    return ReusedMeasurement(result, Provenance(job_id=job_id, sha=sha, measured_at=finished_at.isoformat()))
+
+
+def reused_revisions(session: Session, kernel: str, gpu_kind: str) -> dict[int, str]:
+    """revision id -> where its figures came from, for the revisions whose job of `kernel` on
+    `gpu_kind` reused an earlier job's (the kernel page rings those points)."""
+    origin, origin_rev = aliased(Job), aliased(Revision)
+    rows = session.execute(
+        select(Job.revision_id, origin_rev.sha, origin.id, origin.finished_at)
+        .join(VerdictRecord, VerdictRecord.job_id == Job.id)
+        .join(origin, Job.reused_from_job_id == origin.id)
+        .join(origin_rev, origin.revision_id == origin_rev.id)
+        .where(Job.kernel == kernel, VerdictRecord.gpu_kind == gpu_kind, origin.finished_at.is_not(None))
+    ).all()
+    return {rev_id: reused_line(sha, job_id, at.isoformat()) for rev_id, sha, job_id, at in rows}

@@ -1,0 +1,197 @@
+"""Unchanged kernels are not re-measured (issue 29, point 2), through the real parent of a job:
+a git repository of ten kernels, the mirror, the reuse key, the history on SQLite and PostgreSQL, the
+verdict; only the GPU child is a recording stand-in, so each test names exactly the kernels measured."""
+
+from __future__ import annotations
+
+import subprocess
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from service_fakes import job_result
+from sqlalchemy import select, update
+
+from gate.domain import BuildResult, CorrectnessCase, CorrectnessResult, StageStatus
+from gate.domain.clock import utcnow
+from gate.domain.job import RunOptions
+from gate.domain.reuse import reused_line
+from gate.executors import job as job_module
+from gate.executors.base import JobEnvironment, run_claimed
+from gate.executors.job import gate_job
+from gate.sources.mirror import Mirror
+from gate.storage import claims
+from gate.storage.models import Job, Repository, Revision, VerdictRecord
+from gate.storage.queries import revision_detail
+
+KERNELS = [f"k{i}" for i in range(10)]
+SHARED = {"k0", "k1", "k2", "k3"}          # these include common.cuh; the others include nothing local
+ENVIRONMENT = "NVIDIA H200, 570.86 (a stand-in for the parent's probe)"
+
+
+def _git(repo: Path, *args: str) -> str:
+    return subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True, text=True).stdout.strip()
+
+
+def _commit(repo: Path, files: dict[str, str], message: str) -> str:
+    for name, text in files.items():
+        (repo / name).write_text(text)
+    _git(repo, "add", "-A")
+    _git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", message)
+    return _git(repo, "rev-parse", "HEAD")
+
+
+def _kernel_source(name: str, body: str = "") -> str:
+    include = '#include "common.cuh"\n' if name in SHARED else ""
+    return f"{include}__global__ void {name}(float* x) {{ x[threadIdx.x] = {body or '1.0f'}; }}\n"
+
+
+def _repository(root: Path) -> Path:
+    repo = root / "ten"
+    repo.mkdir()
+    _git(repo, "init", "-q", "-b", "main")
+    manifest = "".join(f'[[kernel]]\nname = "{k}"\nsources = ["{k}.cu"]\nworkload = "gemm"\n'
+                       f'shapes = [{{m = 16, n = 16, k = 16}}]\n\n' for k in KERNELS)
+    files = {"gate.toml": manifest, "common.cuh": "#define SCALE 1.0f\n", "README.md": "ten kernels\n"}
+    files.update({f"{k}.cu": _kernel_source(k) for k in KERNELS})
+    _commit(repo, files, "ten kernels")
+    return repo
+
+
+class History:
+    """Submits revisions as the service does (one job per kernel) and runs them to stored verdicts."""
+
+    def __init__(self, session_factory, tmp_path: Path, repo: Path, measured: list[str], **options):
+        self.session_factory, self.repo = session_factory, repo
+        self.env = JobEnvironment(session_factory=session_factory, gate_job=gate_job, data_dir=tmp_path / "data",
+                                  options=RunOptions(**options), mirror=Mirror(tmp_path / "mirrors"))
+        self.measured = measured
+        with session_factory() as s:
+            row = Repository(name="ten", url=str(repo))
+            s.add(row)
+            s.commit()
+            self.repository_id = row.id
+
+    def gate(self, sha: str, base_sha: str | None, remeasure: bool = False) -> list[str]:
+        """Gate every kernel of `sha`; the kernels the stand-in child measured, in order."""
+        self.measured.clear()
+        with self.session_factory() as s:
+            rev = Revision(repository_id=self.repository_id, sha=sha, base_sha=base_sha, remeasure=remeasure,
+                           jobs=[Job(kernel=k) for k in KERNELS])
+            s.add(rev)
+            s.commit()
+            ids = [j.id for j in rev.jobs]
+        for job_id in ids:
+            with self.session_factory() as s:
+                attempt = claims.claim_job(s, job_id, worker="w")
+            run_claimed(self.env, job_id, attempt)
+        with self.session_factory() as s:
+            verdicts = s.scalars(select(VerdictRecord.verdict).where(VerdictRecord.job_id.in_(ids))).all()
+        assert set(verdicts) == {"accept"}, verdicts
+        return list(self.measured)
+
+
+@pytest.fixture
+def history(session_factory, tmp_path, monkeypatch):
+    measured: list[str] = []
+
+    def child(request, **_):   # the GPU child: records what it was asked to measure
+        measured.append(request.kernel.name)
+        result = job_result(request.kernel.name, request.candidate.sha,
+                            request.baseline.sha if request.baseline else None)
+        result.candidate.build = BuildResult(status=StageStatus.PASSED)
+        result.candidate.correctness = CorrectnessResult(status=StageStatus.PASSED, cases=[
+            CorrectnessCase(shape="m16_n16_k16", dtype="float16", seed=0, passed=True)])
+        for shape in result.bench.shapes:     # nothing hidden on another stream
+            shape.all_streams_us = shape.caller_stream_us = shape.candidate.median_us
+        return result
+
+    monkeypatch.setattr(job_module, "run_child", child)
+    monkeypatch.setattr(job_module, "environment_inputs", lambda options: ENVIRONMENT)
+    repo = _repository(tmp_path)
+    return History(session_factory, tmp_path, repo, measured)
+
+
+def _warm(history: History) -> str:
+    """Root commit, then a commit touching no kernel: every kernel has been measured against itself."""
+    root = _git(history.repo, "rev-parse", "HEAD")
+    assert history.gate(root, None) == KERNELS                        # new kernels: nothing to reuse
+    quiet = _commit(history.repo, {"README.md": "ten kernels, documented\n"}, "docs")
+    assert history.gate(quiet, root) == KERNELS                       # first pair (x, x): measured
+    again = _commit(history.repo, {"README.md": "ten kernels, documented twice\n"}, "docs")
+    assert history.gate(again, quiet) == []                           # the same pairs: all reused
+    return again
+
+
+def test_a_commit_that_changes_one_kernel_measures_that_kernel_only(history):
+    base = _warm(history)
+    changed = _commit(history.repo, {"k7.cu": _kernel_source("k7", "2.0f")}, "k7 scales")
+    assert history.gate(changed, base) == ["k7"]
+
+
+def test_a_shared_header_re_measures_every_kernel_that_includes_it_and_no_other(history):
+    base = _warm(history)
+    changed = _commit(history.repo, {"common.cuh": "#define SCALE 2.0f\n"}, "common scale")
+    assert history.gate(changed, base) == sorted(SHARED)
+
+
+def test_a_reused_job_names_the_job_that_measured_and_keeps_its_own_rows(history):
+    base = _warm(history)
+    with history.session_factory() as s:
+        (reused,) = s.scalars(select(Job).join(Revision).where(Revision.sha == base, Job.kernel == "k9")).all()
+        origin = s.get(Job, reused.reused_from_job_id)
+        assert origin.reused_from_job_id is None and origin.reuse_key == reused.reuse_key
+        assert origin.revision.sha != base                     # measured at the earlier docs commit
+        assert reused.verdict.verdict == "accept" and reused.stages   # its own verdict and stage rows
+        detail = revision_detail(s, reused.revision_id)              # what the API and the page show
+    lines = {j.kernel: j.reused_from for j in detail.jobs}
+    assert lines["k9"] == reused_line(origin.revision.sha, origin.id, origin.finished_at.isoformat())
+    assert lines["k9"].startswith(f"reused from {origin.revision.sha[:12]} job {origin.id}, ")
+
+
+def test_remeasure_measures_every_kernel_again(history):
+    base = _warm(history)
+    again = _commit(history.repo, {"README.md": "once more\n"}, "docs")
+    assert history.gate(again, base, remeasure=True) == KERNELS
+
+
+def test_figures_older_than_the_age_limit_are_measured_again(history):
+    base = _warm(history)
+    with history.session_factory() as s:
+        s.execute(update(Job).values(finished_at=utcnow() - timedelta(hours=200)))
+        s.commit()
+    again = _commit(history.repo, {"README.md": "once more\n"}, "docs")
+    assert history.gate(again, base) == KERNELS                 # the default limit is 168 h
+
+
+def test_an_age_limit_of_zero_never_reuses(session_factory, tmp_path, monkeypatch, history):
+    base = _warm(history)
+    history.env.options = RunOptions(reuse_max_age_h=0)
+    again = _commit(history.repo, {"README.md": "once more\n"}, "docs")
+    assert history.gate(again, base) == KERNELS
+
+
+def test_without_a_gpu_there_is_no_key_and_nothing_is_reused(history, monkeypatch):
+    base = _warm(history)
+    monkeypatch.setattr(job_module, "environment_inputs", lambda options: "")
+    again = _commit(history.repo, {"README.md": "once more\n"}, "docs")
+    assert history.gate(again, base) == KERNELS
+
+
+def test_the_pages_say_where_reused_figures_came_from(history, database_url, tmp_path):
+    from fastapi.testclient import TestClient
+    from service_fakes import FakePipeline, FakeSources
+
+    from gate.api.app import create_app
+    from gate.config import Settings
+
+    base = _warm(history)
+    with history.session_factory() as s:
+        rev_id = s.scalar(select(Revision.id).where(Revision.sha == base))
+    app = create_app(Settings(database_url=database_url, data_dir=tmp_path / "data"), gate_job=FakePipeline(),
+                     sources=FakeSources(), embedded_executor=False)
+    with TestClient(app) as client:
+        revision_page = client.get(f"/revisions/{rev_id}").text
+        kernel_page = client.get("/kernels/k9").text
+    assert revision_page.count("Figures reused from ") == len(KERNELS)
+    assert "reused from an earlier job" in kernel_page     # the ringed trace of the history chart
