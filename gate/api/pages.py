@@ -6,6 +6,7 @@ plotly.js is served from the installed `plotly` package, so the pages work witho
 from __future__ import annotations
 
 import importlib.resources
+from pathlib import Path
 from dataclasses import replace
 from typing import Annotated
 
@@ -32,10 +33,11 @@ from gate.figures.palette import VERDICT_COLOR
 from gate.figures.gpu_watch import gpu_watch_panel
 from gate.figures.revision import compare_figure, ncu_figure, sass_figure, timing_figure
 from gate.figures.revision_table import revision_table
+from gate.figures.rule_table import rule_table
 from gate.figures.series_charts import Line
 from gate.read_models.compare import compare_rows
 from gate.read_models.revision import JobDetail, RevisionDetail
-from gate.storage import dashboard, kernel_series
+from gate.storage import artifacts as stored_files, dashboard, kernel_series
 from gate.storage.series_cache import SeriesCache
 from gate.storage.queries import revision_detail
 from gate.verdict.catalog import relative_profile_rules
@@ -168,8 +170,9 @@ def revision_page(request: Request, session: SessionDep, ref: str) -> HTMLRespon
     detail = revision_detail(session, _resolved(session, ref))
     if detail is None:
         raise HTTPException(404, f"no revision {ref!r}")
+    data_dir = request.app.state.gate.settings.data_dir
     return _render(request, session, "revision.html", rev=detail,
-                   jobs=[_job_view(job, detail) for job in sorted(detail.jobs, key=_worst_first)],
+                   jobs=[_job_view(job, detail, data_dir) for job in sorted(detail.jobs, key=_worst_first)],
                    running=detail.status in ("queued", "running"))   # done or cancelled: final
 
 
@@ -213,26 +216,32 @@ def _worst_first(job: JobDetail) -> int:
     return Verdict(v).severity if v in VERDICTS else len(VERDICTS)
 
 
-def _job_view(job: JobDetail, rev: RevisionDetail) -> dict:
-    """What the revision template needs of one job, figures built from its typed results."""
+def _job_view(job: JobDetail, rev: RevisionDetail, data_dir: Path) -> dict:
+    """What the revision template needs of one job, figures built from its typed results. Only
+    files that exist under `data_dir` are linked: a link that answers 404 says nothing."""
     bench, static, correctness, build = job.bench, job.static, job.correctness, job.build
     ncu_c = job.profile(Side.CANDIDATE).kernels if job.profile(Side.CANDIDATE) else []
     ncu_b = job.profile(Side.BASELINE).kernels if job.profile(Side.BASELINE) else []
     functions = static.functions if static else []
+    timed = [t for t in bench.shapes if t.candidate is not None and t.candidate.samples_us] if bench else []
+    present = [a for a in job.artifacts if stored_files.resolve(data_dir, a.path) is not None]
     return {
-        "job": job, "stages": job.stages, "timings": [timing_figure(t) for t in bench.shapes] if bench else [],
-        "gpu_watch": gpu_watch_panel(bench, job.environment, job.baseline_environment),
+        "job": job, "stages": job.stages, "timings": [timing_figure(t) for t in timed],
+        "rules": rule_table(job.verdict.rules) if job.verdict else None,
+        # What NVML saw while timing means nothing for a job where nothing was timed.
+        "gpu_watch": gpu_watch_panel(bench, job.environment, job.baseline_environment) if timed else None,
         "ncu": ncu_figure(ncu_c, ncu_b, f"candidate {rev.sha[:8]}",
                           f"baseline {(rev.base_sha or '')[:8]}".strip()) if ncu_c else None,
         "ncu_rows": ncu_c, "ncu_base": {k.shape: k for k in ncu_b},
         "ncu_baseline_note": baseline_profile_note(job, rev) if ncu_c and not ncu_b else "",
-        "files": listed_files(job.artifacts),
+        "files": listed_files(present),
+        "files_gone": len(job.artifacts) - len(present),
         "functions": functions,
         "sass": sass_figure(functions) if any(f.sass_opcodes for f in functions) else None,
         "cases": correctness.cases if correctness else [],
         "build_log": build.log if build else "",
         "ptxas_log": static.log if static else "",
-        "report": next((a for a in job.artifacts if a.kind in ("ncu_report", "ncu-rep")
+        "report": next((a for a in present if a.kind in ("ncu_report", "ncu-rep")
                         or a.path.endswith(".ncu-rep")), None),
     }
 

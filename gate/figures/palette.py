@@ -29,14 +29,21 @@ BEYOND_COLOR = "#cf222e"       # a value beyond that peak
 CHANGE_COLOR = "#7c3aed"
 
 
-def base_layout(title: str, y_title: str, *, height: int = 320) -> dict:
+# plotly draws its mode bar in the top 30 px of a chart, right-aligned, over whatever is there: the
+# title starts below it (a long title reached under it), and the top margin makes room for both
+# and for the change labels above the plot.
+MODEBAR_PX = 30
+
+
+def base_layout(title: str, y_title: str, *, height: int = 336) -> dict:
     return {
-        "title": {"text": title, "x": 0.01, "font": {"size": 15, "color": INK}},
+        "title": {"text": title, "x": 0.01, "xanchor": "left", "y": 1, "yref": "container", "yanchor": "top",
+                  "pad": {"t": MODEBAR_PX}, "font": {"size": 15, "color": INK}},
         "font": {"family": FONT, "size": 12, "color": INK},
         "height": height,
         # Title on top, change markers just above the plot, the legend on the right (outside the
         # plot, so it never covers a tick label or an axis title); plotly widens the margin for it.
-        "margin": {"l": 64, "r": 24, "t": 60, "b": 56},
+        "margin": {"l": 64, "r": 24, "t": MODEBAR_PX + 48, "b": 56},
         "paper_bgcolor": "#ffffff",
         "plot_bgcolor": "#ffffff",
         "hovermode": "closest",

@@ -33,7 +33,7 @@ def timing_figure(shape_timing: ShapeTiming) -> dict:
         low, high = shape_timing.ratio_ci_low, shape_timing.ratio_ci_high
         if low is not None and high is not None:
             title += f" [{low:.3f}, {high:.3f}]"
-    layout = base_layout(title, "", height=110 + 42 * max(1, len(data)))
+    layout = base_layout(title, "", height=128 + 42 * max(1, len(data)))
     layout["xaxis"]["title"] = {"text": f"{unit} per call (each point one interleaved round)"}
     layout["yaxis"]["autorange"] = "reversed"
     layout["yaxis"]["automargin"] = True   # peer names (sdpa_efficient, cublas) must not be clipped
