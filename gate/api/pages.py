@@ -28,7 +28,7 @@ from gate.domain.verdict import Verdict
 from gate.domain.wording import format_value, gpu_words, plural, progress_line, reason_beside
 from gate.nvidia.roofline import model_peak
 from gate.nvidia.symbols import kernel_name
-from gate.figures.kernel_page import PEER_METRIC, kernel_charts, page_legend, wanted_traces
+from gate.figures.kernel_page import PEER_METRIC, Flat, kernel_charts, page_legend, wanted_traces
 from gate.figures.palette import VERDICT_COLOR
 from gate.figures.gpu_watch import gpu_watch_panel
 from gate.figures.revision import compare_figure, ncu_figure, sass_figure, timing_figure
@@ -139,9 +139,10 @@ def _kernel_view(session: Session, store: SeriesCache, name: str, gpu: str | Non
     peers = {key: kernel_series.peer_levels(session, name, gpu, metric, chosen)
              for key, metric in PEER_METRIC.items()}
     peak = peak_line(gpu)
-    charts = kernel_charts(hist, kernel_series.latest_rules(session, name, gpu), peers, peak)
+    flat: list[Flat] = []
+    charts = kernel_charts(hist, kernel_series.latest_rules(session, name, gpu), peers, peak, flat)
     return {"kernel": name, "gpu": gpu, "gpus": gpus, "shape": shape if shape in shapes else "",
-            "shapes": shapes, "history": hist,
+            "shapes": shapes, "history": hist, "flat": flat,
             "legend": page_legend(hist, charts, f"{peak.label}: {format_value(peak.value, 'TFLOP/s')}"
                                   if peak else ""),
             "revisions": figure_json(revision_table(hist.details)),
@@ -201,8 +202,9 @@ def compare_page(request: Request, session: SessionDep, a: str | None = None,
     lat = [r for r in rows if r.name == Metric.LATENCY_MEDIAN_US and r.series == Side.CANDIDATE]
     several_gpus = len({r.gpu for r in lat}) > 1
     chart = compare_figure([" · ".join([r.kernel, r.shape] + ([gpu_words(r.gpu)] if several_gpus else []))
-                            for r in lat], [r.a for r in lat], [r.b for r in lat],
-                           f"{left.sha[:8]} (before)", f"{right.sha[:8]} (after)") if lat else None
+                            for r in lat], [r.change for r in lat], [r.change_text for r in lat],
+                           [r.tone for r in lat], f"{left.sha[:8]} (before)", f"{right.sha[:8]} (after)") \
+        if lat else None
     return _render(request, session, "compare.html", a=left, b=right, ref_a=a, ref_b=b, problem="",
                    rows=rows, chart=chart)
 

@@ -10,16 +10,25 @@ INK = "#1f2933"
 MUTED = "#6b7785"
 GRID = "#e6e9ee"
 
-# Distinct by colour *and* symbol, so they read in grey print and for colour-blind readers.
-# Keyed by the stored strings ("" = no verdict stored); a `Verdict` looks up the same entry.
+# A verdict is told by the marker's symbol (and its outline in the verdict's colour), a series by the
+# marker's fill: two channels that never compete, and symbols read in grey print and for colour-blind
+# readers. Keyed by the stored strings ("" = no verdict stored); a `Verdict` looks up the same entry.
+# `glyph` is the same shape as text, for the page legend: both come from this one table.
 VERDICT_COLOR = {Verdict.ACCEPT.value: "#1a7f37", Verdict.REJECT.value: "#cf222e",
                  Verdict.INCONCLUSIVE.value: "#b07d00", Verdict.INCOMPLETE.value: "#6e7781",
                  Verdict.ERROR.value: "#8250df", "": "#9aa4b1"}
-VERDICT_SYMBOL = {Verdict.ACCEPT.value: "circle", Verdict.REJECT.value: "x",
-                  Verdict.INCONCLUSIVE.value: "diamond", Verdict.INCOMPLETE.value: "square-open",
-                  Verdict.ERROR.value: "star", "": "circle-open"}
+VERDICT_MARK = {Verdict.ACCEPT.value: ("circle", "\u25cf"), Verdict.REJECT.value: ("x", "\u2716"),
+                Verdict.INCONCLUSIVE.value: ("diamond", "\u25c6"),
+                Verdict.INCOMPLETE.value: ("square-open", "\u25a1"), Verdict.ERROR.value: ("star", "\u2605"),
+                "": ("circle-open", "\u25cb")}
+VERDICT_SYMBOL = {verdict: symbol for verdict, (symbol, _) in VERDICT_MARK.items()}
+# The outline a marker gets: accept is the usual case and keeps the series' own colour clean (a thin
+# white ring); every other verdict is ringed in its colour.
+VERDICT_OUTLINE = {**VERDICT_COLOR, Verdict.ACCEPT.value: "#ffffff"}
 
-SERIES_COLOR = ["#2563eb", "#0891b2", "#7c3aed", "#db2777", "#ea580c", "#65a30d"]
+# Series: the Okabe-Ito palette (Okabe & Ito, "Color Universal Design", 2008), distinct for the common
+# colour-vision deficiencies; its yellow is left out (unreadable on white).
+SERIES_COLOR = ["#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#000000"]
 PEER_COLOR = {"sdpa_flash": "#ea580c", "sdpa_cudnn": "#0d9488", "sdpa_efficient": "#a16207",
               "cublas": "#0d9488"}
 SIDE_COLOR = {Side.CANDIDATE.value: "#2563eb", Side.BASELINE.value: "#94a3b8"}
