@@ -48,6 +48,9 @@ PLOTLY_JS = importlib.resources.files("plotly") / "package_data" / "plotly.min.j
 PAGE_POINTS = 400      # per trace (a chart is ~550 px wide); beyond it revisions are bucketed
 
 templates = Jinja2Templates(directory=str(DASHBOARDS / "templates"))
+# A name a template reads that its context or a read model does not have (a renamed field) is an
+# error, not an empty cell. (The line was lost when two branches changed the line above.)
+templates.env.undefined = StrictUndefined
 templates.env.globals["verdict_color"] = VERDICT_COLOR
 # `tojson` escapes <, > and & (safe inside <script>); compact and unsorted keeps big charts cheap.
 templates.env.policies["json.dumps_kwargs"] = {"separators": (",", ":")}
@@ -226,12 +229,14 @@ def _job_view(job: JobDetail, rev: RevisionDetail, data_dir: Path) -> dict:
     ncu_b = job.profile(Side.BASELINE).kernels if job.profile(Side.BASELINE) else []
     functions = static.functions if static else []
     timed = [t for t in bench.shapes if t.candidate is not None and t.candidate.samples_us] if bench else []
+    watched = bench is not None and bench.gpu_watch is not None and bench.gpu_watch.available
     present = [a for a in job.artifacts if stored_files.resolve(data_dir, a.path) is not None]
     return {
         "job": job, "stages": job.stages, "timings": [timing_figure(t) for t in timed],
         "rules": rule_table(job.verdict.rules) if job.verdict else None,
         # What NVML saw while timing means nothing for a job where nothing was timed.
-        "gpu_watch": gpu_watch_panel(bench, job.environment, job.baseline_environment) if timed else None,
+        "gpu_watch": gpu_watch_panel(bench, job.environment, job.baseline_environment)
+                     if timed or watched else None,
         "ncu": ncu_figure(ncu_c, ncu_b, f"candidate {rev.sha[:8]}",
                           f"baseline {(rev.base_sha or '')[:8]}".strip()) if ncu_c else None,
         "ncu_rows": ncu_c, "ncu_base": {k.shape: k for k in ncu_b},

@@ -119,7 +119,7 @@ def _shown(value: float, unit: str, axis: ValueAxis) -> str:
     2.391 ms); a log axis labels each tick with its own unit, so the value picks its own."""
     if axis.log or axis.factor == 1.0 and axis.unit != unit:
         return format_value(value, unit)
-    return f"{value / axis.factor:.4g} {axis.unit}"
+    return f"{value / axis.factor:.4g} {axis.unit}".rstrip()
 
 
 def _sha_ticks(xaxis: dict, commits: dict[int, str], last_x: int) -> None:
