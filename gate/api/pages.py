@@ -152,6 +152,18 @@ def _kernel_view(session: Session, store: SeriesCache, name: str, gpu: str | Non
             "charts": [replace(c, figure=figure_json(c.figure)) for c in charts]}
 
 
+def gpu_short(kind: str | None) -> str:
+    """A GPU kind in a few letters for a crowded cell: "NVIDIA H100 80GB HBM3" -> "H100"; the
+    full name stays in the cell's title."""
+    words = gpu_words(kind)
+    if not words.startswith("NVIDIA "):
+        return words
+    return words.removeprefix("NVIDIA ").split(" ")[0].split("-")[0]
+
+
+templates.env.filters["gpu_short"] = gpu_short
+
+
 def peak_line(gpu: str) -> Line | None:
     """The GPU's physical dense 16-bit tensor peak (`gate.nvidia.roofline`, the one table of
     datasheet peaks): no kernel whose results pass correctness can be faster than it."""
