@@ -23,6 +23,7 @@ for _spec in CATALOG:
         BOUND.setdefault(_spec.metric.value, _spec.bound)
 for _time in _TIMES:
     BOUND[_time.value] = BOUND[Metric.LATENCY_RATIO.value]
+_TIME_NAMES = frozenset(m.value for m in (*_TIMES, Metric.TFLOPS))
 
 # How an engineer reads a change: times and rates in % of the old value; figures already in % as
 # points (34 % -> 31 % is -3 points, not -8.8 %); whole quantities and ratios as the difference.
@@ -95,7 +96,9 @@ class CompareRow:
         compare): by the bound of the rule that judges it (`BOUND`)."""
         bound = BOUND.get(self.name)
         # A peer's time (sdpa_flash, cublas) is a reference, not the kernel's: no rule judges it.
-        if self.series != Side.CANDIDATE or bound is None or self.change is None or self.change == 0:
+        # (Static figures are per arch: their series is an arch, and the kernel's own.)
+        peer = self.name in _TIME_NAMES and self.series != Side.CANDIDATE
+        if peer or bound is None or self.change is None or self.change == 0:
             return ""
         if not self.moved:
             return ""
