@@ -69,7 +69,7 @@ def ncu_figure(candidate: list[KernelMetrics], baseline: list[KernelMetrics],
                      "hovertemplate": "%{x}: %{y:.3g} %<extra>" + name + "</extra>"})
     title = "Nsight Compute: candidate beside baseline" if baseline else \
         "Nsight Compute: candidate (baseline not profiled)"
-    layout = base_layout(title, "% of peak / % conflicts")
+    layout = base_layout(title, "% of peak / % conflicts", height=400)   # the shape x metric labels take ~90 px
     layout["barmode"] = "group"
     layout["showlegend"] = True
     layout["yaxis"]["rangemode"] = "nonnegative"

@@ -89,6 +89,9 @@ def test_throughput_charts_draw_the_gpus_peak_and_the_legend_lists_only_what_is_
 def test_the_revision_page_words_rules_values_gpu_and_the_missing_baseline_profile(browser, server, points):  # noqa: ANN001
     rejected = next(p for p in points if p["verdict"] == "reject")
     page, errors, _ = _open(browser, f"{server}/revisions/{rejected['revision_id']}")
+    # The detail sections are folded under the deciding rows; open them, and their charts draw.
+    page.evaluate("() => document.querySelectorAll('details').forEach(d => { d.open = true; })")
+    page.wait_for_function("() => [...document.querySelectorAll('[id$=-ncu]')].every(d => d.data)")
     text = page.inner_text("main")
     assert errors == []
     assert "e+0" not in text and " us" not in text                  # 45.23 ms, 58.1 µs
