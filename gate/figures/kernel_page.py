@@ -9,7 +9,7 @@ from gate.domain.names import Metric, Rule, Side
 from gate.domain.verdict import RuleRow
 from gate.figures.like_with_like import change_points, cycle_traces, mark_environments
 from gate.figures.palette import VERDICT_COLOR, VERDICT_MARK
-from gate.figures.series_charts import HistoryChart, Line, history_figure
+from gate.figures.series_charts import HistoryChart, Line, history_figure, peak_drawn
 from gate.read_models.kernel_series import KernelHistory, SeriesHistory
 from gate.verdict.catalog import CATALOG, Kind, RuleSpec
 
@@ -133,8 +133,9 @@ def _marks(chart: HistoryChart) -> frozenset[str]:
         marks.add("threshold")
     if any(chart.change_points):
         marks.add("change")
-    if chart.peak is not None:
+    if peak_drawn(chart):
         marks.add("peak")
+    if chart.peak is not None:
         if any((s.value > chart.peak.value).any() for s in chart.series):
             marks.add("beyond")
     return frozenset(marks)

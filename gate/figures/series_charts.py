@@ -60,7 +60,7 @@ def history_figure(chart: HistoryChart) -> dict:
     """
     lines = [*chart.thresholds, *chart.references]
     own = [v for s in chart.series for v in s.value.tolist()]
-    reaches_peak = chart.peak is not None and bool(own) and max(own) >= chart.peak.value * 0.8
+    reaches_peak = peak_drawn(chart)
     if reaches_peak:
         lines.append(chart.peak)
     values = own + [line.value for line in lines]
@@ -112,6 +112,16 @@ def history_figure(chart: HistoryChart) -> dict:
         layout["annotations"].append({"text": "no data yet", "showarrow": False,
                                       "xref": "paper", "yref": "paper", "x": 0.5, "y": 0.5})
     return {"data": data, "layout": layout}
+
+
+PEAK_NEAR = 0.8     # the peak is drawn as a line once the kernel's own values reach this share of it
+
+
+def peak_drawn(chart: HistoryChart) -> bool:
+    """Whether the GPU's peak is a line on the chart (the kernel's values come near it); otherwise it
+    is named under the axis, which keeps the kernel's own range."""
+    top = max((float(s.value.max()) for s in chart.series if len(s)), default=0.0)
+    return chart.peak is not None and top >= chart.peak.value * PEAK_NEAR
 
 
 def _shown(value: float, unit: str, axis: ValueAxis) -> str:
