@@ -205,3 +205,14 @@ def test_compare_changes_read_in_engineer_units_coloured_by_the_bound(browser, s
         if change is not None and change <= -1:
             assert color == "#1a7f37", (change, color)
     page.close()
+
+
+def test_a_cards_reason_is_whole_and_names_the_deciding_row(browser, server):  # noqa: ANN001
+    kernels = httpx.get(server + "/api/v1/kernels").json()
+    page, _ = _open(browser, server + "/")
+    shown = page.locator("a.card td.reason").all_inner_texts()
+    stored = [v["reason"] for k in kernels for v in k["latest"]]
+    assert len(shown) == len(stored)
+    for text, reason in zip(shown, stored):
+        assert text and reason.endswith(text.strip()), (text, reason)   # all of it, its verdict word aside
+    page.close()
