@@ -8,7 +8,7 @@ Starts `gate serve --no-executor` on a free loopback port over that database (mi
 current schema, so point it at a copy), picks the kernel whose newest verdict was measured on a GPU,
 its newest revision (a rejected one when the last 20 hold one) and the two revisions around its
 biggest change point (else its last two), and writes overview.png, kernel.png, revision.png and
-compare.png, each page whole (full height: a revision page's deciding rows are at its bottom). Every
+compare.png, each page whole (full height). Every
 page it shoots names the GPU the numbers come from, and each PNG records in its metadata (tEXt chunks,
 scripts/png_text.py) that GPU and the gate commit whose rules made the verdicts (`--gate-commit`,
 default: this checkout's HEAD, which must then have no uncommitted change under gate/), so

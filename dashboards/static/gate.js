@@ -14,22 +14,32 @@ function withRevisionDetails(figure, table) {
   return figure;
 }
 
+function drawChart(script, table, config) {
+  const div = document.getElementById(script.dataset.chart);
+  const figure = withRevisionDetails(JSON.parse(script.textContent), table);
+  return Plotly.newPlot(div, figure.data, figure.layout, config).then((gd) => {
+    gd.on("plotly_click", (event) => {
+      const point = event.points && event.points[0];
+      if (point && Array.isArray(point.customdata)) {
+        window.location.assign("/revisions/" + point.customdata[0]);
+      }
+    });
+  });
+}
+
 function drawCharts() {
   const config = { responsive: true, displaylogo: false, modeBarButtonsToRemove: ["select2d", "lasso2d"] };
   const tableScript = document.getElementById("revision-table");
   const table = tableScript ? JSON.parse(tableScript.textContent) : {};
   const drawn = [];
   for (const script of document.querySelectorAll("script[data-chart]")) {
-    const div = document.getElementById(script.dataset.chart);
-    const figure = withRevisionDetails(JSON.parse(script.textContent), table);
-    drawn.push(Plotly.newPlot(div, figure.data, figure.layout, config).then((gd) => {
-      gd.on("plotly_click", (event) => {
-        const point = event.points && event.points[0];
-        if (point && Array.isArray(point.customdata)) {
-          window.location.assign("/revisions/" + point.customdata[0]);
-        }
-      });
-    }));
+    // A chart in a closed <details> has no width yet: draw it when its section is first opened.
+    const closed = script.closest("details:not([open])");
+    if (closed) {
+      closed.addEventListener("toggle", () => drawChart(script, table, config), { once: true });
+      continue;
+    }
+    drawn.push(drawChart(script, table, config));
   }
   // Tests and screenshots wait for this flag.
   Promise.all(drawn).then(() => { document.body.dataset.chartsReady = "true"; });

@@ -6,6 +6,7 @@ plotly.js is served from the installed `plotly` package, so the pages work witho
 from __future__ import annotations
 
 import importlib.resources
+from pathlib import Path
 from dataclasses import replace
 from typing import Annotated
 
@@ -28,15 +29,16 @@ from gate.domain.verdict import Verdict
 from gate.domain.wording import format_value, gpu_words, plural, progress_line, reason_beside
 from gate.nvidia.roofline import model_peak
 from gate.nvidia.symbols import kernel_name
-from gate.figures.kernel_page import PEER_METRIC, kernel_charts, page_legend, wanted_traces
+from gate.figures.kernel_page import PEER_METRIC, Flat, kernel_charts, page_legend, wanted_traces
 from gate.figures.palette import VERDICT_COLOR
 from gate.figures.gpu_watch import gpu_watch_panel
 from gate.figures.revision import compare_figure, ncu_figure, sass_figure, timing_figure
 from gate.figures.revision_table import revision_table
+from gate.figures.rule_table import rule_table
 from gate.figures.series_charts import Line
 from gate.read_models.compare import compare_rows
 from gate.read_models.revision import JobDetail, RevisionDetail
-from gate.storage import dashboard, kernel_series
+from gate.storage import artifacts as stored_files, dashboard, kernel_series
 from gate.storage.series_cache import SeriesCache
 from gate.storage.queries import revision_detail
 
@@ -140,13 +142,26 @@ def _kernel_view(session: Session, store: SeriesCache, name: str, gpu: str | Non
     peers = {key: kernel_series.peer_levels(session, name, gpu, metric, chosen)
              for key, metric in PEER_METRIC.items()}
     peak = peak_line(gpu)
-    charts = kernel_charts(hist, kernel_series.latest_rules(session, name, gpu), peers, peak)
+    flat: list[Flat] = []
+    charts = kernel_charts(hist, kernel_series.latest_rules(session, name, gpu), peers, peak, flat)
     return {"kernel": name, "gpu": gpu, "gpus": gpus, "shape": shape if shape in shapes else "",
-            "shapes": shapes, "history": hist,
+            "shapes": shapes, "history": hist, "flat": flat,
             "legend": page_legend(hist, charts, f"{peak.label}: {format_value(peak.value, 'TFLOP/s')}"
                                   if peak else ""),
             "revisions": figure_json(revision_table(hist.details)),
             "charts": [replace(c, figure=figure_json(c.figure)) for c in charts]}
+
+
+def gpu_short(kind: str | None) -> str:
+    """A GPU kind in a few letters for a crowded cell: "NVIDIA H100 80GB HBM3" -> "H100"; the
+    full name stays in the cell's title."""
+    words = gpu_words(kind)
+    if not words.startswith("NVIDIA "):
+        return words
+    return words.removeprefix("NVIDIA ").split(" ")[0].split("-")[0]
+
+
+templates.env.filters["gpu_short"] = gpu_short
 
 
 def peak_line(gpu: str) -> Line | None:
@@ -171,8 +186,9 @@ def revision_page(request: Request, session: SessionDep, ref: str) -> HTMLRespon
     detail = revision_detail(session, _resolved(session, ref))
     if detail is None:
         raise HTTPException(404, f"no revision {ref!r}")
+    data_dir = request.app.state.gate.settings.data_dir
     return _render(request, session, "revision.html", rev=detail,
-                   jobs=[_job_view(job, detail) for job in sorted(detail.jobs, key=_worst_first)],
+                   jobs=[_job_view(job, detail, data_dir) for job in sorted(detail.jobs, key=_worst_first)],
                    running=detail.status in ("queued", "running"))   # done or cancelled: final
 
 
@@ -201,8 +217,9 @@ def compare_page(request: Request, session: SessionDep, a: str | None = None,
     lat = [r for r in rows if r.name == Metric.LATENCY_MEDIAN_US and r.series == Side.CANDIDATE]
     several_gpus = len({r.gpu for r in lat}) > 1
     chart = compare_figure([" · ".join([r.kernel, r.shape] + ([gpu_words(r.gpu)] if several_gpus else []))
-                            for r in lat], [r.a for r in lat], [r.b for r in lat],
-                           f"{left.sha[:8]} (before)", f"{right.sha[:8]} (after)") if lat else None
+                            for r in lat], [r.change for r in lat], [r.change_text for r in lat],
+                           [r.tone for r in lat], f"{left.sha[:8]} (before)", f"{right.sha[:8]} (after)") \
+        if lat else None
     return _render(request, session, "compare.html", a=left, b=right, ref_a=a, ref_b=b, problem="",
                    rows=rows, chart=chart)
 
@@ -216,27 +233,35 @@ def _worst_first(job: JobDetail) -> int:
     return Verdict(v).severity if v in VERDICTS else len(VERDICTS)
 
 
-def _job_view(job: JobDetail, rev: RevisionDetail) -> dict:
-    """What the revision template needs of one job, figures built from its typed results."""
+def _job_view(job: JobDetail, rev: RevisionDetail, data_dir: Path) -> dict:
+    """What the revision template needs of one job, figures built from its typed results. Only
+    files that exist under `data_dir` are linked: a link that answers 404 says nothing."""
     bench, static, correctness, build = job.bench, job.static, job.correctness, job.build
     ncu_c = job.profile(Side.CANDIDATE).kernels if job.profile(Side.CANDIDATE) else []
     ncu_b = job.profile(Side.BASELINE).kernels if job.profile(Side.BASELINE) else []
     functions = static.functions if static else []
+    timed = [t for t in bench.shapes if t.candidate is not None and t.candidate.samples_us] if bench else []
+    watched = bench is not None and bench.gpu_watch is not None and bench.gpu_watch.available
+    present = [a for a in job.artifacts if stored_files.resolve(data_dir, a.path) is not None]
     return {
-        "job": job, "stages": job.stages, "timings": [timing_figure(t) for t in bench.shapes] if bench else [],
-        "gpu_watch": gpu_watch_panel(bench, job.environment, job.baseline_environment),
+        "job": job, "stages": job.stages, "timings": [timing_figure(t) for t in timed],
+        "rules": rule_table(job.verdict.rules) if job.verdict else None,
+        # What NVML saw while timing means nothing for a job where nothing was timed.
+        "gpu_watch": gpu_watch_panel(bench, job.environment, job.baseline_environment)
+                     if timed or watched else None,
         "ncu": ncu_figure(ncu_c, ncu_b, f"candidate {rev.sha[:8]}",
                           f"baseline {(rev.base_sha or '')[:8]}".strip()) if ncu_c else None,
         "ncu_rows": ncu_c, "ncu_base": {k.shape: k for k in ncu_b},
         "ncu_baseline_note": baseline_profile_note(job, rev) if ncu_c and not ncu_b else "",
         "source_views": source_views(job.id, job.profile(Side.CANDIDATE), job.profile(Side.BASELINE)),
-        "files": listed_files(job.artifacts),
+                "files": listed_files(present),
+        "files_gone": len(job.artifacts) - len(present),
         "functions": functions,
         "sass": sass_figure(functions) if any(f.sass_opcodes for f in functions) else None,
         "cases": correctness.cases if correctness else [],
         "build_log": build.log if build else "",
         "ptxas_log": static.log if static else "",
-        "report": next((a for a in job.artifacts if a.kind in ("ncu_report", "ncu-rep")
+        "report": next((a for a in present if a.kind in ("ncu_report", "ncu-rep")
                         or a.path.endswith(".ncu-rep")), None),
     }
 

@@ -13,6 +13,7 @@ from sqlalchemy.orm import Session
 
 from gate.sample import SeedSummary, seed_judged_history
 from gate.storage.db import make_engine
+from gate.storage.samples import sample_files, set_artifact_size
 from gate.storage.schema import upgrade
 
 SAMPLE_DB = Path("sample") / "gate.db"      # under GATE_DATA_DIR
@@ -31,6 +32,17 @@ def write_sample_db(data_dir: Path, revisions: int) -> tuple[str, SeedSummary]:
         upgrade(engine)
         with Session(engine) as session:
             summary = seed_judged_history(session, revisions=revisions)
+            write_sample_files(session, Path(data_dir))
+            session.commit()
     finally:
         engine.dispose()
     return url, summary
+
+
+def write_sample_files(session: Session, data_dir: Path) -> None:
+    """The files the sample's rows name (build logs), so every link its pages show resolves."""
+    for artifact_id, relative, text in sample_files(session):
+        target = data_dir / relative
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text)
+        set_artifact_size(session, artifact_id, target.stat().st_size)

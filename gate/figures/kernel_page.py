@@ -8,7 +8,8 @@ from dataclasses import dataclass
 from gate.domain.names import Metric, Rule, Side
 from gate.domain.verdict import RuleRow
 from gate.figures.like_with_like import change_points, cycle_traces, mark_environments
-from gate.figures.series_charts import HistoryChart, Line, history_figure
+from gate.figures.palette import VERDICT_COLOR, VERDICT_MARK
+from gate.figures.series_charts import HistoryChart, Line, history_figure, peak_drawn
 from gate.read_models.kernel_series import KernelHistory, SeriesHistory
 from gate.verdict.catalog import CATALOG, Kind, RuleSpec
 
@@ -67,10 +68,20 @@ def wanted_traces(shapes: Sequence[str], archs: Sequence[str]) -> list[tuple[str
     return out + cycle_traces(shapes)
 
 
+@dataclass(frozen=True)
+class Flat:
+    """A chart not drawn because every value it would show is zero: one sentence instead of an axis."""
+
+    id: str
+    text: str
+
+
 def kernel_charts(history: KernelHistory, rules: list[RuleRow],
-                  peers: dict[str, dict[tuple[str, str], float]], peak: Line | None = None) -> list[Chart]:
+                  peers: dict[str, dict[tuple[str, str], float]], peak: Line | None = None,
+                  flat: list[Flat] | None = None) -> list[Chart]:
     """Charts in page order. `peers`: group key -> (shape, peer) -> level; `peak`: the GPU's
-    physical TFLOP/s peak (None for a GPU the peak table does not know)."""
+    physical TFLOP/s peak (None for a GPU the peak table does not know). A group whose every value
+    is zero is not charted; `flat`, when given, receives a sentence for it."""
     by_metric: dict[str, list[SeriesHistory]] = {}
     for s in history.series:
         by_metric.setdefault(s.name, []).append(s)
@@ -85,16 +96,33 @@ def kernel_charts(history: KernelHistory, rules: list[RuleRow],
         for part in groups:
             shape = part[0].shape if g.per_shape else ""
             title = f"{g.title} · {shape}" if shape else g.title
+            if all(not s.value.any() for s in part):
+                if flat is not None:
+                    names = ", ".join(dict.fromkeys(_label(g, s) for s in part))
+                    flat.append(Flat(g.key, f"{title}: 0 in every revision shown ({names}), so not charted."))
+                continue
             chart = HistoryChart(
                 title=title, y_title=g.y_title, series=part, labels=[_label(g, s) for s in part],
                 change_points=[change_points(history, s) for s in part],
                 thresholds=_thresholds(g, rules),
                 references=[Line(peer, level) for (sh, peer), level
                             in peers.get(g.key, {}).items() if sh == shape] if g.peers else [],
-                unit=part[0].unit, peak=peak if g.key == PEAK_GROUP else None, reused=history.reused)
+                unit=part[0].unit, peak=peak if g.key == PEAK_GROUP else None, reused=history.reused,
+                commits=_commits(history, part))
             charts.append(Chart(f"{g.key}-{shape}" if shape else g.key, title,
                                 mark_environments(history_figure(chart), part), _marks(chart)))
     return charts
+
+
+def _commits(history: KernelHistory, part: list[SeriesHistory]) -> dict[int, str]:
+    """x -> the short sha of the (newest) revision at x, for the commit axis' labels."""
+    out: dict[int, str] = {}
+    for s in part:
+        for x, rev in zip(s.x.tolist(), s.revision_ids.tolist()):
+            meta = history.details.get(rev)
+            if meta is not None:
+                out.setdefault(x, meta[0][:7])
+    return out
 
 
 def _marks(chart: HistoryChart) -> frozenset[str]:
@@ -105,8 +133,9 @@ def _marks(chart: HistoryChart) -> frozenset[str]:
         marks.add("threshold")
     if any(chart.change_points):
         marks.add("change")
-    if chart.peak is not None:
+    if peak_drawn(chart):
         marks.add("peak")
+    if chart.peak is not None:
         if any((s.value > chart.peak.value).any() for s in chart.series):
             marks.add("beyond")
     return frozenset(marks)
@@ -116,18 +145,21 @@ def _marks(chart: HistoryChart) -> frozenset[str]:
 class LegendItem:
     css: str                    # the class of its swatch in dashboards/static/gate.css
     text: str
+    glyph: str = ""             # a verdict's marker as text, drawn in `color` (palette.VERDICT_MARK)
+    color: str = ""
+    symbol: str = ""            # the plotly marker symbol the charts draw for it
 
 
-_VERDICT_SWATCH = (("accept", "dot v-accept", "accept"), ("reject", "dot v-reject x", "reject"),
-                   ("inconclusive", "dot v-inconclusive diamond", "inconclusive"),
-                   ("incomplete", "dot v-incomplete square", "incomplete"), ("error", "dot v-error", "error"),
-                   ("", "dot v-none", "no verdict"))
+_VERDICT_WORDS = (("accept", "accept"), ("reject", "reject"), ("inconclusive", "inconclusive"),
+                  ("incomplete", "incomplete"), ("error", "error"), ("", "no verdict"))
 
 
 def page_legend(history: KernelHistory, charts: Sequence[Chart], peak_label: str = "") -> list[LegendItem]:
-    """The kernel page's legend: only the verdicts, lines and marks its charts draw."""
+    """The kernel page's legend: only the verdicts, lines and marks its charts draw; a verdict's
+    swatch is the very marker the charts draw for it (`palette.VERDICT_MARK`)."""
     verdicts = {v for s in history.series for v in s.verdicts}
-    items = [LegendItem(css, text) for v, css, text in _VERDICT_SWATCH if v in verdicts]
+    items = [LegendItem("glyph", text, VERDICT_MARK[v][1], VERDICT_COLOR[v], VERDICT_MARK[v][0])
+             for v, text in _VERDICT_WORDS if v in verdicts]
     marks = set().union(*(c.marks for c in charts)) if charts else set()
     if "threshold" in marks:
         items.append(LegendItem("line threshold", "rule threshold (latest verdict)"))

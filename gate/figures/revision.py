@@ -6,7 +6,8 @@ from gate.domain.names import NCU_METRICS, Metric, Side
 from gate.domain.results import FunctionResources, KernelMetrics, ShapeTiming
 from gate.domain.wording import display_unit, format_value
 from gate.figures.axes import value_axis
-from gate.figures.palette import PEER_COLOR, SIDE_COLOR, base_layout
+from gate.domain.verdict import Verdict
+from gate.figures.palette import INK, MUTED, PEER_COLOR, SIDE_COLOR, VERDICT_COLOR, base_layout
 
 NCU_FIELDS = tuple((m.value, m.info.label) for m in NCU_METRICS)   # (KernelMetrics key, bar label)
 
@@ -33,7 +34,7 @@ def timing_figure(shape_timing: ShapeTiming) -> dict:
         low, high = shape_timing.ratio_ci_low, shape_timing.ratio_ci_high
         if low is not None and high is not None:
             title += f" [{low:.3f}, {high:.3f}]"
-    layout = base_layout(title, "", height=110 + 42 * max(1, len(data)))
+    layout = base_layout(title, "", height=128 + 42 * max(1, len(data)))
     layout["xaxis"]["title"] = {"text": f"{unit} per call (each point one interleaved round)"}
     layout["yaxis"]["autorange"] = "reversed"
     layout["yaxis"]["automargin"] = True   # peer names (sdpa_efficient, cublas) must not be clipped
@@ -68,7 +69,7 @@ def ncu_figure(candidate: list[KernelMetrics], baseline: list[KernelMetrics],
                      "hovertemplate": "%{x}: %{y:.3g} %<extra>" + name + "</extra>"})
     title = "Nsight Compute: candidate beside baseline" if baseline else \
         "Nsight Compute: candidate (baseline not profiled)"
-    layout = base_layout(title, "% of peak / % conflicts")
+    layout = base_layout(title, "% of peak / % conflicts", height=400)   # the shape x metric labels take ~90 px
     layout["barmode"] = "group"
     layout["showlegend"] = True
     layout["yaxis"]["rangemode"] = "nonnegative"
@@ -104,21 +105,22 @@ def sass_figure(functions: list[FunctionResources]) -> dict:
     return {"data": data, "layout": layout}
 
 
-def compare_figure(shapes: list[str], a_us: list[float | None], b_us: list[float | None],
+def compare_figure(labels: list[str], changes: list[float | None], texts: list[str], tones: list[str],
                    a_label: str, b_label: str) -> dict:
-    """Median latency per kernel and shape of two revisions, side by side; on a log axis when the
-    shapes span decades (a 9 µs and a 40 ms shape both readable), ticks and hovers in µs or ms."""
-    values = [v for v in (*a_us, *b_us) if v is not None]
-    axis = value_axis(values, Metric.LATENCY_MEDIAN_US.unit, log_span=10.0)
-    layout = base_layout("Median latency per kernel and shape", f"median latency ({axis.unit})"
-                         if not axis.log else "median latency (log scale)")
-    layout["yaxis"].update(axis.layout)
-    layout["barmode"] = "group"
-    layout["showlegend"] = True
-    layout["xaxis"]["tickangle"] = 0
-    data = [{"type": "bar", "name": label, "x": [s.replace(" · ", "<br>") for s in shapes],
-             "y": [None if v is None else v / axis.factor for v in values_],
-             "customdata": [format_value(v, Metric.LATENCY_MEDIAN_US.unit) for v in values_],
-             "marker": {"color": color}, "hovertemplate": "%{x}: %{customdata}<extra>" + label + "</extra>"}
-            for label, values_, color in ((a_label, a_us, "#94a3b8"), (b_label, b_us, "#2563eb"))]
+    """The change of each kernel and shape's median latency from `a_label` to `b_label`, in % on a
+    linear axis around zero: a 2 % regression is as visible as a 40 % one is large (bars of the two
+    values on a log axis hid it). Horizontal bars, so long kernel · shape labels never overlap; each
+    coloured by its tone ("good", "bad" or "" from the rule's bound, `read_models.compare`)."""
+    color = {"good": VERDICT_COLOR[Verdict.ACCEPT.value], "bad": VERDICT_COLOR[Verdict.REJECT.value]}
+    data = [{"type": "bar", "orientation": "h", "y": labels, "x": changes, "text": texts,
+             "textposition": "outside", "cliponaxis": False,
+             "marker": {"color": [color.get(t, MUTED) for t in tones]},
+             "hovertemplate": "%{y}: %{text}<extra></extra>"}]
+    layout = base_layout(f"Median latency: {b_label} against {a_label}", "", height=150 + 30 * len(labels))
+    layout["xaxis"].update({"title": {"text": "change of the median latency (%), below 0 is faster"},
+                            "zeroline": True, "zerolinecolor": INK, "ticksuffix": " %"})
+    widest = max((abs(c) for c in changes if c is not None), default=1.0) or 1.0
+    layout["xaxis"]["range"] = [-widest * 1.35, widest * 1.35]    # room for the text beside each bar
+    layout["yaxis"].update({"autorange": "reversed", "automargin": True})
+    layout["showlegend"] = False
     return {"data": data, "layout": layout}

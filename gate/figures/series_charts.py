@@ -12,7 +12,7 @@ from gate.domain.wording import format_value
 from gate.figures.axes import ValueAxis, commit_axis, fit_range, spread_labels, value_axis
 from gate.figures.palette import (
     BEYOND_COLOR, CHANGE_COLOR, MUTED, PEAK_COLOR, PEER_COLOR, REUSED_COLOR, SERIES_COLOR, THRESHOLD_COLOR,
-    VERDICT_COLOR, VERDICT_SYMBOL, base_layout,
+    VERDICT_OUTLINE, VERDICT_SYMBOL, base_layout,
 )
 from gate.figures.revision_table import SHARED
 from gate.read_models.kernel_series import SeriesHistory
@@ -46,25 +46,32 @@ class HistoryChart:
     unit: str = ""                                       # the stored unit of every series' values
     peak: Line | None = None     # the GPU's physical peak: a value above it is not a measurement
     reused: dict[int, str] = field(default_factory=dict)   # revision id -> where its figures came from
+    commits: dict[int, str] = field(default_factory=dict)   # x -> short sha, the commit axis' labels
 
 
 def history_figure(chart: HistoryChart) -> dict:
-    """Lines over commit order; markers coloured and shaped by verdict; customdata[0] = revision.
+    """Lines over commits; marker fill by series, symbol and outline by verdict; customdata[0] = revision.
 
     customdata rows are [revision id, verdict, (bucket count)]: the revisions' sha, date and
     message ship once per page (`revision_table.py`) and the page puts them back before drawing.
     The commit axis has whole ticks only; the value axis fits the values (`axes.value_axis`),
-    thresholds, references and the peak included. Points above `chart.peak` are ringed and named
-    in the legend as beyond the hardware, so a faked time never reads as a fast kernel.
+    thresholds and references included. The GPU's peak is far above most kernels: it is drawn as a
+    line only when the kernel's own range reaches it, otherwise named in a note at the top, so the
+    axis keeps the kernel's trend readable. Points above `chart.peak` are ringed and named in the
+    legend as beyond the hardware, so a faked time never reads as a fast kernel.
     """
-    lines = [*chart.thresholds, *chart.references, *([chart.peak] if chart.peak else [])]
-    values = [v for s in chart.series for v in s.value.tolist()] + [line.value for line in lines]
+    lines = [*chart.thresholds, *chart.references]
+    own = [v for s in chart.series for v in s.value.tolist()]
+    reaches_peak = peak_drawn(chart)
+    if reaches_peak:
+        lines.append(chart.peak)
+    values = own + [line.value for line in lines]
     axis = value_axis(values, chart.unit)
     layout = base_layout(chart.title, chart.y_title.replace("{unit}", axis.unit))
     layout["yaxis"].update(axis.layout)
     last_x = max((int(s.x.max()) for s in chart.series if len(s)), default=0)
     layout["xaxis"].update(commit_axis(last_x))
-    layout["xaxis"]["title"] = {"text": "commit order (oldest = 0)"}
+    _sha_ticks(layout["xaxis"], chart.commits, last_x)
     data = []
     marked: set[float] = set()      # x of each change marker drawn
     for i, (hist, label) in enumerate(zip(chart.series, chart.labels)):
@@ -78,14 +85,21 @@ def history_figure(chart: HistoryChart) -> dict:
     _stagger_changes(layout, last_x)
     labels = []
     for line in chart.thresholds:
-        text = " ".join(part for part in ("limit", line.label, _shown(line.value, chart.unit)) if part)
+        text = " ".join(part for part in ("limit", line.label, _shown(line.value, chart.unit, axis)) if part)
         labels.append(_hline(layout, line, THRESHOLD_COLOR, "dash", text, axis))
     for line in chart.references:
         color = PEER_COLOR.get(line.label.split(" ")[0], MUTED)
-        labels.append(_hline(layout, line, color, "dot", f"{line.label} {_shown(line.value, chart.unit)}", axis))
-    if chart.peak is not None:
+        labels.append(_hline(layout, line, color, "dot", f"{line.label} {_shown(line.value, chart.unit, axis)}",
+                             axis))
+    if chart.peak is not None and reaches_peak:
         labels.append(_hline(layout, chart.peak, PEAK_COLOR, "longdash",
-                             f"{chart.peak.label} {_shown(chart.peak.value, chart.unit)}", axis))
+                             f"{chart.peak.label} {_shown(chart.peak.value, chart.unit, axis)}", axis))
+    elif chart.peak is not None:
+        # Said under the axis, where no line label, change label or point can be.
+        name = chart.peak.label.split(" (")[0]
+        layout["xaxis"]["title"]["text"] += (f" · {name} {_shown(chart.peak.value, chart.unit, axis)}"
+                                             " is above this axis")
+    if chart.peak is not None:
         beyond = [_beyond_trace(hist, chart.peak, axis) for hist in chart.series]
         data += [t for t in beyond if t is not None]
     if chart.reused:
@@ -105,8 +119,33 @@ def history_figure(chart: HistoryChart) -> dict:
     return {"data": data, "layout": layout}
 
 
-def _shown(value: float, unit: str) -> str:
-    return format_value(value, unit)
+PEAK_NEAR = 0.8     # the peak is drawn as a line once the kernel's own values reach this share of it
+
+
+def peak_drawn(chart: HistoryChart) -> bool:
+    """Whether the GPU's peak is a line on the chart (the kernel's values come near it); otherwise it
+    is named under the axis, which keeps the kernel's own range."""
+    top = max((float(s.value.max()) for s in chart.series if len(s)), default=0.0)
+    return chart.peak is not None and top >= chart.peak.value * PEAK_NEAR
+
+
+def _shown(value: float, unit: str, axis: ValueAxis) -> str:
+    """A line's value in the unit its axis is labelled in (a 2,391 µs level on an axis in ms reads
+    2.391 ms); a log axis labels each tick with its own unit, so the value picks its own."""
+    if axis.log or axis.factor == 1.0 and axis.unit != unit:
+        return format_value(value, unit)
+    return f"{value / axis.factor:.4g} {axis.unit}".rstrip()
+
+
+def _sha_ticks(xaxis: dict, commits: dict[int, str], last_x: int) -> None:
+    """The commit axis labelled with the short sha of the commit at each tick (oldest left)."""
+    xaxis["title"] = {"text": "commit (oldest left)"}
+    if not commits:
+        return
+    step = int(xaxis["dtick"])
+    ticks = [x for x in range(0, last_x + 1, step) if x in commits]
+    xaxis.update({"tickmode": "array", "tickvals": ticks, "ticktext": [commits[x] for x in ticks],
+                  "tickangle": 0, "tickfont": {"size": 10}})
 
 
 def _series_trace(hist: SeriesHistory, label: str, color: str, axis: ValueAxis) -> dict:
@@ -118,9 +157,10 @@ def _series_trace(hist: SeriesHistory, label: str, color: str, axis: ValueAxis) 
         "type": "scatter", "mode": "lines+markers", "name": label,
         "x": hist.x.tolist(), "y": rounded(axis.scale(hist.value.tolist())),
         "line": {"color": color, "width": 1.6},
-        "marker": {"color": [VERDICT_COLOR.get(v, VERDICT_COLOR[""]) for v in verdicts],
-                   "symbol": [VERDICT_SYMBOL.get(v, "circle-open") for v in verdicts],
-                   "size": 5 if aggregated else 8, "line": {"width": 1, "color": "#ffffff"}},
+        "marker": {"color": color,
+                   "symbol": [VERDICT_SYMBOL.get(v, VERDICT_SYMBOL[""]) for v in verdicts],
+                   "size": 6 if aggregated else 9,
+                   "line": {"width": 1.5, "color": [VERDICT_OUTLINE.get(v, VERDICT_OUTLINE[""]) for v in verdicts]}},
         "customdata": (list(zip(ids, [v or "no verdict" for v in verdicts], hist.count.tolist()))
                        if aggregated else list(zip(ids, [v or "no verdict" for v in verdicts]))),
         "meta": {"revisions": SHARED},

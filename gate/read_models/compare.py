@@ -5,10 +5,31 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from gate.domain.names import Direction
+from gate.domain.names import Metric, Side
+from gate.domain.wording import display_unit
 from gate.read_models.revision import RevisionMetric
+from gate.verdict.catalog import CATALOG, Bound
 
 NOTICEABLE_PCT = 1.0     # a change smaller than this reads as no change (no colour)
+
+# Whether a change is better or worse is the bound of the rule that judges the figure, from the
+# catalogue, never guessed from its name. The latency rule reads the candidate/baseline ratio of
+# median times, so its ceiling says the same of the times themselves. A figure no rule judges
+# (throughput, the separate load and store conflicts) gets no colour.
+_TIMES = (Metric.LATENCY_MEDIAN_US, Metric.LATENCY_P10_US, Metric.LATENCY_P90_US, Metric.LATENCY_MEDIAN_KCYCLES)
+BOUND: dict[str, Bound] = {}
+for _spec in CATALOG:
+    if _spec.metric is not None and _spec.bound is not Bound.NONE and not _spec.baseline_profile:
+        BOUND.setdefault(_spec.metric.value, _spec.bound)
+for _time in _TIMES:
+    BOUND[_time.value] = BOUND[Metric.LATENCY_RATIO.value]
+_TIME_NAMES = frozenset(m.value for m in (*_TIMES, Metric.TFLOPS))
+
+# How an engineer reads a change: times and rates in % of the old value; figures already in % as
+# points (34 % -> 31 % is -3 points, not -8.8 %); whole quantities and ratios as the difference.
+PERCENT_UNITS = frozenset({"us", "ms", "s", "kcycles", "TFLOP/s"})
+POINT_UNITS = frozenset({"%"})
+RATIO_STEP = 0.01        # a candidate/baseline ratio that moves less than this reads as no change
 
 
 @dataclass
@@ -19,7 +40,7 @@ class CompareRow:
     shape: str
     series: str
     unit: str
-    direction: str                # `gate.domain.names.Direction` value
+    direction: str                # `gate.domain.names.Direction` value (the table's reading hint only)
     a: float | None = None        # the first revision's value; None when it has none
     b: float | None = None
 
@@ -31,12 +52,57 @@ class CompareRow:
         return 100.0 * (self.b - self.a) / abs(self.a)
 
     @property
-    def tone(self) -> str:
-        """"good", "bad" or "" (no change worth a colour, or nothing to compare)."""
-        delta = self.delta_pct
-        if delta is None or abs(delta) < NOTICEABLE_PCT:
+    def change(self) -> float | None:
+        """b against a in the unit `change_text` writes: % of a, points, or the plain difference."""
+        if self.a is None or self.b is None:
+            return None
+        if self.unit in PERCENT_UNITS:
+            return self.delta_pct
+        return self.b - self.a
+
+    @property
+    def change_text(self) -> str:
+        """"+2.7 %", "-3.1 pts", "+4 registers", "+1 KiB", "+0.026"; "" when there is nothing to compare."""
+        change = self.change
+        if change is None:
             return ""
-        return "good" if (delta < 0) == (self.direction == Direction.LOWER) else "bad"
+        if self.unit in PERCENT_UNITS:
+            return f"{change:+.1f} %"
+        if self.unit in POINT_UNITS:
+            return f"{change:+.1f} pts"
+        if not self.unit:
+            return f"{change:+.3g}"
+        shown, factor = display_unit(self.unit, abs(change))
+        scaled = change / factor
+        number = f"{scaled:+.0f}" if scaled == int(scaled) else f"{scaled:+.3g}"
+        return f"{number} {shown}"
+
+    @property
+    def moved(self) -> bool:
+        """Whether the change is worth a line of its own: 1 % of a time or rate, half a point of a
+        percentage, any change of a whole quantity or ratio."""
+        change = self.change
+        if change is None or change == 0:
+            return False
+        if self.unit in PERCENT_UNITS:
+            return abs(change) >= NOTICEABLE_PCT
+        if self.unit in POINT_UNITS:
+            return abs(change) >= 0.5
+        return abs(change) >= RATIO_STEP if self.name == Metric.LATENCY_RATIO else True
+
+    @property
+    def tone(self) -> str:
+        """"good", "bad" or "" (no rule judges the figure, the change is too small, or nothing to
+        compare): by the bound of the rule that judges it (`BOUND`)."""
+        bound = BOUND.get(self.name)
+        # A peer's time (sdpa_flash, cublas) is a reference, not the kernel's: no rule judges it.
+        # (Static figures are per arch: their series is an arch, and the kernel's own.)
+        peer = self.name in _TIME_NAMES and self.series != Side.CANDIDATE
+        if peer or bound is None or self.change is None or self.change == 0:
+            return ""
+        if not self.moved:
+            return ""
+        return "good" if (self.change < 0) == (bound is Bound.CEILING) else "bad"
 
 
 def compare_rows(metrics: Iterable[RevisionMetric], a: int, b: int) -> list[CompareRow]:

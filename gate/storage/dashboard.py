@@ -27,7 +27,9 @@ def kernel_overview(session: Session) -> list[KernelSummary]:
                VerdictRecord.created_at)
         .join(Revision, Revision.id == VerdictRecord.revision_id)
         .where(VerdictRecord.id.in_(latest_ids))
-        .order_by(VerdictRecord.kernel, VerdictRecord.revision_id.desc())
+        # Newest first, as the kernel page's GPU selector (`kernel_series.kernel_gpu_kinds`): the GPU
+        # a card lists first is the one its kernel page opens on.
+        .order_by(VerdictRecord.kernel, VerdictRecord.revision_id.desc(), VerdictRecord.id.desc())
     ).all()
     counts = dict(session.execute(
         select(VerdictRecord.kernel, func.count(func.distinct(VerdictRecord.revision_id)))

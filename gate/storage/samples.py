@@ -14,11 +14,13 @@ from typing import Any
 from sqlalchemy import insert, select
 from sqlalchemy.orm import Session
 
+from gate.domain.names import Side, Stage
 from gate.storage.models import (
     Artifact, Job, JobState, Metric, Repository, Revision, RevisionStatus, StageRecord, VerdictRecord,
 )
 
 SYNTHETIC = "synthetic"         # Revision.source of every sample revision
+SAMPLE_FILES = "sample"         # the sample's artifact files, relative to the data directory
 
 # (side, stage, status, reason, payload) of one stage, payload as `to_json(<Stage>Result)`
 StageRow = tuple[str, str, str, str | None, dict[str, Any]]
@@ -75,7 +77,10 @@ def add_judged_job(session: Session, *, revision_id: int, kernel: str, gpu_kind:
         session.add(StageRecord(job_id=job.id, side=side, stage=stage, status=status, reason=stage_reason,
                                 duration_s=payload.get("duration_s"), payload=payload))
     if stages:
-        session.add(Artifact(job_id=job.id, kind="build_log", path=f"jobs/{job.id}/build.log", size_bytes=0))
+        # Under sample/ of the data directory, beside the sample's database, apart from real jobs' files;
+        # `sample_files` says what to write there.
+        session.add(Artifact(job_id=job.id, kind="build_log", path=f"{SAMPLE_FILES}/jobs/{job.id}/build.log",
+                             size_bytes=0))
     return job.id
 
 
@@ -149,3 +154,20 @@ def job_verdicts(session: Session, revision_id: int) -> list[tuple[str, str | No
 def revision_error(session: Session, revision_id: int) -> str | None:
     """Why the revision could not be planned, if it could not."""
     return session.get(Revision, revision_id).error
+
+
+def sample_files(session: Session) -> list[tuple[int, str, str]]:
+    """(artifact id, path, text) of each build log the sample recorded: the text is its build
+    stage's log, so a page's "build log" link opens what the page shows."""
+    rows = session.execute(
+        select(Artifact.id, Artifact.path, StageRecord.payload)
+        .join(StageRecord, (StageRecord.job_id == Artifact.job_id) & (StageRecord.stage == Stage.BUILD.value)
+              & (StageRecord.side == Side.CANDIDATE.value))
+        .join(Job, Job.id == Artifact.job_id).join(Revision, Revision.id == Job.revision_id)
+        .where(Artifact.kind == "build_log", Revision.source == SYNTHETIC)
+    ).all()
+    return [(aid, path, (payload or {}).get("log") or "") for aid, path, payload in rows]
+
+
+def set_artifact_size(session: Session, artifact_id: int, size_bytes: int) -> None:
+    session.get(Artifact, artifact_id).size_bytes = size_bytes

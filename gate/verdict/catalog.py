@@ -111,7 +111,8 @@ CATALOG: tuple[RuleSpec, ...] = (
              "ptxas static shared memory; ncu `launch__shared_mem_per_block_static` + `_dynamic`", "bytes",
              "shared memory per block: the static part (ptxas) per function and arch, and, where the profile "
              "ran, static + dynamic (the launch's `<<<grid, block, bytes>>>`) per launch, worst launch per shape",
-             integer=True, words="static shared memory", metric=Metric.SMEM_BYTES),
+             integer=True, words="static shared memory", metric=Metric.SMEM_BYTES,
+             chart=Chart("smem", "Static shared memory per block", "static shared memory ({unit})")),
     RuleSpec(Rule.REQUIRE_SASS, (Kind.SASS,), "the SASS opcode histogram per arch", "",
              "SASS base opcodes that must appear in the kernel's code for every arch, e.g. `[\"HMMA\"]`",
              bound=_N, default="`[]`"),

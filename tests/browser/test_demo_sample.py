@@ -63,6 +63,21 @@ def test_every_page_of_the_sample_says_synthetic_at_the_top(browser, demo):  # n
         page.close()
 
 
+def test_every_file_link_of_a_sample_revision_resolves(browser, demo):  # noqa: ANN001
+    url, _ = demo
+    rev = httpx.get(url + "/api/v1/kernels").json()[0]["latest"][0]["revision_id"]
+    page = browser.new_page(viewport={"width": 1400, "height": 900})
+    page.goto(f"{url}/revisions/{rev}", wait_until="networkidle")
+    links = page.evaluate("""() => [...document.querySelectorAll('a[href^="/api/v1/artifacts/"]')]
+        .map(a => [a.getAttribute('href'), a.textContent])""")
+    assert any(text == "build log" for _, text in links), links        # the sample writes its build logs
+    for href, _ in links:
+        reply = httpx.get(url + href)
+        assert reply.status_code == 200 and "nvcc" in reply.text, href
+    assert page.locator(".files-gone").count() == 0
+    page.close()
+
+
 def test_screenshots_of_the_four_pages_are_written_and_synthetic_data_is_refused(demo, tmp_path):  # noqa: ANN001
     _, data_dir = demo
     database = f"sqlite:///{data_dir / 'sample' / 'gate.db'}"

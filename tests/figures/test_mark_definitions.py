@@ -1,0 +1,105 @@
+"""Issue 28's marks, pure: the revision page's folded rule rows, the compare page's changes in an
+engineer's units coloured by the judging rule's bound, and kernel charts whose axes, peak, markers
+and legend say what they mean."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import numpy as np
+import plotly.graph_objects as go
+
+from gate.domain.verdict import RuleOutcome, RuleRow
+from gate.figures.kernel_page import Flat, kernel_charts, page_legend
+from gate.figures.palette import SERIES_COLOR, VERDICT_MARK
+from gate.figures.revision import compare_figure
+from gate.figures.rule_table import rule_table
+from gate.figures.series_charts import HistoryChart, Line, history_figure
+from gate.read_models.compare import CompareRow
+from gate.read_models.kernel_series import KernelHistory, SeriesHistory
+
+
+def _series(values: list[float], verdicts: list[str], name: str = "tflops", series: str = "candidate",
+            unit: str = "TFLOP/s", shape: str = "s1") -> SeriesHistory:
+    n = len(values)
+    v = np.asarray(values, dtype=float)
+    return SeriesHistory(name, shape, series, unit, np.arange(n), 100 + np.arange(n), v, v, v,
+                         np.ones(n, dtype=np.int64), list(verdicts))
+
+
+def test_the_deciding_row_leads_and_unchanged_passing_rows_fold_into_one_line_per_rule():
+    rows = [RuleRow("max_registers", RuleOutcome.PASS, "96 within 128", value=96, threshold=128, baseline=96, delta=0),
+            RuleRow("max_registers", RuleOutcome.PASS, "96 within 128", value=96, threshold=128, baseline=96, delta=0),
+            RuleRow("max_registers_increase", RuleOutcome.PASS,
+                    "31 instances unchanged (sm_90): equal to the baseline's", delta=0),
+            RuleRow("max_latency_regression_pct", RuleOutcome.PASS, "+0.4 %", value=10.04, baseline=10.0, delta=0.04),
+            RuleRow("max_latency_regression_pct", RuleOutcome.FAIL, "+12 %", value=11.2, baseline=10.0, delta=1.2,
+                    decisive=True),
+            RuleRow("min_tensor_pipe_pct", RuleOutcome.NOT_RUN, "no profile")]
+    table = rule_table(rows)
+    assert [r.outcome for r in table.shown] == [RuleOutcome.FAIL, RuleOutcome.NOT_RUN, RuleOutcome.PASS]
+    assert table.shown[0].decisive
+    folded = {f.rule: f for f in table.folded}
+    assert folded["max_registers"].count == 2 and folded["max_registers"].text == "2 instances unchanged, all pass"
+    assert folded["max_registers_increase"].count == 31
+
+
+def test_changes_read_in_the_unit_an_engineer_thinks_in_and_are_coloured_by_the_rules_bound():
+    regs = CompareRow("k", "g", "registers", "", "sm_90", "regs/thread", "lower", 96, 100)
+    assert regs.change_text == "+4 regs/thread" and regs.tone == "bad"           # a ceiling: more is worse
+    dram = CompareRow("k", "g", "dram_pct", "s", "candidate", "%", "higher", 61.6, 59.0)
+    assert dram.change_text == "-2.6 pts" and dram.tone == "bad"                 # min_dram_pct: a floor
+    ratio = CompareRow("k", "g", "latency_ratio", "s", "candidate", "x", "lower", 0.973, 0.999)
+    assert ratio.change_text == "+0.026 x" and ratio.tone == "bad"              # not "+2.7 %"
+    faster = CompareRow("k", "g", "latency_median_us", "s", "candidate", "us", "lower", 100.0, 97.0)
+    assert faster.change_text == "-3.0 %" and faster.tone == "good"
+    peer = CompareRow("k", "g", "latency_median_us", "s", "sdpa_flash", "us", "lower", 100.0, 120.0)
+    assert peer.tone == "" and peer.moved                                        # a reference: no rule judges it
+    unjudged = CompareRow("k", "g", "tflops", "s", "candidate", "TFLOP/s", "higher", 100.0, 90.0)
+    assert unjudged.tone == ""                                                   # no rule reads throughput
+    smem = CompareRow("k", "g", "smem_bytes", "", "sm_90", "B", "lower", 32768, 33792)
+    assert smem.change_text == "+1 KiB"
+    still = CompareRow("k", "g", "latency_median_us", "s", "candidate", "us", "lower", 100.0, 100.5)
+    assert not still.moved and still.tone == ""
+
+
+def test_compare_bars_are_linear_changes_coloured_by_tone():
+    fig = compare_figure(["k · s1", "k · s2"], [2.0, -5.0], ["+2.0 %", "-5.0 %"], ["bad", "good"], "a", "b")
+    go.Figure(fig)
+    assert fig["layout"]["xaxis"].get("type", "linear") == "linear"
+    assert fig["data"][0]["orientation"] == "h" and fig["data"][0]["marker"]["color"] == ["#cf222e", "#1a7f37"]
+
+
+def test_the_peak_far_above_the_kernel_is_named_under_the_axis_not_drawn():
+    s = _series([5.0, 6.0, 6.5], ["accept"] * 3)
+    fig = history_figure(HistoryChart("Throughput", "{unit}", [s], ["candidate"], unit="TFLOP/s",
+                                      peak=Line("H100 peak (dense)", 989.4), commits={0: "abc1234", 1: "def5678"}))
+    go.Figure(fig)
+    assert fig["layout"]["yaxis"].get("type") != "log" and fig["layout"]["yaxis"]["range"][1] < 10
+    assert fig["layout"]["xaxis"]["title"]["text"].endswith("H100 peak 989.4 TFLOP/s is above this axis")
+    assert fig["layout"]["xaxis"]["ticktext"][0] == "abc1234"                  # shas on the commit axis
+
+
+def test_a_line_label_is_written_in_its_axis_unit():
+    s = _series([2300.0, 2400.0], ["accept"] * 2, name="latency_median_us", unit="us")
+    fig = history_figure(HistoryChart("Latency", "({unit})", [s], ["candidate"], unit="us",
+                                      references=[Line("sdpa_flash", 950.0)]))
+    assert fig["layout"]["yaxis"]["title"]["text"] == "(ms)"
+    assert "sdpa_flash 0.95 ms" in [a["text"] for a in fig["layout"]["annotations"]]
+
+
+def test_series_differ_by_fill_and_verdicts_by_the_legends_symbol():
+    a = _series([40.0, 41.0], ["accept", "reject"], name="tensor_pipe_pct", unit="%", shape="s1")
+    b = _series([30.0, 31.0], ["inconclusive", "accept"], name="tensor_pipe_pct", unit="%", shape="s2")
+    spills = _series([0.0, 0.0], ["accept", "reject"], name="spill_bytes", series="sm_90", unit="bytes", shape="")
+    hist = KernelHistory("k", "g", 2, 1, [a, b, spills], {100: ("a" * 40, datetime(2025, 1, 1), "m"),
+                                                          101: ("b" * 40, None, "n")})
+    flat: list[Flat] = []
+    charts = kernel_charts(hist, [], {}, None, flat)
+    tensor = next(c for c in charts if c.id == "tensor")
+    fills = [t["marker"]["color"] for t in tensor.figure["data"]]
+    assert fills == SERIES_COLOR[:2]
+    assert tensor.figure["data"][0]["marker"]["symbol"] == [VERDICT_MARK["accept"][0], VERDICT_MARK["reject"][0]]
+    assert "spills" not in {c.id for c in charts} and flat[0].id == "spills" and "0 in every revision" in flat[0].text
+    legend = {item.text: item.symbol for item in page_legend(hist, charts) if item.glyph}
+    assert legend == {"accept": "circle", "reject": "x", "inconclusive": "diamond"}
