@@ -49,7 +49,9 @@ def _printing(gate_job: GateJob, out: TextIO) -> GateJob:
 
 def replay(settings: Settings, out: TextIO, steps: tuple[Step, ...] | None = None) -> list[DemoRow]:
     data_dir = Path(settings.data_dir).resolve()
-    repo = data_dir / "demo" / "flashcore"
+    # Beside the data folder, never in it: the data folder (mirrors, database) is never gateable
+    # (`sources.policy.FetchPolicy.protecting`), and the demo's history is a repository like any other.
+    repo = data_dir.with_name(f"{data_dir.name}-demo") / "flashcore"
     commits = build_demo_repo(repo) if steps is None else build_demo_repo(repo, steps)
     print(f"Demo repository: {repo} ({len(commits)} commits)", file=out)
     engine = make_engine(settings.database_url)
