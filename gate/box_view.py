@@ -16,7 +16,8 @@ The reasons (`Mount.why`), in the order bwrap applies them:
 - `cover`: /root, /home, /run, /mnt, /media, /srv as empty tmpfs mounts (a path a compiler may name
   exists, and is empty);
 - `toolchain`: the CUDA toolkit of nvcc and the directory of ncu (found on the box's PATH, or where
-  `GATE_NVCC_PATH`, `GATE_NCU_PATH`, `CUDA_HOME` point), and the loader's library directories
+  `GATE_NVCC_PATH`, `GATE_NCU_PATH`, `CUDA_HOME` point) with the Nsight Compute install its
+  launcher runs (`/opt/nvidia/nsight-compute`), and the loader's library directories
   (`/etc/ld.so.conf.d`, `LD_LIBRARY_PATH`: the driver's libraries), where they are not system paths;
 - `python`: the Python installation (prefixes, standard library, site-packages) and the import path
   entries outside the gate's checkout;
@@ -99,6 +100,13 @@ def _tool_root(tool: Path) -> Path:
     return tool.parent.parent if tool.parent.name == "bin" else tool.parent
 
 
+# Where the toolkit's `ncu` launcher looks for the Nsight Compute it runs when it is not inside the
+# toolkit: `<cuda>/bin/ncu` is a script that searches `<cuda>/nsight-compute-*` (bound with the
+# toolkit), then NVIDIA's default install folder. Seen on the device: with /opt hidden, every profile
+# ended "nsight-compute directory is not found under /usr/local/cuda-13.0/bin/../ or /opt/nvidia".
+NSIGHT_COMPUTE_HOMES = (Path("/opt/nvidia/nsight-compute"),)
+
+
 def toolchain_paths(env: dict[str, str]) -> list[Path]:
     """The CUDA toolkit, ncu and the loader's library directories (see the module doc)."""
     found: list[Path] = []
@@ -108,6 +116,8 @@ def toolchain_paths(env: dict[str, str]) -> list[Path]:
             tool = shutil.which(candidate, path=search) if candidate else None
             if tool:
                 found.append(_tool_root(Path(tool)))
+                if name == "ncu":
+                    found += [home for home in NSIGHT_COMPUTE_HOMES if home.is_dir()]
     for name in ("CUDA_HOME", "CUDA_PATH"):
         if env.get(name) or os.environ.get(name):
             found.append(Path(env.get(name) or os.environ[name]))

@@ -114,3 +114,17 @@ def test_a_toolchain_outside_the_system_dirs_is_bound_and_nothing_else_beside_it
     targets = {m.target for m in box.view(box.Box(), tmp_path / "job", env) if m.how.startswith("--ro-bind")}
     assert str(toolkit) in targets
     assert not [t for t in targets if Path(t) in (tmp_path, tmp_path / "opt", tmp_path / "opt" / "other-vendor")]
+
+
+def test_the_nsight_compute_that_the_ncu_launcher_runs_is_bound_with_it(tmp_path, monkeypatch):
+    """The toolkit's `bin/ncu` is a launcher that runs an Nsight Compute installed elsewhere (under
+    /opt/nvidia on the device): with /opt hidden, every profile failed, so that install is in view."""
+    toolkit, nsight = tmp_path / "cuda-13", tmp_path / "nvidia" / "nsight-compute"
+    (toolkit / "bin").mkdir(parents=True)
+    nsight.mkdir(parents=True)
+    (toolkit / "bin" / "ncu").write_text("#!/bin/sh\n")
+    (toolkit / "bin" / "ncu").chmod(0o755)
+    monkeypatch.delenv("GATE_NCU_PATH", raising=False)
+    monkeypatch.setattr(box_view, "NSIGHT_COMPUTE_HOMES", (nsight, tmp_path / "absent"))
+    paths = box_view.toolchain_paths({**box.environment(), "PATH": f"{toolkit / 'bin'}:/usr/bin:/bin"})
+    assert toolkit in paths and nsight in paths and tmp_path / "absent" not in paths
