@@ -22,7 +22,7 @@ import pytest
 from gate.api.source_view import source_views
 from gate.commands.run_report import render
 from gate.demo.flashcore_commits import EXTRA_WORK, build_demo_repo
-from gate.domain.codec import from_json, to_json
+from gate.domain.codec import from_json
 from gate.domain.job import GateOutcome
 from gate.domain.line_wording import as_markdown
 from gate.domain.results import JobResult
@@ -66,9 +66,7 @@ def evidence(result: JobResult, report: VerdictReport, sha: str, base: str) -> N
     print(render([GateOutcome(result, report)], sha=sha, base_sha=base))
     print(messages.check_summary(KERNEL, report, "http://gate.example/revisions/1"))
     cand, base_profile = result.candidate.profile, result.baseline.profile if result.baseline else None
-    for view in source_views(1, (to_json(cand), cand.status.value),
-                             (to_json(base_profile) if base_profile else None,
-                              base_profile.status.value if base_profile else None)):
+    for view in source_views(1, cand, base_profile):
         print(view.heading, view.kernel, view.launch)
         for row in view.rows:
             print(("  >> " if row.hot else "     ") + f"{row.file}:{row.line}  {row.text}  {row.why}")

@@ -110,18 +110,27 @@ def test_the_correct_kernel_passes_every_check_of_its_timed_calls(variants):
 
 
 def test_fork_join_is_accepted_within_the_overhead_a_plain_harness_measures(variants):
+    """The plain harness that matches the gate's method is the yardstick: a graph replays its launches
+    back to back ("plain b2b"), events time calls apart ("plain cold"). On an H200 at 1024^3 (graph):
+    plain b2b +2.8 %, plain cold +1.3 %, gate +3.7 %: the fork/join costs ~3 % back to back, and the gate
+    adds about a point, not the 5.6 % issue 25 saw."""
     bench_module = _fork_join_module()
     rows = {r["shape"]: r for r in bench_module.measure(budget_s=1.0, cache=variants[2] / "objects")}
+
+    def plain_pct(row: dict) -> float:
+        return row["plain_b2b_pct"] if row["method"] == "graph" else row["plain_cold_pct"]
+
     for r in rows.values():
-        print(f"  {r['shape']}: plain b2b {r['plain_b2b_pct']:+.1f} %, plain cold {r['plain_cold_pct']:+.1f} %, "
-              f"gate {r['gate_pct']:+.1f} % (CI {r['gate_ci_pct'][0]:+.1f}..{r['gate_ci_pct'][1]:+.1f})")
-        # the gate adds nothing beyond the fork/join's own cost
-        allowed = max(r["plain_cold_pct"], 0.0) + bench_module.FORK_JOIN_MARGIN_PCT
+        print(f"  {r['shape']} ({r['method']}): plain b2b {r['plain_b2b_pct']:+.1f} %, plain cold "
+              f"{r['plain_cold_pct']:+.1f} %, gate {r['gate_pct']:+.1f} % (CI {r['gate_ci_pct'][0]:+.1f}.."
+              f"{r['gate_ci_pct'][1]:+.1f})")
+        # the gate adds nothing beyond the fork/join's own cost, as a harness of its own method sees it
+        allowed = max(plain_pct(r), 0.0) + bench_module.FORK_JOIN_MARGIN_PCT
         assert r["gate_ci_pct"][0] <= allowed, r
     outcome = _gate(variants, "fork_join")
     for st in outcome.result.bench.shapes:
-        allowed = max(rows[st.shape]["plain_cold_pct"], 0.0) + bench_module.FORK_JOIN_MARGIN_PCT
+        allowed = max(plain_pct(rows[st.shape]), 0.0) + bench_module.FORK_JOIN_MARGIN_PCT
         assert st.ratio_ci_low - 1 <= allowed / 100, (st.shape, st.ratio_ci_low, allowed)
-    no_cost = [r for r in rows.values() if r["plain_cold_pct"] < 3.0 - bench_module.FORK_JOIN_MARGIN_PCT]
+    no_cost = [r for r in rows.values() if plain_pct(r) < 3.0 - bench_module.FORK_JOIN_MARGIN_PCT]
     if len(no_cost) == len(rows):   # where the plain harness sees no overhead, the gate accepts outright
         assert outcome.report.verdict.value == "accept", outcome.report.reason
