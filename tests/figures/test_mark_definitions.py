@@ -44,6 +44,17 @@ def test_the_deciding_row_leads_and_unchanged_passing_rows_fold_into_one_line_pe
     assert folded["max_registers_increase"].count == 31
 
 
+def test_many_passing_rows_of_one_rule_that_moved_fold_into_their_range():
+    """The demo's extra-work commit moved the registers of 32 instances, all passing (8,400 px of page)."""
+    moved = [RuleRow("static_delta", RuleOutcome.PASS, f"f{i}: registers", value=200 + d, baseline=200, delta=d,
+                     unit="registers") for i, d in enumerate((-2, -1, 1, 2, 3, 4, 5, 5))]
+    few = [RuleRow("max_registers", RuleOutcome.PASS, "r", value=97, threshold=128, baseline=96, delta=1)]
+    table = rule_table(moved + few)
+    assert table.shown == few                                  # up to MAX_CHANGED_SHOWN stay rows
+    (line,) = table.folded
+    assert (line.rule, line.count, line.text) == ("static_delta", 8, "8 instances changed, all pass: registers -2..+5")
+
+
 def test_changes_read_in_the_unit_an_engineer_thinks_in_and_are_coloured_by_the_rules_bound():
     regs = CompareRow("k", "g", "registers", "", "sm_90", "regs/thread", "lower", 96, 100)
     assert regs.change_text == "+4 regs/thread" and regs.tone == "bad"           # a ceiling: more is worse
