@@ -30,7 +30,6 @@ import importlib.metadata
 import json
 import os
 import shutil
-import subprocess
 from functools import cache
 from pathlib import Path
 
@@ -40,6 +39,7 @@ from gate.domain.job import JobRequest, RunOptions
 from gate.domain.manifest import KernelSpec
 from gate.manifest import compile_flags
 from gate.pipeline.build_cache import local_includes
+from gate.nvidia.tool_output import tool_output
 
 BUILT_IN_WORKLOADS = {"attention", "gemm"}
 _MEASURING_CODE = ("pipeline", "runner", "nvidia")
@@ -92,16 +92,6 @@ def measuring_request(request: JobRequest) -> bytes:
     return json.dumps(fields, sort_keys=True).encode()
 
 
-def _tool_line(command: list[str]) -> str:
-    if shutil.which(command[0]) is None:
-        return ""
-    try:
-        out = subprocess.run(command, capture_output=True, text=True, timeout=30)
-    except (OSError, subprocess.TimeoutExpired):
-        return ""
-    return out.stdout.strip() if out.returncode == 0 else ""
-
-
 def tool_version(path: str) -> str:
     """`<path> --version`, asked once per installed binary: ncu takes a noticeable part of a second
     to answer, and a reused job should cost the parent little. A reinstalled tool is another file
@@ -115,7 +105,7 @@ def tool_version(path: str) -> str:
 
 @cache
 def _version_of(found: str, _size: int, _mtime_ns: int) -> str:
-    return _tool_line([found, "--version"])
+    return tool_output([found, "--version"])
 
 
 def visible_gpus() -> str:
@@ -125,7 +115,7 @@ def visible_gpus() -> str:
     visible = os.environ.get("CUDA_VISIBLE_DEVICES", "").strip()
     if visible:
         query.append(f"--id={visible}")
-    return _tool_line(query)
+    return tool_output(query)
 
 
 def _torch_version() -> str:

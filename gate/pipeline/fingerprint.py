@@ -8,21 +8,10 @@ leaves its field empty: a fingerprint is evidence, never a reason to stop the jo
 from __future__ import annotations
 
 import re
-import shutil
 import socket
-import subprocess
 
 from gate.domain import Fingerprint
-
-
-def _run(command: list[str]) -> str:
-    if shutil.which(command[0]) is None:
-        return ""
-    try:
-        out = subprocess.run(command, capture_output=True, text=True, timeout=30)
-    except (OSError, subprocess.TimeoutExpired):
-        return ""
-    return out.stdout.strip() if out.returncode == 0 else ""
+from gate.nvidia.tool_output import tool_output
 
 
 def parse_ncu_version(text: str) -> str:
@@ -43,7 +32,7 @@ def parse_smi_clocks(text: str) -> tuple[int | None, int | None]:
 def collect(ncu_path: str = "ncu") -> Fingerprint:
     """Probe torch, nvidia-smi and ncu for the current CUDA device. The clocks are read now: call it
     right after the timed work, when the card runs at its working clocks, not at idle."""
-    fp = Fingerprint(host=socket.gethostname(), ncu_version=parse_ncu_version(_run([ncu_path, "--version"])))
+    fp = Fingerprint(host=socket.gethostname(), ncu_version=parse_ncu_version(tool_output([ncu_path, "--version"])))
     try:
         import torch
     except ImportError:
@@ -58,6 +47,6 @@ def collect(ncu_path: str = "ncu") -> Fingerprint:
     fp.compute_capability = f"{props.major}.{props.minor}"
     fp.sm_count = props.multi_processor_count
     query = ["nvidia-smi", f"--id={index}", "--format=csv,noheader,nounits"]
-    fp.driver = next(iter(_run([*query, "--query-gpu=driver_version"]).splitlines()), "")
-    fp.sm_clock_mhz, fp.mem_clock_mhz = parse_smi_clocks(_run([*query, "--query-gpu=clocks.sm,clocks.mem"]))
+    fp.driver = next(iter(tool_output([*query, "--query-gpu=driver_version"]).splitlines()), "")
+    fp.sm_clock_mhz, fp.mem_clock_mhz = parse_smi_clocks(tool_output([*query, "--query-gpu=clocks.sm,clocks.mem"]))
     return fp
