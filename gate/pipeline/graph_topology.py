@@ -11,8 +11,9 @@ roots. Its replay pays for those joins where no eager call does: on an H200 a jo
 The graph is read on the kept `cudaGraph_t` (`CUDAGraph(keep_graph=True).raw_cuda_graph()`), or where
 torch does not hand it out, on the graph being captured, from the capturing stream
 (`cuStreamGetCaptureInfo_v2`, which returns it while the capture is open; reading it then is allowed).
-The driver's objects are the runtime's, so neither needs cudart. The v1/v2 symbols are used because
-their signatures are fixed: the unversioned names map to newer ones per toolkit.
+The driver's objects are the runtime's, so neither needs cudart. Versioned symbols are called by
+name because their signatures are fixed, where cuda.h maps an unversioned name to a newer one per
+toolkit.
 """
 
 from __future__ import annotations
@@ -95,17 +96,28 @@ def read_topology(raw_graph: Any) -> GraphTopology | None:
         if lib.cuGraphNodeGetType(ctypes.c_void_p(node), ctypes.byref(kind)) != 0:
             return None
         types.append(kind.value)
+    get_edges = _edges_call(lib)
     n_edges = ctypes.c_size_t(0)
-    if lib.cuGraphGetEdges(handle, None, None, ctypes.byref(n_edges)) != 0:
+    if get_edges is None or get_edges(handle, None, None, ctypes.byref(n_edges)) != 0:
         return None
     sources, targets = (ctypes.c_void_p * n_edges.value)(), (ctypes.c_void_p * n_edges.value)()
-    if n_edges.value and lib.cuGraphGetEdges(handle, sources, targets, ctypes.byref(n_edges)) != 0:
+    if n_edges.value and get_edges(handle, sources, targets, ctypes.byref(n_edges)) != 0:
         return None
     try:
         edges = [(index[a], index[b]) for a, b in zip(sources[:n_edges.value], targets[:n_edges.value])]
     except KeyError:
         return None
     return topology_of(types, edges)
+
+
+def _edges_call(lib: Any) -> Any | None:
+    """cuGraphGetEdges as (graph, from, to, count): the _v2 symbol (CUDA >= 12.3, what cuda.h 13 maps
+    the name to) with no edge data, else the original one of older drivers; None when neither exists."""
+    try:
+        v2 = lib.cuGraphGetEdges_v2
+        return lambda graph, sources, targets, count: v2(graph, sources, targets, None, count)
+    except AttributeError:
+        return getattr(lib, "cuGraphGetEdges", None)
 
 
 def capturing_graph(stream_handle: int) -> int | None:

@@ -2,6 +2,7 @@
 
 import pytest
 
+from gate.pipeline import graph_topology
 from gate.pipeline.graph_topology import topology_of
 from gate.pipeline.timing_methods import graph_refused
 
@@ -58,3 +59,47 @@ def test_a_fork_refuses_the_graph_and_a_chain_does_not():
 def test_escaped_launches_are_named_before_a_fork():
     forked = topology_of([KERNEL, KERNEL], [])      # two roots
     assert "escape the capture" in graph_refused("candidate", 10.0, 10.0, 2, 4, forked)
+
+
+class FakeDriver:
+    """libcuda's graph calls over nodes of the given types and (from, to) edges, handles as addresses."""
+
+    def __init__(self, types, edges, fail=""):
+        self.types, self.edges, self.fail = types, edges, fail
+        self.handles = [0x1000 + 16 * i for i in range(len(types))]
+
+    def cuGraphGetNodes(self, graph, out, count):
+        if out is not None:
+            for i, handle in enumerate(self.handles):
+                out[i] = handle
+        count._obj.value = len(self.handles)
+        return 0
+
+    def cuGraphNodeGetType(self, node, kind):
+        kind._obj.value = self.types[self.handles.index(node.value)]
+        return 0
+
+    def cuGraphGetEdges_v2(self, graph, sources, targets, edge_data, count):
+        if self.fail == "edges":
+            return 1          # CUDA_ERROR_INVALID_VALUE
+        assert edge_data is None
+        if sources is not None:
+            for i, (a, b) in enumerate(self.edges):
+                sources[i], targets[i] = self.handles[a], self.handles[b]
+        count._obj.value = len(self.edges)
+        return 0
+
+
+def test_the_driver_s_nodes_and_edges_are_read_into_a_topology(monkeypatch):
+    monkeypatch.setattr(graph_topology, "_driver", lambda: FakeDriver([KERNEL, KERNEL, KERNEL],
+                                                                      [(0, 1), (0, 2), (1, 2)]))
+    t = graph_topology.read_topology(0x42)
+    assert (t.nodes, t.work_nodes, t.edges, t.most_dependencies, t.most_dependents) == (3, 3, 3, 2, 2)
+    assert not t.is_chain
+
+
+def test_a_failing_driver_call_reads_as_unknown_not_as_a_chain(monkeypatch):
+    monkeypatch.setattr(graph_topology, "_driver", lambda: FakeDriver([KERNEL], [], fail="edges"))
+    assert graph_topology.read_topology(0x42) is None
+    monkeypatch.setattr(graph_topology, "_driver", lambda: None)       # libcuda not loadable
+    assert graph_topology.read_topology(0x42) is None and graph_topology.capturing_graph(7) is None
