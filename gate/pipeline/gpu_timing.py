@@ -46,6 +46,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gate.pipeline import pinned
+from gate.pipeline.graph_topology import GraphTopology, capturing_graph, read_topology
 from gate.pipeline.timed_checks import CHECKS_PER_REPLAY, TimedChecks, choose_rounds, kept_launches
 
 # Sides faster than this are timed as graphs. The estimate is taken with events, which for a call
@@ -130,41 +131,12 @@ class Side:
     # Per graph, the outputs its launches write that stay allocated: (launch index, input set, tensor).
     kept: list[list[tuple[int, int, Any]]] = field(default_factory=list)
     work_nodes: list[int] = field(default_factory=list)   # per graph: kernel/memcpy/memset nodes captured
-
-
-# Node types of a CUDA graph that do a call's work (CUgraphNodeType: kernel, memcpy, memset).
-_WORK_NODE_TYPES = (0, 1, 2)
-
-
-def graph_work_nodes(raw_graph: Any) -> int | None:
-    """Kernel, memcpy and memset nodes of a captured graph (`CUDAGraph.raw_cuda_graph()`, a CUgraph),
-    counted with the driver API (`cuGraphGetNodes`, `cuGraphNodeGetType`); None when libcuda is not
-    loadable. A launch on the legacy or per-thread default stream during capture is not captured and
-    raises nothing: the graph then holds fewer work nodes than it has launches, and replays nothing
-    (0.02 µs per "call", issue 25). The driver's objects are the runtime's, so this needs no cudart."""
-    try:
-        lib = ctypes.CDLL("libcuda.so.1")
-        handle = ctypes.c_void_p(int(raw_graph))      # torch returns the handle as an integer
-    except (OSError, TypeError, ValueError):
-        return None
-    count = ctypes.c_size_t(0)
-    if lib.cuGraphGetNodes(handle, None, ctypes.byref(count)) != 0:
-        return None
-    nodes = (ctypes.c_void_p * count.value)()
-    if count.value and lib.cuGraphGetNodes(handle, nodes, ctypes.byref(count)) != 0:
-        return None
-    work = 0
-    for node in nodes[:count.value]:
-        kind = ctypes.c_int(-1)
-        if lib.cuGraphNodeGetType(ctypes.c_void_p(node), ctypes.byref(kind)) != 0:
-            return None
-        work += kind.value in _WORK_NODE_TYPES
-    return work
+    topologies: list[GraphTopology] = field(default_factory=list)   # per graph whose shape could be read
 
 
 def _new_graph() -> tuple[Any, bool]:
     """A CUDAGraph whose cudaGraph_t survives capture (`keep_graph=True`, torch >= 2.8), so its nodes
-    can be counted; (graph, False) on a torch without it (then only the time cross-check applies)."""
+    can be read after it; (graph, False) on a torch without it (then they are read during capture)."""
     import torch
 
     try:
@@ -174,11 +146,15 @@ def _new_graph() -> tuple[Any, bool]:
     return graph, callable(getattr(graph, "raw_cuda_graph", None)) and callable(getattr(graph, "instantiate", None))
 
 
-def _count_nodes(graph: Any) -> int | None:
-    """`graph_work_nodes` of a kept graph; None when torch will not hand out its cudaGraph_t (a count
-    that cannot be taken must not turn an honest graph into an events-timed shape)."""
+def _read_topology(graph: Any, countable: bool) -> GraphTopology | None:
+    """`graph_topology.read_topology` of a captured graph: of its kept cudaGraph_t when `countable`,
+    else of the graph its capture is building (call inside the capture). None when neither can be read
+    (a topology that cannot be taken must not turn an honest graph into an events-timed shape)."""
+    import torch
+
     try:
-        return graph_work_nodes(graph.raw_cuda_graph())
+        raw = graph.raw_cuda_graph() if countable else capturing_graph(torch.cuda.current_stream().cuda_stream)
+        return read_topology(raw) if raw is not None else None
     except Exception:  # noqa: BLE001  a beta API: whatever it raises, the time cross-check still applies
         return None
 
@@ -247,7 +223,7 @@ class InterleavedTimer:
         pool = torch.cuda.graph_pool_handle()
         try:
             for side in sides:
-                side.graphs, side.kept, side.work_nodes = [], [], []
+                side.graphs, side.kept, side.work_nodes, side.topologies = [], [], [], []
                 for _ in range(GRAPHS_PER_SIDE):
                     keep = set(kept_launches(launches, GRAPHS_PER_SIDE, side.keep_output_bytes,
                                              self._check_rng)) if side.keep_output_bytes else set()
@@ -258,14 +234,17 @@ class InterleavedTimer:
                             out = side.fn(i % input_sets)
                             if i in keep:
                                 kept.append((i, i % input_sets, out))
-                    nodes = _count_nodes(graph) if countable else None
+                        # without the kept graph, the one being captured is read while it is open
+                        topology = None if countable else _read_topology(graph, countable=False)
                     if countable:
+                        topology = _read_topology(graph, countable=True)
                         graph.instantiate()
                     graph.replay()
                     side.graphs.append(graph)
                     side.kept.append(kept)
-                    if nodes is not None:
-                        side.work_nodes.append(nodes)
+                    if topology is not None:
+                        side.work_nodes.append(topology.work_nodes)
+                        side.topologies.append(topology)
                 side.launches = launches
             torch.cuda.current_stream().synchronize()
         except RuntimeError as exc:   # a side that syncs or allocates on the host cannot be captured
@@ -277,7 +256,7 @@ class InterleavedTimer:
     @staticmethod
     def drop_graphs(sides: list[Side]) -> None:
         for side in sides:
-            side.graphs, side.kept, side.work_nodes, side.launches = [], [], [], 1
+            side.graphs, side.kept, side.work_nodes, side.topologies, side.launches = [], [], [], [], 1
 
     def run_rounds(self, sides: list[Side], rounds: int, refill: Callable[[int], None],
                    input_sets: int) -> None:

@@ -4,9 +4,9 @@ A launch on the legacy default stream (`<<<grid, block>>>`, as most public kerne
 per-thread default stream is not captured into the graph of the capturing stream, and raises no
 error: the graph replays nothing, 0.02 µs per "call", and an honest legacy-stream copy of the
 baseline was rejected by the physical floor while a 33 % slower commit was accepted (issue 25).
-Two checks, either refuses the graph:
+Three checks, any refuses the graph:
 
-1. the graph's work nodes (kernel, memcpy, memset; `gpu_timing.graph_work_nodes`, counted with the
+1. the graph's work nodes (kernel, memcpy, memset; `graph_topology.read_topology`, counted with the
    driver API on the kept `cudaGraph_t` of `CUDAGraph(keep_graph=True)`) must be at least its
    launches: every call of a kernel does at least one piece of work, so fewer nodes than calls
    means calls escaped. (Counting the eager call's launches would need a profiler: CUPTI or kineto
@@ -16,6 +16,15 @@ Two checks, either refuses the graph:
    but loses its time. An honest graph reads less than events because its launches run back to
    back from a warm L2 (1 to 5 % for a GEMM, up to ~2.5x for a DRAM-bound kernel whose input sets
    all fit in L2); a quarter leaves room for that and still sees a call that lost most of its work.
+3. the graph must be one chain, as calls captured on one stream make (`GraphTopology.is_chain`). A call
+   that forks to another stream and joins back leaves nodes with several dependencies (or several
+   roots, or event nodes), and the replay of those joins costs what no eager call pays: on an H200 a
+   joined-stream GEMM read +18.5 % at 528x784x272 by graph, +6.3 % in a plain back-to-back harness,
+   +2.1 % in a plain cold one; at the events-timed 2048^3 the gate and both harnesses read +0.1 %
+   (bench/fork_join.py). Events on the caller's stream bracket the joined work (it joins back before
+   the end event), so they time such a call as its author's harness does.
+   Where the topology cannot be read (libcuda not loadable, neither the kept graph nor the capturing
+   stream's graph handed out) this check cannot refuse; the bench says so in its notes.
 
 A refused graph makes the bench time eagerly with events on the caller's stream (`bench._prepare`),
 which is torch's default stream, the legacy default stream: it waits for every blocking stream (the
@@ -25,16 +34,23 @@ stream. The evidence names the reason (`ShapeTiming.method_note`).
 
 from __future__ import annotations
 
+from gate.pipeline.graph_topology import GraphTopology
+
 GRAPH_MIN_SHARE = 0.25
 
 
-def graph_refused(label: str, replay_us: float, eager_us: float, work_nodes: int | None, launches: int) -> str:
-    """Why the graph of side `label` does not time its work ('' when it does)."""
+def graph_refused(label: str, replay_us: float, eager_us: float, work_nodes: int | None, launches: int,
+                  topology: GraphTopology | None = None) -> str:
+    """Why the graph of side `label` does not time its work ('' when it does). `topology`: the
+    shape of its graph, None when it could not be read."""
     if launches < 1:
         raise ValueError(f"a graph of {launches} launches")
     if work_nodes is not None and work_nodes < launches:
         return (f"the {label}'s graph holds {work_nodes} kernel/copy nodes for {launches} calls "
                 f"(launches on a default stream escape the capture)")
+    if topology is not None and not topology.is_chain:
+        return (f"events: the {label}'s captured call forks to another stream (its graph of {launches} calls is "
+                f"no single chain: {topology.describe()}); a graph replay would add its joins")
     if eager_us > 0 and replay_us < GRAPH_MIN_SHARE * eager_us:
         return (f"the {label}'s graph replays at {replay_us:.3g} us per call, under {GRAPH_MIN_SHARE:g} x "
                 f"its eager {eager_us:.3g} us (work escaped the capture)")

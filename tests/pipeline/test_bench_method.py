@@ -1,5 +1,6 @@
 """The timing method (graph or events) is chosen by the gated sides only, never by a peer: the same
-binary must get the same method, hence the same figure, alone and against a baseline (issue 14)."""
+binary must get the same method, hence the same figure, alone and against a baseline (issue 14). A
+graph that escapes, replays far too fast or forks to another stream is refused (issue 25)."""
 
 from types import SimpleNamespace
 
@@ -8,6 +9,12 @@ import pytest
 from gate.domain import KernelSpec, Shape
 from gate.pipeline import bench
 from gate.pipeline.gpu_timing import GRAPH_BELOW_US, GRAPH_LAUNCHES, InterleavedTimer, timing_method
+from gate.pipeline.graph_topology import topology_of
+
+CHAIN = topology_of([0] * GRAPH_LAUNCHES, [(i, i + 1) for i in range(GRAPH_LAUNCHES - 1)])
+# A joined private stream: the capture merges the side stream's dependencies into the caller's, so
+# each call's kernel depends on every kernel before it (`graph_topology`'s docstring).
+JOINED = topology_of([0] * GRAPH_LAUNCHES, [(j, i) for i in range(GRAPH_LAUNCHES) for j in range(i)])
 
 
 class FakeWorkload:
@@ -24,11 +31,14 @@ class FakeWorkload:
 
 
 class FakeTimer:
-    """A graph replays at `replay_share` of the eager time and holds `nodes_per_call` work nodes per call."""
+    """A graph replays at `replay_share` of the eager time and holds `nodes_per_call` work nodes per call;
+    its shape is `topologies[label]` (a chain when not named, unreadable when None)."""
 
-    def __init__(self, replay_share=1.0, nodes_per_call=1):
+    def __init__(self, replay_share=1.0, nodes_per_call=1, topologies=None):
         self.prepared = None
         self.replay_share, self.nodes_per_call = replay_share, nodes_per_call
+        self.topologies = topologies or {}
+        self.notes = []
 
     def estimate_us(self, fn, reps=5):
         return fn(0)
@@ -38,6 +48,8 @@ class FakeTimer:
         if use_graph:
             for side in sides:
                 side.launches, side.work_nodes = launches, [launches * self.nodes_per_call]
+                topology = self.topologies.get(side.label, CHAIN)
+                side.topologies = [CHAIN, topology] if topology is not None else []
         return "graph" if use_graph else "events"
 
     def replay_us(self, side, reps=5):
@@ -135,3 +147,35 @@ def test_a_kept_graph_that_now_escapes_is_still_refused():
 def test_an_unknown_kept_method_is_named():
     with pytest.raises(ValueError, match="kept timing method 'cupti'"):
         prepare(10.0, kept="cupti")
+
+
+def test_a_graph_whose_call_forks_to_another_stream_is_refused_for_events():
+    # issue 25: a joined private stream read +18.5 % by graph where plain harnesses read +2..6 %
+    run, (_, use_graph, _) = prepare(10.0, 10.0, timer=FakeTimer(topologies={"candidate": JOINED}))
+    assert use_graph and run.method == "events"
+    assert run.method_note.startswith("events: the candidate's captured call forks to another stream")
+    assert "up to 63 dependencies" in run.method_note and "a graph replay would add its joins" in run.method_note
+    assert all(s.launches == 1 and not s.graphs for s in run.sides)
+
+
+def test_a_forking_baseline_refuses_the_graph_for_both_sides():
+    run, _ = prepare(10.0, 10.0, timer=FakeTimer(topologies={"baseline": JOINED}))
+    assert run.method == "events" and "the baseline's captured call forks" in run.method_note
+
+
+def test_a_fork_found_now_overrides_a_kept_graph_and_says_so():
+    run, _ = prepare(10.0, kept="graph", timer=FakeTimer(topologies={"candidate": JOINED}))
+    assert run.method == "events" and "forks to another stream" in run.method_note
+
+
+def test_a_peer_that_forks_does_not_choose_the_method():
+    run, _ = prepare(10.0, 10.0, timer=FakeTimer(topologies={"cublas": JOINED}))
+    assert run.method == "graph" and run.method_note == ""
+
+
+def test_an_unreadable_graph_keeps_the_graph_and_says_a_fork_would_not_be_seen():
+    timer = FakeTimer(topologies={"candidate": None})
+    run, _ = prepare(10.0, 10.0, timer=timer)
+    assert run.method == "graph"
+    assert timer.notes == ["the graph of the candidate could not be read: a call that forks to another stream "
+                           "would not be seen, only the time cross-check applied"]
