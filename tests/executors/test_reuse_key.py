@@ -94,7 +94,8 @@ def test_a_side_key_names_one_sides_inputs_wherever_that_side_stands(tmp_path):
     a, b = _tree(tmp_path / "a"), _tree(tmp_path / "b", **{"csrc/tile.cuh": "#define T 32\n"})
     assert rk.side_key(SPEC, a, "gpu") == rk.side_key(SPEC, _tree(tmp_path / "a2"), "gpu")   # paths aside
     assert rk.side_key(SPEC, a, "gpu") != rk.side_key(SPEC, b, "gpu")
-    assert rk.side_key(SPEC, a, "gpu") == rk.side_key(dataclasses.replace(SPEC, gates=Gates(max_registers=64)), a, "gpu")
+    gated = dataclasses.replace(SPEC, gates=Gates(max_registers=64))
+    assert rk.side_key(SPEC, a, "gpu") == rk.side_key(gated, a, "gpu")
     assert rk.side_key(SPEC, a, "gpu") != rk.side_key(dataclasses.replace(SPEC, dtypes=["bfloat16"]), a, "gpu")
     assert rk.side_key(SPEC, a, "gpu") != rk.side_key(SPEC, a, "another gpu")
     assert rk.side_key(SPEC, a, "") == ""                           # no GPU seen: nothing is offered
