@@ -8,7 +8,8 @@ variants change only `GATE_EXTRA_PCT` (more arithmetic, identical memory traffic
 
   1. cold and warm verdict time for one kernel on 3 shapes through the real pipeline (`gate_job`:
      git checkout, the GPU child, static, build of both sides, correctness, bench, profile, verdict);
-     cold = empty data dir and object cache, warm = a kernel-only commit with the binding cached;
+     cold = empty data dir and object cache, warm = the next kernel-only commit with the binding
+     cached, against the cold job's candidate (whose profile it takes: docs/reuse.md);
   2. A/A false alarms over TRIALS trials (two builds of the same source) at both sizes, and the same
      for PyTorch SDPA at B1 H8 S512 D64 (~10 µs), beside naive A-then-B event timing of it;
   3. detections of the +3 % variant at both sizes, and a sweep of slowdowns at the small size;
@@ -111,17 +112,28 @@ def subject_repo(work: Path) -> tuple[Path, dict[int, str]]:
     return repo, shas
 
 
-def verdict_time(data_dir: Path, repo: Path, sha: str, base: str, label: str) -> dict:
-    """One whole verdict through `gate_job`, as the service runs it; seconds in all and per stage."""
+def verdict_time(data_dir: Path, repo: Path, sha: str, base: str, label: str, history: list) -> dict:
+    """One whole verdict through `gate_job`, as the service runs it; seconds in all and per stage.
+    `history` (the outcomes of the jobs before, appended to) answers as the service's would whether
+    the baseline's profile was measured already as an earlier job's candidate (docs/reuse.md)."""
+    from gate.domain.reuse import Provenance, ReusedProfile
     from gate.executors.job import gate_job
     from gate.sources.mirror import Mirror
+
+    def reuse_profile(_kernel: str, key: str) -> ReusedProfile | None:
+        for job_id, (earlier_sha, earlier) in reversed(list(enumerate(history))):
+            profile = earlier.result.candidate.profile
+            if earlier.candidate_key == key and profile is not None and profile.status.value == "passed":
+                return ReusedProfile(profile, Provenance(job_id, earlier_sha, time.strftime("%Y-%m-%dT%H:%M:%S")))
+        return None
 
     options = RunOptions(ncu_path=shutil.which("ncu") or "/usr/local/cuda/bin/ncu", ncu_clock_control="none",
                          build_cache_dir=str(data_dir / "build-cache"), bench_budget_s=5.0)
     t0 = time.perf_counter()
     outcome = gate_job(repo=str(repo), sha=sha, base_sha=base, kernel="fma_chain", data_dir=data_dir,
-                       options=options, mirror=Mirror(data_dir / "mirrors"))
+                       options=options, mirror=Mirror(data_dir / "mirrors"), reuse_profile=reuse_profile)
     total = time.perf_counter() - t0
+    history.append((sha, outcome))
     res = outcome.result
     sides = [("candidate", res.candidate), ("baseline", res.baseline)]
     stages = {f"{stage}_{side}": getattr(getattr(r, stage), "duration_s", 0.0)
@@ -135,7 +147,8 @@ def verdict_time(data_dir: Path, repo: Path, sha: str, base: str, label: str) ->
             "cand_cache": [build_c.cache_hits, build_c.cache_misses] if build_c else None,
             "ratios": [round(t.ratio or 0, 4) for t in (res.bench.shapes if res.bench else [])],
             # "... integrity figures in X s": the cost of the all-streams check and the floor (issue 10)
-            "bench_reason": res.bench.reason if res.bench else ""}
+            "bench_reason": res.bench.reason if res.bench else "",
+            "baseline_profile": next((n for n in res.notes if n.startswith("baseline profile")), "profiled")}
 
 
 def trials(spec: KernelSpec, wl: object, cand: object, base: object, n: int) -> dict:
@@ -276,8 +289,10 @@ def main(argv: list[str]) -> int:
     if "verdict" in sections:
         repo, shas = subject_repo(work)
         data_dir = work / "data"
-        report["cold"] = verdict_time(data_dir, repo, shas[3], shas[0], "cold (empty cache)")
-        report["warm"] = verdict_time(data_dir, repo, shas[5], shas[0], "warm (kernel-only change)")
+        history: list = []
+        report["cold"] = verdict_time(data_dir, repo, shas[3], shas[0], "cold (empty cache)", history)
+        # The next edit: its baseline is the cold job's candidate, whose profile is not taken again.
+        report["warm"] = verdict_time(data_dir, repo, shas[5], shas[3], "warm (kernel-only change)", history)
         print("verdict times:", json.dumps({k: report[k] for k in ("cold", "warm")}, default=str), flush=True)
 
     sizes = {"large": LARGE, "small": SMALL}
@@ -339,7 +354,7 @@ def _table(r: dict) -> None:
     if "warm" in r:
         w = r["warm"]
         print(f"{'profile stage (warm)':<28} {w['profile_s']:6.1f} s of {w['total_s']:.1f} s "
-              f"(the rest of the verdict: {w['total_s'] - w['profile_s']:.1f} s)")
+              f"(the rest of the verdict: {w['total_s'] - w['profile_s']:.1f} s); baseline: {w['baseline_profile']}")
     for key, label in (("aa_large", "A/A ~300 us"), ("aa_small", "A/A ~10 us"), ("aa_sdpa", "A/A SDPA 10 us"),
                        ("det3_large", "+3 % ~300 us"), ("det3_small", "+3 % ~10 us"), ("det5_small", "+5 % ~10 us"),
                        ("det8_small", "+8 % ~10 us"), ("det12_small", "+12 % ~10 us")):

@@ -96,6 +96,7 @@ class FakeOutcome:
     report: VerdictReport
     artifacts: list[tuple[str, Path]] = field(default_factory=list)
     reuse_key: str = ""
+    candidate_key: str = ""
     reused_from: Provenance | None = None
 
 
@@ -114,7 +115,7 @@ class FakePipeline:
     def __call__(self, *, repo: str, sha: str, base_sha: str | None, kernel: str, data_dir: Path,
                  options: Any, mirror: Any, on_event: Callable[[ProgressEvent], None],
                  cancel: threading.Event | None = None, kept_methods: dict[str, str] | None = None,
-                 reuse: Any = None) -> FakeOutcome:
+                 reuse: Any = None, reuse_profile: Any = None) -> FakeOutcome:
         self.calls.append({"repo": repo, "sha": sha, "base_sha": base_sha, "kernel": kernel})
         self.kept_methods.append(kept_methods)
         on_event(ProgressEvent(stage="build", side="candidate", state="started"))

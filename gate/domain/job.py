@@ -78,4 +78,5 @@ class GateOutcome:
     report: VerdictReport
     artifacts: list[tuple[str, str]] = field(default_factory=list)  # (kind, path): ptxas_log, ncu_report, ...
     reuse_key: str = ""                    # `gate.executors.reuse_key`; "" when no GPU was seen
+    candidate_key: str = ""                # the candidate side's `side_key`: its profile may stand for a later baseline
     reused_from: Provenance | None = None  # set when no child ran: the job whose figures these are

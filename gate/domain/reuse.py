@@ -6,6 +6,10 @@ measured on this worker's environment takes that job's whole result: correctness
 timing of the very same pair, and the profile. A reused candidate figure is never set against a
 freshly measured baseline: that would not be an interleaved comparison (docs/reuse.md). The verdict
 is decided again from the reused result with the current gates, so a changed threshold still applies.
+
+One side's profile is the exception: a profile is one side measured alone (no interleaving), so a
+baseline whose inputs equal an earlier job's candidate's takes that candidate's stored profile rather
+than a second ncu session (`ReusedProfile`).
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from gate.domain.results import JobResult
+from gate.domain.results import JobResult, ProfileResult
 
 
 @dataclass(frozen=True)
@@ -44,6 +48,21 @@ class ReusedMeasurement:
     source: Provenance
 
 
+@dataclass
+class ReusedProfile:
+    """An earlier job's candidate profile, offered as a later job's baseline profile."""
+
+    profile: ProfileResult
+    source: Provenance
+
+    @property
+    def line(self) -> str:
+        """The note and evidence line of the job that took it."""
+        return f"baseline profile {self.source.line}"
+
+
 # The parent's question to the history: "a measured job of this kernel with this reuse key, young
 # enough?" (`gate.storage.reuse.find_measured` answers it; None means measure).
 ReuseLookup = Callable[[str, str], "ReusedMeasurement | None"]   # (kernel, reuse key)
+# ... and "a measured candidate profile of this kernel with this side key?" (`storage.reuse.find_profile`).
+ProfileLookup = Callable[[str, str], "ReusedProfile | None"]     # (kernel, side key)

@@ -15,13 +15,13 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from gate.domain.job import ProgressEvent, RunOptions
 from gate.domain.server_paths import hide
-from gate.domain.reuse import ReuseLookup, ReusedMeasurement
+from gate.domain.reuse import ProfileLookup, ReuseLookup, ReusedMeasurement, ReusedProfile
 from gate.errors import JobCancelled
 from gate.job_folders import remove
 from gate.notify import Notifier
 from gate.services.announce import announce
 from gate.storage import claims, timing_methods
-from gate.storage.reuse import find_measured
+from gate.storage.reuse import find_measured, find_profile
 from gate.storage.models import Job
 from gate.storage.outcomes import Outcome, store_error, store_outcome
 
@@ -50,7 +50,7 @@ class GateJob(Protocol):
     def __call__(self, *, repo: str, sha: str, base_sha: str | None, kernel: str, data_dir: Path,
                  options: RunOptions, mirror: Any, on_event: Callable[[ProgressEvent], None],
                  cancel: threading.Event, kept_methods: dict[str, str] | None = None,
-                 reuse: ReuseLookup | None = None) -> Outcome: ...
+                 reuse: ReuseLookup | None = None, reuse_profile: ProfileLookup | None = None) -> Outcome: ...
 
 
 def load_gate_job() -> GateJob:
@@ -94,7 +94,8 @@ def run_claimed(env: JobEnvironment, job_id: int, attempt: int, cancel: threadin
         kept = timing_methods.kept_methods(session, rev.repository_id, job.kernel, job.gpu_kind)
         if kept:   # issue 25: the history's timing method per shape; the first job chooses
             call["kept_methods"] = kept
-        call["reuse"] = None if rev.remeasure else _lookup(env, rev.repository_id)
+        if not rev.remeasure:
+            call.update(_lookups(env, rev.repository_id))
     # One folder per attempt: a re-queued job may run again elsewhere while this attempt winds down.
     work_dir = Path(env.data_dir).resolve() / "jobs" / str(job_id) / str(attempt)
     work_dir.mkdir(parents=True, exist_ok=True)
@@ -150,19 +151,22 @@ def _run_and_store(env: JobEnvironment, job_id: int, attempt: int, call: dict, w
         announce(s, env.notifier, notice)
 
 
-def _lookup(env: JobEnvironment, repository_id: int) -> ReuseLookup | None:
-    """The history's answer to "measured already?" for jobs of this repository (docs/reuse.md);
-    None when reuse is off (`GATE_REUSE_MAX_AGE_H=0`)."""
+def _lookups(env: JobEnvironment, repository_id: int) -> dict[str, ReuseLookup | ProfileLookup]:
+    """The history's answers for jobs of this repository (docs/reuse.md), as `gate_job`'s arguments:
+    "measured already?" (the whole pair) and "this baseline's profile measured already, as an earlier
+    job's candidate?"; none when reuse is off (`GATE_REUSE_MAX_AGE_H=0`)."""
     max_age_h = env.options.reuse_max_age_h
     if max_age_h <= 0:
-        return None
+        return {}
 
-    def find(kernel: str, key: str) -> ReusedMeasurement | None:
-        with env.session_factory() as s:
-            return find_measured(s, env.data_dir, repository_id=repository_id, kernel=kernel, reuse_key=key,
-                                 max_age_h=max_age_h)
+    def asking(find: Callable[..., ReusedMeasurement | ReusedProfile | None]) -> Callable[[str, str], Any]:
+        def ask(kernel: str, key: str) -> ReusedMeasurement | ReusedProfile | None:
+            with env.session_factory() as s:
+                return find(s, env.data_dir, repository_id=repository_id, kernel=kernel, key=key,
+                            max_age_h=max_age_h)
+        return ask
 
-    return find
+    return {"reuse": asking(find_measured), "reuse_profile": asking(find_profile)}
 
 
 def _heartbeats(env: JobEnvironment, job_id: int, attempt: int, stop: threading.Event,

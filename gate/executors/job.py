@@ -15,6 +15,7 @@ folder are removed when the job ends; the artifacts stay for the caller to keep.
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import uuid
 from collections.abc import Callable
@@ -23,13 +24,13 @@ from pathlib import Path
 from gate.domain.job import GateOutcome, JobRequest, ProgressEvent, RunOptions
 from gate.domain.manifest import KernelSpec, Manifest
 from gate.domain.names import Side, Stage
-from gate.domain.results import JobResult
-from gate.domain.reuse import ReuseLookup, ReusedMeasurement
+from gate.domain.results import JobResult, StageStatus
+from gate.domain.reuse import ProfileLookup, ReuseLookup, ReusedMeasurement
 from gate.errors import JobCancelled, ManifestError
 from gate.executors.child import run_child
 from gate.job_folders import remove
 from gate.returned_files import Budget, Refused, copy_returned, listed
-from gate.executors.reuse_key import environment_inputs, reuse_key
+from gate.executors.reuse_key import environment_inputs, reuse_key, side_key
 from gate.verdict.decide import decide
 from gate.verdict.lines import job_diffs
 from gate.manifest.load import load_manifest
@@ -74,7 +75,8 @@ def take_back(box_dir: Path, artifacts_dir: Path, budget: Budget) -> list[tuple[
 def gate_job(*, repo: str, sha: str, base_sha: str | None, kernel: str, data_dir: Path,
              options: RunOptions, mirror: Mirror, on_event: Emit | None = None,
              job_key: str | None = None, cancel: threading.Event | None = None,
-             kept_methods: dict[str, str] | None = None, reuse: ReuseLookup | None = None) -> GateOutcome:
+             kept_methods: dict[str, str] | None = None, reuse: ReuseLookup | None = None,
+             reuse_profile: ProfileLookup | None = None) -> GateOutcome:
     """Gate one kernel at `sha` (a full sha) against `base_sha` on this machine. `cancel` stops it
     (`JobCancelled`): before the child starts, or by killing the child's process group.
     `kept_methods`: the timing method per shape of this kernel's history (`storage.timing_methods`).
@@ -82,7 +84,11 @@ def gate_job(*, repo: str, sha: str, base_sha: str | None, kernel: str, data_dir
     `reuse` (None: always measure) is asked for an earlier job with this job's reuse key
     (`gate.executors.reuse_key`); when it has one, no child starts and that job's result is decided
     again with the current gates. The key comes back on the outcome either way, so that the history
-    can offer this measurement to later jobs."""
+    can offer this measurement to later jobs.
+
+    `reuse_profile` (None: always profile the baseline) is asked, when the pair is measured, for an
+    earlier job whose candidate had this baseline's inputs (`side_key`): the child then profiles the
+    candidate only, and that job's stored candidate profile becomes the baseline's, before `decide`."""
     emit = on_event or (lambda _event: None)
     # Every path of the request absolute: the child, and its box, run in the artifacts directory.
     data_dir = Path(data_dir).resolve()
@@ -108,8 +114,17 @@ def gate_job(*, repo: str, sha: str, base_sha: str | None, kernel: str, data_dir
                              # rules, the source-line diff (verdict/lines.py) names lines against it
                              profile_baseline=baseline is not None,
                              kept_methods=dict(kept_methods or {}))
-        reuse_as = reuse_key(request, environment_inputs(options))
+        environment = environment_inputs(options)
+        reuse_as = reuse_key(request, environment)
+        candidate_key = side_key(spec, Path(candidate.path), environment)
         found = reuse(kernel, reuse_as) if reuse is not None and reuse_as else None
+        base_key = side_key(spec, Path(baseline.path), environment) if baseline is not None else ""
+        base_profile = None
+        if found is None and reuse_profile is not None and request.profile_baseline and base_key:
+            base_profile = reuse_profile(kernel, base_key)
+        if base_profile is not None:
+            # The key above was made with the baseline profiled: the result has its profile either way.
+            request = dataclasses.replace(request, profile_baseline=False)
         if found is not None:
             emit(ProgressEvent(stage=Stage.SOURCE, side=Side.JOINT, state="passed",
                                detail=f"inputs unchanged: {found.source.line}"))
@@ -119,6 +134,10 @@ def gate_job(*, repo: str, sha: str, base_sha: str | None, kernel: str, data_dir
                 raise JobCancelled("cancelled before its child started")
             result = run_child(request, timeout_s=spec.timeout_s, on_event=emit, hidden=(data_dir,),
                                cancel=cancel, budget=budget)
+            if base_profile is not None and _profiles_baseline(result):
+                result.baseline.profile = base_profile.profile
+                result.notes.append(base_profile.line)
+                emit(ProgressEvent(stage=Stage.PROFILE, side=Side.BASELINE, state="passed", detail=base_profile.line))
         result.new_kernel = new_kernel
         kept = take_back(box_dir, artifacts, budget) if found is None else []   # a reused result ran no box
         if found is None:
@@ -133,7 +152,15 @@ def gate_job(*, repo: str, sha: str, base_sha: str | None, kernel: str, data_dir
     report = decide(result, spec.gates, spec.kernels)
     report.lines = job_diffs(result)      # where it got slower, for the Check Run summary
     return GateOutcome(result=result, report=report, artifacts=kept, reuse_key=reuse_as,
-                       reused_from=found.source if found else None)
+                       candidate_key=candidate_key, reused_from=found.source if found else None)
+
+
+def _profiles_baseline(result: JobResult) -> bool:
+    """Whether the child would have profiled the baseline had it been asked: it built, and the child
+    reached the profile stage (it ran the candidate's; it skips both after a failed correctness)."""
+    base, cand = result.baseline, result.candidate.profile
+    return (base is not None and base.build is not None and base.build.status is StageStatus.PASSED
+            and cand is not None and cand.status is not StageStatus.NOT_RUN)
 
 
 def _reused_result(found: ReusedMeasurement, sha: str, base_sha: str | None) -> JobResult:

@@ -6,17 +6,20 @@ second round trip through the box and a second torch import (~2 s) for every unc
 is most of what reuse saves. Hashing files and asking three tools their version costs the parent
 well under a second and needs neither torch nor CUDA.
 
-The key is sha256 over, for each side (candidate, then baseline, or "no baseline"):
+Each side has its own key (`side_key`: what that side's build, static figures and profile depend
+on), sha256 over
 - every source of the kernel and every local header it reaches through `#include "..."` (the object
   cache's own rule, `gate.pipeline.build_cache.local_includes`), by path and bytes;
 - the workload's Python code when it lives in the repository (every `.py` file of the repository:
   a workload module may import any of them, and following Python imports would be guessing);
-- everything else the parent tells the child (`JobRequest`): the kernel's manifest entry less its
-  gates (the verdict is decided again with the current gates), whether the baseline is profiled,
-  and any field a later change adds: a new field enters the key unless `_NOT_MEASURING` names it;
-and, once, the environment: `nvcc --version`, the installed torch, `ncu --version`, the visible GPUs
-and driver (`nvidia-smi`), the measuring options (clock policy, bench budget, seeds, ...) and the
-gate's own measuring code (`gate/pipeline`, `gate/runner`, `gate/nvidia`).
+- the kernel's manifest entry less its gates (the verdict is decided again with the current gates);
+- the environment: `nvcc --version`, the installed torch, `ncu --version`, the visible GPUs and
+  driver (`nvidia-smi`), the measuring options (clock policy, bench budget, seeds, ...) and the
+  gate's own measuring code (`gate/pipeline`, `gate/runner`, `gate/nvidia`).
+The job's key is sha256 over the candidate's and the baseline's side keys (or "no baseline") and
+everything else the parent tells the child (`JobRequest`): whether the baseline is profiled, and any
+field a later change adds: a new field enters the key unless `_NOT_MEASURING` names it. A candidate's
+side key equal to a later job's baseline's lets that job take the candidate's profile (docs/reuse.md).
 
 Raw sources are hashed, not preprocessed ones: a comment edit re-measures, which costs GPU time but
 can never reuse a stale figure. Without a visible GPU the key is "" and nothing is reused.
@@ -147,18 +150,30 @@ def environment_inputs(options: RunOptions) -> str:
                        "options": measuring, "gate": measuring_code()}, sort_keys=True)
 
 
-def reuse_key(request: JobRequest, environment: str) -> str:
-    """The key a job shares with an earlier one exactly when that one's result may stand for it;
-    '' (never reused) when `environment` is '' (no GPU seen)."""
+def side_key(spec: KernelSpec, root: Path, environment: str) -> str:
+    """What one side's own measurements (build, static figures, profile) depend on: its sources and
+    headers, the kernel's manifest entry less its gates (shapes, dtypes, archs, flags, profile
+    settings) and the environment (toolchain, ncu, GPUs, measuring options). A candidate's key equal
+    to a later job's baseline's means that baseline's profile was measured already (docs/reuse.md);
+    '' when `environment` is '' (no GPU seen)."""
     if not environment:
         return ""
     h = _Hash()
     h.part("environment", environment.encode())
+    h.part("kernel", json.dumps(to_json(dataclasses.replace(spec, gates=None)), sort_keys=True).encode())
+    side_inputs(spec, Path(root), h)
+    return h.hexdigest()
+
+
+def reuse_key(request: JobRequest, environment: str) -> str:
+    """The key a job shares with an earlier one exactly when that one's result may stand for it:
+    both sides' `side_key` and the rest of the request; '' (never reused) when `environment` is ''
+    (no GPU seen)."""
+    if not environment:
+        return ""
+    h = _Hash()
     h.part("request", measuring_request(request))
-    side_inputs(request.kernel, Path(request.candidate.path), h)
-    if request.baseline is None:
-        h.part("baseline", b"none")
-    else:
-        h.part("baseline", b"")
-        side_inputs(request.kernel, Path(request.baseline.path), h)
+    h.part("candidate", side_key(request.kernel, Path(request.candidate.path), environment).encode())
+    h.part("baseline", b"none" if request.baseline is None else
+           side_key(request.kernel, Path(request.baseline.path), environment).encode())
     return h.hexdigest()

@@ -16,6 +16,7 @@ import shutil
 import subprocess
 import sys
 import sysconfig
+import threading
 import warnings
 from dataclasses import dataclass
 from functools import cache
@@ -192,9 +193,21 @@ def _export_cuda_home(cuda_home: Path) -> None:
     os.environ["CUDA_HOME"] = str(cuda_home)
 
 
-@cache
+# `discover` answers once per process. Both sides' static stages ask at the same moment (their
+# threads start together), and `functools.cache` alone lets both miss and run every probe twice.
+_DISCOVERING = threading.Lock()
+
+
 def discover(nvcc: str = "nvcc") -> Tools:
-    """Find nvcc, the host compiler and torch; raise `ToolMissingError` naming what is missing."""
+    """Find nvcc, the host compiler and torch; raise `ToolMissingError` naming what is missing.
+    The first call of a process imports torch (about 2 s on the device): both sides' static stages
+    wait for that one import, so each side's stage time counts it (docs/reuse.md)."""
+    with _DISCOVERING:
+        return _discovered(nvcc)
+
+
+@cache
+def _discovered(nvcc: str) -> Tools:
     nvcc_path = find_nvcc(nvcc)
     cxx = shutil.which("c++") or shutil.which("g++")
     if cxx is None:

@@ -114,13 +114,17 @@ class Job(Base):
     # figures names the job that measured them (its own key is kept: the lookup skips it).
     reuse_key: Mapped[str | None] = mapped_column(String(64))
     reused_from_job_id: Mapped[int | None] = mapped_column(ForeignKey("jobs.id"))
+    # Its candidate side's `side_key`: a later job whose baseline has this key reuses the candidate's
+    # profile for its baseline rather than profiling it again (`storage.reuse.find_profile`).
+    candidate_key: Mapped[str | None] = mapped_column(String(64))
     reused_from: Mapped[Job | None] = relationship(remote_side=[id], foreign_keys=[reused_from_job_id])
     revision: Mapped[Revision] = relationship(back_populates="jobs")
     events: Mapped[list[JobEvent]] = relationship(order_by="JobEvent.id")
     stages: Mapped[list[StageRecord]] = relationship(order_by="StageRecord.id")
     verdict: Mapped[VerdictRecord | None] = relationship(back_populates="job")
     artifacts: Mapped[list[Artifact]] = relationship(order_by="Artifact.id")
-    __table_args__ = (Index("ix_jobs_reuse", "kernel", "reuse_key"),)   # `storage.reuse.find_measured`
+    __table_args__ = (Index("ix_jobs_reuse", "kernel", "reuse_key"),   # `storage.reuse.find_measured`
+                      Index("ix_jobs_candidate_key", "kernel", "candidate_key"))   # `storage.reuse.find_profile`
 
 
 class JobEvent(Base):

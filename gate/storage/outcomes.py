@@ -37,6 +37,7 @@ class Outcome(Protocol):
     report: VerdictReport
     artifacts: list[tuple[str, Path]]
     reuse_key: str
+    candidate_key: str
     reused_from: Provenance | None
 
 
@@ -82,6 +83,7 @@ def store_outcome(session: Session, job_id: int, attempt: int, outcome: Outcome,
     record.job_id, record.revision_id = job.id, job.revision_id
     session.add(record)
     job.reuse_key = outcome.reuse_key or None
+    job.candidate_key = outcome.candidate_key or None
     job.reused_from_job_id = outcome.reused_from.job_id if outcome.reused_from else None
     for row in stage_records(result):
         row.job_id = job.id

@@ -2,23 +2,25 @@
 
 Only a job that measured (not one that itself reused) and was judged (`accept` or `reject`: an
 `inconclusive` interval or an `incomplete` run is worth measuring again) is offered, and only while
-it is younger than the age limit, counted from when it measured.
+it is younger than the age limit, counted from when it measured. The same rule offers a candidate's
+profile to a later job whose baseline has the candidate's inputs (`find_profile`).
 """
 
 from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session, aliased
 
-from gate.domain import JobResult, Verdict
+from gate.domain import JobResult, StageStatus, Verdict
 from gate.domain.clock import utcnow
 from gate.domain.codec import from_json
-from gate.domain.reuse import Provenance, ReusedMeasurement, reused_line
+from gate.domain.reuse import Provenance, ReusedMeasurement, ReusedProfile, reused_line
 from gate.storage import artifacts as artifact_files
 from gate.storage.models import Artifact, Job, JobState, Revision, VerdictRecord
 
@@ -28,11 +30,34 @@ JUDGED = (Verdict.ACCEPT.value, Verdict.REJECT.value)
 RESULT_KIND = "result"   # the artifact `outcomes.store_outcome` writes: {"result": ..., "verdict": ...}
 
 
-def find_measured(session: Session, data_dir: Path, *, repository_id: int, kernel: str, reuse_key: str,
+def find_measured(session: Session, data_dir: Path, *, repository_id: int, kernel: str, key: str,
                   max_age_h: float) -> ReusedMeasurement | None:
-    """The newest judged job of `kernel` in this repository that measured inputs with `reuse_key`
+    """The newest judged job of `kernel` in this repository that measured inputs with reuse key `key`
     within `max_age_h` hours, with its stored result; None when there is none (or `max_age_h` is 0)."""
-    if not reuse_key or max_age_h <= 0:
+    found = _newest_judged(session, data_dir, Job.reuse_key, key, repository_id=repository_id,
+                           kernel=kernel, max_age_h=max_age_h)
+    return None if found is None else ReusedMeasurement(found[1], found[0])
+
+
+def find_profile(session: Session, data_dir: Path, *, repository_id: int, kernel: str, key: str,
+                 max_age_h: float) -> ReusedProfile | None:
+    """The profile of the newest judged job of `kernel` in this repository whose *candidate* side had
+    the side key `key` (`gate.executors.reuse_key.side_key`), measured within `max_age_h` hours, when that
+    profile passed: a later job whose baseline has this key takes it as its baseline's profile.
+    None when there is none (or `max_age_h` is 0)."""
+    found = _newest_judged(session, data_dir, Job.candidate_key, key, repository_id=repository_id,
+                           kernel=kernel, max_age_h=max_age_h,
+                           usable=lambda r: r.candidate.profile is not None
+                           and r.candidate.profile.status is StageStatus.PASSED)
+    return None if found is None else ReusedProfile(found[1].candidate.profile, found[0])
+
+
+def _newest_judged(session: Session, data_dir: Path, column, key: str, *, repository_id: int, kernel: str,
+                   max_age_h: float, usable: Callable[[JobResult], bool] = lambda _r: True,
+                   ) -> tuple[Provenance, JobResult] | None:
+    """The newest job that measured (did not itself reuse), was judged, is young enough and has
+    `column == key`, with its stored result, when `usable(result)`; the one rule both lookups follow."""
+    if not key or max_age_h <= 0:
         return None
     since = utcnow() - timedelta(hours=max_age_h)
     row = session.execute(
@@ -40,7 +65,7 @@ def find_measured(session: Session, data_dir: Path, *, repository_id: int, kerne
         .join(Revision, Job.revision_id == Revision.id)
         .join(VerdictRecord, VerdictRecord.job_id == Job.id)
         .join(Artifact, (Artifact.job_id == Job.id) & (Artifact.kind == RESULT_KIND))
-        .where(Job.kernel == kernel, Job.reuse_key == reuse_key, Job.reused_from_job_id.is_(None),
+        .where(Job.kernel == kernel, column == key, Job.reused_from_job_id.is_(None),
                Job.state == JobState.DONE, Job.finished_at >= since, Revision.repository_id == repository_id,
                VerdictRecord.verdict.in_(JUDGED))
         .order_by(Job.finished_at.desc(), Job.id.desc()).limit(1)
@@ -57,7 +82,9 @@ def find_measured(session: Session, data_dir: Path, *, repository_id: int, kerne
     except (OSError, ValueError, KeyError) as exc:   # written by an older gate, or damaged
         log.warning("job %s: stored result unreadable (%s); not reused", job_id, exc)
         return None
-    return ReusedMeasurement(result, Provenance(job_id=job_id, sha=sha, measured_at=finished_at.isoformat()))
+    if not usable(result):
+        return None
+    return Provenance(job_id=job_id, sha=sha, measured_at=finished_at.isoformat()), result
 
 
 def reused_revisions(session: Session, kernel: str, gpu_kind: str) -> dict[int, str]:

@@ -4,6 +4,8 @@ verdict; only the GPU child is a recording stand-in, so each test names exactly 
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import subprocess
 from datetime import timedelta
 from pathlib import Path
@@ -12,16 +14,18 @@ import pytest
 from service_fakes import job_result
 from sqlalchemy import select, update
 
-from gate.domain import BuildResult, CorrectnessCase, CorrectnessResult, StageStatus
+from gate.domain import BuildResult, CorrectnessCase, CorrectnessResult, JobResult, StageStatus
 from gate.domain.clock import utcnow
+from gate.domain.codec import from_json
 from gate.domain.job import RunOptions
 from gate.domain.reuse import reused_line
 from gate.executors import job as job_module
 from gate.executors.base import JobEnvironment, run_claimed
 from gate.executors.job import gate_job
 from gate.sources.mirror import Mirror
+from gate.storage import artifacts as artifact_files
 from gate.storage import claims
-from gate.storage.models import Job, Repository, Revision, VerdictRecord
+from gate.storage.models import Artifact, Job, Repository, Revision, VerdictRecord
 from gate.storage.queries import revision_detail
 
 KERNELS = [f"k{i}" for i in range(10)]
@@ -63,6 +67,7 @@ class History:
 
     def __init__(self, session_factory, tmp_path: Path, repo: Path, measured: list[str], **options):
         self.session_factory, self.repo = session_factory, repo
+        self.baselines_profiled: list[str] = []      # the kernels whose child was asked to profile the baseline
         self.env = JobEnvironment(session_factory=session_factory, gate_job=gate_job, data_dir=tmp_path / "data",
                                   options=RunOptions(**options), mirror=Mirror(tmp_path / "mirrors"))
         self.measured = measured
@@ -75,6 +80,7 @@ class History:
     def gate(self, sha: str, base_sha: str | None, remeasure: bool = False) -> list[str]:
         """Gate every kernel of `sha`; the kernels the stand-in child measured, in order."""
         self.measured.clear()
+        self.baselines_profiled.clear()
         with self.session_factory() as s:
             rev = Revision(repository_id=self.repository_id, sha=sha, base_sha=base_sha, remeasure=remeasure,
                            jobs=[Job(kernel=k) for k in KERNELS])
@@ -100,6 +106,13 @@ def history(session_factory, tmp_path, monkeypatch):
         result = job_result(request.kernel.name, request.candidate.sha,
                             request.baseline.sha if request.baseline else None)
         result.candidate.build = BuildResult(status=StageStatus.PASSED)
+        result.candidate.profile.log = f"profiled {request.kernel.name} at {request.candidate.sha}"
+        if result.baseline is not None:
+            result.baseline.build = BuildResult(status=StageStatus.PASSED)
+            if request.profile_baseline:
+                hist.baselines_profiled.append(request.kernel.name)
+                result.baseline.profile = dataclasses.replace(
+                    result.candidate.profile, log=f"profiled {request.kernel.name} at {request.baseline.sha}")
         result.candidate.correctness = CorrectnessResult(status=StageStatus.PASSED, cases=[
             CorrectnessCase(shape="m16_n16_k16", dtype="float16", seed=0, passed=True)])
         for shape in result.bench.shapes:     # nothing hidden on another stream
@@ -109,7 +122,8 @@ def history(session_factory, tmp_path, monkeypatch):
     monkeypatch.setattr(job_module, "run_child", child)
     monkeypatch.setattr(job_module, "environment_inputs", lambda options: ENVIRONMENT)
     repo = _repository(tmp_path)
-    return History(session_factory, tmp_path, repo, measured)
+    hist = History(session_factory, tmp_path, repo, measured)
+    return hist
 
 
 def _warm(history: History) -> str:
@@ -147,6 +161,74 @@ def test_a_reused_job_names_the_job_that_measured_and_keeps_its_own_rows(history
     lines = {j.kernel: j.reused_from for j in detail.jobs}
     assert lines["k9"] == reused_line(origin.revision.sha, origin.id, origin.finished_at.isoformat())
     assert lines["k9"].startswith(f"reused from {origin.revision.sha[:12]} job {origin.id}, ")
+
+
+def _job_at(history: History, sha: str, kernel: str) -> Job:
+    with history.session_factory() as s:
+        return s.scalars(select(Job).join(Revision).where(Revision.sha == sha, Job.kernel == kernel)).one()
+
+
+def _stored_result(history: History, job_id: int) -> JobResult:
+    """The result the history stored for a job: what a later job or the pages read back."""
+    with history.session_factory() as s:
+        relative = s.scalars(select(Artifact.path).where(Artifact.job_id == job_id, Artifact.kind == "result")).one()
+    path = artifact_files.resolve(history.env.data_dir, relative)
+    return from_json(JobResult, json.loads(path.read_text())["result"])
+
+
+def test_an_unchanged_baseline_takes_the_profile_its_code_had_as_an_earlier_candidate(history):
+    root = _git(history.repo, "rev-parse", "HEAD")
+    history.gate(root, None)
+    quiet = _commit(history.repo, {"README.md": "documented\n"}, "docs")
+    assert history.gate(quiet, root) == KERNELS               # the pair (x, x) is new: measured ...
+    assert history.baselines_profiled == []                   # ... but each baseline was root's candidate
+    changed = _commit(history.repo, {"k7.cu": _kernel_source("k7", "2.0f")}, "k7 scales")
+    assert history.gate(changed, quiet) == ["k7"] and history.baselines_profiled == []
+    origin = _job_at(history, quiet, "k7")                    # measured k7's current code as its candidate
+    assert origin.reused_from_job_id is None
+    job = _job_at(history, changed, "k7")
+    result = _stored_result(history, job.id)
+    line = "baseline profile " + reused_line(quiet, origin.id, origin.finished_at.isoformat())
+    assert result.baseline.profile.log == f"profiled k7 at {quiet}"     # the origin's candidate profile
+    assert result.baseline.profile.kernels == result.candidate.profile.kernels
+    assert line in result.notes and line.startswith(f"baseline profile reused from {quiet[:12]} job {origin.id}, ")
+    with history.session_factory() as s:
+        assert s.get(Job, job.id).verdict.verdict == "accept"
+        events = [e.detail for e in s.get(Job, job.id).events]
+    assert any(line in detail for detail in events)           # the job's progress says so too
+
+
+def test_a_baseline_is_profiled_when_its_code_was_never_a_measured_candidate(history):
+    root = _git(history.repo, "rev-parse", "HEAD")
+    history.gate(root, None)
+    first = _commit(history.repo, {"k7.cu": _kernel_source("k7", "2.0f")}, "k7 scales")
+    second = _commit(history.repo, {"k7.cu": _kernel_source("k7", "3.0f")}, "k7 scales more")
+    history.gate(second, first)              # k7 at `first` was never gated: nothing to take
+    assert "k7" in history.baselines_profiled
+    result = _stored_result(history, _job_at(history, second, "k7").id)
+    assert result.baseline.profile.log == f"profiled k7 at {first}"
+    assert not any(note.startswith("baseline profile reused") for note in result.notes)
+
+
+def test_remeasure_and_an_age_limit_of_zero_profile_the_baseline_again(history):
+    base = _warm(history)
+    again = _commit(history.repo, {"README.md": "once more\n"}, "docs")
+    history.gate(again, base, remeasure=True)
+    assert history.baselines_profiled == KERNELS
+    history.env.options = RunOptions(reuse_max_age_h=0)
+    more = _commit(history.repo, {"k7.cu": _kernel_source("k7", "2.0f")}, "k7 scales")
+    history.gate(more, again)
+    assert history.baselines_profiled == KERNELS
+
+
+def test_profiles_older_than_the_age_limit_are_not_taken(history):
+    base = _warm(history)
+    with history.session_factory() as s:
+        s.execute(update(Job).values(finished_at=utcnow() - timedelta(hours=200)))
+        s.commit()
+    changed = _commit(history.repo, {"k7.cu": _kernel_source("k7", "2.0f")}, "k7 scales")
+    history.gate(changed, base)
+    assert "k7" in history.baselines_profiled
 
 
 def test_remeasure_measures_every_kernel_again(history):

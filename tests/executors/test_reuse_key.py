@@ -88,3 +88,16 @@ def test_a_tool_is_asked_its_version_once_until_it_is_replaced(tmp_path, monkeyp
     tool.write_text(f"#!/bin/sh\necho x >> {calls}\necho 'release 13.1, a longer line'\n")
     assert rk.tool_version(str(tool)) == "release 13.1, a longer line"
     assert rk.tool_version("no-such-tool-here") == ""
+
+
+def test_a_side_key_names_one_sides_inputs_wherever_that_side_stands(tmp_path):
+    a, b = _tree(tmp_path / "a"), _tree(tmp_path / "b", **{"csrc/tile.cuh": "#define T 32\n"})
+    assert rk.side_key(SPEC, a, "gpu") == rk.side_key(SPEC, _tree(tmp_path / "a2"), "gpu")   # paths aside
+    assert rk.side_key(SPEC, a, "gpu") != rk.side_key(SPEC, b, "gpu")
+    gated = dataclasses.replace(SPEC, gates=Gates(max_registers=64))
+    assert rk.side_key(SPEC, a, "gpu") == rk.side_key(gated, a, "gpu")
+    assert rk.side_key(SPEC, a, "gpu") != rk.side_key(dataclasses.replace(SPEC, dtypes=["bfloat16"]), a, "gpu")
+    assert rk.side_key(SPEC, a, "gpu") != rk.side_key(SPEC, a, "another gpu")
+    assert rk.side_key(SPEC, a, "") == ""                           # no GPU seen: nothing is offered
+    # The pair's key is made of both sides: (a, b) is not (b, a), and changing either side changes it.
+    assert _key(a, baseline=b) != _key(b, baseline=a) != _key(a, baseline=a)
