@@ -97,14 +97,18 @@ def history_figure(chart: HistoryChart) -> dict:
     elif chart.peak is not None:
         # Said under the axis, where no line label, change label or point can be.
         name = chart.peak.label.split(" (")[0]
-        layout["xaxis"]["title"]["text"] += (f" · {name} {_shown(chart.peak.value, chart.unit, axis)}"
+        # On a line of its own: beside the axis title it was cut at a half-width chart's left edge.
+        layout["xaxis"]["title"]["text"] += (f"<br>{name} {_shown(chart.peak.value, chart.unit, axis)}"
                                              " is above this axis")
+        layout["margin"]["b"] += 16
     if chart.peak is not None:
         beyond = [_beyond_trace(hist, chart.peak, axis) for hist in chart.series]
         data += [t for t in beyond if t is not None]
     if chart.reused:
-        rings = [_reused_trace(hist, chart.reused, axis) for hist in chart.series]
-        data += [t for t in rings if t is not None]
+        rings = [t for t in (_reused_trace(hist, chart.reused, axis) for hist in chart.series) if t is not None]
+        for ring in rings[1:]:      # one legend entry for the rings, whatever the number of series
+            ring["showlegend"] = False
+        data += rings
     plot_px = layout["height"] - layout["margin"]["t"] - layout["margin"]["b"] - 24   # tick labels
     y_range = fit_range(axis, values, plot_px)
     if y_range is not None:

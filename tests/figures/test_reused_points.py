@@ -34,3 +34,10 @@ def test_a_history_without_reuse_draws_no_ring_and_buckets_are_never_ringed():
                                            reused={100: "reused from x job 1, 2026-11-25 23:10 UTC"}))
     for fig in (plain, bucketed):
         assert [t["name"] for t in fig["data"]] == ["candidate"]
+
+
+def test_the_rings_of_several_series_share_one_legend_entry():
+    fig = history_figure(HistoryChart("Latency", "{unit}", [_series([50.0, 50.0]), _series([60.0, 60.0])],
+                                      ["s1", "s2"], reused={101: "reused from x job 1, 2026-11-25 23:10 UTC"}))
+    rings = [t for t in fig["data"] if t["name"] == "reused from an earlier job"]
+    assert len(rings) == 2 and [t.get("showlegend", True) for t in rings] == [True, False]
