@@ -31,14 +31,10 @@ from gate.domain.codec import from_json
 from gate.domain.job import LOADING_MODULE, JobRequest, ProgressEvent
 from gate.domain.names import Side, Stage
 from gate.domain.results import (
-    BenchResult,
-    BuildResult,
-    CorrectnessResult,
     JobResult,
-    ProfileResult,
+    STAGE_RESULT_TYPES,
     SideResults,
     StageStatus,
-    StaticResult,
 )
 from gate.errors import GateError, JobCancelled, RunnerError
 from gate import box
@@ -60,8 +56,6 @@ DISK_POLL_S = 1.0            # how often it measures the child's folder against 
 # child that prints without end or without newlines costs the parent bounded memory.
 MAX_LINE_CHARS = 64 << 10
 QUEUED_EVENT_LINES = 1024
-_STAGE_TYPES = {Stage.STATIC: StaticResult, Stage.BUILD: BuildResult, Stage.CORRECTNESS: CorrectnessResult,
-                Stage.PROFILE: ProfileResult, Stage.BENCH: BenchResult}
 _EOF = object()
 
 
@@ -278,7 +272,7 @@ def _synthesise(request: JobRequest, artifacts: Path, budget: Budget, stage: str
     except (Refused, OSError, ValueError, TypeError):
         result = JobResult(kernel=request.kernel.name, candidate=SideResults(sha=request.candidate.sha),
                            baseline=SideResults(sha=request.baseline.sha) if request.baseline else None)
-    stage_type = _STAGE_TYPES.get(stage)
+    stage_type = STAGE_RESULT_TYPES.get(stage)
     if stage_type is None:
         raise RunnerError(f"{reason}, but {stage!r} is no stage the gate knows")
     detail = f"{reason}: {_last_line(evidence.splitlines())}"
