@@ -3,13 +3,16 @@
 One *round* runs every side once, in an order drawn at random for that round, on one of several input
 sets (rotating; the set is refilled with new values right after its round). Each repetition is
 
-    [reset persisting L2 once per batch]  L2 flush  start-event  side(set)  end-event
+    [reset persisting L2 once per batch]  L2 flush  hold  start-event  side(set)  end-event  release
 
-The flush writes a buffer of 2 x the L2 size, so every repetition starts from a cold L2, and it keeps
-the GPU busy long enough (tens of µs) for the CPU to enqueue start event, launch and end event before
-the GPU reaches them: the events then bracket the kernel, not the CPU's launch latency. That latency
-is what made naive A-then-B interleaving of one 10 µs SDPA call read B 7.5 % slower (measured on an
-H200 while planning). For launch-bound sides (a few µs) even that is not enough, so such sides are
+The flush writes a buffer of 2 x the L2 size, so every repetition starts from a cold L2. The hold
+(`gpu_hold`) keeps the GPU from reaching the start event until the host has enqueued the end event:
+the events then bracket the kernel, never the CPU's launch latency, however slow the host is. That
+latency is what made naive A-then-B interleaving of one 10 µs SDPA call read B 7.5 % slower
+(measured on an H200 while planning), and, with only the flush to cover it, what made a fork-join
+call (five API calls where a plain launch has one) read up to +9.8 % in full gate jobs (issue 25).
+Where the hold cannot be made (no driver, no pinned memory) or a side's call waits for the GPU while
+it is enqueued (the hold then times out), that side is timed without it and the notes say so. For launch-bound sides (a few µs) even that is not enough, so such sides are
 timed as CUDA graphs of `GRAPH_LAUNCHES` back-to-back launches cycling over the input sets (captured
 a few times per side) and a sample is the replay time divided by the launch count; the flush stays
 outside the graph. A replay runs no host code, so host-side caching cannot act inside it.
@@ -46,6 +49,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gate.pipeline import pinned
+from gate.pipeline.gpu_hold import Hold
 from gate.pipeline.graph_topology import GraphTopology, capturing_graph, read_topology
 from gate.pipeline.timed_checks import CHECKS_PER_REPLAY, TimedChecks, choose_rounds, kept_launches
 
@@ -132,6 +136,7 @@ class Side:
     kept: list[list[tuple[int, int, Any]]] = field(default_factory=list)
     work_nodes: list[int] = field(default_factory=list)   # per graph: kernel/memcpy/memset nodes captured
     topologies: list[GraphTopology] = field(default_factory=list)   # per graph whose shape could be read
+    held: bool = True                 # its repetitions wait behind a hold (`gpu_hold`) until enqueued
 
 
 def _new_graph() -> tuple[Any, bool]:
@@ -171,6 +176,9 @@ class InterleavedTimer:
         self._check_rng = random.SystemRandom()
         self._next_set = 0
         self.notes: list[str] = []
+        self._hold, why = Hold.create()
+        if self._hold is None:
+            self.notes.append(f"timed without the hold ({why}): a host slower than the GPU reads as kernel time")
 
     def flush_l2(self) -> None:
         self._flush.zero_()
@@ -287,6 +295,7 @@ class InterleavedTimer:
                         side.checks.poison(current)
                     side.checks.spent_s += pinned.now() - began
                 self.flush_l2()
+                ticket = self._hold.hold() if self._hold is not None and side.held else 0
                 start, end = pinned.new_event(), pinned.new_event()
                 pinned.record(start)
                 out = None
@@ -295,6 +304,8 @@ class InterleavedTimer:
                 else:
                     out = side.fn(current)
                 pinned.record(end)              # the checks below are outside the timed interval
+                if ticket:
+                    self._hold.release(ticket)
                 if checking and side.checks is not None:
                     began = pinned.now()
                     call = f"timed call {len(side.samples_us) + round_index}"
@@ -305,13 +316,26 @@ class InterleavedTimer:
                         side.checks.enqueue(call, out, current)
                     side.checks.spent_s += pinned.now() - began
                 del out
-                pending.append((side, start, end))
+                pending.append((side, start, end, ticket))
             refill(current)
         pinned.wait(pending[-1][2])
-        for side, start, end in pending:
+        for side, start, end, _ticket in pending:
             side.samples_us.append(pinned.elapsed_ms(start, end) * 1e3 / side.launches)
+        self._unhold_waiting_sides(pending)
         for side in sides:
             if side.checks is not None:
                 began = pinned.now()
                 side.checks.settle()
                 side.checks.spent_s += pinned.now() - began
+
+    def _unhold_waiting_sides(self, pending: list[tuple[Side, Any, Any, int]]) -> None:
+        """A hold that gave up was waiting for a call that waited for the GPU while it was enqueued:
+        that side is timed without the hold from the next batch on, as every side was before it."""
+        if self._hold is None:
+            return
+        gave_up = self._hold.timed_out()
+        for side, _start, _end, ticket in pending:
+            if gave_up and ticket == gave_up and side.held:
+                side.held = False
+                self.notes.append(f"the {side.label}'s call waits for the GPU while it is enqueued: timed "
+                                  f"without the hold, so host time between its events counts as its own")

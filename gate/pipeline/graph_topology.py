@@ -24,6 +24,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from gate.pipeline.cuda_driver import driver
+
 # CUgraphNodeType (cuda.h): the node types that do a call's work, and the event nodes a fork may leave.
 # A launch on the legacy or per-thread default stream during capture is not captured and raises
 # nothing: the graph then holds fewer work nodes than it has launches and replays nothing (0.02 µs
@@ -66,17 +68,10 @@ def topology_of(node_types: Sequence[int], edges: Sequence[tuple[int, int]]) -> 
         most_dependents=max(out.values(), default=0), event_nodes=sum(t in EVENT_NODE_TYPES for t in node_types))
 
 
-def _driver() -> Any | None:
-    try:
-        return ctypes.CDLL("libcuda.so.1")
-    except OSError:
-        return None
-
-
 def read_topology(raw_graph: Any) -> GraphTopology | None:
     """The topology of a CUgraph (an integer handle, as torch returns it); None when libcuda is not
     loadable or a call fails (what cannot be read must not decide a method)."""
-    lib = _driver()
+    lib = driver()
     try:
         handle = ctypes.c_void_p(int(raw_graph))
     except (TypeError, ValueError):
@@ -123,7 +118,7 @@ def _edges_call(lib: Any) -> Any | None:
 def capturing_graph(stream_handle: int) -> int | None:
     """The graph a stream is capturing into (a CUgraph handle), or None when it is not capturing or
     the driver cannot say."""
-    lib = _driver()
+    lib = driver()
     if lib is None:
         return None
     status, capture_id, graph = ctypes.c_int(0), ctypes.c_uint64(0), ctypes.c_void_p(None)

@@ -91,7 +91,7 @@ class FakeDriver:
 
 
 def test_the_driver_s_nodes_and_edges_are_read_into_a_topology(monkeypatch):
-    monkeypatch.setattr(graph_topology, "_driver", lambda: FakeDriver([KERNEL, KERNEL, KERNEL],
+    monkeypatch.setattr(graph_topology, "driver", lambda: FakeDriver([KERNEL, KERNEL, KERNEL],
                                                                       [(0, 1), (0, 2), (1, 2)]))
     t = graph_topology.read_topology(0x42)
     assert (t.nodes, t.work_nodes, t.edges, t.most_dependencies, t.most_dependents) == (3, 3, 3, 2, 2)
@@ -99,7 +99,7 @@ def test_the_driver_s_nodes_and_edges_are_read_into_a_topology(monkeypatch):
 
 
 def test_a_failing_driver_call_reads_as_unknown_not_as_a_chain(monkeypatch):
-    monkeypatch.setattr(graph_topology, "_driver", lambda: FakeDriver([KERNEL], [], fail="edges"))
+    monkeypatch.setattr(graph_topology, "driver", lambda: FakeDriver([KERNEL], [], fail="edges"))
     assert graph_topology.read_topology(0x42) is None
-    monkeypatch.setattr(graph_topology, "_driver", lambda: None)       # libcuda not loadable
+    monkeypatch.setattr(graph_topology, "driver", lambda: None)       # libcuda not loadable
     assert graph_topology.read_topology(0x42) is None and graph_topology.capturing_graph(7) is None

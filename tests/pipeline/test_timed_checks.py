@@ -102,7 +102,27 @@ def _eager_timer(monkeypatch, log):
     timer = object.__new__(gpu_timing.InterleavedTimer)
     timer._rng, timer._check_rng, timer._next_set, timer.notes = random.Random(1), random.Random(2), 0, []
     timer.flush_l2 = lambda: log.append(("flush",))
+    timer._hold = _FakeHold(log)
     return timer
+
+
+class _FakeHold:
+    """`gpu_hold.Hold` without a GPU: logs each hold and release; `gave_up` plays a hold that timed out."""
+
+    def __init__(self, log):
+        self.log, self.ticket, self.gave_up = log, 0, 0
+
+    def hold(self):
+        self.ticket += 1
+        self.log.append(("hold", self.ticket))
+        return self.ticket
+
+    def release(self, ticket):
+        self.log.append(("release", ticket))
+
+    def timed_out(self):
+        gave_up, self.gave_up = self.gave_up, 0
+        return gave_up
 
 
 class _Checks:
@@ -131,9 +151,10 @@ def test_a_checked_call_is_poisoned_before_and_compared_after_its_timed_interval
     assert len(enqueued) >= tc.MIN_CHECKED_PER_BATCH
     for k in enqueued:
         _, call, out, set_index = log[k]
-        # poison, flush, start event, the call, end event, then (outside the interval) the check
-        assert log[k - 5:k] == [("poison", set_index), ("flush",), ("record",), ("call", "candidate", set_index),
-                                ("record",)]
+        # poison, flush, hold, start event, the call, end event, release, then (outside the interval) the check
+        ticket = log[k - 1][1]
+        assert log[k - 7:k] == [("poison", set_index), ("flush",), ("hold", ticket), ("record",),
+                                ("call", "candidate", set_index), ("record",), ("release", ticket)]
         assert out == f"out{set_index}" and call.startswith("timed call ")
     assert not any(e[0] == "poison" and log[k + 3][1:2] == ("baseline",) for k, e in enumerate(log))
     assert log.index(("settle",)) > log.index(("wait",))      # judged after the batch's one synchronisation
@@ -159,12 +180,13 @@ def test_a_checked_graph_replay_poisons_and_checks_only_kept_launches_outside_th
     cand = Side("candidate", lambda i: None, launches=64, graphs=[Graph(g) for g in range(4)], checks=checks, kept=kept)
     timer.run_rounds([cand], 16, lambda i: None, 3)
     replays = [k for k, e in enumerate(log) if e[0] == "replay"]
-    checked = [k for k in replays if log[k - 3][0] == "poison_kept"]
+    checked = [k for k in replays if log[k - 4][0] == "poison_kept"]
     assert len(checked) >= tc.MIN_CHECKED_PER_BATCH
     for k in checked:
-        poisoned = log[k - 3][1]
+        poisoned = log[k - 4][1]
         assert len(poisoned) == tc.CHECKS_PER_REPLAY and set(poisoned) <= {o for _, _, o in kept[log[k][1]]}
-        assert log[k - 2:k] == [("flush",), ("record",)] and log[k + 1] == ("record",)
-        checks_after = [e for e in log[k + 2:k + 2 + tc.CHECKS_PER_REPLAY]]
+        assert log[k - 3] == ("flush",) and log[k - 2][0] == "hold" and log[k - 1] == ("record",)
+        assert log[k + 1] == ("record",) and log[k + 2] == ("release", log[k - 2][1])
+        checks_after = [e for e in log[k + 3:k + 3 + tc.CHECKS_PER_REPLAY]]
         assert [e[2] for e in checks_after] == list(poisoned)                  # the very launches poisoned
         assert all(", launch " in e[1] and "of its graph replay" in e[1] for e in checks_after)
