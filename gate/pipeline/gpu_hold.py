@@ -96,7 +96,7 @@ class Hold:
         lib = driver()
         if lib is None:
             return None, "libcuda not loadable"
-        torch.cuda.init()
+        torch.empty(1, device="cuda")    # the device's primary context, current on this thread
         module, function = ctypes.c_void_p(), ctypes.c_void_p()
         rc = lib.cuModuleLoadData(ctypes.byref(module), ctypes.c_char_p(PTX))
         if rc == 0:
