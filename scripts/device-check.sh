@@ -35,7 +35,7 @@ export PYTHONPATH="$PWD:${PYTHONPATH:-}"
 # This workplace asks that GPU clocks be left alone: ncu runs with --clock-control none (both sides
 # of every comparison alike). Elsewhere the default is `base`.
 export GATE_NCU_CLOCK_CONTROL="${GATE_NCU_CLOCK_CONTROL:-none}"
-parts=("$@"); [ ${#parts[@]} -eq 0 ] && parts=(tests quality spread drift streams cost demo latency)
+parts=("$@"); [ ${#parts[@]} -eq 0 ] && parts=(tests quality spread drift streams cost demo latency reuse)
 
 nvidia-smi -L; nvcc --version | tail -1; ncu --version | tail -1
 python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda)'

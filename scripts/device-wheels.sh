@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Fetch into .whl/ (git-ignored) the cp312 wheels that the GPU machine lacks for the service side
 # (gate demo, the storage and API code); its python3 already has torch, numpy, scipy, jinja2, httpx.
+# cryptography (with cffi, pycparser): pyjwt signs a GitHub App's JWT with it, and the GitHub stand-in
+# of the tests makes the App's key with it (tests/gpu/test_source_lines_gpu.py sends a Check Run).
 # scripts/device-check.sh installs them from .whl/ when the folder travels with the call.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -13,7 +15,7 @@ fetch() {
 }
 fetch fastapi starlette pydantic pydantic-settings python-dotenv annotated-types typing-inspection \
   typing-extensions annotated-doc opentelemetry-api sqlalchemy greenlet alembic mako uvicorn plotly \
-  ruptures tenacity pyjwt cxxfilt fastapi-offline
+  ruptures tenacity pyjwt cxxfilt fastapi-offline cryptography cffi pycparser
 # pydantic pins its core exactly: take the version its metadata names, not the newest.
 core=$(unzip -p .whl/pydantic-2*.whl '*/METADATA' | sed -n 's/^Requires-Dist: pydantic-core==\([0-9.]*\).*/\1/p')
 fetch "pydantic-core==$core"

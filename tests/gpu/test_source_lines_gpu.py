@@ -1,13 +1,17 @@
 """Issue 29, point 1, on the device: the demo's two regressions name their source lines.
 
 `gate run` gates demo step 3 (the K/V row padding dropped) against step 2, and step 5 (the softmax
-recomputed through two extra exponentials) against step 4. From the ncu report's SourceCounters of
-both sides, the diff must name
+recomputed through two extra exponentials) against step 4, once each. From the ncu report's
+SourceCounters of both sides, the diff must name
 - for step 3, a line that gained bank-conflict wavefronts and reads the K/V tiles with ldmatrix
   (the accesses whose addresses the padding spread over the banks; `kSmemPad` itself is a constant
   and runs no instruction);
 - for step 5, a line of the inserted extra work among its top three.
-The CLI text, the Check Run summary and the page's source view are printed as evidence.
+Each measured outcome is then sent through the real service (`tests/api/served_outcome.py`: the
+webhook, the executor, the notifier, the outbox, a GitHub App) to the GitHub stand-in: the Check Run
+body it receives must name the same line under "Where it got slower", and the revision page,
+fetched over HTTP, must highlight it. The CLI text, the received Check Run and the page's
+highlighted rows are printed as evidence.
 """
 
 from __future__ import annotations
@@ -19,7 +23,6 @@ from pathlib import Path
 
 import pytest
 
-from gate.api.source_view import source_views
 from gate.commands.run_report import render
 from gate.demo.flashcore_commits import EXTRA_WORK, build_demo_repo
 from gate.domain.codec import from_json
@@ -27,8 +30,9 @@ from gate.domain.job import GateOutcome
 from gate.domain.line_wording import as_markdown
 from gate.domain.results import JobResult
 from gate.domain.verdict import RuleRow, Verdict, VerdictReport
-from gate.notify import messages
 from gate.verdict.lines import job_diffs
+from tests.api.github_app_server import PullRequestRepo
+from tests.api.served_outcome import NamedLine, Served, hot_rows, named_in_check_run, served
 from tests.gate_env import gate_env
 
 pytestmark = pytest.mark.gpu
@@ -44,6 +48,19 @@ def demo(tmp_path_factory) -> tuple[Path, list[str], Path]:
     repo = tmp_path_factory.mktemp("demo") / "flashcore"
     shas = [sha for sha, _ in build_demo_repo(repo)]
     return repo, shas, tmp_path_factory.mktemp("data")
+
+
+@pytest.fixture(scope="module")
+def gated(demo):
+    """`gate(demo, step)`, run once per step: the CLI test and the Check Run test of a step share it."""
+    runs: dict[int, tuple[JobResult, VerdictReport]] = {}
+
+    def at(step: int) -> tuple[JobResult, VerdictReport]:
+        if step not in runs:
+            runs[step] = gate(demo, step)
+        return runs[step]
+
+    return at
 
 
 def gate(demo, step: int) -> tuple[JobResult, VerdictReport]:
@@ -62,14 +79,22 @@ def gate(demo, step: int) -> tuple[JobResult, VerdictReport]:
 
 
 def evidence(result: JobResult, report: VerdictReport, sha: str, base: str) -> None:
-    """What the CLI, the Check Run and the page show, in the test log."""
+    """What the CLI shows, in the test log."""
     print(render([GateOutcome(result, report)], sha=sha, base_sha=base))
-    print(messages.check_summary(KERNEL, report, "http://gate.example/revisions/1"))
-    cand, base_profile = result.candidate.profile, result.baseline.profile if result.baseline else None
-    for view in source_views(1, cand, base_profile):
-        print(view.heading, view.kernel, view.launch)
-        for row in view.rows:
-            print(("  >> " if row.hot else "     ") + f"{row.file}:{row.line}  {row.text}  {row.why}")
+
+
+def sent(demo, step: int, gated, data_dir: Path) -> tuple[Served, list[NamedLine], list[str]]:
+    """Step `step`'s measured outcome through the service: the Check Run GitHub received, the lines
+    it names, and the page's highlighted rows, printed as evidence."""
+    repo, shas, _ = demo
+    result, report = gated(step)
+    pr = PullRequestRepo(repo, first=shas[step - 2], main_tip=shas[step - 2], head=shas[step - 1])
+    out = served(GateOutcome(result, report), pr, data_dir=data_dir)
+    print("Check Run received by the GitHub stand-in:\n" + json.dumps(out.check_run, indent=1))
+    print(out.check_run["output"]["summary"])
+    hot = hot_rows(out.page)
+    print(f"GET /revisions/{out.revision_id}: highlighted source rows {hot}")
+    return out, named_in_check_run(out.check_run["output"]["summary"]), hot
 
 
 def extra_work_lines(repo: Path, sha: str) -> set[int]:
@@ -79,9 +104,9 @@ def extra_work_lines(repo: Path, sha: str) -> set[int]:
     return set(range(first, first + EXTRA_WORK.count("\n")))
 
 
-def test_dropping_the_padding_names_the_ldmatrix_lines(demo):
+def test_dropping_the_padding_names_the_ldmatrix_lines(demo, gated):
     repo, shas, _ = demo
-    result, report = gate(demo, 3)
+    result, report = gated(3)
     evidence(result, report, shas[2], shas[1])
     assert report.verdict is Verdict.REJECT, report.reason
     assert result.candidate.profile.source and result.baseline.profile.source, "no SourceCounters collected"
@@ -95,9 +120,9 @@ def test_dropping_the_padding_names_the_ldmatrix_lines(demo):
     assert "Where it got slower" in as_markdown(report.lines)
 
 
-def test_the_extra_work_is_named_by_its_lines(demo):
+def test_the_extra_work_is_named_by_its_lines(demo, gated):
     repo, shas, _ = demo
-    result, report = gate(demo, 5)
+    result, report = gated(5)
     evidence(result, report, shas[4], shas[3])
     # the demo expects reject by latency; the line attribution holds whatever the timing said
     assert report.verdict in (Verdict.REJECT, Verdict.INCONCLUSIVE), report.reason
@@ -106,3 +131,21 @@ def test_the_extra_work_is_named_by_its_lines(demo):
     assert diffs, "no line-level diff against the baseline"
     named = [(c.file, c.line) for d in diffs for c in d.changes[:3]]
     assert any(f == SOURCE and n in inserted for f, n in named), (named, sorted(inserted))
+
+
+def test_the_check_run_sent_and_the_page_name_the_ldmatrix_lines(demo, gated, tmp_path):
+    out, named, hot = sent(demo, 3, gated, tmp_path / "served")
+    assert out.check_run["conclusion"] == "failure"
+    conflicting = [n for n in named if "bank-conflict wavefronts" in n.gains
+                   and ("ldmatrix" in n.text or "ldsm_x4" in n.text)]
+    assert conflicting, f"the Check Run names no ldmatrix line that gained conflicts: {named}"
+    assert any(n.where in hot for n in conflicting), (conflicting, hot)
+
+
+def test_the_check_run_sent_and_the_page_name_the_extra_work(demo, gated, tmp_path):
+    repo, shas, _ = demo
+    out, named, hot = sent(demo, 5, gated, tmp_path / "served")
+    inserted = {f"{SOURCE}:{n}" for n in extra_work_lines(repo, shas[4])}
+    extra = [n for n in named if n.where in inserted]
+    assert extra, f"the Check Run names no inserted line {sorted(inserted)}: {named}"
+    assert any(n.where in hot for n in extra), (extra, hot)
