@@ -169,5 +169,25 @@ def _line_texts(files: dict[str, Path], keys: list[tuple[str, int]]) -> dict[tup
         source = path.read_text(errors="replace").splitlines()
         for file, line in keys:
             if file == name and 0 < line <= len(source):
-                texts[(file, line)] = source[line - 1].strip()[:MAX_TEXT]
+                texts[(file, line)] = line_text(source, line)[:MAX_TEXT]
     return texts
+
+
+# A line ending so is the end of a statement (or a block's edge): the next line starts a new one.
+_STATEMENT_ENDS = (";", "{", "}", ":")
+STATEMENT_LOOKBACK = 6
+
+
+def line_text(source: list[str], line: int) -> str:
+    """The text of 1-based `line`; where it continues a statement begun on an earlier line, that
+    statement's first line, " … ", then this one. The compiler puts an instruction on the line where
+    its statement ends: an `asm volatile("ldmatrix...")` over three lines is attributed to
+    `: "r"(addr));`, which names nothing (seen on the H200 for FlashCore's ldsm_x4)."""
+    text = source[line - 1].strip()
+    first = line
+    while first > 1 and line - first < STATEMENT_LOOKBACK:
+        before = source[first - 2].strip()
+        if not before or before.endswith(_STATEMENT_ENDS) or before.startswith(("#", "//", "/*", "*")):
+            break
+        first -= 1
+    return text if first == line else f"{source[first - 1].strip()} … {text}"

@@ -106,3 +106,20 @@ def test_old_profile_results_without_source_still_load():
     del data["source"]
     assert from_json(ProfileResult, data).source == []
 
+
+
+def test_a_line_that_ends_a_multi_line_statement_reads_with_the_statement_s_first_line():
+    from gate.nvidia.source_counters import line_text
+
+    source = ['__device__ void ldsm_x4(uint32_t (&r)[4], uint32_t addr) {',
+              '  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\\n"',
+              '               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])',
+              '               : "r"(addr));',
+              '}',
+              '// a comment',
+              'int x = 1;']
+    assert line_text(source, 4) == ('asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\\n"'
+                                    ' … : "r"(addr));')
+    assert line_text(source, 2) == source[1].strip()        # a statement's own first line reads as itself
+    assert line_text(source, 7) == "int x = 1;"              # after a comment: a new statement
+    assert line_text(source, 1) == source[0]
