@@ -38,6 +38,16 @@ def method_key(shape: str, dtype: str) -> str:
     return f"{shape}/{dtype}"
 
 
+def methods_agree(result: JobResult, kept_methods: dict[str, str]) -> bool:
+    """Whether an earlier result timed every shape with the method the history now keeps for it.
+    The kept methods are not part of the reuse key: a kernel's first job has none and hands its own
+    choice to every later one, so hashing them kept the jobs of a steady history from ever reusing
+    that first job (ten kernels, one changed: all ten measured, on the H200). The figures are
+    interchangeable exactly when the methods agree, which is what this checks."""
+    shapes = result.bench.shapes if result.bench is not None else []
+    return all(kept_methods.get(method_key(st.shape, st.dtype), st.method) == st.method for st in shapes)
+
+
 @dataclass
 class JobRequest:
     kernel: KernelSpec

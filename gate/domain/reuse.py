@@ -66,3 +66,4 @@ class ReusedProfile:
 ReuseLookup = Callable[[str, str], "ReusedMeasurement | None"]   # (kernel, reuse key)
 # ... and "a measured candidate profile of this kernel with this side key?" (`storage.reuse.find_profile`).
 ProfileLookup = Callable[[str, str], "ReusedProfile | None"]     # (kernel, side key)
+

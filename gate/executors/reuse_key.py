@@ -46,8 +46,9 @@ from gate.nvidia.tool_output import tool_output
 
 BUILT_IN_WORKLOADS = {"attention", "gemm"}
 _MEASURING_CODE = ("pipeline", "runner", "nvidia")
-# JobRequest fields that are not hashed as they are: the sides by content, the options by choice.
-_NOT_MEASURING = ("candidate", "baseline", "artifacts_dir", "options")
+# JobRequest fields that are not hashed as they are: the sides by content, the options by choice,
+# the history's timing methods by comparison with the found job's (`domain.job.methods_agree`).
+_NOT_MEASURING = ("candidate", "baseline", "artifacts_dir", "options", "kept_methods")
 # RunOptions fields that change what the child measures (paths and timeouts do not).
 _MEASURING_OPTIONS = ("gpu_stages", "profile", "bench_budget_s", "target_rel_se_pct", "max_reruns",
                       "correctness_seeds", "ncu_clock_control", "clock_policy")

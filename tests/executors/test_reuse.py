@@ -17,14 +17,14 @@ from sqlalchemy import select, update
 from gate.domain import BuildResult, CorrectnessCase, CorrectnessResult, JobResult, StageStatus
 from gate.domain.clock import utcnow
 from gate.domain.codec import from_json
-from gate.domain.job import RunOptions
+from gate.domain.job import RunOptions, method_key
 from gate.domain.reuse import reused_line
 from gate.executors import job as job_module
 from gate.executors.base import JobEnvironment, run_claimed
 from gate.executors.job import gate_job
 from gate.sources.mirror import Mirror
 from gate.storage import artifacts as artifact_files
-from gate.storage import claims
+from gate.storage import claims, timing_methods
 from gate.storage.models import Artifact, Job, Repository, Revision, VerdictRecord
 from gate.storage.queries import revision_detail
 
@@ -277,3 +277,26 @@ def test_the_pages_say_where_reused_figures_came_from(history, database_url, tmp
         kernel_page = client.get("/kernels/k9").text
     assert revision_page.count("Figures reused from ") == len(KERNELS)
     assert "reused from an earlier job" in kernel_page     # the ringed trace of the history chart
+
+
+def test_kernels_first_gated_against_themselves_are_reused_once_the_history_keeps_their_methods(history):
+    """The device bench's order (bench/reuse_cost.py): the first jobs compare each kernel with itself
+    and have no history; the next revision's jobs are handed the methods those jobs chose. Hashing
+    the handed methods into the key made all ten measure again on the H200."""
+    root = _git(history.repo, "rev-parse", "HEAD")
+    assert history.gate(root, root) == KERNELS
+    with history.session_factory() as s:
+        kept = timing_methods.kept_methods(s, history.repository_id, "k0", "")
+    changed = _commit(history.repo, {"k7.cu": _kernel_source("k7", "2.0f")}, "k7 changed")
+    assert history.gate(changed, root) == ["k7"], kept
+
+
+def test_a_job_timed_another_way_than_the_history_keeps_is_measured_again():
+    from gate.domain.job import methods_agree
+
+    result = job_result("k0", "a" * 40, "b" * 40)
+    st = result.bench.shapes[0]
+    same = {method_key(st.shape, st.dtype): st.method}
+    other = {method_key(st.shape, st.dtype): "graph" if st.method == "events" else "events"}
+    assert methods_agree(result, {}) and methods_agree(result, same)
+    assert not methods_agree(result, other)
