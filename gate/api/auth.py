@@ -22,10 +22,11 @@ from fastapi.responses import JSONResponse
 
 from gate.api.body_limit import ASGIApp, Receive, Scope, Send, declared_length
 from gate.config import Settings
+from gate.domain import routes
 
-WEBHOOK_PATH = "/api/v1/webhooks/github"
-OPEN_PATHS = ("/healthz",)                  # answered without a token whatever the setting
-OPEN_PREFIXES = ("/static/",)               # the dashboards' own CSS and scripts
+WEBHOOK_PATH = routes.GITHUB_WEBHOOK
+OPEN_PATHS = (routes.HEALTHZ,)              # answered without a token whatever the setting
+OPEN_PREFIXES = (routes.STATIC + "/",)      # the dashboards' own CSS and scripts
 SAFE_METHODS = ("GET", "HEAD", "OPTIONS")
 BUSY_RETRY_AFTER_S = 5
 WRITE_REFUSAL = "a bearer token is required for writes (Authorization: Bearer <GATE_API_TOKEN>)"

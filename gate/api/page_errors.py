@@ -13,8 +13,10 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-PAGE_PREFIXES = ("/kernels/", "/revisions/", "/compare")
-JSON_PREFIXES = ("/api/", "/healthz", "/metrics", "/openapi.json", "/static", "/docs")
+from gate.domain import routes
+
+PAGE_PREFIXES = tuple(routes.prefix(p) for p in (routes.KERNEL_PAGE, routes.REVISION_PAGE, routes.COMPARE_PAGE))
+JSON_PREFIXES = (routes.API + "/", routes.HEALTHZ, routes.METRICS, routes.OPENAPI, routes.STATIC, routes.DOCS)
 TITLES = {404: "Not found", 400: "Bad request", 422: "Bad request"}
 
 # (request, HTTP status, message) -> the HTML page; `gate.api.pages` supplies it.
@@ -26,7 +28,7 @@ def wants_html(request: Request) -> bool:
     path = request.url.path
     if path.startswith(JSON_PREFIXES):
         return False
-    if path == "/" or path.startswith(PAGE_PREFIXES):
+    if path == routes.HOME or path.startswith(PAGE_PREFIXES):
         return True
     return "text/html" in request.headers.get("accept", "")
 
