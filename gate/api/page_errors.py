@@ -30,7 +30,8 @@ def wants_html(request: Request) -> bool:
         return False
     if path == routes.HOME or path.startswith(PAGE_PREFIXES):
         return True
-    return "text/html" in request.headers.get("accept", "")
+    # Every Accept field: a request may send several (RFC 9110 5.3), and the first may not be the HTML one.
+    return any("text/html" in accept for accept in request.headers.getlist("accept"))
 
 
 def install(app: FastAPI, render: RenderError) -> None:
@@ -43,7 +44,7 @@ def install(app: FastAPI, render: RenderError) -> None:
 
     async def on_invalid(request: Request, exc: RequestValidationError) -> Response:
         if wants_html(request):
-            problems = "; ".join(f"{'.'.join(map(str, e.get('loc', ())[1:]))}: {e.get('msg')}"
+            problems = "; ".join(f"{'.'.join(map(str, e['loc'][1:]))}: {e['msg']}"   # pydantic's ErrorDetails
                                  for e in exc.errors())
             return render(request, 400, problems or "the request is not valid")
         return await request_validation_exception_handler(request, exc)
