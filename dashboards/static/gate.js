@@ -21,7 +21,8 @@ function drawChart(script, table, config) {
     gd.on("plotly_click", (event) => {
       const point = event.points && event.points[0];
       if (point && Array.isArray(point.customdata)) {
-        window.location.assign("/revisions/" + point.customdata[0]);
+        // The page names where a revision's page is (`gate.domain.routes.REVISION_PAGE`).
+        window.location.assign(document.body.dataset.revisionPage + encodeURIComponent(point.customdata[0]));
       }
     });
   });

@@ -17,6 +17,7 @@ from gate.api.page_cache import PageCache
 from gate.api.routes import artifacts, github, health, kernels, revisions
 from gate.api.telemetry import make_registry
 from gate.config import Settings, get_settings
+from gate.domain import routes
 from gate.executors.base import Executor, GateJob, JobEnvironment, load_gate_job
 from gate.notify.listeners import notifier_for
 from gate.services.outbox import start_sweeper
@@ -98,5 +99,5 @@ def create_app(settings: Settings | None = None, *, gate_job: GateJob | None = N
     app.state.series_warmup = warmup
     for router in ROUTERS:
         app.include_router(router)
-    app.mount("/static", pages.static_files, name="static")
+    app.mount(routes.STATIC, pages.static_files, name="static")
     return app

@@ -16,32 +16,35 @@ any check; 100 concurrent unsigned webhooks cost +2.2 GB):
 from __future__ import annotations
 
 import hmac
+from collections.abc import Mapping
 
 from fastapi import HTTPException, Request, status
 from fastapi.responses import JSONResponse
 
 from gate.api.body_limit import ASGIApp, Receive, Scope, Send, declared_length
 from gate.config import Settings
+from gate.domain import routes
 
-WEBHOOK_PATH = "/api/v1/webhooks/github"
-OPEN_PATHS = ("/healthz",)                  # answered without a token whatever the setting
-OPEN_PREFIXES = ("/static/",)               # the dashboards' own CSS and scripts
+WEBHOOK_PATH = routes.GITHUB_WEBHOOK
+OPEN_PATHS = (routes.HEALTHZ,)              # answered without a token whatever the setting
+OPEN_PREFIXES = (routes.STATIC + "/",)      # the dashboards' own CSS and scripts
 SAFE_METHODS = ("GET", "HEAD", "OPTIONS")
 BUSY_RETRY_AFTER_S = 5
 WRITE_REFUSAL = "a bearer token is required for writes (Authorization: Bearer <GATE_API_TOKEN>)"
 READ_REFUSAL = "a bearer token is required for reads here (GATE_READ_TOKEN_REQUIRED)"
 
 
-def token_matches(header: str | None, token: str) -> bool:
-    """`Authorization: Bearer <token>`, compared in constant time."""
-    scheme, _, given = (header or "").partition(" ")
+def token_matches(headers: Mapping[str, str], token: str) -> bool:
+    """`Authorization: Bearer <token>` among `headers` (lower-case names, or Starlette's `Headers`),
+    compared in constant time. The one place that reads the header."""
+    scheme, _, given = headers.get("authorization", "").partition(" ")
     return scheme.lower() == "bearer" and hmac.compare_digest(given.strip().encode(), token.encode())
 
 
 def require_write_token(request: Request) -> None:
     """The route's own check (and its OpenAPI 401); `AuthBeforeBody` has refused the same earlier."""
     token = request.app.state.gate.settings.api_token
-    if token and not token_matches(request.headers.get("authorization"), token):
+    if token and not token_matches(request.headers, token):
         raise HTTPException(status_code=status.HTTP_401_UNAUTHORIZED, detail=WRITE_REFUSAL,
                             headers={"WWW-Authenticate": 'Bearer realm="gate"'})
 
@@ -57,7 +60,8 @@ class AuthBeforeBody:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        headers = {name.decode("latin-1").lower(): value.decode("latin-1") for name, value in scope.get("headers", ())}
+        # An ASGI HTTP scope always holds `headers` (the spec requires the key).
+        headers = {name.decode("latin-1").lower(): value.decode("latin-1") for name, value in scope["headers"]}
         refusal = self._refusal(scope["method"], scope["path"], headers)
         if refusal is not None:
             await _answer(401, refusal, scope, receive, send, {"WWW-Authenticate": 'Bearer realm="gate"'})
@@ -83,12 +87,12 @@ class AuthBeforeBody:
         if method in SAFE_METHODS:
             needs = self.settings.read_token_required and path not in OPEN_PATHS \
                 and not path.startswith(OPEN_PREFIXES)
-            return READ_REFUSAL if needs and not token_matches(headers.get("authorization"), token or "") else None
+            return READ_REFUSAL if needs and not token_matches(headers, token or "") else None
         if path == WEBHOOK_PATH:
             if self.settings.github_webhook_secret and "x-hub-signature-256" not in headers:
                 return "X-Hub-Signature-256 is missing: an unsigned webhook is refused unread"
             return None
-        if token and not token_matches(headers.get("authorization"), token):
+        if token and not token_matches(headers, token):
             return WRITE_REFUSAL
         return None
 

@@ -69,7 +69,7 @@ class BodyLimit:
 
 def declared_length(scope: Scope) -> int:
     """The Content-Length header; -1 when absent (chunked) or unreadable (the server refuses those)."""
-    for name, value in scope.get("headers", ()):
+    for name, value in scope["headers"]:      # always in an HTTP scope (ASGI spec)
         if name == b"content-length":
             try:
                 return int(value)

@@ -12,6 +12,8 @@ from fastapi.openapi.docs import get_swagger_ui_html, get_swagger_ui_oauth2_redi
 from fastapi.responses import HTMLResponse
 from fastapi.staticfiles import StaticFiles
 
+from gate.domain import routes
+
 ASSETS_URL = "/static-docs"
 
 
@@ -19,10 +21,10 @@ def install(app: FastAPI) -> None:
     """Add `/docs` and its assets to an app created with docs_url=redoc_url=None."""
     assets = importlib.resources.files("fastapi_offline") / "static"
     app.mount(ASSETS_URL, StaticFiles(directory=str(assets)), name="static-docs")
-    openapi_url = app.openapi_url or "/openapi.json"
-    redirect_url = app.swagger_ui_oauth2_redirect_url or "/docs/oauth2-redirect"
+    openapi_url = app.openapi_url or routes.OPENAPI
+    redirect_url = app.swagger_ui_oauth2_redirect_url or routes.DOCS + "/oauth2-redirect"
 
-    @app.get("/docs", include_in_schema=False)
+    @app.get(routes.DOCS, include_in_schema=False)
     def swagger_ui() -> HTMLResponse:
         return get_swagger_ui_html(openapi_url=openapi_url, title=f"{app.title}: API",
                                    oauth2_redirect_url=redirect_url,

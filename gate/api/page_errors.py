@@ -13,8 +13,10 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-PAGE_PREFIXES = ("/kernels/", "/revisions/", "/compare")
-JSON_PREFIXES = ("/api/", "/healthz", "/metrics", "/openapi.json", "/static", "/docs")
+from gate.domain import routes
+
+PAGE_PREFIXES = tuple(routes.prefix(p) for p in (routes.KERNEL_PAGE, routes.REVISION_PAGE, routes.COMPARE_PAGE))
+JSON_PREFIXES = (routes.API + "/", routes.HEALTHZ, routes.METRICS, routes.OPENAPI, routes.STATIC, routes.DOCS)
 TITLES = {404: "Not found", 400: "Bad request", 422: "Bad request"}
 
 # (request, HTTP status, message) -> the HTML page; `gate.api.pages` supplies it.
@@ -26,9 +28,10 @@ def wants_html(request: Request) -> bool:
     path = request.url.path
     if path.startswith(JSON_PREFIXES):
         return False
-    if path == "/" or path.startswith(PAGE_PREFIXES):
+    if path == routes.HOME or path.startswith(PAGE_PREFIXES):
         return True
-    return "text/html" in request.headers.get("accept", "")
+    # Every Accept field: a request may send several (RFC 9110 5.3), and the first may not be the HTML one.
+    return any("text/html" in accept for accept in request.headers.getlist("accept"))
 
 
 def install(app: FastAPI, render: RenderError) -> None:
@@ -41,7 +44,7 @@ def install(app: FastAPI, render: RenderError) -> None:
 
     async def on_invalid(request: Request, exc: RequestValidationError) -> Response:
         if wants_html(request):
-            problems = "; ".join(f"{'.'.join(map(str, e.get('loc', ())[1:]))}: {e.get('msg')}"
+            problems = "; ".join(f"{'.'.join(map(str, e['loc'][1:]))}: {e['msg']}"   # pydantic's ErrorDetails
                                  for e in exc.errors())
             return render(request, 400, problems or "the request is not valid")
         return await request_validation_exception_handler(request, exc)

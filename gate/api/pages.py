@@ -24,6 +24,7 @@ from gate.api.deps import SeriesCacheDep, SessionDep
 from gate.api.revision_refs import RefProblem, resolve
 from gate.api.schemas import GpuKind, KernelName, ShapeName
 from gate.api.source_view import source_views
+from gate.domain import routes
 from gate.domain.names import Direction, Metric, Side, Stage
 from gate.domain.verdict import Verdict
 from gate.domain.wording import format_value, gpu_words, plural, progress_line, reason_beside
@@ -52,6 +53,9 @@ templates = Jinja2Templates(directory=str(DASHBOARDS / "templates"))
 # error, not an empty cell.
 templates.env.undefined = StrictUndefined
 templates.env.globals["verdict_color"] = VERDICT_COLOR
+# Every link a page draws is made of the routes' own paths (`gate.domain.routes`).
+templates.env.globals["routes"] = routes
+templates.env.globals["link"] = routes.link
 # `tojson` escapes <, > and & (safe inside <script>); compact and unsorted keeps big charts cheap.
 templates.env.policies["json.dumps_kwargs"] = {"separators": (",", ":")}
 # The words of every page (`gate.domain.wording`): "no GPU (CPU only ...)" for `cpu`, "45.2 ms" for
@@ -66,7 +70,7 @@ router = APIRouter(include_in_schema=False)
 static_files = StaticFiles(directory=str(DASHBOARDS / "static"))
 
 
-@router.get("/static/plotly.min.js")
+@router.get(routes.PLOTLY_JS)
 def plotly_js() -> FileResponse:
     with importlib.resources.as_file(PLOTLY_JS) as path:
         return FileResponse(path, media_type="text/javascript",
@@ -107,14 +111,14 @@ def install_error_pages(app) -> None:  # noqa: ANN001 (a FastAPI app)
     page_errors.install(app, error_page)
 
 
-@router.get("/", response_class=HTMLResponse)
+@router.get(routes.HOME, response_class=HTMLResponse)
 def overview(request: Request, session: SessionDep) -> HTMLResponse:
     """Every kernel's latest verdict per GPU kind, the queue, recent revisions."""
     return _render(request, session, "index.html", kernels=dashboard.kernel_overview(session),
                    queue=dashboard.queue(session), revisions=dashboard.recent_revisions(session))
 
 
-@router.get("/kernels/{name}", response_class=HTMLResponse)
+@router.get(routes.KERNEL_PAGE, response_class=HTMLResponse)
 def kernel_page(request: Request, session: SessionDep, store: SeriesCacheDep, name: KernelName,
                 gpu: Annotated[GpuKind | None, Query()] = None,
                 shape: Annotated[ShapeName | None, Query()] = None) -> HTMLResponse:
@@ -179,7 +183,7 @@ def figure_json(figure: dict | list) -> Markup:
     return Markup(htmlsafe_json_dumps(figure, **templates.env.policies["json.dumps_kwargs"]))
 
 
-@router.get("/revisions/{ref}", response_class=HTMLResponse)
+@router.get(routes.REVISION_PAGE, response_class=HTMLResponse)
 def revision_page(request: Request, session: SessionDep, ref: str) -> HTMLResponse:
     """Rule tables first, then timings, correctness, ncu, ptxas/SASS, logs and artifacts. `ref`:
     the revision's id, sha (or a unique prefix) or branch."""
@@ -199,7 +203,7 @@ def _resolved(session: Session, ref: str) -> int:
         raise HTTPException(404, str(exc)) from None
 
 
-@router.get("/compare", response_class=HTMLResponse)
+@router.get(routes.COMPARE_PAGE, response_class=HTMLResponse)
 def compare_page(request: Request, session: SessionDep, a: str | None = None,
                  b: str | None = None) -> HTMLResponse:
     """Two revisions side by side: verdicts and every shared metric with its delta. `a` and `b`:

@@ -9,12 +9,14 @@ location, message and type; the input and the context only when they are small; 
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from pydantic_core import ErrorDetails
 
 MAX_ERRORS = 20
 MAX_ECHO_CHARS = 200      # an input or context shown back at most this long (as JSON)
@@ -29,7 +31,7 @@ async def validation_error(_request: Request, exc: Exception) -> JSONResponse:
     return JSONResponse({"detail": summarize(errors)}, status_code=422)
 
 
-def summarize(errors: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def summarize(errors: Sequence[ErrorDetails]) -> list[dict[str, Any]]:
     """The errors as the answer lists them (FastAPI's shape, without large values)."""
     shown = [_error(e) for e in errors[:MAX_ERRORS]]
     if len(errors) > MAX_ERRORS:
@@ -38,13 +40,15 @@ def summarize(errors: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return shown
 
 
-def _error(error: dict[str, Any]) -> dict[str, Any]:
-    out = {"loc": [p if isinstance(p, int) else str(p) for p in error.get("loc", ())],
-           "msg": str(error.get("msg", "")), "type": str(error.get("type", ""))}
-    if "input" in error and (shown := _small(error["input"])) is not None:
+def _error(error: ErrorDetails) -> dict[str, Any]:
+    """pydantic's `ErrorDetails` always holds type, loc, msg and input (FastAPI's own "missing"
+    errors are built by pydantic too); only ctx and url are optional."""
+    out = {"loc": [p if isinstance(p, int) else str(p) for p in error["loc"]],
+           "msg": error["msg"], "type": error["type"]}
+    if (shown := _small(error["input"])) is not None:
         out["input"] = shown
-    if error.get("ctx"):                # e.g. the pattern, the limit; an exception as its message
-        ctx = {str(k): v if isinstance(v, str | int | float | bool) else str(v) for k, v in error["ctx"].items()}
+    if context := error.get("ctx"):     # e.g. the pattern, the limit; an exception as its message
+        ctx = {str(k): v if isinstance(v, str | int | float | bool) else str(v) for k, v in context.items()}
         if (shown := _small(ctx)) is not None:
             out["ctx"] = shown
     return out

@@ -13,6 +13,7 @@ import os
 import sys
 import time
 
+from gate.domain import routes
 from gate.domain.verdict import Verdict, worst_verdict
 from gate.domain.wording import gpu_words, progress_line
 
@@ -85,7 +86,7 @@ def main(args: argparse.Namespace) -> int:
             "kernels": args.kernels, "force": args.force or None,
             "remeasure": args.remeasure or None}
     with httpx.Client(base_url=args.server, headers=headers, timeout=30) as client:
-        reply = client.post("/api/v1/revisions", json={k: v for k, v in body.items() if v is not None})
+        reply = client.post(routes.REVISIONS, json={k: v for k, v in body.items() if v is not None})
         if reply.status_code not in (200, 202, 422):
             print(f"gate submit: the server answered {reply.status_code}: {reply.text}", file=sys.stderr)
             return 2
@@ -95,7 +96,7 @@ def main(args: argparse.Namespace) -> int:
                 print(f"gate submit: {'.'.join(map(str, problem['loc'][1:]))}: {problem['msg']}", file=sys.stderr)
             if "status_url" not in created:
                 return 2
-        page = f"{args.server.rstrip('/')}/revisions/{created['id']}"
+        page = args.server.rstrip("/") + routes.link(routes.REVISION_PAGE, ref=created["id"])
         reused = " (an identical submission already queued or running)" if created.get("reused") else ""
         print(f"revision {created['id']}{reused}: {page}  (API: {created['status_url']})")
         if not args.wait:

@@ -24,6 +24,7 @@ BEYOND_NOTE = "<br><b>beyond the GPU's physical peak: not a real measurement</b>
 BUCKET_NOTE = " · mean of %{customdata[5]} revisions"
 REUSED_NOTE = "<br>%{customdata[5]}"   # `domain.reuse.reused_line`
 DIGITS = 5               # significant digits shipped; the hover shows 4
+LABEL_LINE_PX = 13       # one line of an 11-px change label, when it is raised above a neighbour
 
 
 @dataclass(frozen=True)
@@ -73,16 +74,16 @@ def history_figure(chart: HistoryChart) -> dict:
     layout["xaxis"].update(commit_axis(last_x))
     _sha_ticks(layout["xaxis"], chart.commits, last_x)
     data = []
-    marked: set[float] = set()      # x of each change marker drawn
+    changes: dict[float, ChangePoint] = {}      # x of each change marker -> the change it labels
     for i, (hist, label) in enumerate(zip(chart.series, chart.labels)):
         color = SERIES_COLOR[i % len(SERIES_COLOR)]
         data.append(_series_trace(hist, label, color, axis))
         for cp in (chart.change_points[i] if i < len(chart.change_points) else []):
-            x = int(hist.x[cp.index]) - 0.5
-            if x not in marked:     # the same commit moved another trace: one marker is enough
-                marked.add(x)
-                _change_marker(layout, x, cp)
-    _stagger_changes(layout, last_x)
+            # the same commit moved another trace: one marker is enough
+            changes.setdefault(int(hist.x[cp.index]) - 0.5, cp)
+    raised = _raised_labels(sorted(changes), last_x)
+    for x, cp in changes.items():
+        _change_marker(layout, x, cp, raised=x in raised)
     labels = []
     for line in chart.thresholds:
         text = " ".join(part for part in ("limit", line.label, _shown(line.value, chart.unit, axis)) if part)
@@ -213,23 +214,26 @@ def _reused_trace(hist: SeriesHistory, reused: dict[int, str], axis: ValueAxis) 
             "hovertemplate": HOVER.replace("{unit}", axis.unit).replace("{note}", REUSED_NOTE)}
 
 
-def _stagger_changes(layout: dict, last_x: int) -> None:
-    """Change labels of nearby commits take turns one line higher, so they never overlap."""
-    changes = sorted((a for a in layout["annotations"] if a.get("text", "").startswith("change ")),
-                     key=lambda a: a["x"])
+def _raised_labels(xs: list[float], last_x: int) -> set[float]:
+    """Which of the change labels at `xs` (ascending) go one line higher: labels of nearby commits
+    take turns, so they never overlap. Decided on the positions, before any becomes layout."""
     near = max(last_x, 1) / 6
-    for before, after in zip(changes, changes[1:]):
-        if after["x"] - before["x"] < near and not before.get("yshift"):
-            after["yshift"] = 13
+    raised: set[float] = set()
+    for before, after in zip(xs, xs[1:]):
+        if after - before < near and before not in raised:
+            raised.add(after)
+    return raised
 
 
-def _change_marker(layout: dict, x: float, cp: ChangePoint) -> None:
+def _change_marker(layout: dict, x: float, cp: ChangePoint, *, raised: bool) -> None:
     layout["shapes"].append({"type": "line", "xref": "x", "yref": "paper", "x0": x, "x1": x,
                              "y0": 0, "y1": 1, "line": {"color": CHANGE_COLOR, "width": 1.5,
                                                         "dash": "dashdot"}})
-    layout["annotations"].append({
-        "x": x, "y": 1.0, "xref": "x", "yref": "paper", "yanchor": "bottom", "showarrow": False,
-        "text": f"change {cp.shift_pct:+.0f} %", "font": {"size": 11, "color": CHANGE_COLOR}})
+    label = {"x": x, "y": 1.0, "xref": "x", "yref": "paper", "yanchor": "bottom", "showarrow": False,
+             "text": f"change {cp.shift_pct:+.0f} %", "font": {"size": 11, "color": CHANGE_COLOR}}
+    if raised:
+        label["yshift"] = LABEL_LINE_PX
+    layout["annotations"].append(label)
 
 
 def _hline(layout: dict, line: Line, color: str, dash: str, text: str, axis: ValueAxis) -> dict:

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from gate.config import Settings
+from gate.domain import routes
 from gate.domain.codec import to_json
 from gate.domain.notices import Delivery, JobFacts
 from gate.domain.verdict import VerdictReport
@@ -27,7 +28,7 @@ QUEUED_DESCRIPTION = "queued: build, correctness, timing and profile on a GPU"
 
 def target_url(public_url: str, job: JobFacts) -> str:
     """The revision's dashboard page: every message links there."""
-    return f"{public_url.rstrip('/')}/revisions/{job.revision_id}"
+    return public_url.rstrip("/") + routes.link(routes.REVISION_PAGE, ref=job.revision_id)
 
 
 def _github_jobs(jobs: Sequence[JobFacts]) -> list[JobFacts]:

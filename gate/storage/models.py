@@ -123,6 +123,8 @@ class Job(Base):
     stages: Mapped[list[StageRecord]] = relationship(order_by="StageRecord.id")
     verdict: Mapped[VerdictRecord | None] = relationship(back_populates="job")
     artifacts: Mapped[list[Artifact]] = relationship(order_by="Artifact.id")
+    # Its figures: the bench's summary figures are read back into its bench payload (`stage_payloads`).
+    metrics: Mapped[list[Metric]] = relationship(viewonly=True)
     __table_args__ = (Index("ix_jobs_reuse", "kernel", "reuse_key"),   # `storage.reuse.find_measured`
                       Index("ix_jobs_candidate_key", "kernel", "candidate_key"))   # `storage.reuse.find_profile`
 

@@ -26,6 +26,7 @@ from gate.read_models.revision import (
 )
 from gate.storage.limits import storable_id
 from gate.storage.models import Job, Revision, RevisionStatus, StageRecord, VerdictRecord
+from gate.storage.stage_payloads import Figures, read_payload
 
 log = logging.getLogger(__name__)
 
@@ -58,16 +59,19 @@ def _verdict(v: VerdictRecord) -> VerdictDetail:
     return VerdictDetail(v.verdict, v.reason, v.gpu_kind, stored_rules(v), fingerprint, v.created_at)
 
 
-def _stage(s: StageRecord) -> StageDetail:
-    """A stage row with its payload decoded by the stage's result type. A payload that no longer fits
+def _stage(s: StageRecord, figures: Figures) -> StageDetail:
+    """A stage row with its payload made whole again (`stage_payloads.read_payload`: the row's columns,
+    the job's metric rows) and decoded by the stage's result type. A payload that no longer fits
     (stored by an older gate) reads as no result, with the reason, rather than failing the page."""
     kind = STAGE_RESULT_TYPES.get(s.stage)
     result: StageResult | None = None
     unreadable = ""
     if kind is not None and s.payload is not None:
         try:
-            result = from_json(kind, s.payload, path=f"{s.side} {s.stage}")
-        except (TypeError, ValueError) as exc:     # TypeError: a required field is missing
+            whole = read_payload(s.stage, s.payload, status=s.status, reason=s.reason,
+                                 duration_s=s.duration_s, figures=figures)
+            result = from_json(kind, whole, path=f"{s.side} {s.stage}")
+        except (TypeError, ValueError, KeyError) as exc:     # TypeError, KeyError: a required field is missing
             unreadable = f"{s.side} {s.stage}: {exc}"
             log.warning("stage result %s of job %s does not decode: %s", s.id, s.job_id, exc)
     return StageDetail(s.side, s.stage, s.status, s.reason, s.duration_s, result, unreadable)
@@ -75,12 +79,13 @@ def _stage(s: StageRecord) -> StageDetail:
 
 def _job(job: Job, baseline_environment: str | None = None) -> JobDetail:
     v = job.verdict
+    figures = {(m.name, m.shape, m.series): m.value for m in job.metrics}
     return JobDetail(
         id=job.id, kernel=job.kernel, gpu_kind=job.gpu_kind, state=job.state, attempts=job.attempts,
         worker=job.worker, progress=job.progress, error=job.error, queued_at=job.queued_at,
         started_at=job.started_at, finished_at=job.finished_at,
         verdict=_verdict(v) if v else None,
-        stages=[_stage(s) for s in job.stages],
+        stages=[_stage(s, figures) for s in job.stages],
         artifacts=[ArtifactDetail(a.id, a.kind, a.path, a.size_bytes) for a in job.artifacts],
         events=[EventDetail(e.state, e.detail, e.at) for e in job.events],
         environment=_environment(job) if v else "", baseline_environment=baseline_environment,
@@ -104,6 +109,7 @@ def revision_detail(session: Session, revision_id: int) -> RevisionDetail | None
             selectinload(Revision.repository),
             selectinload(Revision.jobs).selectinload(Job.verdict),
             selectinload(Revision.jobs).selectinload(Job.stages),
+            selectinload(Revision.jobs).selectinload(Job.metrics),
             selectinload(Revision.jobs).selectinload(Job.artifacts),
             selectinload(Revision.jobs).selectinload(Job.events),
         ).execution_options(populate_existing=True)

@@ -12,7 +12,8 @@ Metric names, units and directions are `gate.domain.names.Metric`; what is store
                           over launches, or the worst launch: shared_conflict_pct, loads and
                           stores pooled); series candidate | baseline
 Every row carries the job's environment key (GPU model | driver | clock policy,
-`gate.domain.environment`): history compares like with like.
+`gate.domain.environment`): history compares like with like. The bench's rows are the one record of
+its summary figures: its stage row's payload leaves them out (`stage_payloads`).
 """
 
 from __future__ import annotations
@@ -35,6 +36,14 @@ from gate.domain.launches import by_shape, shape_figure
 from gate.domain.names import NCU_METRICS, Side, Stage
 from gate.domain.names import Metric as M
 from gate.storage.models import Metric, StageRecord, VerdictRecord
+from gate.storage.stage_payloads import (
+    RATIO_FIGURE,
+    RATIO_SERIES,
+    TIMING_FIGURES,
+    has_several_dtypes,
+    shape_key,
+    stored_payload,
+)
 
 
 def _metric(name: M, value: float, *, shape: str = "", series: str) -> Metric:
@@ -44,31 +53,30 @@ def _metric(name: M, value: float, *, shape: str = "", series: str) -> Metric:
 
 def _timing_metrics(timing: TimingSamples, shape: str, series: str,
                     sm_clock_mhz: float | None = None) -> Iterable[Metric]:
-    yield _metric(M.LATENCY_MEDIAN_US, timing.median_us, shape=shape, series=series)
-    if sm_clock_mhz:
+    for field, name in TIMING_FIGURES.items():
+        value = getattr(timing, field)
+        if value is not None:                      # tflops: None without a FLOP count
+            yield _metric(name, value, shape=shape, series=series)
+    if sm_clock_mhz:     # derived (median x clock), kept as a row: the history compares in kilocycles
         yield _metric(M.LATENCY_MEDIAN_KCYCLES, kilocycles(timing.median_us, sm_clock_mhz), shape=shape,
                       series=series)
-    yield _metric(M.LATENCY_P10_US, timing.p10_us, shape=shape, series=series)
-    yield _metric(M.LATENCY_P90_US, timing.p90_us, shape=shape, series=series)
-    if timing.tflops is not None:
-        yield _metric(M.TFLOPS, timing.tflops, shape=shape, series=series)
 
 
 def bench_metrics(bench: BenchResult) -> list[Metric]:
-    """Timings per shape. With several dtypes the shape key gets a `_<dtype>` suffix to stay unique."""
-    several_dtypes = len({t.dtype for t in bench.shapes}) > 1
+    """Timings per shape (`shape_key`)."""
+    several_dtypes = has_several_dtypes(t.dtype for t in bench.shapes)
     watch = bench.gpu_watch
     mhz = watch.sm_clock_mhz_median if watch is not None and watch.available else None
     out: list[Metric] = []
     for t in bench.shapes:
-        shape = f"{t.shape}_{t.dtype}" if several_dtypes else t.shape
+        shape = shape_key(t.shape, t.dtype, several_dtypes)
         out += _timing_metrics(t.candidate, shape, Side.CANDIDATE, mhz)
         if t.baseline is not None:
             out += _timing_metrics(t.baseline, shape, Side.BASELINE, mhz)
         for peer, timing in sorted(t.peers.items()):
             out += _timing_metrics(timing, shape, peer, mhz)
         if t.ratio is not None:
-            out.append(_metric(M.LATENCY_RATIO, t.ratio, shape=shape, series=Side.CANDIDATE))
+            out.append(_metric(RATIO_FIGURE, t.ratio, shape=shape, series=RATIO_SERIES))
     return out
 
 
@@ -121,14 +129,15 @@ def job_environment(result: JobResult) -> str:
 
 
 def stage_records(result: JobResult) -> list[StageRecord]:
-    """One row per (side, stage) that produced a result, with the result as JSON."""
+    """One row per (side, stage) that produced a result, with the result as JSON less what the row's
+    columns and the metric rows hold (`stage_payloads`)."""
     rows: list[StageRecord] = []
 
     def add(side: Side, stage: Stage, value: object) -> None:
         if value is not None:
             rows.append(StageRecord(side=side.value, stage=stage.value, status=str(value.status),
                                     reason=value.reason or None, duration_s=value.duration_s,
-                                    payload=to_json(value)))
+                                    payload=stored_payload(stage, value)))
 
     sides: list[tuple[Side, SideResults | None]] = [(Side.CANDIDATE, result.candidate),
                                                      (Side.BASELINE, result.baseline)]

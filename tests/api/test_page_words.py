@@ -36,6 +36,10 @@ def test_a_missing_revision_kernel_or_page_is_an_html_404_and_the_api_keeps_json
     assert "no kernel 'nope' has a verdict yet" in html.unescape(client.get("/kernels/nope").text)
     browser_page = client.get("/nothing-here", headers={"accept": "text/html"})
     assert browser_page.status_code == 404 and "text/html" in browser_page.headers["content-type"]
+    # Accept sent as two fields, HTML in the second (RFC 9110 allows either form): still a page
+    two_fields = client.get("/nothing-here", headers=[("accept", "application/xml"), ("accept", "text/html")])
+    assert two_fields.status_code == 404 and "text/html" in two_fields.headers["content-type"]
+    assert client.get("/nothing-here").headers["content-type"] == "application/json"
     api = client.get("/api/v1/revisions/999999")
     assert api.status_code == 404 and api.json() == {"detail": "no revision 999999"}
 

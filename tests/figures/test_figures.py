@@ -121,6 +121,16 @@ def test_a_change_shared_by_two_traces_is_marked_once():
     assert [s["x0"] for s in fig["layout"]["shapes"]] == [11.5]
 
 
+def test_labels_of_nearby_changes_take_turns_one_line_higher():
+    from gate.changepoints import ChangePoint
+    s = _series([50.0] * 60, ["accept"] * 60)
+    # x 9.5, 11.5, 13.5 are near (under a sixth of the axis apart), 49.5 is far from them
+    changes = [ChangePoint(i, 50.0, 50.0 + i) for i in (10, 12, 14, 50)]
+    fig = history_figure(HistoryChart("Latency", "µs", [s], ["candidate"], change_points=[changes]))
+    labels = [(a["x"], a.get("yshift", 0)) for a in fig["layout"]["annotations"] if a["text"].startswith("change")]
+    assert labels == [(9.5, 0), (11.5, 13), (13.5, 0), (49.5, 0)]
+
+
 def test_sass_figure_has_one_trace_per_arch_however_many_instantiations():
     functions = [_function(arch, {"HMMA": 10, "LDSM": i}) for arch in ("sm_80", "sm_90") for i in range(16)]
     fig = sass_figure(functions)

@@ -17,13 +17,14 @@ from fastapi.responses import FileResponse, Response, StreamingResponse
 
 from gate.api.deps import GateDep, SessionDep
 from gate.api.schemas import errors
+from gate.domain import routes
 from gate.domain.server_paths import hide_in_chunks
 from gate.storage import artifacts
 
-router = APIRouter(prefix="/api/v1", tags=["artifacts"])
+router = APIRouter(tags=["artifacts"])
 
 
-@router.get("/artifacts/{artifact_id}", response_class=FileResponse,
+@router.get(routes.ARTIFACT, response_class=FileResponse,
             responses={200: {"content": {"*/*": {}}, "description": "the file, typed by its name"},
                        **errors(404)})
 def download_artifact(artifact_id: int, session: SessionDep, gate: GateDep) -> Response:

@@ -51,6 +51,7 @@ from gate.api.github_events import (
     from_push,
 )
 from gate.api.schemas import ErrorOut, errors
+from gate.domain import routes
 from gate.notify import github_status
 from gate.notify.app_auth import github_headers
 from gate.notify.outbound import verify
@@ -66,7 +67,7 @@ from gate.storage.webhook_deliveries import (delivered_revision, first_delivery,
                                              set_merge_base)
 
 log = logging.getLogger(__name__)
-router = APIRouter(prefix="/api/v1/webhooks", tags=["webhooks"])
+router = APIRouter(tags=["webhooks"])
 DELIVERY_ID_CHARS = max_length(WebhookDelivery.delivery_id)
 
 
@@ -81,7 +82,7 @@ def _refuse(status_code: int, detail: str, delivery: str | None) -> HTTPExceptio
     return HTTPException(status_code=status_code, detail=detail)
 
 
-@router.post("/github", response_model=WebhookOut, status_code=202,
+@router.post(routes.GITHUB_WEBHOOK, response_model=WebhookOut, status_code=202,
              responses={200: {"model": WebhookOut, "description": "pong, a duplicate, or nothing to gate"},
                         **errors(400, 401, 413, 503),
                         422: {"model": ErrorOut, "description": "a payload without the fields the gate needs"}})

@@ -9,11 +9,12 @@ from sqlalchemy import text
 
 from gate.api.deps import GateDep
 from gate.api.schemas import HealthOut
+from gate.domain import routes
 
 router = APIRouter(tags=["health"])
 
 
-@router.get("/healthz", response_model=HealthOut,
+@router.get(routes.HEALTHZ, response_model=HealthOut,
             responses={503: {"model": HealthOut, "description": "the database does not answer"}})
 def healthz(gate: GateDep) -> JSONResponse:
     """Whether the service and its database answer."""
@@ -27,7 +28,7 @@ def healthz(gate: GateDep) -> JSONResponse:
     return JSONResponse(HealthOut(status="ok", database="ok", executor=executor).model_dump())
 
 
-@router.get("/metrics", response_class=Response)
+@router.get(routes.METRICS, response_class=Response)
 def metrics(request: Request) -> Response:
     """Prometheus text: jobs by state, stage durations, verdicts."""
     return Response(generate_latest(request.app.state.metrics_registry), media_type=CONTENT_TYPE_LATEST)

@@ -19,12 +19,13 @@ from gate.api.schemas import (
     ShapeName,
     errors,
 )
+from gate.domain import routes
 from gate.domain.names import Metric, Side
 from gate.figures.like_with_like import CYCLE_TWIN, change_points
 from gate.read_models.kernel_series import history_points
 from gate.storage import dashboard, kernel_series
 
-router = APIRouter(prefix="/api/v1", tags=["kernels"])
+router = APIRouter(tags=["kernels"])
 # The ptxas figures: stored per target arch (series = sm_90a, ...) with shape "", not per shape.
 PER_ARCH_METRICS = frozenset(m.value for m in (Metric.REGISTERS, Metric.SPILL_BYTES, Metric.SMEM_BYTES))
 MAX_SERIES = 64              # traces one history request may name
@@ -57,7 +58,7 @@ class HistoryOut(BaseModel):
     series: list[SeriesOut]
 
 
-@router.get("/kernels", response_model=list[KernelOut])
+@router.get(routes.KERNELS, response_model=list[KernelOut])
 def list_kernels(session: SessionDep) -> list[KernelOut]:
     """Every kernel with its latest verdict per GPU kind."""
     return [KernelOut(name=k.name, revisions=k.revisions,
@@ -65,7 +66,7 @@ def list_kernels(session: SessionDep) -> list[KernelOut]:
             for k in dashboard.kernel_overview(session)]
 
 
-@router.get("/kernels/{name}/history", response_model=HistoryOut, responses=errors(404))
+@router.get(routes.KERNEL_HISTORY, response_model=HistoryOut, responses=errors(404))
 def kernel_history(session: SessionDep, store: SeriesCacheDep, name: KernelName, metric: MetricName,
                    gpu: Annotated[GpuKind | None, Query()] = None,
                    shape: Annotated[ShapeName | None, Query()] = None,

@@ -21,6 +21,7 @@ from gate.api.schemas import (
     RevisionRefusedOut,
     errors,
 )
+from gate.domain import routes
 from gate.domain.codec import to_json
 from gate.services.cancellation import cancel
 from gate.services.planner import RETRY_AFTER_S
@@ -30,7 +31,7 @@ from gate.read_models.revision import RevisionDetail
 from gate.storage.limits import storable_id
 from gate.storage.queries import revision_detail
 
-router = APIRouter(prefix="/api/v1", tags=["revisions"])
+router = APIRouter(tags=["revisions"])
 
 
 SUBMIT_DESCRIPTION = """Submit a revision: stored before the reply, one queued job per kernel.
@@ -43,7 +44,7 @@ reused: a branch, tag or short sha may move between two submissions, so each of 
 `"force": true` always stores a new revision. A finished or cancelled revision is never reused."""
 
 
-@router.post("/revisions", status_code=202, response_model=RevisionCreatedOut, dependencies=[WriteAuth],
+@router.post(routes.REVISIONS, status_code=202, response_model=RevisionCreatedOut, dependencies=[WriteAuth],
              description=SUBMIT_DESCRIPTION,
              responses={**errors(400, 401, 413, 503),
                         200: {"model": RevisionCreatedOut,
@@ -108,7 +109,7 @@ a final status that never reads as `accept` (GitHub: an `error` commit status an
 Check Run). Idempotent: cancelling a cancelled revision answers 200 again, with no jobs."""
 
 
-@router.post("/revisions/{revision_id}/cancel", response_model=CancelOut, dependencies=[WriteAuth],
+@router.post(routes.REVISION_CANCEL, response_model=CancelOut, dependencies=[WriteAuth],
              description=CANCEL_DESCRIPTION,
              responses={**errors(401, 404, 413),
                         409: {"model": ErrorOut, "description": "the revision is done: its verdicts stand"}})
@@ -123,7 +124,7 @@ def cancel_revision(revision_id: int, request: Request, session: SessionDep, gat
                      status_url=str(request.url_for("read_revision", revision_id=revision_id)))
 
 
-@router.get("/revisions/{revision_id}", response_model=RevisionOut, responses=errors(404))
+@router.get(routes.REVISION, response_model=RevisionOut, responses=errors(404))
 def read_revision(revision_id: int, request: Request, session: SessionDep) -> RevisionOut:
     """A revision: status, verdict per kernel, rule tables, stage results, artifacts, live progress."""
     detail = revision_detail(session, revision_id)
