@@ -1,4 +1,5 @@
 #include <cstdint>
+// Compiled per arch by tests/nvidia/test_sass_families.py, which counts its SASS by opcode family.
 // One of each: an HMMA (mma.sync), an ldmatrix, a stmatrix, a cp.async, a shuffle, global loads and
 // stores, and __syncthreads; sm_90a adds an mbarrier and a bulk copy.
 __global__ void families(const int4* in, int4* out, float* acc) {
