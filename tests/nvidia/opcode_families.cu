@@ -1,7 +1,7 @@
-#include <cstdint>
 // Compiled per arch by tests/nvidia/test_sass_families.py, which counts its SASS by opcode family.
 // One of each: an HMMA (mma.sync), an ldmatrix, a stmatrix, a cp.async, a shuffle, global loads and
 // stores, and __syncthreads; sm_90a adds an mbarrier and a bulk copy.
+#include <cstdint>
 __global__ void families(const int4* in, int4* out, float* acc) {
   __shared__ alignas(128) int4 tile[128];
   __shared__ alignas(8) uint64_t bar;
