@@ -72,6 +72,8 @@ class Rule(StrEnum):
 class Direction(StrEnum):
     LOWER = "lower"                # lower is better (latency, conflicts, registers)
     HIGHER = "higher"              # higher is better (throughput, % of peak)
+    NEITHER = "neither"            # a count to read, not to push either way (SASS opcodes: more
+                                   # tensor-core instructions can be the very point of a change)
 
 
 @dataclass(frozen=True)
@@ -103,6 +105,15 @@ class Metric(StrEnum):
     DRAM_PCT = "dram_pct"
     SM_THROUGHPUT_PCT = "sm_throughput_pct"
     GLOBAL_SECTORS_PER_REQUEST = "global_sectors_per_request"   # uncoalesced global loads read high
+    # SASS instructions per arch, summed over the kernel's functions: one metric per opcode family
+    # (which opcodes each counts: `gate.nvidia.sass_families`) and the total.
+    SASS_TENSOR_CORE = "sass_tensor_core"
+    SASS_SHARED = "sass_shared"
+    SASS_GLOBAL = "sass_global"
+    SASS_ASYNC_COPY = "sass_async_copy"
+    SASS_BARRIER = "sass_barrier"
+    SASS_SHUFFLE = "sass_shuffle"
+    SASS_TOTAL = "sass_total"
 
     @property
     def info(self) -> MetricInfo:
@@ -117,7 +128,7 @@ class Metric(StrEnum):
         return METRICS[self].direction
 
 
-_L, _H = Direction.LOWER, Direction.HIGHER
+_L, _H, _N = Direction.LOWER, Direction.HIGHER, Direction.NEITHER
 METRICS: dict[Metric, MetricInfo] = {m[0]: MetricInfo(m[0].value, *m[1:]) for m in (
     (Metric.LATENCY_MEDIAN_US, "us", _L, "latency (median)"),
     (Metric.LATENCY_P10_US, "us", _L, "latency (p10)"),
@@ -138,6 +149,13 @@ METRICS: dict[Metric, MetricInfo] = {m[0]: MetricInfo(m[0].value, *m[1:]) for m 
     (Metric.SM_THROUGHPUT_PCT, "%", _H, "SM throughput"),
     # a ceiling: one uncoalesced launch among coalesced ones is what it must catch
     (Metric.GLOBAL_SECTORS_PER_REQUEST, "sectors/request", _L, "global-load sectors per request", True),
+    (Metric.SASS_TENSOR_CORE, "instructions", _N, "tensor core"),
+    (Metric.SASS_SHARED, "instructions", _N, "shared memory"),
+    (Metric.SASS_GLOBAL, "instructions", _N, "global memory"),
+    (Metric.SASS_ASYNC_COPY, "instructions", _N, "async copies"),
+    (Metric.SASS_BARRIER, "instructions", _N, "barriers"),
+    (Metric.SASS_SHUFFLE, "instructions", _N, "shuffles"),
+    (Metric.SASS_TOTAL, "instructions", _N, "all instructions"),
 )}
 
 # The ncu figures stored per shape, each read from the `KernelMetrics` attribute of the same name and

@@ -10,6 +10,7 @@ from gate.domain.verdict import RuleRow
 from gate.figures.like_with_like import change_points, cycle_traces, mark_environments
 from gate.figures.palette import VERDICT_COLOR, VERDICT_MARK
 from gate.figures.series_charts import HistoryChart, Line, history_figure, peak_drawn
+from gate.nvidia.sass_families import SASS_METRICS
 from gate.read_models.kernel_series import KernelHistory, SeriesHistory
 from gate.verdict.catalog import CATALOG, Kind, RuleSpec
 
@@ -24,6 +25,8 @@ class Group:
     per_shape: bool = False      # one chart per shape (scales differ by orders of magnitude)
     per_arch: bool = False       # series are target archs (ptxas figures), shape ""
     peers: bool = False          # draw SDPA / cuBLAS levels as reference lines
+    families: bool = False       # with per_arch: one chart per arch, a series per metric; a metric
+                                 # at 0 in every revision shown is said under the charts, not drawn
 
 
 # y titles: "{unit}" becomes the unit the axis shows (µs or ms, B or KiB).
@@ -44,7 +47,14 @@ def rule_groups(catalog: tuple[RuleSpec, ...] = CATALOG) -> tuple[Group, ...]:
                        per_arch=s.kind is Kind.STATIC_LIMIT) for s in charted)
 
 
-GROUPS = _TIMING + rule_groups()
+# Then what no rule judges: the SASS opcode families, absolute counts (`gate.nvidia.sass_families`).
+# Most kernels lack some family (no TMA before sm_90, no tensor core in a scalar kernel): drawn, those
+# would pile up at 0 and hold the axis linear under a total a hundred times the smallest family.
+_SASS = Group("sass", "SASS opcodes", "{unit} (all functions)", SASS_METRICS,
+              per_arch=True, families=True)
+GROUPS = _TIMING + rule_groups() + (_SASS,)
+# Metrics stored per target arch (series = arch, shape ""), as `gate.storage.recording` writes them.
+PER_ARCH_METRICS = frozenset(m.value for g in GROUPS if g.per_arch for m in g.metrics)
 PEER_METRIC = {"latency": Metric.LATENCY_MEDIAN_US.value, "tflops": Metric.TFLOPS.value}
 PEAK_GROUP = "tflops"        # the chart the GPU's physical peak is drawn on
 
@@ -81,7 +91,8 @@ def kernel_charts(history: KernelHistory, rules: list[RuleRow],
                   flat: list[Flat] | None = None) -> list[Chart]:
     """Charts in page order. `peers`: group key -> (shape, peer) -> level; `peak`: the GPU's
     physical TFLOP/s peak (None for a GPU the peak table does not know). A group whose every value
-    is zero is not charted; `flat`, when given, receives a sentence for it."""
+    is zero is not charted, nor is an opcode family at zero throughout; `flat`, when given, receives
+    a sentence for each."""
     by_metric: dict[str, list[SeriesHistory]] = {}
     for s in history.series:
         by_metric.setdefault(s.name, []).append(s)
@@ -90,17 +101,21 @@ def kernel_charts(history: KernelHistory, rules: list[RuleRow],
         series = [s for m in g.metrics for s in by_metric.get(m, [])]
         if not series:
             continue
-        groups = ([[s for s in series if s.shape == shape]
-                   for shape in dict.fromkeys(s.shape for s in series)] if g.per_shape
-                  else [series])
-        for part in groups:
+        for part in _parts(g, series):
             shape = part[0].shape if g.per_shape else ""
-            title = f"{g.title} · {shape}" if shape else g.title
+            suffix = shape or (part[0].series if g.families else "")
+            title = f"{g.title} · {suffix}" if suffix else g.title
             if all(not s.value.any() for s in part):
                 if flat is not None:
                     names = ", ".join(dict.fromkeys(_label(g, s) for s in part))
                     flat.append(Flat(g.key, f"{title}: 0 in every revision shown ({names}), so not charted."))
                 continue
+            if g.families and (zero := [s for s in part if not s.value.any()]):
+                if flat is not None:
+                    names = ", ".join(_label(g, s) for s in zero)
+                    flat.append(Flat(f"{g.key}-{suffix}", f"{title}: {names}: 0 in every revision shown, "
+                                                          "so not drawn."))
+                part = [s for s in part if s.value.any()]
             chart = HistoryChart(
                 title=title, y_title=g.y_title, series=part, labels=[_label(g, s) for s in part],
                 change_points=[change_points(history, s) for s in part],
@@ -108,10 +123,20 @@ def kernel_charts(history: KernelHistory, rules: list[RuleRow],
                 references=[Line(peer, level) for (sh, peer), level
                             in peers.get(g.key, {}).items() if sh == shape] if g.peers else [],
                 unit=part[0].unit, peak=peak if g.key == PEAK_GROUP else None, reused=history.reused,
-                commits=_commits(history, part))
-            charts.append(Chart(f"{g.key}-{shape}" if shape else g.key, title,
+                commits=_commits(history, part),
+                colors=[g.metrics.index(s.name) for s in part] if g.families else [])
+            charts.append(Chart(f"{g.key}-{suffix}" if suffix else g.key, title,
                                 mark_environments(history_figure(chart), part), _marks(chart)))
     return charts
+
+
+def _parts(g: Group, series: list[SeriesHistory]) -> list[list[SeriesHistory]]:
+    """The series of each chart of `g`: one chart per shape, per arch (families), or one in all."""
+    if g.per_shape:
+        return [[s for s in series if s.shape == shape] for shape in dict.fromkeys(s.shape for s in series)]
+    if g.families:    # `series` comes in the group's metric order, which each arch's chart keeps
+        return [[s for s in series if s.series == arch] for arch in dict.fromkeys(s.series for s in series)]
+    return [series]
 
 
 def _commits(history: KernelHistory, part: list[SeriesHistory]) -> dict[int, str]:
@@ -176,6 +201,8 @@ def page_legend(history: KernelHistory, charts: Sequence[Chart], peak_label: str
 
 
 def _label(g: Group, s: SeriesHistory) -> str:
+    if g.families:
+        return Metric(s.name).info.label
     if g.per_arch:
         return s.series
     prefix = s.name.split("_", 1)[0] + " · " if len(g.metrics) > 1 else ""

@@ -48,6 +48,8 @@ class HistoryChart:
     peak: Line | None = None     # the GPU's physical peak: a value above it is not a measurement
     reused: dict[int, str] = field(default_factory=dict)   # revision id -> where its figures came from
     commits: dict[int, str] = field(default_factory=dict)   # x -> short sha, the commit axis' labels
+    # Index into SERIES_COLOR per series: a series keeps its fill when another is left out (default: i).
+    colors: list[int] = field(default_factory=list)
 
 
 def history_figure(chart: HistoryChart) -> dict:
@@ -76,7 +78,7 @@ def history_figure(chart: HistoryChart) -> dict:
     data = []
     changes: dict[float, ChangePoint] = {}      # x of each change marker -> the change it labels
     for i, (hist, label) in enumerate(zip(chart.series, chart.labels)):
-        color = SERIES_COLOR[i % len(SERIES_COLOR)]
+        color = SERIES_COLOR[(chart.colors[i] if i < len(chart.colors) else i) % len(SERIES_COLOR)]
         data.append(_series_trace(hist, label, color, axis))
         for cp in (chart.change_points[i] if i < len(chart.change_points) else []):
             # the same commit moved another trace: one marker is enough

@@ -13,10 +13,11 @@ from gate.verdict import decide
 from gate.verdict.catalog import BY_RULE, Bound, Kind
 from gate.verdict.rules import bound_sentence
 from gate.sample.kernel_model import KernelModel, Outcome
-from gate.sample.kernels import A100_SLOWDOWN, ARCHES, FLOPS, PEERS_ON_A100, SHAPES
-from gate.sample.stage_payloads import NO_NCU, stage_payloads
+from gate.sample.kernels import A100_SLOWDOWN, FLOPS, PEERS_ON_A100, SHAPES
+from gate.sample.stage_payloads import NO_NCU, stage_payloads, static_result
 from gate.sample.story import StoryEvent
 from gate.domain.names import Metric, Rule, Side
+from gate.storage.recording import static_metrics
 
 
 def judge_commit(m: KernelModel, event: StoryEvent, gpu: str, sha: str) -> Outcome:
@@ -66,10 +67,9 @@ def judge_commit(m: KernelModel, event: StoryEvent, gpu: str, sha: str) -> Outco
             metrics.extend(_ncu_metrics(m, shape, pipe, conflicts))
         timings.append((shape, cand_us, base_us, peers))
     rules.extend(_resource_rules(m, gates, pipe, conflicts, regs, profiled))
-    for arch in ARCHES:
-        metrics.append(_metric(Metric.REGISTERS, "", arch, regs))
-        metrics.append(_metric(Metric.SPILL_BYTES, "", arch, 0))
-        metrics.append(_metric(Metric.SMEM_BYTES, "", arch, m.kind.smem_bytes))
+    # The static figures as the gate extracts them from a static stage (registers, spills, SASS families).
+    metrics += [{"name": row.name, "shape": row.shape, "series": row.series, "value": row.value,
+                 "unit": row.unit, "direction": row.direction} for row in static_metrics(static_result(m, regs))]
     verdict, reason = verdict_of(rules, profiled)
     if verdict == "accept":
         m.level = {s: v * factor for s, v in m.level.items()}

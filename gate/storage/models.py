@@ -167,7 +167,7 @@ class Metric(Base):
     series: Mapped[str] = mapped_column(String(50), default=Side.CANDIDATE.value)  # or baseline, sdpa_flash ...
     value: Mapped[float] = mapped_column(Float)
     unit: Mapped[str] = mapped_column(String(30), default="")
-    direction: Mapped[str] = mapped_column(String(10), default=Direction.LOWER.value)   # lower | higher is better
+    direction: Mapped[str] = mapped_column(String(10), default=Direction.LOWER.value)   # lower | higher | neither
     # GPU model | driver | clock policy (`gate.domain.environment`): history compares like with like.
     # "" = stored before environments were recorded.
     environment: Mapped[str] = mapped_column(String(300), default="", server_default="")

@@ -8,6 +8,9 @@ Metric names, units and directions are `gate.domain.names.Metric`; what is store
                           latency_ratio (candidate / baseline median), series candidate
     static, per arch      registers, spill_bytes, smem_bytes: the max over the kernel's functions,
                           shape "", series = arch (sm_80, sm_90a, ...)
+                          sass_* (`gate.nvidia.sass_families.SASS_METRICS`): instructions of each
+                          opcode family and in all, summed over the kernel's functions, where a
+                          disassembler read the SASS (none stored without it: 0 would be a lie)
     ncu, per shape        `NCU_METRICS`, as the rules read them (`shape_figure`: duration-weighted
                           over launches, or the worst launch: shared_conflict_pct, loads and
                           stores pooled); series candidate | baseline
@@ -35,6 +38,7 @@ from gate.domain.environment import environment_key, kilocycles
 from gate.domain.launches import by_shape, shape_figure
 from gate.domain.names import NCU_METRICS, Side, Stage
 from gate.domain.names import Metric as M
+from gate.nvidia.sass_families import family_counts
 from gate.storage.models import Metric, StageRecord, VerdictRecord
 from gate.storage.stage_payloads import (
     RATIO_FIGURE,
@@ -81,7 +85,9 @@ def bench_metrics(bench: BenchResult) -> list[Metric]:
 
 
 def static_metrics(static: StaticResult) -> list[Metric]:
-    """Per arch, the worst function: the gate limits apply to every function of the kernel."""
+    """Per arch, the worst function (the gate limits apply to every function of the kernel) and, where
+    the SASS was read, the opcode families summed over the functions, as the revision page's SASS
+    chart sums them."""
     by_arch: dict[str, list] = defaultdict(list)
     for f in static.functions:
         by_arch[f.arch].append(f)
@@ -90,6 +96,9 @@ def static_metrics(static: StaticResult) -> list[Metric]:
         out.append(_metric(M.REGISTERS, max(f.registers for f in functions), series=arch))
         out.append(_metric(M.SPILL_BYTES, max(f.spill_bytes for f in functions), series=arch))
         out.append(_metric(M.SMEM_BYTES, max(f.smem_bytes for f in functions), series=arch))
+        if static.sass_available:
+            counts = family_counts(f.sass_opcodes for f in functions)
+            out += [_metric(name, n, series=arch) for name, n in counts.items()]
     return out
 
 

@@ -216,3 +216,38 @@ def test_a_cards_reason_is_whole_and_names_the_deciding_row(browser, server):  #
     for text, reason in zip(shown, stored):
         assert text and reason.endswith(text.strip()), (text, reason)   # all of it, its verdict word aside
     page.close()
+
+
+def test_the_sass_opcode_chart_draws_each_family_the_history_stores(browser, server, revisions):  # noqa: ANN001
+    """Issue 28's static figures, SASS included: one chart per arch, a series per opcode family with the
+    counts the history API returns for it, verdict markers as on the registers chart, and the
+    families the kernel's code lacks named under the charts instead of drawn at 0."""
+    page, errors = _open(browser, server + KERNEL_PAGE)
+    charts = page.evaluate("""() => Object.fromEntries([...document.querySelectorAll('.js-plotly-plot')]
+        .filter(gd => gd.id.startsWith('chart-sass-') || gd.id === 'chart-registers')
+        .map(gd => [gd.id, {title: gd.layout.title.text, ytitle: gd.layout.yaxis.title.text,
+                            legend: gd.data.filter(t => t.mode === 'lines+markers' && t.showlegend !== false)
+                                           .map(t => t.name),
+                            series: Object.fromEntries(gd.data.filter(t => t.mode === 'lines+markers')
+                                .map(t => [t.name, {y: t.y, symbols: t.marker.symbol, fill: t.marker.color}]))}]))""")
+    assert errors == []
+    families = ["tensor core", "shared memory", "global memory", "barriers", "all instructions"]
+    assert sorted(c for c in charts if c.startswith("chart-sass-")) == ["chart-sass-sm_80", "chart-sass-sm_90"]
+    for arch in ("sm_80", "sm_90"):
+        chart = charts[f"chart-sass-{arch}"]
+        assert chart["title"] == f"SASS opcodes · {arch}" and chart["ytitle"] == "instructions (all functions)"
+        assert chart["legend"] == families                    # the sample's code has no async copy, no SHFL
+        for name, metric in (("tensor core", "sass_tensor_core"), ("shared memory", "sass_shared"),
+                             ("all instructions", "sass_total")):
+            hist = httpx.get(f"{server}/api/v1/kernels/flashcore_wmma/history",
+                             params={"metric": metric, "gpu": H100}).json()
+            (stored,) = [s for s in hist["series"] if s["series"] == arch]
+            assert chart["series"][name]["y"] == [p["value"] for p in stored["points"]], (arch, name)
+        # The same revisions carry the same verdict markers as the registers chart.
+        assert chart["series"]["all instructions"]["symbols"] == charts["chart-registers"]["series"][arch]["symbols"]
+    shared = charts["chart-sass-sm_90"]["series"]["shared memory"]["y"]
+    assert min(shared) < max(shared)                          # the ldmatrix commit added LDSM
+    assert len({s["fill"] for s in charts["chart-sass-sm_80"]["series"].values()}) == len(families)
+    flat = page.inner_text("#flat-charts")
+    assert "SASS opcodes · sm_80: async copies, shuffles: 0 in every revision shown, so not drawn." in flat
+    page.close()

@@ -1,6 +1,7 @@
 """The demo's two wgmma commits through the real static stage (nvcc, ptxas, cuobjdump) on a machine
 without a GPU: `incomplete`, never `reject`, with HGMMA in the sm_90a SASS and no spills on both, so
-the slower commit's regression is one of speed that only the device can show."""
+the slower commit's regression is one of speed that only the device can show; the opcode families
+the kernel page charts are stored all the same."""
 
 import shutil
 import subprocess
@@ -13,6 +14,7 @@ from gate.domain.names import Rule
 from gate.domain.results import StageStatus
 from gate.domain.verdict import RuleOutcome, Verdict
 from gate.pipeline import run
+from gate.storage.recording import extract_metrics
 from gate.verdict.decide import decide
 from gate.manifest.load import load_manifest
 
@@ -42,3 +44,8 @@ def test_without_a_gpu_the_wgmma_commits_are_incomplete_with_hgmma_and_no_spills
         assert rows[Rule.REQUIRE_SASS].outcome is RuleOutcome.PASS and "sm_90a: HGMMA x" in rows[Rule.REQUIRE_SASS].reason
         assert (rows[Rule.MAX_SPILL_BYTES].outcome, rows[Rule.MAX_SPILL_BYTES].value) == (RuleOutcome.PASS, 0)
         assert {f.arch for f in result.candidate.static.functions} == {"sm_90a"}
+        # What the kernel page charts for it without a GPU: its SASS opcode families, stored per arch.
+        stored = {m.name: m.value for m in extract_metrics(result) if m.series == "sm_90a"}
+        hgmma = sum(f.sass_opcodes.get("HGMMA", 0) for f in result.candidate.static.functions)
+        assert stored["sass_tensor_core"] == hgmma > 0
+        assert stored["sass_async_copy"] > 0 and stored["sass_barrier"] > 0     # TMA loads on mbarriers

@@ -6,6 +6,7 @@ import numpy as np
 import plotly.graph_objects as go
 import pytest
 
+from gate.domain.names import Metric
 from gate.domain.results import FunctionResources, KernelMetrics, ShapeTiming, TimingSamples
 from gate.domain.verdict import RuleOutcome, RuleRow
 from gate.figures.series_charts import HistoryChart, Line, history_figure
@@ -148,3 +149,43 @@ def test_figures_read_attributes_so_a_renamed_field_fails_loudly():
     with pytest.raises(AttributeError):
         kernel_charts(KernelHistory("k", "H100", 1, 1, [_series([1.0], ["accept"])]),
                       [{"rule": "max_latency_regression_pct", "threshold": 59.74}], {})
+
+
+def _arch_series(name: str, arch: str, values: list[float]) -> SeriesHistory:
+    n = len(values)
+    v = np.asarray(values, dtype=float)
+    return SeriesHistory(name, "", arch, "instructions", np.arange(n), 100 + np.arange(n), v, v, v,
+                         np.ones(n, dtype=np.int64), ["accept"] * n)
+
+
+def test_sass_opcodes_chart_one_chart_per_arch_a_series_per_family_and_say_the_absent_ones():
+    from gate.figures.kernel_page import Flat
+    from gate.figures.palette import SERIES_COLOR
+    from gate.nvidia.sass_families import SASS_METRICS
+
+    counts = {"sass_tensor_core": 384, "sass_shared": 260, "sass_global": 32, "sass_async_copy": 0,
+              "sass_barrier": 18, "sass_shuffle": 0, "sass_total": 1500}
+    # sm_90 reads the same but grows an ldmatrix (shared +96) halfway; sm_80 has no tensor core code.
+    series = [_arch_series(name, arch, [v + (96 if arch == "sm_90" and name == "sass_shared" and i >= 2 else 0)
+                                        for i in range(4)] if not (arch == "sm_80" and name == "sass_tensor_core")
+                           else [0.0] * 4)
+              for arch in ("sm_80", "sm_90") for name, v in counts.items()]
+    flat: list[Flat] = []
+    charts = kernel_charts(KernelHistory("k", "H100", 4, 1, series), [], {}, flat=flat)
+    assert [(c.id, c.title) for c in charts] == [("sass-sm_80", "SASS opcodes · sm_80"),
+                                                 ("sass-sm_90", "SASS opcodes · sm_90")]
+    sm80, sm90 = (c.figure for c in charts)
+    go.Figure(sm90)
+    names = [t["name"] for t in sm90["data"] if t.get("showlegend", True)]
+    assert names == ["tensor core", "shared memory", "global memory", "barriers", "all instructions"]
+    assert [t["y"] for t in sm90["data"]][1] == [260, 260, 356, 356]           # absolute counts
+    assert sm90["layout"]["yaxis"]["title"]["text"] == "instructions (all functions)"
+    # A family keeps its fill whatever else is left out: barriers are SASS_METRICS' fifth colour in both.
+    fill = {c.id: {t["name"]: t["marker"]["color"] for t in c.figure["data"]} for c in charts}
+    barrier = SERIES_COLOR[SASS_METRICS.index(Metric.SASS_BARRIER)]
+    assert fill["sass-sm_80"]["barriers"] == fill["sass-sm_90"]["barriers"] == barrier
+    assert "tensor core" not in fill["sass-sm_80"]
+    assert [(f.id, f.text) for f in flat] == [
+        ("sass-sm_80", "SASS opcodes · sm_80: tensor core, async copies, shuffles: 0 in every revision shown, "
+                       "so not drawn."),
+        ("sass-sm_90", "SASS opcodes · sm_90: async copies, shuffles: 0 in every revision shown, so not drawn.")]

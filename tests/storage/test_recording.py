@@ -1,13 +1,26 @@
 """Metric extraction: the names, series, units and directions the dashboards read."""
 
-from service_fakes import job_result
+from service_fakes import FakeOutcome, job_result
 
-from gate.domain import StageStatus, StaticResult
+from gate.domain import StageStatus, StaticResult, Verdict, VerdictReport
+from gate.nvidia.sass_families import SASS_METRICS
+from gate.storage import claims
+from gate.storage.models import Job, Repository, Revision
+from gate.storage.outcomes import store_outcome
 from gate.storage.recording import extract_metrics, stage_records
 
 
 def _index(metrics):
     return {(m.name, m.shape, m.series): m for m in metrics}
+
+
+def _claimed_job(session_factory, kernel: str) -> tuple[int, int]:  # noqa: ANN001
+    with session_factory() as s:
+        job = Job(revision=Revision(repository=Repository(name="octo/flash", url="https://x/octo/flash.git"),
+                                    sha="c" * 40, branch="main"), kernel=kernel, gpu_kind="H100")
+        s.add(job)
+        s.commit()
+        return job.id, claims.claim_job(s, job.id, worker="w")
 
 
 def test_bench_metrics_cover_candidate_baseline_and_peers_per_shape():
@@ -107,3 +120,39 @@ def test_the_pooled_conflict_figure_the_rule_judges_is_stored():
     assert row.value == round(stored.value, 3)
     assert shape_figure(by_shape(result.candidate.profile.kernels)[shape], Metric.SHARED_CONFLICT_PCT) == 3.0
     assert m[("st_bank_conflict_pct", shape, "candidate")].value == 18.0   # duration-weighted, not judged
+
+
+def test_sass_opcode_families_are_summed_over_a_kernels_functions_per_arch():
+    m = _index(extract_metrics(job_result()))
+    # sm_80: fwd_a HMMA x64 and fwd_b HMMA x32; sm_90: fwd_a HGMMA x16
+    assert m[("sass_tensor_core", "", "sm_80")].value == 96
+    assert m[("sass_total", "", "sm_80")].value == 96
+    assert m[("sass_tensor_core", "", "sm_90")].value == 16
+    assert m[("sass_shared", "", "sm_90")].value == 0        # a family the code lacks is a 0, stored
+    row = m[("sass_shuffle", "", "sm_80")]
+    assert (row.unit, row.direction, row.environment) == ("instructions", "neither", "")
+    assert {name for name, _, _ in m if name.startswith("sass_")} == {s.value for s in SASS_METRICS}
+
+
+def test_without_a_disassembler_no_opcode_count_is_stored_but_ptxas_figures_are():
+    result = job_result()
+    result.candidate.static.sass_available = False
+    names = {m.name for m in extract_metrics(result)}
+    assert "registers" in names and not any(name.startswith("sass_") for name in names)
+
+
+def test_the_kernel_history_carries_the_stored_opcode_counts_per_arch(session_factory, tmp_path):
+    """Stored with the verdict, read back by the kernel page's query for the traces it draws."""
+    from gate.figures.kernel_page import wanted_traces
+    from gate.storage import kernel_series
+
+    job_id, attempt = _claimed_job(session_factory, "attn")
+    with session_factory() as s:
+        store_outcome(s, job_id, attempt, FakeOutcome(job_result(), VerdictReport(Verdict.ACCEPT, "ok")), tmp_path)
+    with session_factory() as s:
+        archs = kernel_series.kernel_archs(s, "attn", "H100")
+        hist = kernel_series.kernel_history(s, "attn", "H100", wanted_traces([], archs))
+    values = {(h.name, h.series): h.value.tolist() for h in hist.series}
+    assert archs == ["sm_80", "sm_90"]
+    assert values[("sass_tensor_core", "sm_80")] == [96.0] and values[("sass_total", "sm_90")] == [16.0]
+    assert {name for name, _ in values if name.startswith("sass_")} == {s.value for s in SASS_METRICS}

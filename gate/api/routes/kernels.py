@@ -20,14 +20,13 @@ from gate.api.schemas import (
     errors,
 )
 from gate.domain import routes
-from gate.domain.names import Metric, Side
+from gate.domain.names import Side
+from gate.figures.kernel_page import PER_ARCH_METRICS   # ptxas and SASS figures: series = arch, shape ""
 from gate.figures.like_with_like import CYCLE_TWIN, change_points
 from gate.read_models.kernel_series import history_points
 from gate.storage import dashboard, kernel_series
 
 router = APIRouter(tags=["kernels"])
-# The ptxas figures: stored per target arch (series = sm_90a, ...) with shape "", not per shape.
-PER_ARCH_METRICS = frozenset(m.value for m in (Metric.REGISTERS, Metric.SPILL_BYTES, Metric.SMEM_BYTES))
 MAX_SERIES = 64              # traces one history request may name
 
 
