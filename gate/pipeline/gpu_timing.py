@@ -35,6 +35,23 @@ idle) counts on both sides. Compared with its cold event time instead, causal-co
 (52.5 µs cold, 68 µs per call in the loop on an H100) read as hidden work. (A CUPTI activity trace would see the
 same without host pacing, but enabling it loads every CUDA module of the process: 6 s per job on an
 H100, three times the cost budget of all these defences.)
+
+Isolated mode (issue 26): two builds of one PyTorch op namespace cannot share a process (the second
+`TORCH_LIBRARY` aborts it, and `torch.ops.ns.op` is one entry per process), so the baseline may be a
+*remote* side (`Side.remote`), timed in its own process (`side_host`) on the same GPU. Two processes'
+CUDA contexts time-slice the GPU, so a remote repetition must never overlap local work: when a side
+is remote, every repetition of every side is synchronous, after a device synchronisation that drains
+whatever the process left queued (refills, checks of timed calls):
+
+    sync  [remote: request -> flush start-event side(set) end-event sync -> reply]
+    sync  [local:            flush start-event side(set) end-event wait]
+
+What stays: the order drawn at random per round, one input set per round rotating and refilled after
+it (the remote side refills its own), the flush before every repetition, the same graphs and launch
+count, the candidate's checks. What it costs: every repetition follows a short idle gap (the host's
+round trip, ~0.1 ms), which no repetition of the default mode does ("An idle GPU slows the next call"
+above), so isolated figures are not comparable with the default mode's; both gated sides pay the same
+gap, so their ratio stays fair. The bench names the mode in its notes.
 """
 
 from __future__ import annotations
@@ -43,7 +60,7 @@ import ctypes
 import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from gate.pipeline import pinned
 from gate.pipeline.graph_topology import GraphTopology, capturing_graph, read_topology
@@ -116,6 +133,36 @@ def all_streams_time(fn: Callable[[int], Any], input_sets: int, calls: int) -> A
                       pinned.elapsed_ms(begin, end) * 1e3 / calls)
 
 
+@dataclass(frozen=True)
+class RemotePrepared:
+    """What a remote side's `prepare` returns: the graph check's inputs (`timing_methods.graph_refused`)."""
+    method: str                       # 'graph' or 'events' (its capture failed)
+    launches: int
+    work_nodes: list[int]
+    topologies: list[GraphTopology]
+    note: str = ""                    # why its capture failed
+
+
+class RemoteSide(Protocol):
+    """A side whose calls run in another process (`remote_side.SideHostClient`): each operation is
+    one synchronous request, sent once this process's GPU work has finished and answered once the
+    other process's has, so the two never run on the GPU at once."""
+
+    def make_inputs(self, shape_index: int, dtype: str, input_sets: int) -> None: ...
+    def estimate_us(self, reps: int) -> float: ...
+    def prepare(self, use_graph: bool, launches: int, input_sets: int, keep_output_bytes: int) -> RemotePrepared: ...
+    def replay_us(self, reps: int) -> float: ...
+    def drop_graphs(self) -> None: ...
+    def repetition_us(self, set_index: int) -> float: ...
+    def refill(self, set_index: int) -> None: ...
+    def reset_persisting_l2(self) -> str: ...
+    def tampered(self) -> list[str]: ...       # `pinned.tampered()` of its process
+
+
+def _remote_only(set_index: int) -> Any:
+    raise RuntimeError("a remote side has no call in this process")
+
+
 @dataclass
 class Side:
     label: str
@@ -132,6 +179,11 @@ class Side:
     kept: list[list[tuple[int, int, Any]]] = field(default_factory=list)
     work_nodes: list[int] = field(default_factory=list)   # per graph: kernel/memcpy/memset nodes captured
     topologies: list[GraphTopology] = field(default_factory=list)   # per graph whose shape could be read
+    remote: RemoteSide | None = None  # timed in its own process (isolated mode); `fn` is then unused
+
+    @classmethod
+    def of_remote(cls, label: str, remote: RemoteSide) -> Side:
+        return cls(label, _remote_only, remote=remote)
 
 
 def _new_graph() -> tuple[Any, bool]:
@@ -175,6 +227,10 @@ class InterleavedTimer:
     def flush_l2(self) -> None:
         self._flush.zero_()
 
+    def estimate_side_us(self, side: Side, reps: int = 5) -> float:
+        """`estimate_us` of a side, in its own process when it is remote."""
+        return side.remote.estimate_us(reps) if side.remote is not None else self.estimate_us(side.fn, reps)
+
     def estimate_us(self, fn: Callable[[int], Any], reps: int = 5) -> float:
         """Warm up `fn` and return its median time (events, L2 flushed) over `reps` calls."""
         for _ in range(3):
@@ -192,6 +248,8 @@ class InterleavedTimer:
 
     def replay_us(self, side: Side, reps: int = 5) -> float:
         """Median time per launch of `reps` replays of `side`'s first graph (L2 flushed before each)."""
+        if side.remote is not None:
+            return side.remote.replay_us(reps)
         times = []
         for _ in range(reps):
             self.flush_l2()
@@ -223,6 +281,8 @@ class InterleavedTimer:
         pool = torch.cuda.graph_pool_handle()
         try:
             for side in sides:
+                if side.remote is not None:
+                    continue
                 side.graphs, side.kept, side.work_nodes, side.topologies = [], [], [], []
                 for _ in range(GRAPHS_PER_SIDE):
                     keep = set(kept_launches(launches, GRAPHS_PER_SIDE, side.keep_output_bytes,
@@ -251,23 +311,43 @@ class InterleavedTimer:
             self.drop_graphs(sides)
             self.notes.append(f"CUDA graph capture failed, timed with events: {str(exc)[:200]}")
             return "events"
+        return self._prepare_remote(sides, launches, input_sets)
+
+    def _prepare_remote(self, sides: list[Side], launches: int, input_sets: int) -> str:
+        """The remote sides capture their own graphs, once the local ones could: one method for all."""
+        for side in sides:
+            if side.remote is None:
+                continue
+            prepared = side.remote.prepare(True, launches, input_sets, side.keep_output_bytes)
+            if prepared.method != "graph":
+                self.drop_graphs(sides)
+                self.notes.append(f"CUDA graph capture failed in the {side.label}'s process, timed with events: "
+                                  f"{prepared.note[:200]}")
+                return "events"
+            side.launches, side.work_nodes, side.topologies = prepared.launches, prepared.work_nodes, prepared.topologies
         return "graph"
 
     @staticmethod
     def drop_graphs(sides: list[Side]) -> None:
         for side in sides:
+            if side.remote is not None:
+                side.remote.drop_graphs()
             side.graphs, side.kept, side.work_nodes, side.topologies, side.launches = [], [], [], [], 1
 
     def run_rounds(self, sides: list[Side], rounds: int, refill: Callable[[int], None],
                    input_sets: int) -> None:
         """`rounds` interleaved rounds, order shuffled per round, input set rotating per round and
-        refilled (`refill(set_index)`) right after it; appends one sample per side. A side with
-        `checks` has its call checked in the rounds `choose_rounds` draws: poisoned before the
-        timed interval, compared after its end event (`timed_checks`), judged after the batch."""
-        note = reset_persisting_l2()
-        if note and note not in self.notes:
-            self.notes.append(note)
+        refilled (`refill(set_index)`; a remote side refills its own) right after it; appends one
+        sample per side. A side with `checks` has its call checked in the rounds `choose_rounds`
+        draws: poisoned before the timed interval, compared after its end event (`timed_checks`),
+        judged after the batch. With a remote side every repetition is synchronous (module docstring,
+        "Isolated mode"); without one, the batch's repetitions are all enqueued before one wait."""
+        isolated = any(side.remote is not None for side in sides)
+        for note in [reset_persisting_l2()] + [s.remote.reset_persisting_l2() for s in sides if s.remote]:
+            if note and note not in self.notes:
+                self.notes.append(note)
         checked = {side.label: choose_rounds(rounds, self._check_rng) for side in sides if side.checks}
+        first_call = {side.label: len(side.samples_us) for side in sides}
         pending: list[tuple[Side, Any, Any]] = []
         for round_index in range(rounds):
             order = sides[:]
@@ -275,39 +355,24 @@ class InterleavedTimer:
             current = self._next_set
             self._next_set = (current + 1) % input_sets
             for side in order:
-                checking = side.checks is not None and round_index in checked[side.label]
-                kept = self._rng.randrange(len(side.graphs)) if side.graphs else -1
-                chosen: list[tuple[int, int, Any]] = []
-                if checking and side.checks is not None:
-                    began = pinned.now()
-                    if side.graphs:     # only the launches to be checked: a few fills, not 64
-                        chosen = self._check_rng.sample(side.kept[kept], min(CHECKS_PER_REPLAY, len(side.kept[kept])))
-                        side.checks.poison_kept([launch_out for _, _, launch_out in chosen])
-                    else:
-                        side.checks.poison(current)
-                    side.checks.spent_s += pinned.now() - began
-                self.flush_l2()
-                start, end = pinned.new_event(), pinned.new_event()
-                pinned.record(start)
-                out = None
-                if side.graphs:
-                    side.graphs[kept].replay()
-                else:
-                    out = side.fn(current)
-                pinned.record(end)              # the checks below are outside the timed interval
-                if checking and side.checks is not None:
-                    began = pinned.now()
-                    call = f"timed call {len(side.samples_us) + round_index}"
-                    if side.graphs:
-                        for launch, set_index, launch_out in chosen:
-                            side.checks.enqueue(f"{call}, launch {launch} of its graph replay", launch_out, set_index)
-                    else:
-                        side.checks.enqueue(call, out, current)
-                    side.checks.spent_s += pinned.now() - began
-                del out
-                pending.append((side, start, end))
+                if not isolated:
+                    pending.append((side, *self._enqueue(side, current, round_index in checked.get(side.label, ()),
+                                                         first_call[side.label] + round_index)))
+                    continue
+                if side.remote is not None:     # its client synchronises this process first
+                    side.samples_us.append(side.remote.repetition_us(current))
+                    continue
+                pinned.synchronize()            # as before a remote one: same pacing for both sides
+                start, end = self._enqueue(side, current, round_index in checked.get(side.label, ()),
+                                           first_call[side.label] + round_index)
+                pinned.wait(end)
+                side.samples_us.append(pinned.elapsed_ms(start, end) * 1e3 / side.launches)
             refill(current)
-        pinned.wait(pending[-1][2])
+            for side in sides:
+                if side.remote is not None:
+                    side.remote.refill(current)
+        if pending:
+            pinned.wait(pending[-1][2])
         for side, start, end in pending:
             side.samples_us.append(pinned.elapsed_ms(start, end) * 1e3 / side.launches)
         for side in sides:
@@ -315,3 +380,45 @@ class InterleavedTimer:
                 began = pinned.now()
                 side.checks.settle()
                 side.checks.spent_s += pinned.now() - began
+
+    def repetition_us(self, side: Side, set_index: int) -> float:
+        """One synchronous repetition of an unchecked local side: µs per launch. What a side host
+        runs per request (`side_host`), as `run_rounds` does for a local side in isolated mode."""
+        start, end = self._enqueue(side, set_index, False, 0)
+        pinned.wait(end)
+        return pinned.elapsed_ms(start, end) * 1e3 / side.launches
+
+    def _enqueue(self, side: Side, current: int, checking: bool, call_index: int) -> tuple[Any, Any]:
+        """Enqueue one repetition of a local side on input set `current` (a graph drawn at random when
+        timed as graphs), checked when `checking`; its (start, end) events."""
+        checking = checking and side.checks is not None
+        kept = self._rng.randrange(len(side.graphs)) if side.graphs else -1
+        chosen: list[tuple[int, int, Any]] = []
+        if checking and side.checks is not None:
+            began = pinned.now()
+            if side.graphs:     # only the launches to be checked: a few fills, not 64
+                chosen = self._check_rng.sample(side.kept[kept], min(CHECKS_PER_REPLAY, len(side.kept[kept])))
+                side.checks.poison_kept([launch_out for _, _, launch_out in chosen])
+            else:
+                side.checks.poison(current)
+            side.checks.spent_s += pinned.now() - began
+        self.flush_l2()
+        start, end = pinned.new_event(), pinned.new_event()
+        pinned.record(start)
+        out = None
+        if side.graphs:
+            side.graphs[kept].replay()
+        else:
+            out = side.fn(current)
+        pinned.record(end)              # the checks below are outside the timed interval
+        if checking and side.checks is not None:
+            began = pinned.now()
+            call = f"timed call {call_index}"
+            if side.graphs:
+                for launch, set_index, launch_out in chosen:
+                    side.checks.enqueue(f"{call}, launch {launch} of its graph replay", launch_out, set_index)
+            else:
+                side.checks.enqueue(call, out, current)
+            side.checks.spent_s += pinned.now() - began
+        del out
+        return start, end
