@@ -45,11 +45,16 @@ TORCH_OP_REGISTRATION = re.compile(r"\bTORCH_LIBRARY(?:_FRAGMENT|_IMPL)?\s*\(")
 
 
 def registers_torch_ops(kernel: KernelSpec, src_dir: Path) -> bool:
-    """Whether any of `kernel.sources` in `src_dir` registers torch ops (a missing or unreadable
-    source counts as not: the build stage names it)."""
+    """Whether any of `kernel.sources` in `src_dir` registers torch ops. A source that is missing,
+    unreadable or outside the checkout counts as not (the build stage names it). A registration in a
+    comment counts too: it costs a process, never a wrong figure."""
+    root = Path(src_dir).resolve()
     for rel in kernel.sources:
+        path = (root / rel).resolve()
+        if not path.is_relative_to(root):
+            continue
         try:
-            text = (Path(src_dir) / rel).read_text(encoding="utf-8", errors="replace")
+            text = path.read_text(encoding="utf-8", errors="replace")
         except OSError:
             continue
         if TORCH_OP_REGISTRATION.search(text):
