@@ -58,6 +58,8 @@ INPUT_SETS = 3
 ALL_STREAMS_WORK_US, ALL_STREAMS_MIN_CALLS, ALL_STREAMS_MAX_CALLS = 2000.0, 3, 64
 ISOLATED_NOTE = ("the baseline timed in its own process (a side host: two builds of one op namespace cannot "
                  "share one), every repetition of every side synchronous")
+SYNCHRONOUS_NOTE = ("every repetition synchronous, as this kernel's jobs with a baseline are (its sources register "
+                    "torch ops: the baseline is timed in its own process)")
 
 
 @dataclass
@@ -79,10 +81,11 @@ class _ShapeRun:
 
 def time_revisions(kernel: KernelSpec, workload: Any, candidate_module: Any, baseline_module: Any | None,
                    options: RunOptions, kept_methods: dict[str, str] | None = None,
-                   baseline_remote: RemoteSide | None = None) -> BenchResult:
+                   baseline_remote: RemoteSide | None = None, synchronous: bool = False) -> BenchResult:
     """`kept_methods` (`JobRequest.kept_methods`): the method each shape's history used, kept unless
     it cannot give an honest figure (`timing_methods.graph_refused`). `baseline_remote`: the baseline
-    in its own process (isolated mode), instead of `baseline_module`."""
+    in its own process (isolated mode), instead of `baseline_module`. `synchronous`: every repetition
+    synchronous even without one (`gpu_timing.InterleavedTimer.synchronous`)."""
     import torch
 
     pinned.pin()     # a no-op when the child pinned before importing the builds, as it does
@@ -91,9 +94,11 @@ def time_revisions(kernel: KernelSpec, workload: Any, candidate_module: Any, bas
         return BenchResult(StageStatus.NOT_RUN, "not run: no CUDA device")
     if baseline_module is not None and baseline_remote is not None:
         raise ValueError("the baseline is either a module here or a remote side, not both")
-    timer = InterleavedTimer(seed=secrets.randbits(32))
+    timer = InterleavedTimer(seed=secrets.randbits(32), synchronous=synchronous)
     if baseline_remote is not None:
         timer.notes.append(ISOLATED_NOTE)
+    elif synchronous:
+        timer.notes.append(SYNCHRONOUS_NOTE)
     runs: list[_ShapeRun] = []
     kept = kept_methods or {}
     try:

@@ -51,7 +51,8 @@ it (the remote side refills its own), the flush before every repetition, the sam
 count, the candidate's checks. What it costs: every repetition follows a short idle gap (the host's
 round trip, ~0.1 ms), which no repetition of the default mode does ("An idle GPU slows the next call"
 above), so isolated figures are not comparable with the default mode's; both gated sides pay the same
-gap, so their ratio stays fair. The bench names the mode in its notes.
+gap, so their ratio stays fair. The bench names the mode in its notes. A kernel timed so against a
+baseline is timed so alone too (`InterleavedTimer.synchronous`), so that its history means one thing.
 """
 
 from __future__ import annotations
@@ -212,8 +213,14 @@ def _read_topology(graph: Any, countable: bool) -> GraphTopology | None:
 
 
 class InterleavedTimer:
-    def __init__(self, seed: int | None = None):
+    # Every repetition synchronous even without a remote side: a kernel whose jobs with a baseline
+    # are isolated is paced so in its jobs without one too, so its history means one thing.
+    synchronous = False
+
+    def __init__(self, seed: int | None = None, synchronous: bool = False):
         import torch
+
+        self.synchronous = synchronous
 
         props = torch.cuda.get_device_properties(torch.cuda.current_device())
         l2_bytes = int(getattr(props, "L2_cache_size", 0) or 50 * 2**20)
@@ -340,9 +347,9 @@ class InterleavedTimer:
         refilled (`refill(set_index)`; a remote side refills its own) right after it; appends one
         sample per side. A side with `checks` has its call checked in the rounds `choose_rounds`
         draws: poisoned before the timed interval, compared after its end event (`timed_checks`),
-        judged after the batch. With a remote side every repetition is synchronous (module docstring,
-        "Isolated mode"); without one, the batch's repetitions are all enqueued before one wait."""
-        isolated = any(side.remote is not None for side in sides)
+        judged after the batch. With a remote side, or when `synchronous`, every repetition is
+        synchronous (module docstring, "Isolated mode"); else the batch is enqueued before one wait."""
+        isolated = self.synchronous or any(side.remote is not None for side in sides)
         for note in [reset_persisting_l2()] + [s.remote.reset_persisting_l2() for s in sides if s.remote]:
             if note and note not in self.notes:
                 self.notes.append(note)

@@ -5,7 +5,8 @@
 Both builds are imported into this process, unless either side's sources register torch ops
 (`build.registers_torch_ops`: two builds of one op namespace cannot share a process, issue 26); then
 the baseline is loaded and timed in a side host of its own (`side_host`, `remote_side`), closed after
-the bench, and a crash while loading it is its build's failure, not this process's end.
+the bench, and a crash while loading it is its build's failure, not this process's end. Such a kernel
+is timed with the isolated pacing alone too (`bench.time_revisions(synchronous=)`).
 Without a GPU those stages are NOT_RUN "not run: no CUDA device"; on a GPU the kernel's archs exclude
 (`sm_90a` only, on an A100) they are NOT_RUN with that reason. The GPU stage modules are imported
 inside the GPU branch only, so a CPU machine never imports torch.
@@ -160,8 +161,9 @@ def _measure_on_gpu(request: JobRequest, result: JobResult, emit: Emit,
     modules: dict[str, Any] = {}
     cand_src = Path(request.candidate.path)
     hosts: dict[str, SideHostClient] = {}
-    isolated = request.baseline is not None and any(
-        build.registers_torch_ops(kernel, Path(checkout.path)) for checkout in (request.candidate, request.baseline))
+    registers_ops = any(build.registers_torch_ops(kernel, Path(checkout.path))
+                        for checkout in (request.candidate, request.baseline) if checkout is not None)
+    isolated = registers_ops and request.baseline is not None
 
     def build_side(side: Side, src: Path) -> BuildResult:
         res = build.build_extension(kernel, src, cache, artifacts / side / Stage.BUILD, nvcc=options.nvcc_path)
@@ -214,7 +216,7 @@ def _measure_on_gpu(request: JobRequest, result: JobResult, emit: Emit,
                     with clock_lock.apply(options.clock_policy) as clocks, gpu_watch.watch_gpu() as watch:
                         res = time_revisions(kernel, modules["workload"], modules[Side.CANDIDATE],
                                              modules.get(Side.BASELINE), options, kept_methods=request.kept_methods,
-                                             baseline_remote=hosts.get(Side.BASELINE))
+                                             baseline_remote=hosts.get(Side.BASELINE), synchronous=registers_ops)
                     res.gpu_watch = watch.result
                     res.clock_policy, res.clock_note = clocks.policy, clocks.note
                     return res

@@ -139,3 +139,14 @@ def test_a_remote_side_has_no_call_in_this_process():
     side = Side.of_remote("baseline", FakeRemote([]))
     with pytest.raises(RuntimeError, match="a remote side has no call in this process"):
         side.fn(0)
+
+
+def test_a_synchronous_timer_paces_local_sides_as_beside_a_remote_one(monkeypatch):
+    log = []
+    timer = _eager_timer(monkeypatch, log)
+    timer.synchronous = True
+    monkeypatch.setattr(pinned, "synchronize", lambda: log.append(("sync",)))
+    cand = Side("candidate", lambda i: log.append(("call", i)))
+    timer.run_rounds([cand], 16, lambda i: None, 3)
+    assert log.count(("sync",)) == log.count(("wait",)) == 16 and len(cand.samples_us) == 16
+    assert [e[0] for e in log[:6]] == ["sync", "flush", "record", "call", "record", "wait"]

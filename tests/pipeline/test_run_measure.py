@@ -78,6 +78,7 @@ def fake_gpu(monkeypatch, static_passes):
     fake_build_args = []
     kept: list = []
     pinned_at: list = []                 # how many stage calls had run when the timer was pinned
+    paced: list = []                     # per bench: whether every repetition was to be synchronous
     fakes = {
         "build": types.SimpleNamespace(
             build_extension=lambda kernel, src, cache, out, nvcc="nvcc": calls.append(("build", src.name)) or
@@ -89,9 +90,9 @@ def fake_gpu(monkeypatch, static_passes):
         "correctness": types.SimpleNamespace(
             check=lambda kernel, module, workload, seeds: calls.append(("correctness", module)) or CorrectnessResult(P)),
         "bench": types.SimpleNamespace(
-            time_revisions=lambda kernel, workload, cand, base, options, kept_methods=None, baseline_remote=None:
-            calls.append(("bench", cand, base if baseline_remote is None else baseline_remote)) or
-            kept.append(kept_methods) or BenchResult(P)),
+            time_revisions=lambda kernel, workload, cand, base, options, kept_methods=None, baseline_remote=None,
+            synchronous=False: calls.append(("bench", cand, base if baseline_remote is None else baseline_remote)) or
+            kept.append(kept_methods) or paced.append(synchronous) or BenchResult(P)),
         "pinned": types.SimpleNamespace(pin=lambda: pinned_at.append(len(calls))),
         "profile": types.SimpleNamespace(
             profile=lambda kernel, path, src, out, options: calls.append(("profile", path)) or ProfileResult(P)),
@@ -105,6 +106,7 @@ def fake_gpu(monkeypatch, static_passes):
     fakes["build_args"] = fake_build_args
     fakes["kept"] = kept
     fakes["pinned_at"] = pinned_at
+    fakes["paced"] = paced
     return calls, fakes
 
 
@@ -267,13 +269,13 @@ def isolated_gpu(tmp_path, fake_gpu, side_host_env, monkeypatch):
     monkeypatch.setattr(SideHostClient, "start",
                         classmethod(lambda cls, *a, **kw: start(cls, *a, **kw, backend=BACKEND)))
     monkeypatch.setattr(gate.pipeline.pinned, "synchronize", lambda: None, raising=False)
-    return calls, module
+    return calls, module, fakes
 
 
 def test_ops_registering_sources_time_the_baseline_in_its_own_process_closed_after_the_bench(tmp_path, isolated_gpu):
     from gate.pipeline.remote_side import SideHostClient
 
-    calls, _ = isolated_gpu
+    calls, _, fakes = isolated_gpu
     result = run.measure(request(tmp_path), lambda e: None)
     assert result.candidate.build.status is P and result.baseline.build.status is P
     bench = [c for c in calls if c[0] == "bench"]
@@ -282,12 +284,26 @@ def test_ops_registering_sources_time_the_baseline_in_its_own_process_closed_aft
     assert isinstance(host, SideHostClient)            # not a module imported here
     assert host._process.returncode == 0               # asked to close before the profile
     assert (tmp_path / "art" / "baseline" / "build" / "side-host.log").is_file()
+    assert fakes["paced"] == [True]
+
+
+def test_a_kernel_that_registers_ops_is_paced_alike_alone_so_its_history_means_one_thing(tmp_path, isolated_gpu):
+    calls, _, fakes = isolated_gpu
+    fakes["build"].registers_torch_ops = lambda kernel, src: True
+    run.measure(request(tmp_path, baseline=False), lambda e: None)
+    assert ("bench", "module:cand.so", None) in calls and fakes["paced"] == [True]
+
+
+def test_a_kernel_that_registers_no_ops_keeps_the_one_process_path(tmp_path, fake_gpu):
+    calls, fakes = fake_gpu
+    run.measure(request(tmp_path), lambda e: None)
+    assert ("bench", "module:cand.so", "module:base.so") in calls and fakes["paced"] == [False]
 
 
 def test_a_baseline_whose_import_aborts_its_host_fails_its_build_and_the_candidate_goes_on(tmp_path, isolated_gpu):
     """Issue 26: the abort ends the side host, not this process: the baseline's build fails naming
     SIGABRT and torch's message, the candidate's build, correctness and bench (alone) are kept."""
-    calls, module = isolated_gpu
+    calls, module, _ = isolated_gpu
     module.write_text("import os, sys\nprint('terminate called: Only a single TORCH_LIBRARY can be used to register "
                       "the namespace gate_probe', file=sys.stderr, flush=True)\nos.abort()\n")
     result = run.measure(request(tmp_path), lambda e: None)
