@@ -3,7 +3,8 @@
 `measure`: static (candidate and baseline side by side) -> with a GPU: build (candidate, baseline) -> correctness -> bench
 (candidate vs baseline vs peers, interleaved) -> profile (candidate, baseline) -> fingerprint.
 Both builds are imported into this process, unless either side's sources register torch ops
-(`build.registers_torch_ops`: two builds of one op namespace cannot share a process, issue 26); then
+(`build.registers_torch_ops`: two builds of one op namespace cannot share a process, issue 26), or
+the manifest asks for it (`own_process`); then
 the baseline is loaded and timed in a side host of its own (`side_host`, `remote_side`), closed after
 the bench, and a crash while loading it is its build's failure, not this process's end. Such a kernel
 is timed with the isolated pacing alone too (`bench.time_revisions(synchronous=)`).
@@ -161,8 +162,8 @@ def _measure_on_gpu(request: JobRequest, result: JobResult, emit: Emit,
     modules: dict[str, Any] = {}
     cand_src = Path(request.candidate.path)
     hosts: dict[str, SideHostClient] = {}
-    registers_ops = any(build.registers_torch_ops(kernel, Path(checkout.path))
-                        for checkout in (request.candidate, request.baseline) if checkout is not None)
+    registers_ops = kernel.own_process or any(build.registers_torch_ops(kernel, Path(checkout.path))
+                                              for checkout in (request.candidate, request.baseline) if checkout)
     isolated = registers_ops and request.baseline is not None
 
     def build_side(side: Side, src: Path) -> BuildResult:

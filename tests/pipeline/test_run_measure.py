@@ -314,3 +314,15 @@ def test_a_baseline_whose_import_aborts_its_host_fails_its_build_and_the_candida
     assert "Only a single TORCH_LIBRARY" in result.baseline.build.reason
     assert result.candidate.correctness.status is P and result.bench.status is P
     assert ("bench", "module:cand.so", None) in calls
+
+
+def test_the_manifests_own_process_isolates_sources_that_show_no_registration(tmp_path, isolated_gpu):
+    from gate.pipeline.remote_side import SideHostClient
+
+    calls, _, fakes = isolated_gpu
+    fakes["build"].registers_torch_ops = lambda kernel, src: False
+    req = request(tmp_path)
+    req.kernel.own_process = True
+    run.measure(req, lambda e: None)
+    bench = [c for c in calls if c[0] == "bench"]
+    assert isinstance(bench[0][2], SideHostClient) and fakes["paced"] == [True]
