@@ -19,7 +19,7 @@ wins over the estimate; every clock reading goes through references pinned befor
 imported (`pinned`), and the result names any the submitted code replaced (`BenchResult.tampered`).
 
 Issue 26: when the two sides cannot share a process (two builds of one PyTorch op namespace), the
-baseline comes as a `gpu_timing.RemoteSide` (`baseline_remote`) instead of a module: it makes its own
+baseline comes as a `RemoteBaseline` (`baseline_remote`) instead of a module: per shape, it makes its own
 input sets with its own seeds in its own process, and every repetition becomes synchronous
 (`gpu_timing`, "Isolated mode"); the candidate, its checks, its integrity figures and the peers stay here.
 """
@@ -29,7 +29,7 @@ from __future__ import annotations
 import math
 import secrets
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from gate.domain import BenchResult, KernelSpec, ShapeTiming, StageStatus, TimingSamples
 from gate.domain.job import RunOptions, method_key
@@ -62,6 +62,14 @@ SYNCHRONOUS_NOTE = ("every repetition synchronous, as this kernel's jobs with a 
                     "torch ops: the baseline is timed in its own process)")
 
 
+class RemoteBaseline(Protocol):
+    """The baseline's own process (`remote_side.SideHostClient`): a remote side per shape x dtype, each
+    with input sets of its own kept there until the end (a rerun samples an earlier shape again)."""
+
+    def side_for(self, shape_index: int, dtype: str, input_sets: int) -> RemoteSide: ...
+    def tampered(self) -> list[str]: ...       # `pinned.tampered()` of its process
+
+
 @dataclass
 class _ShapeRun:
     shape: Any
@@ -81,7 +89,7 @@ class _ShapeRun:
 
 def time_revisions(kernel: KernelSpec, workload: Any, candidate_module: Any, baseline_module: Any | None,
                    options: RunOptions, kept_methods: dict[str, str] | None = None,
-                   baseline_remote: RemoteSide | None = None, synchronous: bool = False) -> BenchResult:
+                   baseline_remote: RemoteBaseline | None = None, synchronous: bool = False) -> BenchResult:
     """`kept_methods` (`JobRequest.kept_methods`): the method each shape's history used, kept unless
     it cannot give an honest figure (`timing_methods.graph_refused`). `baseline_remote`: the baseline
     in its own process (isolated mode), instead of `baseline_module`. `synchronous`: every repetition
@@ -139,7 +147,7 @@ def time_revisions(kernel: KernelSpec, workload: Any, candidate_module: Any, bas
                        tampered=_tampered(baseline_remote))
 
 
-def _tampered(remote: RemoteSide | None) -> list[str]:
+def _tampered(remote: RemoteBaseline | None) -> list[str]:
     """The timer's references submitted code replaced: in this process and, as when both sides shared
     it, in the baseline's own process (a host that ended cannot say: its failure is reported already)."""
     names = pinned.tampered()
@@ -153,7 +161,7 @@ def _tampered(remote: RemoteSide | None) -> list[str]:
 
 def _prepare(kernel: KernelSpec, workload: Any, cand: Any, base: Any | None, shape: Any, dtype: str,
              timer: InterleavedTimer, kept_method: str | None = None,
-             base_remote: RemoteSide | None = None) -> _ShapeRun:
+             base_remote: RemoteBaseline | None = None) -> _ShapeRun:
     """`base_remote`: the baseline in its own process, in place of `base` (it makes its own input sets)."""
     sets = [workload.make_inputs(shape, dtype, secrets.randbits(31), "cuda") for _ in range(INPUT_SETS)]
 
@@ -164,8 +172,7 @@ def _prepare(kernel: KernelSpec, workload: Any, cand: Any, base: Any | None, sha
     if callable(getattr(workload, "reference", None)):   # every workload has it (REQUIRED_METHODS)
         sides[0].checks = checks_for(workload, shape, dtype, sets, DTYPE_TOLERANCE, lambda: sides[0].fn(0))
     if base_remote is not None:
-        base_remote.make_inputs(kernel.shapes.index(shape), dtype, INPUT_SETS)
-        sides.append(Side.of_remote("baseline", base_remote))
+        sides.append(Side.of_remote("baseline", base_remote.side_for(kernel.shapes.index(shape), dtype, INPUT_SETS)))
     elif base is not None:
         sides.append(Side("baseline", calling(base)))
     if sides[0].checks is not None:

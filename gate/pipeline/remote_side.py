@@ -7,10 +7,11 @@ it raised ("ImportError: undefined symbol ...") or, when the process died, the s
 and the tail of its log ("killed by SIGABRT: ... Only a single TORCH_LIBRARY ..."). The GPU child,
 and the other side's result, are untouched either way.
 
-The client is the `gpu_timing.RemoteSide` of the bench. Before every request it runs `quiesce` (the
-GPU child passes `pinned.synchronize`): a request is sent with the child's GPU work finished, and the
-host replies with its own finished (`side_host.serve`), so the two processes' work never overlaps
-on the GPU, whose contexts would otherwise time-slice.
+The client is the bench's `RemoteBaseline`, and its `RemoteShape`s (one per shape x dtype, whose
+input sets and graphs the host keeps until it ends) are the timer's `gpu_timing.RemoteSide`s. Before
+every request it runs `quiesce` (the GPU child passes `pinned.synchronize`): a request is sent with
+the child's GPU work finished, and the host replies with its own finished (`side_host.serve`), so the
+two processes' work never overlaps on the GPU, whose contexts would otherwise time-slice.
 """
 
 from __future__ import annotations
@@ -76,32 +77,11 @@ class SideHostClient:
             raise
         return client
 
-    def make_inputs(self, shape_index: int, dtype: str, input_sets: int) -> None:
-        self._request("make_inputs", shape_index=shape_index, dtype=dtype, input_sets=input_sets)
-
-    def estimate_us(self, reps: int) -> float:
-        return float(self._request("estimate_us", reps=reps))
-
-    def prepare(self, use_graph: bool, launches: int, input_sets: int, keep_output_bytes: int) -> RemotePrepared:
-        got = self._request("prepare", use_graph=use_graph, launches=launches, input_sets=input_sets,
-                            keep_output_bytes=keep_output_bytes)
-        return RemotePrepared(got["method"], int(got["launches"]), [int(n) for n in got["work_nodes"]],
-                              [GraphTopology(**t) for t in got["topologies"]], str(got.get("note", "")))
-
-    def replay_us(self, reps: int) -> float:
-        return float(self._request("replay_us", reps=reps))
-
-    def drop_graphs(self) -> None:
-        self._request("drop_graphs")
-
-    def repetition_us(self, set_index: int) -> float:
-        return float(self._request("repetition_us", set_index=set_index))
-
-    def refill(self, set_index: int) -> None:
-        self._request("refill", set_index=set_index)
-
-    def reset_persisting_l2(self) -> str:
-        return str(self._request("reset_persisting_l2"))
+    def side_for(self, shape_index: int, dtype: str, input_sets: int) -> RemoteShape:
+        """The side at one shape x dtype, with `input_sets` input sets made there with its own seeds."""
+        run = f"{shape_index}:{dtype}"
+        self._request("make_inputs", run=run, shape_index=shape_index, dtype=dtype, input_sets=input_sets)
+        return RemoteShape(self, run)
 
     def tampered(self) -> list[str]:
         return [str(name) for name in self._request("tampered")]
@@ -158,3 +138,34 @@ class SideHostClient:
         except OSError:
             tail = ""
         return f"its process {how} during {op}" + (f": {tail}" if tail else "")
+
+
+class RemoteShape:
+    """One shape x dtype of the host's side: the bench's `gpu_timing.RemoteSide`."""
+
+    def __init__(self, host: SideHostClient, run: str):
+        self._host, self._run = host, run
+
+    def estimate_us(self, reps: int) -> float:
+        return float(self._host._request("estimate_us", run=self._run, reps=reps))
+
+    def prepare(self, use_graph: bool, launches: int, input_sets: int, keep_output_bytes: int) -> RemotePrepared:
+        got = self._host._request("prepare", run=self._run, use_graph=use_graph, launches=launches,
+                                  input_sets=input_sets, keep_output_bytes=keep_output_bytes)
+        return RemotePrepared(got["method"], int(got["launches"]), [int(n) for n in got["work_nodes"]],
+                              [GraphTopology(**t) for t in got["topologies"]], str(got.get("note", "")))
+
+    def replay_us(self, reps: int) -> float:
+        return float(self._host._request("replay_us", run=self._run, reps=reps))
+
+    def drop_graphs(self) -> None:
+        self._host._request("drop_graphs", run=self._run)
+
+    def repetition_us(self, set_index: int) -> float:
+        return float(self._host._request("repetition_us", run=self._run, set_index=set_index))
+
+    def refill(self, set_index: int) -> None:
+        self._host._request("refill", run=self._run, set_index=set_index)
+
+    def reset_persisting_l2(self) -> str:
+        return str(self._host._request("reset_persisting_l2"))

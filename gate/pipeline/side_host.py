@@ -39,16 +39,18 @@ OPERATIONS = frozenset({"load", "make_inputs", "estimate_us", "prepare", "replay
 
 
 class SideBackend(Protocol):
-    """The GPU operations of one side, as `GpuSide` runs them: the seam tests replace."""
+    """The GPU operations of one side, as `GpuSide` runs them: the seam tests replace. `run` names one
+    shape x dtype's input sets and graphs, all kept until the host ends (a rerun times one again)."""
 
     def load(self, kernel: dict[str, Any], module_path: str, workload_dir: str) -> None: ...
-    def make_inputs(self, shape_index: int, dtype: str, input_sets: int) -> None: ...
-    def estimate_us(self, reps: int) -> float: ...
-    def prepare(self, use_graph: bool, launches: int, input_sets: int, keep_output_bytes: int) -> dict[str, Any]: ...
-    def replay_us(self, reps: int) -> float: ...
-    def drop_graphs(self) -> None: ...
-    def repetition_us(self, set_index: int) -> float: ...
-    def refill(self, set_index: int) -> None: ...
+    def make_inputs(self, run: str, shape_index: int, dtype: str, input_sets: int) -> None: ...
+    def estimate_us(self, run: str, reps: int) -> float: ...
+    def prepare(self, run: str, use_graph: bool, launches: int, input_sets: int,
+                keep_output_bytes: int) -> dict[str, Any]: ...
+    def replay_us(self, run: str, reps: int) -> float: ...
+    def drop_graphs(self, run: str) -> None: ...
+    def repetition_us(self, run: str, set_index: int) -> float: ...
+    def refill(self, run: str, set_index: int) -> None: ...
     def reset_persisting_l2(self) -> str: ...
     def tampered(self) -> list[str]: ...
     def idle(self) -> None: ...
@@ -62,8 +64,7 @@ class GpuSide:
         self._module: Any = None
         self._workload: Any = None
         self._timer: Any = None
-        self._side: Any = None
-        self._sets: list[Any] = []
+        self._runs: dict[str, tuple[list[Any], Any]] = {}      # run -> (input sets, gpu_timing.Side)
 
     def load(self, kernel: dict[str, Any], module_path: str, workload_dir: str) -> None:
         from gate.domain import KernelSpec
@@ -77,38 +78,38 @@ class GpuSide:
         self._workload = workloads.get_workload(self._kernel, Path(workload_dir))
         self._timer = InterleavedTimer(seed=secrets.randbits(32))
 
-    def make_inputs(self, shape_index: int, dtype: str, input_sets: int) -> None:
+    def make_inputs(self, run: str, shape_index: int, dtype: str, input_sets: int) -> None:
         from gate.pipeline.gpu_timing import Side
 
-        if self._side is not None:
-            self._timer.drop_graphs([self._side])
         shape = self._kernel.shapes[shape_index]
         sets = [self._workload.make_inputs(shape, dtype, secrets.randbits(31), "cuda") for _ in range(input_sets)]
-        self._sets = sets
-        self._side = Side("baseline", lambda i: self._workload.call(self._module, self._kernel.function, sets[i]))
+        side = Side("baseline", lambda i: self._workload.call(self._module, self._kernel.function, sets[i]))
+        self._runs[run] = (sets, side)
 
-    def estimate_us(self, reps: int) -> float:
-        return self._timer.estimate_us(self._side.fn, reps)
+    def estimate_us(self, run: str, reps: int) -> float:
+        return self._timer.estimate_us(self._runs[run][1].fn, reps)
 
-    def prepare(self, use_graph: bool, launches: int, input_sets: int, keep_output_bytes: int) -> dict[str, Any]:
-        self._side.keep_output_bytes = keep_output_bytes
+    def prepare(self, run: str, use_graph: bool, launches: int, input_sets: int,
+                keep_output_bytes: int) -> dict[str, Any]:
+        side = self._runs[run][1]
+        side.keep_output_bytes = keep_output_bytes
         notes = len(self._timer.notes)
-        method = self._timer.prepare([self._side], use_graph, launches, input_sets)
-        return {"method": method, "launches": self._side.launches, "work_nodes": list(self._side.work_nodes),
-                "topologies": [dataclasses.asdict(t) for t in self._side.topologies],
+        method = self._timer.prepare([side], use_graph, launches, input_sets)
+        return {"method": method, "launches": side.launches, "work_nodes": list(side.work_nodes),
+                "topologies": [dataclasses.asdict(t) for t in side.topologies],
                 "note": "; ".join(self._timer.notes[notes:])}
 
-    def replay_us(self, reps: int) -> float:
-        return self._timer.replay_us(self._side, reps)
+    def replay_us(self, run: str, reps: int) -> float:
+        return self._timer.replay_us(self._runs[run][1], reps)
 
-    def drop_graphs(self) -> None:
-        self._timer.drop_graphs([self._side])
+    def drop_graphs(self, run: str) -> None:
+        self._timer.drop_graphs([self._runs[run][1]])
 
-    def repetition_us(self, set_index: int) -> float:
-        return self._timer.repetition_us(self._side, set_index)
+    def repetition_us(self, run: str, set_index: int) -> float:
+        return self._timer.repetition_us(self._runs[run][1], set_index)
 
-    def refill(self, set_index: int) -> None:
-        self._workload.refill(self._sets[set_index], secrets.randbits(31))
+    def refill(self, run: str, set_index: int) -> None:
+        self._workload.refill(self._runs[run][0][set_index], secrets.randbits(31))
 
     def reset_persisting_l2(self) -> str:
         from gate.pipeline.gpu_timing import reset_persisting_l2

@@ -18,9 +18,6 @@ class FakeRemote:
     def __init__(self, log, us=20.0, topology=CHAIN, method="graph"):
         self.log, self.us, self.topology, self.method = log, us, topology, method
 
-    def make_inputs(self, shape_index, dtype, input_sets):
-        self.log.append(("remote make_inputs", shape_index, dtype, input_sets))
-
     def estimate_us(self, reps):
         return self.us
 
@@ -46,6 +43,20 @@ class FakeRemote:
     def reset_persisting_l2(self):
         self.log.append(("remote reset_l2",))
         return ""
+
+
+class FakeBaseline:
+    """The baseline's process: one `FakeRemote` per shape x dtype."""
+
+    def __init__(self, remote):
+        self.remote = remote
+
+    def side_for(self, shape_index, dtype, input_sets):
+        self.remote.log.append(("remote side_for", shape_index, dtype, input_sets))
+        return self.remote
+
+    def tampered(self):
+        return []
 
 
 def _isolated_rounds(monkeypatch, rounds=16):
@@ -111,24 +122,24 @@ def test_without_a_remote_side_the_batch_is_enqueued_before_its_one_wait(monkeyp
 def test_a_remote_baseline_makes_its_own_inputs_and_is_asked_for_its_method_and_graph():
     log = []
     remote = FakeRemote(log, us=10.0)
-    run, (labels, use_graph, _) = prepare(10.0, base_remote=remote)
+    run, (labels, use_graph, _) = prepare(10.0, base_remote=FakeBaseline(remote))
     assert labels == ["candidate", "baseline", "cublas"] and use_graph
     assert run.method == "graph" and run.sides[1].remote is remote
-    assert log[0] == ("remote make_inputs", 1, "float16", 3)       # the second shape of the kernel
+    assert log[0] == ("remote side_for", 1, "float16", 3)       # the second shape of the kernel
     assert ("remote prepare", True, GRAPH_LAUNCHES, 3, 0) in log
     assert run.sides[1].launches == GRAPH_LAUNCHES and run.sides[1].work_nodes == [GRAPH_LAUNCHES] * 4
 
 
 def test_a_remote_baseline_whose_graph_forks_refuses_the_graph_for_both_sides():
     log = []
-    run, _ = prepare(10.0, base_remote=FakeRemote(log, us=10.0, topology=JOINED))
+    run, _ = prepare(10.0, base_remote=FakeBaseline(FakeRemote(log, us=10.0, topology=JOINED)))
     assert run.method == "events" and "the baseline's captured call forks" in run.method_note
     assert ("remote drop_graphs",) in log
 
 
 def test_a_remote_capture_that_fails_times_every_side_with_events_and_says_where():
     log, timer = [], FakeTimer()
-    run, _ = prepare(10.0, base_remote=FakeRemote(log, us=10.0, method="events"), timer=timer)
+    run, _ = prepare(10.0, base_remote=FakeBaseline(FakeRemote(log, us=10.0, method="events")), timer=timer)
     assert run.method == "events"
     assert all(s.launches == 1 and not s.graphs for s in run.sides)
     assert timer.notes == ["CUDA graph capture failed in the baseline's process, timed with events: "

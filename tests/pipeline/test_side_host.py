@@ -37,36 +37,47 @@ def test_every_operation_goes_to_the_hosts_backend_and_each_reply_follows_its_id
     quiesced = []
     client = start(tmp_path, module_file(tmp_path, "x = 1\n"), quiesce=lambda: quiesced.append(1))
     try:
-        client.make_inputs(0, "float32", 3)
-        assert client.estimate_us(5) == 12.5
-        prepared = client.prepare(True, 64, 3, 4096)
+        side = client.side_for(0, "float32", 3)
+        assert side.estimate_us(5) == 12.5
+        prepared = side.prepare(True, 64, 3, 4096)
         assert (prepared.method, prepared.launches, prepared.work_nodes) == ("graph", 64, [64] * 4)
         assert prepared.topologies[0].is_chain
-        assert client.replay_us(5) == 11.0
-        assert [client.repetition_us(i) for i in (2, 0)] == [12.0, 10.0]
-        client.refill(2)
-        client.drop_graphs()
+        assert side.replay_us(5) == 11.0
+        assert [side.repetition_us(i) for i in (2, 0)] == [12.0, 10.0]
+        side.refill(2)
+        side.drop_graphs()
         assert client.tampered() == ["torch.cuda.Event.elapsed_time"]
     finally:
         client.close()
     ops = [e for e in logged(side_host_env)]
     assert ops[0] == ["load", "add_into", "built_module.py", "cand"]
     work = [e for e in ops if e[0] != "idle"]
-    assert work[1:] == [["make_inputs", 0, "float32", 3], ["estimate_us", 5], ["prepare", True, 64, 3, 4096],
-                        ["repetition_us", 2], ["repetition_us", 0], ["refill", 2], ["drop_graphs"]]
+    assert work[1:] == [["make_inputs", "0:float32", 0, "float32", 3], ["estimate_us", "0:float32", 5],
+                        ["prepare", "0:float32", True, 64, 3, 4096], ["repetition_us", "0:float32", 2],
+                        ["repetition_us", "0:float32", 0], ["refill", "0:float32", 2], ["drop_graphs", "0:float32"]]
     # every logged operation is followed by the backend's idle before the next one is asked
     assert all(ops[k + 1] == ["idle"] for k, e in enumerate(ops) if e[0] != "idle")
     assert len(quiesced) == 10                 # this process synchronised before each of its 10 requests
     assert client._process.returncode == 0     # closed on request
 
 
+def test_each_shape_keeps_its_own_sets_in_the_host_for_a_later_rerun(tmp_path, side_host_env):
+    client = start(tmp_path, module_file(tmp_path, ""))
+    try:
+        first, second = client.side_for(0, "float16", 3), client.side_for(1, "float16", 3)
+        assert second.repetition_us(1) == 111.0
+        assert first.repetition_us(1) == 11.0          # the first shape, asked after the second was made
+    finally:
+        client.close()
+
+
 def test_an_error_the_side_raises_comes_back_with_its_message_and_the_host_serves_on(tmp_path, side_host_env):
     client = start(tmp_path, module_file(tmp_path, ""))
     try:
-        client.make_inputs(0, "float32", 3)
+        side = client.side_for(0, "float32", 3)
         with pytest.raises(SideHostError, match="IndexError: no input set 7"):
-            client.repetition_us(7)
-        assert client.repetition_us(1) == 11.0
+            side.repetition_us(7)
+        assert side.repetition_us(1) == 11.0
     finally:
         client.close()
 
@@ -90,11 +101,11 @@ def test_an_import_error_is_the_loads_failure_with_its_own_message(tmp_path, sid
 def test_a_crash_while_timed_names_the_signal_and_later_requests_fail_the_same_way(tmp_path, side_host_env):
     client = start(tmp_path, module_file(tmp_path, ""))
     try:
-        client.make_inputs(0, "float32", 3)
+        side = client.side_for(0, "float32", 3)
         with pytest.raises(SideHostError, match="killed by SIGSEGV during repetition_us"):
-            client.repetition_us(-1)
+            side.repetition_us(-1)
         with pytest.raises(SideHostError, match="killed by SIGSEGV during refill"):
-            client.refill(0)
+            side.refill(0)
     finally:
         client.close()
     assert client._process.returncode == -signal.SIGSEGV
