@@ -102,7 +102,7 @@ def time_revisions(kernel: KernelSpec, workload: Any, candidate_module: Any, bas
         return BenchResult(StageStatus.NOT_RUN, "not run: no CUDA device")
     if baseline_module is not None and baseline_remote is not None:
         raise ValueError("the baseline is either a module here or a remote side, not both")
-    timer = InterleavedTimer(seed=secrets.randbits(32), synchronous=synchronous)
+    timer = InterleavedTimer(seed=secrets.randbits(32), synchronous=synchronous or baseline_remote is not None)
     if baseline_remote is not None:
         timer.notes.append(ISOLATED_NOTE)
     elif synchronous:

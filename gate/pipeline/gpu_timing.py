@@ -43,15 +43,17 @@ CUDA contexts time-slice the GPU, so a remote repetition must never overlap loca
 is remote, every repetition of every side is synchronous, after a device synchronisation that drains
 whatever the process left queued (refills, checks of timed calls):
 
-    sync  [remote: request -> flush start-event side(set) end-event sync -> reply]
-    sync  [local:            flush start-event side(set) end-event wait]
+    sync  [remote: request -> flush x4 start-event side(set) end-event sync -> reply]
+    sync  [local:            flush x4 start-event side(set) end-event wait]
 
 What stays: the order drawn at random per round, one input set per round rotating and refilled after
 it (the remote side refills its own), the flush before every repetition, the same graphs and launch
-count, the candidate's checks. What it costs: every repetition follows a short idle gap (the host's
-round trip, ~0.1 ms), which no repetition of the default mode does ("An idle GPU slows the next call"
-above), so isolated figures are not comparable with the default mode's; both gated sides pay the same
-gap, so their ratio stays fair. The bench names the mode in its notes. A kernel timed so against a
+count, the candidate's checks. What it costs: every repetition follows an idle gap (a wait, or the
+round trip to the other process, ~0.1 ms), which no repetition of the default mode does ("An idle GPU
+slows the next call" above). `SYNCHRONOUS_FLUSHES` flushes before each repetition keep the GPU busy
+for ~120 µs right before the call, which took that penalty away where it was measured, and make the
+two sides' different gaps matter less; not yet measured in this mode, so isolated figures are not
+compared with the default mode's. The bench names the mode in its notes. A kernel timed so against a
 baseline is timed so alone too (`InterleavedTimer.synchronous`), so that its history means one thing.
 """
 
@@ -80,6 +82,12 @@ GRAPH_BELOW_US = 60.0
 GRAPH_LAUNCHES = 64
 # Captures per side, one drawn at random per round (see `InterleavedTimer.prepare`).
 GRAPHS_PER_SIDE = 4
+# L2 flushes before each synchronous repetition (isolated mode). Each follows an idle GPU, for a time
+# that differs by side (a local wait, or a round trip to the other process), and idle time slows the
+# next call: 0.1 ms read 1.15 x back-to-back for one GEMM on an H100, while ~150 µs of work on every
+# SM right before the call took the penalty away (docs/design.md, bench/timing_drift.py). One flush
+# writes 2 x L2 (~30 µs on an H100); four give ~120 µs of such work, the same on both sides.
+SYNCHRONOUS_FLUSHES = 4
 
 
 def timing_method(gated_estimates_us: list[float]) -> tuple[bool, int]:
@@ -211,8 +219,9 @@ def _read_topology(graph: Any, countable: bool) -> GraphTopology | None:
 
 
 class InterleavedTimer:
-    # Every repetition synchronous even without a remote side: a kernel whose jobs with a baseline
-    # are isolated is paced so in its jobs without one too, so its history means one thing.
+    # Every repetition synchronous (after `SYNCHRONOUS_FLUSHES` flushes), as beside a remote side; a
+    # kernel whose jobs with a baseline are isolated is paced so in its jobs without one too, so its
+    # history means one thing. The side host's timer is synchronous too.
     synchronous = False
 
     def __init__(self, seed: int | None = None, synchronous: bool = False):
@@ -407,7 +416,8 @@ class InterleavedTimer:
             else:
                 side.checks.poison(current)
             side.checks.spent_s += pinned.now() - began
-        self.flush_l2()
+        for _ in range(SYNCHRONOUS_FLUSHES if self.synchronous else 1):
+            self.flush_l2()
         start, end = pinned.new_event(), pinned.new_event()
         pinned.record(start)
         out = None

@@ -76,7 +76,7 @@ class GpuSide:
         self._kernel = from_json(KernelSpec, kernel)
         self._module = build.load_module(module_path)
         self._workload = workloads.get_workload(self._kernel, Path(workload_dir))
-        self._timer = InterleavedTimer(seed=secrets.randbits(32))
+        self._timer = InterleavedTimer(seed=secrets.randbits(32), synchronous=True)   # paced as the child's
 
     def make_inputs(self, run: str, shape_index: int, dtype: str, input_sets: int) -> None:
         from gate.pipeline.gpu_timing import Side
