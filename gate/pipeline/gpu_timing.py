@@ -338,7 +338,8 @@ class InterleavedTimer:
                 self.notes.append(f"CUDA graph capture failed in the {side.label}'s process, timed with events: "
                                   f"{prepared.note[:200]}")
                 return "events"
-            side.launches, side.work_nodes, side.topologies = prepared.launches, prepared.work_nodes, prepared.topologies
+            side.launches, side.work_nodes = prepared.launches, prepared.work_nodes
+            side.topologies = prepared.topologies
         return "graph"
 
     @staticmethod

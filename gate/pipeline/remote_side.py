@@ -26,6 +26,7 @@ from typing import Any
 
 from gate.domain import KernelSpec
 from gate.domain.codec import to_json
+from gate.errors import RunnerError
 from gate.pipeline import side_wire
 from gate.pipeline.gpu_timing import RemotePrepared
 from gate.pipeline.graph_topology import GraphTopology
@@ -61,10 +62,10 @@ class SideHostClient:
             with open(log_path, "wb") as log:
                 process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
                                            pass_fds=(requests_r, replies_w), env=gate_python_env())
-        except BaseException:
+        except OSError as exc:        # no process to be had (the box's process limit): not the side's fault
             for fd in (requests_w, replies_r):
                 os.close(fd)
-            raise
+            raise RunnerError(f"could not start the side host: {exc}") from exc
         finally:
             os.close(requests_r)
             os.close(replies_w)

@@ -179,7 +179,8 @@ def _measure_on_gpu(request: JobRequest, result: JobResult, emit: Emit,
                                                        artifacts / side / Stage.BUILD / "side-host.log",
                                                        quiesce=pinned.synchronize)
                 except SideHostError as exc:
-                    res.status, res.reason = StageStatus.FAILED, f"the built module does not load in its own process: {exc}"
+                    res.status = StageStatus.FAILED
+                    res.reason = f"the built module does not load in its own process: {exc}"
                 return res
             try:
                 modules[side] = build.load_module(res.module_path)

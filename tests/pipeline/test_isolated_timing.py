@@ -78,7 +78,8 @@ def test_with_a_remote_side_every_repetition_is_synchronous_and_drains_this_proc
         back = k - 1                # sync, [poison], flush, start, call, end, [check enqueued], wait
         while log[back][0] in ("poison", "flush", "record"):
             back -= 1
-        assert log[back] == ("sync",) and log[k - 1 - SYNCHRONOUS_FLUSHES:k] == [("flush",)] * SYNCHRONOUS_FLUSHES + [("record",)]
+        assert log[back] == ("sync",)
+        assert log[k - 1 - SYNCHRONOUS_FLUSHES:k] == [("flush",)] * SYNCHRONOUS_FLUSHES + [("record",)]
         following = [e[0] for e in log[k + 1:]]
         assert following[0] == "record" and following.index("wait") <= 2      # before anything else runs
     assert log.count(("sync",)) == 32          # before each local repetition (the remote's client syncs its own)

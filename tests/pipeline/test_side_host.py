@@ -136,3 +136,17 @@ def test_a_pipe_that_ends_inside_a_frame_is_a_wire_error(tmp_path):
     with pytest.raises(side_wire.WireError, match="closed inside a frame"):
         side_wire.receive(read_fd)
     os.close(read_fd)
+
+
+def test_a_host_that_cannot_be_started_is_the_gates_fault_not_the_sides(tmp_path, side_host_env, monkeypatch):
+    import subprocess
+
+    from gate.errors import RunnerError
+
+    def no_process(*args, **kwargs):
+        raise BlockingIOError(11, "Resource temporarily unavailable")
+    monkeypatch.setattr(subprocess, "Popen", no_process)
+    before = set(os.listdir("/proc/self/fd"))
+    with pytest.raises(RunnerError, match="could not start the side host: .*Resource temporarily unavailable"):
+        start(tmp_path, module_file(tmp_path, ""))
+    assert set(os.listdir("/proc/self/fd")) == before          # its pipes closed
