@@ -78,6 +78,10 @@ class SideHostClient:
             raise
         return client
 
+    @property
+    def pid(self) -> int:
+        return self._process.pid
+
     def side_for(self, shape_index: int, dtype: str, input_sets: int) -> RemoteShape:
         """The side at one shape x dtype, with `input_sets` input sets made there with its own seeds."""
         run = f"{shape_index}:{dtype}"

@@ -215,7 +215,8 @@ def _measure_on_gpu(request: JobRequest, result: JobResult, emit: Emit,
                 _skip_rest(result, emit, f"not run: correctness {result.candidate.correctness.status.value}")
             else:
                 def timed() -> BenchResult:
-                    with clock_lock.apply(options.clock_policy) as clocks, gpu_watch.watch_gpu() as watch:
+                    own = [host.pid for host in hosts.values()]     # the side host is the job's own
+                    with clock_lock.apply(options.clock_policy) as clocks, gpu_watch.watch_gpu(own_pids=own) as watch:
                         res = time_revisions(kernel, modules["workload"], modules[Side.CANDIDATE],
                                              modules.get(Side.BASELINE), options, kept_methods=request.kept_methods,
                                              baseline_remote=hosts.get(Side.BASELINE), synchronous=registers_ops)

@@ -272,16 +272,29 @@ def isolated_gpu(tmp_path, fake_gpu, side_host_env, monkeypatch):
     return calls, module, fakes
 
 
-def test_ops_registering_sources_time_the_baseline_in_its_own_process_closed_after_the_bench(tmp_path, isolated_gpu):
+def test_ops_registering_sources_time_the_baseline_in_its_own_process_closed_after_the_bench(tmp_path, isolated_gpu,
+                                                                                            monkeypatch):
+    import contextlib
+
     from gate.pipeline.remote_side import SideHostClient
 
     calls, _, fakes = isolated_gpu
+    watched = []
+
+    @contextlib.contextmanager
+    def watch_gpu(own_pids=()):
+        watched.append(list(own_pids))
+        yield types.SimpleNamespace(result=None)
+    fake_watch = types.SimpleNamespace(watch_gpu=watch_gpu)
+    monkeypatch.setitem(sys.modules, "gate.pipeline.gpu_watch", fake_watch)
+    monkeypatch.setattr(gate.pipeline, "gpu_watch", fake_watch, raising=False)
     result = run.measure(request(tmp_path), lambda e: None)
     assert result.candidate.build.status is P and result.baseline.build.status is P
     bench = [c for c in calls if c[0] == "bench"]
     assert len(bench) == 1 and bench[0][1] == "module:cand.so"
     host = bench[0][2]
     assert isinstance(host, SideHostClient)            # not a module imported here
+    assert watched == [[host.pid]]                     # the job's own process: no sharing of the GPU
     assert host._process.returncode == 0               # asked to close before the profile
     assert (tmp_path / "art" / "baseline" / "build" / "side-host.log").is_file()
     assert fakes["paced"] == [True]
