@@ -3,8 +3,9 @@
 Two builds of one PyTorch op namespace cannot share a process: torch keeps one op registry per
 process, the second `TORCH_LIBRARY(ns, m)` aborts it ("Only a single TORCH_LIBRARY can be used to
 register the namespace"), and `torch.ops.ns.op` is one entry, so both sides would run whichever build
-registered last. So when either side's sources register ops (`build.registers_torch_ops`), the GPU
-child (`run.py`) starts this process for the baseline and times it through `remote_side.SideHostClient`:
+registered last. So when either side's sources register ops (`build.registers_torch_ops`), or the
+manifest sets `own_process`, the GPU child (`run.py`) starts this process for the baseline and times
+it through `remote_side.SideHostClient`:
 
     python -m gate.pipeline.side_host --requests FD --replies FD [--backend module:factory]
 
@@ -16,7 +17,8 @@ the bench records it as a kernel fault). Every reply is sent once the backend's 
 its pipe and names the signal and the tail of the host's log.
 
 The backend is `GpuSide` (the baseline's build, the job's workload, an `InterleavedTimer` of its own,
-with its own input sets and seeds); `--backend` names another factory, which is how tests drive the
+synchronous as the child's, with its own input sets and seeds per shape x dtype, all kept until the
+end, as the child keeps its own); `--backend` names another factory, which is how tests drive the
 real process with fake GPU operations.
 """
 
