@@ -81,6 +81,8 @@ class KernelSpec:
     cxx_flags: list[str] = field(default_factory=list)
     module: str = ""                 # the extension's import name; "" = the sources' PyInit_<name>, or derived
     kernels: list[str] = field(default_factory=list)      # globs of the judged kernels; [] = the launched ones
+    own_process: bool = False        # load the baseline's build in a process of its own, even when no source
+                                     # shows a TORCH_LIBRARY (e.g. one registered from a header)
 
     @property
     def cuda_sources(self) -> list[str]:

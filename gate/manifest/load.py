@@ -55,7 +55,7 @@ MAX_PATTERN_CHARS = 200
 
 _KERNEL_REQUIRED = ("name", "sources", "workload", "shapes")
 _KERNEL_OPTIONAL = ("function", "arch", "dtypes", "gates", "profile", "timeout_s", "nvcc_flags", "cxx_flags",
-                    "module", "kernels")
+                    "module", "kernels", "own_process")
 _MODULE = re.compile(r"^[A-Za-z_]\w*$")      # a Python identifier: CPython looks up PyInit_<module>
 
 
@@ -146,10 +146,11 @@ def _kernel(check: _Checker, table: Any, key: str, root: Path) -> KernelSpec:
         spec.arch = _choices(check, table["arch"], f"{key}.arch", KNOWN_ARCHS)
     if "dtypes" in table:
         spec.dtypes = _choices(check, table["dtypes"], f"{key}.dtypes", KNOWN_DTYPES)
-    if "profile" in table:
-        if not isinstance(table["profile"], bool):
-            raise check.fail(f"{key}.profile", f"expected true/false, got {table['profile']!r}")
-        spec.profile = table["profile"]
+    for flag in ("profile", "own_process"):
+        if flag in table:
+            if not isinstance(table[flag], bool):
+                raise check.fail(f"{key}.{flag}", f"expected true/false, got {table[flag]!r}")
+            setattr(spec, flag, table[flag])
     if "timeout_s" in table:
         spec.timeout_s = float(check.number(table["timeout_s"], f"{key}.timeout_s"))
         if spec.timeout_s == 0 or spec.timeout_s > MAX_TIMEOUT_S:

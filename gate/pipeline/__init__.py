@@ -17,6 +17,9 @@ Child side (`python -m gate.runner`, imports only gate.domain, gate.pipeline, to
     workloads.get_workload(kernel, src_dir) -> Workload                attention | gemm | module:callable
     correctness.check(...) -> CorrectnessResult
     bench.time_revisions(...) -> BenchResult                           interleaved, L2 flushed (gpu_timing)
+    build.registers_torch_ops(kernel, src_dir) -> bool                 then the baseline runs in a side host:
+                                                                       side_host (its process), remote_side
+                                                                       (the child's client), side_wire (frames)
     stats                                                              pure: bootstrap, Mann-Whitney
     profile.profile(...) -> ProfileResult                              ncu in its own child (catalog:
                                                                        ncu_catalog; the report is read

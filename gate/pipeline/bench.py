@@ -17,6 +17,11 @@ graph that lost launches, replays far under the eager time or forks to another s
 the shape timed eagerly (`timing_methods`); a method kept from the kernel's history (`kept_methods`)
 wins over the estimate; every clock reading goes through references pinned before the builds were
 imported (`pinned`), and the result names any the submitted code replaced (`BenchResult.tampered`).
+
+Issue 26: when the two sides cannot share a process (two builds of one PyTorch op namespace), the
+baseline comes as a `RemoteBaseline` (`baseline_remote`) instead of a module: per shape, it makes its own
+input sets with its own seeds in its own process, and every repetition becomes synchronous
+(`gpu_timing`, "Isolated mode"); the candidate, its checks, its integrity figures and the peers stay here.
 """
 
 from __future__ import annotations
@@ -24,14 +29,21 @@ from __future__ import annotations
 import math
 import secrets
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from gate.domain import BenchResult, KernelSpec, ShapeTiming, StageStatus, TimingSamples
 from gate.domain.job import RunOptions, method_key
 from gate.nvidia import roofline
 from gate.pipeline import pinned, stats
 from gate.pipeline.correctness import DTYPE_TOLERANCE
-from gate.pipeline.gpu_timing import AllStreams, InterleavedTimer, Side, all_streams_time, timing_method
+from gate.pipeline.gpu_timing import (
+    AllStreams,
+    InterleavedTimer,
+    RemoteSide,
+    Side,
+    all_streams_time,
+    timing_method,
+)
 from gate.pipeline.graph_topology import GraphTopology
 from gate.pipeline.timed_checks import checks_for
 from gate.pipeline.timing_methods import graph_refused
@@ -44,6 +56,18 @@ INPUT_SETS = 3
 # Eager calls for the all-streams time: about 2 ms of work, so the first launch's latency and the
 # final synchronisation (~20 µs together) stay near 1 % of it.
 ALL_STREAMS_WORK_US, ALL_STREAMS_MIN_CALLS, ALL_STREAMS_MAX_CALLS = 2000.0, 3, 64
+ISOLATED_NOTE = ("the baseline timed in its own process (a side host: two builds of one op namespace cannot "
+                 "share one), every repetition of every side synchronous")
+SYNCHRONOUS_NOTE = ("every repetition synchronous, as this kernel's jobs with a baseline are (its sources register "
+                    "torch ops: the baseline is timed in its own process)")
+
+
+class RemoteBaseline(Protocol):
+    """The baseline's own process (`remote_side.SideHostClient`): a remote side per shape x dtype, each
+    with input sets of its own kept there until the end (a rerun samples an earlier shape again)."""
+
+    def side_for(self, shape_index: int, dtype: str, input_sets: int) -> RemoteSide: ...
+    def tampered(self) -> list[str]: ...       # `pinned.tampered()` of its process
 
 
 @dataclass
@@ -64,32 +88,41 @@ class _ShapeRun:
 
 
 def time_revisions(kernel: KernelSpec, workload: Any, candidate_module: Any, baseline_module: Any | None,
-                   options: RunOptions, kept_methods: dict[str, str] | None = None) -> BenchResult:
+                   options: RunOptions, kept_methods: dict[str, str] | None = None,
+                   baseline_remote: RemoteBaseline | None = None, synchronous: bool = False) -> BenchResult:
     """`kept_methods` (`JobRequest.kept_methods`): the method each shape's history used, kept unless
-    it cannot give an honest figure (`timing_methods.graph_refused`)."""
+    it cannot give an honest figure (`timing_methods.graph_refused`). `baseline_remote`: the baseline
+    in its own process (isolated mode), instead of `baseline_module`. `synchronous`: every repetition
+    synchronous even without one (`gpu_timing.InterleavedTimer.synchronous`)."""
     import torch
 
     pinned.pin()     # a no-op when the child pinned before importing the builds, as it does
     start = pinned.now()
     if not torch.cuda.is_available():
         return BenchResult(StageStatus.NOT_RUN, "not run: no CUDA device")
-    timer = InterleavedTimer(seed=secrets.randbits(32))
+    if baseline_module is not None and baseline_remote is not None:
+        raise ValueError("the baseline is either a module here or a remote side, not both")
+    timer = InterleavedTimer(seed=secrets.randbits(32), synchronous=synchronous or baseline_remote is not None)
+    if baseline_remote is not None:
+        timer.notes.append(ISOLATED_NOTE)
+    elif synchronous:
+        timer.notes.append(SYNCHRONOUS_NOTE)
     runs: list[_ShapeRun] = []
     kept = kept_methods or {}
     try:
         for shape in kernel.shapes:
             for dtype in kernel.dtypes:
                 run = _prepare(kernel, workload, candidate_module, baseline_module, shape, dtype, timer,
-                               kept.get(method_key(shape.label, dtype)))
+                               kept.get(method_key(shape.label, dtype)), baseline_remote)
                 _sample(run, workload, timer, options.bench_budget_s, options.target_rel_se_pct)
                 runs.append(run)
     except Exception as exc:  # noqa: BLE001  a kernel that raises while timed is a kernel fault
         return BenchResult(StageStatus.FAILED, f"raised while timed: {type(exc).__name__}: {exc}"[:2000],
-                           pinned.now() - start, tampered=pinned.tampered())
+                           pinned.now() - start, tampered=_tampered(baseline_remote))
 
     threshold = kernel.gates.max_latency_regression_pct
     attempts = 1
-    while threshold is not None and baseline_module is not None and attempts <= options.max_reruns:
+    while threshold is not None and (baseline_module or baseline_remote) is not None and attempts <= options.max_reruns:
         straddling = [r for r in runs if _call(r, threshold) == stats.RegressionCall.INCONCLUSIVE]
         if not straddling:
             break
@@ -103,7 +136,7 @@ def time_revisions(kernel: KernelSpec, workload: Any, candidate_module: Any, bas
         _integrity_figures(runs, workload, timer)
     except Exception as exc:  # noqa: BLE001  a kernel that raises there is a kernel fault
         return BenchResult(StageStatus.FAILED, f"raised in the all-streams check: {type(exc).__name__}: {exc}"[:2000],
-                           pinned.now() - start, tampered=pinned.tampered())
+                           pinned.now() - start, tampered=_tampered(baseline_remote))
     shapes = [_timing(r, workload) for r in runs]
     checks = [r.sides[0].checks for r in runs if r.sides[0].checks is not None]
     checked = (f", {sum(c.tally.checked for c in checks)} timed calls checked in "
@@ -111,11 +144,25 @@ def time_revisions(kernel: KernelSpec, workload: Any, candidate_module: Any, bas
     reason = (f"{len(shapes)} shape(s) timed, integrity figures in {pinned.now() - traced:.2f} s{checked}"
               + (f"; {'; '.join(timer.notes)}" if timer.notes else ""))
     return BenchResult(StageStatus.PASSED, reason, pinned.now() - start, shapes, attempts,
-                       tampered=pinned.tampered())
+                       tampered=_tampered(baseline_remote))
+
+
+def _tampered(remote: RemoteBaseline | None) -> list[str]:
+    """The timer's references submitted code replaced: in this process and, as when both sides shared
+    it, in the baseline's own process (a host that ended cannot say: its failure is reported already)."""
+    names = pinned.tampered()
+    if remote is not None:
+        try:
+            names += [f"{name} (in the baseline's process)" for name in remote.tampered()]
+        except Exception:  # noqa: BLE001  the host ended; the bench's reason or the build's says why
+            pass
+    return names
 
 
 def _prepare(kernel: KernelSpec, workload: Any, cand: Any, base: Any | None, shape: Any, dtype: str,
-             timer: InterleavedTimer, kept_method: str | None = None) -> _ShapeRun:
+             timer: InterleavedTimer, kept_method: str | None = None,
+             base_remote: RemoteBaseline | None = None) -> _ShapeRun:
+    """`base_remote`: the baseline in its own process, in place of `base` (it makes its own input sets)."""
     sets = [workload.make_inputs(shape, dtype, secrets.randbits(31), "cuda") for _ in range(INPUT_SETS)]
 
     def calling(module: Any) -> Any:
@@ -124,7 +171,9 @@ def _prepare(kernel: KernelSpec, workload: Any, cand: Any, base: Any | None, sha
     sides = [Side("candidate", calling(cand))]
     if callable(getattr(workload, "reference", None)):   # every workload has it (REQUIRED_METHODS)
         sides[0].checks = checks_for(workload, shape, dtype, sets, DTYPE_TOLERANCE, lambda: sides[0].fn(0))
-    if base is not None:
+    if base_remote is not None:
+        sides.append(Side.of_remote("baseline", base_remote.side_for(kernel.shapes.index(shape), dtype, INPUT_SETS)))
+    elif base is not None:
         sides.append(Side("baseline", calling(base)))
     if sides[0].checks is not None:
         for side in sides:      # both gated sides keep their graph outputs alike (`Side.keep_output_bytes`)
@@ -132,8 +181,8 @@ def _prepare(kernel: KernelSpec, workload: Any, cand: Any, base: Any | None, sha
     peers = getattr(workload, "peers", None)          # optional for a custom workload
     peer_sets = [peers(shape, inputs) if peers else {} for inputs in sets]
     sides += [Side(label, lambda i, label=label: peer_sets[i][label]()) for label in peer_sets[0]]
-    gated = 2 if base is not None else 1      # candidate (and baseline): they alone choose the method
-    estimates = [timer.estimate_us(s.fn) for s in sides[:gated]]
+    gated = 2 if base is not None or base_remote is not None else 1   # they alone choose the method
+    estimates = [timer.estimate_side_us(s) for s in sides[:gated]]
     use_graph, launches = timing_method(estimates)
     note = ""
     if kept_method in ("graph", "events"):     # the history's method, whatever the estimate says now

@@ -24,6 +24,7 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import os
+import re
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -36,6 +37,29 @@ from gate.pipeline import toolchain as tc
 from gate.pipeline.build_cache import ObjectCache
 
 extension_name = objects.extension_name
+
+# A static registration with PyTorch's dispatcher (torch/library.h). torch keeps one op registry per
+# process: a second `TORCH_LIBRARY` of a namespace aborts it, and `torch.ops.ns.op` is one entry, so
+# two builds that register ops cannot share a process (issue 26).
+TORCH_OP_REGISTRATION = re.compile(r"\bTORCH_LIBRARY(?:_FRAGMENT|_IMPL)?\s*\(")
+
+
+def registers_torch_ops(kernel: KernelSpec, src_dir: Path) -> bool:
+    """Whether any of `kernel.sources` in `src_dir` registers torch ops. A source that is missing,
+    unreadable or outside the checkout counts as not (the build stage names it). A registration in a
+    comment counts too: it costs a process, never a wrong figure."""
+    root = Path(src_dir).resolve()
+    for rel in kernel.sources:
+        path = (root / rel).resolve()
+        if not path.is_relative_to(root):
+            continue
+        try:
+            text = path.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        if TORCH_OP_REGISTRATION.search(text):
+            return True
+    return False
 
 
 def build_extension(kernel: KernelSpec, src_dir: Path, cache_dir: Path, out_dir: Path, *,

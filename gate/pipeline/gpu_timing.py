@@ -38,6 +38,26 @@ idle) counts on both sides. Compared with its cold event time instead, causal-co
 (52.5 µs cold, 68 µs per call in the loop on an H100) read as hidden work. (A CUPTI activity trace would see the
 same without host pacing, but enabling it loads every CUDA module of the process: 6 s per job on an
 H100, three times the cost budget of all these defences.)
+
+Isolated mode (issue 26): two builds of one PyTorch op namespace cannot share a process (the second
+`TORCH_LIBRARY` aborts it, and `torch.ops.ns.op` is one entry per process), so the baseline may be a
+*remote* side (`Side.remote`), timed in its own process (`side_host`) on the same GPU. Two processes'
+CUDA contexts time-slice the GPU, so a remote repetition must never overlap local work: when a side
+is remote, every repetition of every side is synchronous, after a device synchronisation that drains
+whatever the process left queued (refills, checks of timed calls):
+
+    sync  [remote: request -> flush x4 start-event side(set) end-event sync -> reply]
+    sync  [local:            flush x4 start-event side(set) end-event wait]
+
+What stays: the order drawn at random per round, one input set per round rotating and refilled after
+it (the remote side refills its own), the flush before every repetition, the same graphs and launch
+count, the candidate's checks. What it costs: every repetition follows an idle gap (a wait, or the
+round trip to the other process, ~0.1 ms), which no repetition of the default mode does ("An idle GPU
+slows the next call" above). `SYNCHRONOUS_FLUSHES` flushes before each repetition keep the GPU busy
+for ~120 µs right before the call, which took that penalty away where it was measured, and make the
+two sides' different gaps matter less; not yet measured in this mode, so isolated figures are not
+compared with the default mode's. The bench names the mode in its notes. A kernel timed so against a
+baseline is timed so alone too (`InterleavedTimer.synchronous`), so that its history means one thing.
 """
 
 from __future__ import annotations
@@ -46,7 +66,7 @@ import ctypes
 import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from gate.pipeline import pinned
 from gate.pipeline.gpu_hold import Hold
@@ -66,6 +86,12 @@ GRAPH_BELOW_US = 60.0
 GRAPH_LAUNCHES = 64
 # Captures per side, one drawn at random per round (see `InterleavedTimer.prepare`).
 GRAPHS_PER_SIDE = 4
+# L2 flushes before each synchronous repetition (isolated mode). Each follows an idle GPU, for a time
+# that differs by side (a local wait, or a round trip to the other process), and idle time slows the
+# next call: 0.1 ms read 1.15 x back-to-back for one GEMM on an H100, while ~150 µs of work on every
+# SM right before the call took the penalty away (docs/design.md, bench/timing_drift.py). One flush
+# writes 2 x L2 (~30 µs on an H100); four give ~120 µs of such work, the same on both sides.
+SYNCHRONOUS_FLUSHES = 4
 
 
 def timing_method(gated_estimates_us: list[float]) -> tuple[bool, int]:
@@ -120,6 +146,34 @@ def all_streams_time(fn: Callable[[int], Any], input_sets: int, calls: int) -> A
                       pinned.elapsed_ms(begin, end) * 1e3 / calls)
 
 
+@dataclass(frozen=True)
+class RemotePrepared:
+    """What a remote side's `prepare` returns: the graph check's inputs (`timing_methods.graph_refused`)."""
+    method: str                       # 'graph' or 'events' (its capture failed)
+    launches: int
+    work_nodes: list[int]
+    topologies: list[GraphTopology]
+    note: str = ""                    # why its capture failed
+
+
+class RemoteSide(Protocol):
+    """One shape x dtype of a side whose calls run in another process (`remote_side.RemoteShape`), with
+    input sets of its own there: each operation is one synchronous request, sent once this process's
+    GPU work has finished and answered once the other process's has, so the two never overlap."""
+
+    def estimate_us(self, reps: int) -> float: ...
+    def prepare(self, use_graph: bool, launches: int, input_sets: int, keep_output_bytes: int) -> RemotePrepared: ...
+    def replay_us(self, reps: int) -> float: ...
+    def drop_graphs(self) -> None: ...
+    def repetition_us(self, set_index: int) -> float: ...
+    def refill(self, set_index: int) -> None: ...
+    def reset_persisting_l2(self) -> str: ...   # of its process
+
+
+def _remote_only(set_index: int) -> Any:
+    raise RuntimeError("a remote side has no call in this process")
+
+
 @dataclass
 class Side:
     label: str
@@ -137,6 +191,11 @@ class Side:
     work_nodes: list[int] = field(default_factory=list)   # per graph: kernel/memcpy/memset nodes captured
     topologies: list[GraphTopology] = field(default_factory=list)   # per graph whose shape could be read
     held: bool = True                 # its repetitions wait behind a hold (`gpu_hold`) until enqueued
+    remote: RemoteSide | None = None  # timed in its own process (isolated mode); `fn` is then unused
+
+    @classmethod
+    def of_remote(cls, label: str, remote: RemoteSide) -> Side:
+        return cls(label, _remote_only, remote=remote)
 
 
 def _new_graph() -> tuple[Any, bool]:
@@ -165,8 +224,15 @@ def _read_topology(graph: Any, countable: bool) -> GraphTopology | None:
 
 
 class InterleavedTimer:
-    def __init__(self, seed: int | None = None):
+    # Every repetition synchronous (after `SYNCHRONOUS_FLUSHES` flushes), as beside a remote side; a
+    # kernel whose jobs with a baseline are isolated is paced so in its jobs without one too, so its
+    # history means one thing. The side host's timer is synchronous too.
+    synchronous = False
+
+    def __init__(self, seed: int | None = None, synchronous: bool = False):
         import torch
+
+        self.synchronous = synchronous
 
         props = torch.cuda.get_device_properties(torch.cuda.current_device())
         l2_bytes = int(getattr(props, "L2_cache_size", 0) or 50 * 2**20)
@@ -182,6 +248,10 @@ class InterleavedTimer:
 
     def flush_l2(self) -> None:
         self._flush.zero_()
+
+    def estimate_side_us(self, side: Side, reps: int = 5) -> float:
+        """`estimate_us` of a side, in its own process when it is remote."""
+        return side.remote.estimate_us(reps) if side.remote is not None else self.estimate_us(side.fn, reps)
 
     def estimate_us(self, fn: Callable[[int], Any], reps: int = 5) -> float:
         """Warm up `fn` and return its median time (events, L2 flushed) over `reps` calls."""
@@ -200,6 +270,8 @@ class InterleavedTimer:
 
     def replay_us(self, side: Side, reps: int = 5) -> float:
         """Median time per launch of `reps` replays of `side`'s first graph (L2 flushed before each)."""
+        if side.remote is not None:
+            return side.remote.replay_us(reps)
         times = []
         for _ in range(reps):
             self.flush_l2()
@@ -231,6 +303,8 @@ class InterleavedTimer:
         pool = torch.cuda.graph_pool_handle()
         try:
             for side in sides:
+                if side.remote is not None:
+                    continue
                 side.graphs, side.kept, side.work_nodes, side.topologies = [], [], [], []
                 for _ in range(GRAPHS_PER_SIDE):
                     keep = set(kept_launches(launches, GRAPHS_PER_SIDE, side.keep_output_bytes,
@@ -259,82 +333,134 @@ class InterleavedTimer:
             self.drop_graphs(sides)
             self.notes.append(f"CUDA graph capture failed, timed with events: {str(exc)[:200]}")
             return "events"
+        return self._prepare_remote(sides, launches, input_sets)
+
+    def _prepare_remote(self, sides: list[Side], launches: int, input_sets: int) -> str:
+        """The remote sides capture their own graphs, once the local ones could: one method for all."""
+        for side in sides:
+            if side.remote is None:
+                continue
+            prepared = side.remote.prepare(True, launches, input_sets, side.keep_output_bytes)
+            if prepared.method != "graph":
+                self.drop_graphs(sides)
+                self.notes.append(f"CUDA graph capture failed in the {side.label}'s process, timed with events: "
+                                  f"{prepared.note[:200]}")
+                return "events"
+            side.launches, side.work_nodes = prepared.launches, prepared.work_nodes
+            side.topologies = prepared.topologies
         return "graph"
 
     @staticmethod
     def drop_graphs(sides: list[Side]) -> None:
         for side in sides:
+            if side.remote is not None:
+                side.remote.drop_graphs()
             side.graphs, side.kept, side.work_nodes, side.topologies, side.launches = [], [], [], [], 1
 
     def run_rounds(self, sides: list[Side], rounds: int, refill: Callable[[int], None],
                    input_sets: int) -> None:
         """`rounds` interleaved rounds, order shuffled per round, input set rotating per round and
-        refilled (`refill(set_index)`) right after it; appends one sample per side. A side with
-        `checks` has its call checked in the rounds `choose_rounds` draws: poisoned before the
-        timed interval, compared after its end event (`timed_checks`), judged after the batch."""
-        note = reset_persisting_l2()
-        if note and note not in self.notes:
-            self.notes.append(note)
+        refilled (`refill(set_index)`; a remote side refills its own) right after it; appends one
+        sample per side. A side with `checks` has its call checked in the rounds `choose_rounds`
+        draws: poisoned before the timed interval, compared after its end event (`timed_checks`),
+        judged after the batch. With a remote side, or when `synchronous`, every repetition is
+        synchronous (module docstring, "Isolated mode"); else the batch is enqueued before one wait."""
+        isolated = self.synchronous or any(side.remote is not None for side in sides)
+        for note in [reset_persisting_l2()] + [s.remote.reset_persisting_l2() for s in sides if s.remote]:
+            if note and note not in self.notes:
+                self.notes.append(note)
         checked = {side.label: choose_rounds(rounds, self._check_rng) for side in sides if side.checks}
-        pending: list[tuple[Side, Any, Any]] = []
+        first_call = {side.label: len(side.samples_us) for side in sides}
+        pending: list[tuple[Side, Any, Any, int]] = []
+        waited: list[tuple[Side, int]] = []      # isolated mode: (side, hold ticket) of each repetition
         for round_index in range(rounds):
             order = sides[:]
             self._rng.shuffle(order)
             current = self._next_set
             self._next_set = (current + 1) % input_sets
             for side in order:
-                checking = side.checks is not None and round_index in checked[side.label]
-                kept = self._rng.randrange(len(side.graphs)) if side.graphs else -1
-                chosen: list[tuple[int, int, Any]] = []
-                if checking and side.checks is not None:
-                    began = pinned.now()
-                    if side.graphs:     # only the launches to be checked: a few fills, not 64
-                        chosen = self._check_rng.sample(side.kept[kept], min(CHECKS_PER_REPLAY, len(side.kept[kept])))
-                        side.checks.poison_kept([launch_out for _, _, launch_out in chosen])
-                    else:
-                        side.checks.poison(current)
-                    side.checks.spent_s += pinned.now() - began
-                self.flush_l2()
-                ticket = self._hold.hold() if self._hold is not None and side.held else 0
-                start, end = pinned.new_event(), pinned.new_event()
-                pinned.record(start)
-                out = None
-                if side.graphs:
-                    side.graphs[kept].replay()
-                else:
-                    out = side.fn(current)
-                pinned.record(end)              # the checks below are outside the timed interval
-                if ticket:
-                    self._hold.release(ticket)
-                if checking and side.checks is not None:
-                    began = pinned.now()
-                    call = f"timed call {len(side.samples_us) + round_index}"
-                    if side.graphs:
-                        for launch, set_index, launch_out in chosen:
-                            side.checks.enqueue(f"{call}, launch {launch} of its graph replay", launch_out, set_index)
-                    else:
-                        side.checks.enqueue(call, out, current)
-                    side.checks.spent_s += pinned.now() - began
-                del out
-                pending.append((side, start, end, ticket))
+                if not isolated:
+                    pending.append((side, *self._enqueue(side, current, round_index in checked.get(side.label, ()),
+                                                         first_call[side.label] + round_index)))
+                    continue
+                if side.remote is not None:     # its client synchronises this process first
+                    side.samples_us.append(side.remote.repetition_us(current))
+                    continue
+                pinned.synchronize()            # as before a remote one: same pacing for both sides
+                start, end, ticket = self._enqueue(side, current, round_index in checked.get(side.label, ()),
+                                                   first_call[side.label] + round_index)
+                pinned.wait(end)
+                side.samples_us.append(pinned.elapsed_ms(start, end) * 1e3 / side.launches)
+                waited.append((side, ticket))
             refill(current)
-        pinned.wait(pending[-1][2])
+            for side in sides:
+                if side.remote is not None:
+                    side.remote.refill(current)
+        if pending:
+            pinned.wait(pending[-1][2])
         for side, start, end, _ticket in pending:
             side.samples_us.append(pinned.elapsed_ms(start, end) * 1e3 / side.launches)
-        self._unhold_waiting_sides(pending)
+        self._unhold_waiting_sides([(side, ticket) for side, _start, _end, ticket in pending] + waited)
         for side in sides:
             if side.checks is not None:
                 began = pinned.now()
                 side.checks.settle()
                 side.checks.spent_s += pinned.now() - began
 
-    def _unhold_waiting_sides(self, pending: list[tuple[Side, Any, Any, int]]) -> None:
+    def repetition_us(self, side: Side, set_index: int) -> float:
+        """One synchronous repetition of an unchecked local side: µs per launch. What a side host
+        runs per request (`side_host`), as `run_rounds` does for a local side in isolated mode."""
+        start, end, _ticket = self._enqueue(side, set_index, False, 0)
+        pinned.wait(end)
+        return pinned.elapsed_ms(start, end) * 1e3 / side.launches
+
+    def _enqueue(self, side: Side, current: int, checking: bool, call_index: int) -> tuple[Any, Any, int]:
+        """Enqueue one repetition of a local side on input set `current` (a graph drawn at random when
+        timed as graphs), checked when `checking`; its (start, end) events and its hold's ticket (0:
+        not held)."""
+        checking = checking and side.checks is not None
+        kept = self._rng.randrange(len(side.graphs)) if side.graphs else -1
+        chosen: list[tuple[int, int, Any]] = []
+        if checking and side.checks is not None:
+            began = pinned.now()
+            if side.graphs:     # only the launches to be checked: a few fills, not 64
+                chosen = self._check_rng.sample(side.kept[kept], min(CHECKS_PER_REPLAY, len(side.kept[kept])))
+                side.checks.poison_kept([launch_out for _, _, launch_out in chosen])
+            else:
+                side.checks.poison(current)
+            side.checks.spent_s += pinned.now() - began
+        for _ in range(SYNCHRONOUS_FLUSHES if self.synchronous else 1):
+            self.flush_l2()
+        ticket = self._hold.hold() if self._hold is not None and side.held else 0
+        start, end = pinned.new_event(), pinned.new_event()
+        pinned.record(start)
+        out = None
+        if side.graphs:
+            side.graphs[kept].replay()
+        else:
+            out = side.fn(current)
+        pinned.record(end)              # the checks below are outside the timed interval
+        if ticket:
+            self._hold.release(ticket)
+        if checking and side.checks is not None:
+            began = pinned.now()
+            call = f"timed call {call_index}"
+            if side.graphs:
+                for launch, set_index, launch_out in chosen:
+                    side.checks.enqueue(f"{call}, launch {launch} of its graph replay", launch_out, set_index)
+            else:
+                side.checks.enqueue(call, out, current)
+            side.checks.spent_s += pinned.now() - began
+        del out
+        return start, end, ticket
+
+    def _unhold_waiting_sides(self, tickets: list[tuple[Side, int]]) -> None:
         """A hold that gave up was waiting for a call that waited for the GPU while it was enqueued:
         that side is timed without the hold from the next batch on, as every side was before it."""
         if self._hold is None:
             return
         gave_up = self._hold.timed_out()
-        for side, _start, _end, ticket in pending:
+        for side, ticket in tickets:
             if gave_up and ticket == gave_up and side.held:
                 side.held = False
                 self.notes.append(f"the {side.label}'s call waits for the GPU while it is enqueued: timed "

@@ -36,7 +36,7 @@ import os
 import statistics
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -149,10 +149,13 @@ class _Watcher:
 
 @contextmanager
 def watch_gpu(device_index: int | None = None, *, interval_s: float = INTERVAL_S,
-              nvml: Any = None, settle: Callable[[], None] | None = None) -> Iterator[_Watcher]:
+              nvml: Any = None, settle: Callable[[], None] | None = None,
+              own_pids: Collection[int] = ()) -> Iterator[_Watcher]:
     """Sample the GPU while the block runs, and probe it idle before and after; `.result` holds the
     `GpuWatch` afterwards. The device is the one torch uses unless `device_index` (NVML's) is given;
-    `nvml` stands in for `pynvml` and `settle` for `torch.cuda.synchronize` (tests)."""
+    `own_pids`: the job's other processes on the GPU (a side host, which is idle whenever this one
+    waits), not counted as sharing it; `nvml` stands in for `pynvml` and `settle` for
+    `torch.cuda.synchronize` (tests)."""
     try:
         nvml = nvml or import_nvml()
         nvml.nvmlInit()
@@ -172,7 +175,7 @@ def watch_gpu(device_index: int | None = None, *, interval_s: float = INTERVAL_S
         watcher._stop.set()
         watcher._thread.join(timeout=5)
         probes.append(_probe(nvml, handle, settle))
-        watcher.result = summarise(watcher.samples, {os.getpid()}, interval_s,
+        watcher.result = summarise(watcher.samples, {os.getpid(), *own_pids}, interval_s,
                                    [p for p in probes if p is not None])
         if watcher.error:
             watcher.result.problems.append(watcher.error)

@@ -14,15 +14,14 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import os
 import subprocess
 import sys
 from enum import IntEnum
 from pathlib import Path
 
-import gate
 from gate.errors import ProfilerError, ToolMissingError
 from gate.nvidia.ncu_report import Launch, read_launches
+from gate.pipeline.toolchain import gate_python_env
 from gate.nvidia.source_counters import RawInstruction
 
 
@@ -34,9 +33,7 @@ class ReaderExit(IntEnum):
 
 def read_launches_isolated(path: Path, ncu_path: str = "ncu", timeout_s: float = 300.0) -> list[Launch]:
     """`read_launches` in a child interpreter; its faults come back as the same exceptions."""
-    env = dict(os.environ)
-    package_root = str(Path(gate.__file__).resolve().parent.parent)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p)
+    env = gate_python_env()
     cmd = [sys.executable, "-m", "gate.pipeline.ncu_isolated", str(path), "--ncu", ncu_path]
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout_s)

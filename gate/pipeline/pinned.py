@@ -23,8 +23,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 # The gate's modules whose functions the timing path calls: a replaced function there is tampering.
+# The baseline's side host is reached through `remote_side` and `side_wire` (issue 26).
 WATCHED_MODULES = ("gate.pipeline.bench", "gate.pipeline.gpu_timing", "gate.pipeline.timed_checks",
-                   "gate.pipeline.stats", "gate.pipeline.pinned", "gate.pipeline.gpu_hold")
+                   "gate.pipeline.stats", "gate.pipeline.pinned", "gate.pipeline.gpu_hold",
+                   "gate.pipeline.remote_side", "gate.pipeline.side_wire")
 # The public Python entry points a patcher reaches for: the gate does not call them, it checks them.
 WATCHED_TORCH = ("torch.cuda.Event.elapsed_time", "torch.cuda.Event.record", "torch.cuda.Event.synchronize",
                  "torch.cuda.synchronize", "torch.cuda.CUDAGraph.replay", "time.perf_counter",

@@ -33,7 +33,6 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import gate
 from gate.domain import KernelMetrics, KernelSpec, ProfileResult, StageStatus
 from gate.domain.codec import to_json
 from gate.domain.job import RunOptions
@@ -41,6 +40,7 @@ from gate.domain.source_lines import KernelSourceProfile
 from gate.errors import ProfilerError, ToolMissingError
 from gate.nvidia.ncu_catalog import arch_of, requested_metrics
 from gate.pipeline.ncu_isolated import read_launches_isolated
+from gate.pipeline.toolchain import gate_python_env
 from gate.nvidia.ncu_report import kernel_metrics
 from gate.nvidia.source_counters import SECTION as SOURCE_SECTION
 from gate.nvidia.source_counters import source_profile
@@ -161,10 +161,7 @@ def profile(kernel: KernelSpec, module_path: str, src_dir: Path, out_dir: Path,
     report_base = out_dir / "profile"
     target = [sys.executable, "-m", "gate.runner.profile_target", str(spec_path)]
     cmd = build_ncu_command(ncu, arch, options.ncu_clock_control, report_base, target)
-    env = dict(os.environ)
-    package_root = str(Path(gate.__file__).resolve().parent.parent)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p)
-    returncode, output = _run_in_own_group(cmd, env, options.stage_timeout_s)
+    returncode, output = _run_in_own_group(cmd, gate_python_env(), options.stage_timeout_s)
     (out_dir / "ncu.log").write_text(output)
     status = TargetStatus(**json.loads(status_path.read_text())) if status_path.is_file() else None
     version = ncu_version(ncu)

@@ -2,6 +2,12 @@
 
 `measure`: static (candidate and baseline side by side) -> with a GPU: build (candidate, baseline) -> correctness -> bench
 (candidate vs baseline vs peers, interleaved) -> profile (candidate, baseline) -> fingerprint.
+Both builds are imported into this process, unless either side's sources register torch ops
+(`build.registers_torch_ops`: two builds of one op namespace cannot share a process, issue 26), or
+the manifest asks for it (`own_process`); then
+the baseline is loaded and timed in a side host of its own (`side_host`, `remote_side`), closed after
+the bench, and a crash while loading it is its build's failure, not this process's end. Such a kernel
+is timed with the isolated pacing alone too (`bench.time_revisions(synchronous=)`).
 Without a GPU those stages are NOT_RUN "not run: no CUDA device"; on a GPU the kernel's archs exclude
 (`sm_90a` only, on an A100) they are NOT_RUN with that reason. The GPU stage modules are imported
 inside the GPU branch only, so a CPU machine never imports torch.
@@ -145,6 +151,7 @@ def _static_sides(request: JobRequest, result: JobResult, emit: Emit) -> None:
 def _measure_on_gpu(request: JobRequest, result: JobResult, emit: Emit,
                     save: Callable[[JobResult], None]) -> None:
     from gate.pipeline import bench, build, clock_lock, correctness, fingerprint, gpu_watch, pinned, profile, workloads
+    from gate.pipeline.remote_side import SideHostClient, SideHostError
 
     # The timer's references, before the first built module (and its initialiser) is imported.
     pinned.pin()
@@ -153,6 +160,11 @@ def _measure_on_gpu(request: JobRequest, result: JobResult, emit: Emit,
     artifacts = Path(request.artifacts_dir)
     cache = object_cache_dir(request)
     modules: dict[str, Any] = {}
+    cand_src = Path(request.candidate.path)
+    hosts: dict[str, SideHostClient] = {}
+    registers_ops = kernel.own_process or any(build.registers_torch_ops(kernel, Path(checkout.path))
+                                              for checkout in (request.candidate, request.baseline) if checkout)
+    isolated = registers_ops and request.baseline is not None
 
     def build_side(side: Side, src: Path) -> BuildResult:
         res = build.build_extension(kernel, src, cache, artifacts / side / Stage.BUILD, nvcc=options.nvcc_path)
@@ -160,51 +172,71 @@ def _measure_on_gpu(request: JobRequest, result: JobResult, emit: Emit,
             # Said before the import: a static initialiser that aborts the process (a second
             # TORCH_LIBRARY of one namespace is SIGABRT) leaves this as the stage's last word.
             emit(ProgressEvent(stage=Stage.BUILD, side=side, state="running", detail=LOADING_MODULE))
+            if isolated and side is Side.BASELINE:
+                # The job's one workload (the candidate's, as in one process) drives both sides.
+                try:
+                    hosts[side] = SideHostClient.start(kernel, res.module_path, cand_src,
+                                                       artifacts / side / Stage.BUILD / "side-host.log",
+                                                       quiesce=pinned.synchronize)
+                except SideHostError as exc:
+                    res.status = StageStatus.FAILED
+                    res.reason = f"the built module does not load in its own process: {exc}"
+                return res
             try:
                 modules[side] = build.load_module(res.module_path)
             except (ImportError, OSError) as exc:   # e.g. an undefined symbol in the kernel's code
                 res.status, res.reason = StageStatus.FAILED, f"the built module does not import: {exc}"
         return res
 
-    cand_src = Path(request.candidate.path)
     result.candidate.build = _stage(emit, Stage.BUILD, Side.CANDIDATE, BuildResult,
                                     lambda: build_side(Side.CANDIDATE, cand_src))
     save(result)   # before the baseline loads: a crash there must not take the candidate's result along
-    if request.baseline and result.baseline:
-        result.baseline.build = _stage(emit, Stage.BUILD, Side.BASELINE, BuildResult,
-                                       lambda: build_side(Side.BASELINE, Path(request.baseline.path)))
-        save(result)
-    if Side.CANDIDATE not in modules:
-        _skip_rest(result, emit, "not run: build failed")
-    else:
-        def check() -> CorrectnessResult:
-            try:
-                workload = workloads.get_workload(kernel, cand_src)
-            except GateError:
-                raise
-            except Exception as exc:   # the repository's own workload code failed
-                return CorrectnessResult(StageStatus.FAILED, reason=f"workload {kernel.workload}: {exc}")
-            modules["workload"] = workload
-            return correctness.check(kernel, modules[Side.CANDIDATE], workload, options.correctness_seeds)
-
-        result.candidate.correctness = _stage(emit, Stage.CORRECTNESS, Side.CANDIDATE, CorrectnessResult, check)
-        save(result)
-        if result.candidate.correctness.status is not StageStatus.PASSED:
-            _skip_rest(result, emit, f"not run: correctness {result.candidate.correctness.status.value}")
-        else:
-            def timed() -> BenchResult:
-                with clock_lock.apply(options.clock_policy) as clocks, gpu_watch.watch_gpu() as watch:
-                    res = time_revisions(kernel, modules["workload"], modules[Side.CANDIDATE],
-                                         modules.get(Side.BASELINE), options, kept_methods=request.kept_methods)
-                res.gpu_watch = watch.result
-                res.clock_policy, res.clock_note = clocks.policy, clocks.note
-                return res
-
-            result.bench = _stage(emit, Stage.BENCH, Side.JOINT, BenchResult, timed)
+    try:
+        if request.baseline and result.baseline:
+            result.baseline.build = _stage(emit, Stage.BUILD, Side.BASELINE, BuildResult,
+                                           lambda: build_side(Side.BASELINE, Path(request.baseline.path)))
             save(result)
-            _profile_sides(request, result, emit, save, profile.profile)
+        if Side.CANDIDATE not in modules:
+            _skip_rest(result, emit, "not run: build failed")
+        else:
+            def check() -> CorrectnessResult:
+                try:
+                    workload = workloads.get_workload(kernel, cand_src)
+                except GateError:
+                    raise
+                except Exception as exc:   # the repository's own workload code failed
+                    return CorrectnessResult(StageStatus.FAILED, reason=f"workload {kernel.workload}: {exc}")
+                modules["workload"] = workload
+                return correctness.check(kernel, modules[Side.CANDIDATE], workload, options.correctness_seeds)
+
+            result.candidate.correctness = _stage(emit, Stage.CORRECTNESS, Side.CANDIDATE, CorrectnessResult, check)
+            save(result)
+            if result.candidate.correctness.status is not StageStatus.PASSED:
+                _skip_rest(result, emit, f"not run: correctness {result.candidate.correctness.status.value}")
+            else:
+                def timed() -> BenchResult:
+                    own = [host.pid for host in hosts.values()]     # the side host is the job's own
+                    with clock_lock.apply(options.clock_policy) as clocks, gpu_watch.watch_gpu(own_pids=own) as watch:
+                        res = time_revisions(kernel, modules["workload"], modules[Side.CANDIDATE],
+                                             modules.get(Side.BASELINE), options, kept_methods=request.kept_methods,
+                                             baseline_remote=hosts.get(Side.BASELINE), synchronous=registers_ops)
+                    res.gpu_watch = watch.result
+                    res.clock_policy, res.clock_note = clocks.policy, clocks.note
+                    return res
+
+                result.bench = _stage(emit, Stage.BENCH, Side.JOINT, BenchResult, timed)
+                save(result)
+                _close(hosts)       # its memory freed before the profile (each side in an ncu process of its own)
+                _profile_sides(request, result, emit, save, profile.profile)
+    finally:
+        _close(hosts)
     result.fingerprint = fingerprint.collect(options.ncu_path)
     save(result)
+
+
+def _close(hosts: dict[str, Any]) -> None:
+    for host in hosts.values():
+        host.close()
 
 
 def _skip_rest(result: JobResult, emit: Emit, reason: str) -> None:

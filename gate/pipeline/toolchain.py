@@ -44,6 +44,18 @@ class ToolRun:
     timed_out: bool = False      # a fact about the machine's load, not the source: never cached
 
 
+def gate_python_env() -> dict[str, str]:
+    """This process's environment with the gate's package root first on PYTHONPATH: what a child
+    `sys.executable -m gate....` (a profile target, a report reader, a side host) needs to import
+    the gate from wherever it was started."""
+    import gate
+
+    env = dict(os.environ)
+    package_root = str(Path(gate.__file__).resolve().parent.parent)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p)
+    return env
+
+
 def run_tool(command: list[str], cwd: Path, timeout_s: float) -> ToolRun:
     """Run a compiler (argument list, never a shell string) in the box; a timeout is a failed run."""
     try:

@@ -26,8 +26,8 @@ The protocol, and why each part is there:
   tensor. The gate then poisons it with NaN before every checked call (`poison_outputs`: an element
   left unwritten reads NaN, as with a returned output) and leaves it out of the "inputs unchanged"
   check and of `perturb_one` (`read_only`). An op registered with `TORCH_LIBRARY` is reached through
-  `torch_op("ns::op")` once the extension is loaded; torch keeps one registry per process, see
-  docs/manifest.md for what that means while both sides share one. `reference` (float32/float64)
+  `torch_op("ns::op")` once the extension is loaded; torch keeps one registry per process, so such
+  a kernel's baseline is loaded in a process of its own (`side_host`, docs/manifest.md). `reference` (float32/float64)
   and `lowp_reference` (PyTorch in the input dtype) are what correctness compares against (k x
   PyTorch's own error, see `correctness`).
 - `flops(shape)` and `dram_bytes(shape, dtype)` (the compulsory DRAM traffic: every input read once,

@@ -216,8 +216,10 @@ def test_a_child_printing_100_mib_without_a_newline_costs_the_parent_bounded_mem
 
 
 def test_an_abort_while_loading_the_baseline_keeps_the_candidates_own_build_result(tmp_path):
-    """Two builds of one TORCH_LIBRARY namespace: the baseline's import aborts the process. The
-    candidate's build result, saved before, stays; the baseline's build fails naming the step."""
+    """A baseline whose import aborts the child that shares it with the candidate (an initialiser
+    that aborts for its own reasons; two builds of one TORCH_LIBRARY namespace no longer meet there:
+    the baseline goes to a side host, tests/pipeline/test_run_measure.py). The candidate's build
+    result, saved before, stays; the baseline's build fails naming the step."""
     result_file = tmp_path / "art" / RESULT_NAME
     result = run_child(make_request(tmp_path), 30, None, command=child(f"""
         from gate.domain import BuildResult, JobResult, SideResults, StageStatus

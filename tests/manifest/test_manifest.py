@@ -99,6 +99,7 @@ def test_unknown_keys_are_refused_at_every_level(repo, edit, key):
     (('require_sass = ["HMMA"]', 'require_sass = "HMMA"'), "kernel[0].gates.require_sass", "list of strings"),
     (('absolute_shapes = ["b4_h16_s4096_d64_causal"]', 'absolute_shapes = ["b9"]'), "kernel[0].gates.absolute_shapes[0]", "not a declared shape"),
     (('sources = ["kernels/wmma.cu", "extension/binding.cpp"]', 'sources = ["extension/binding.cpp"]'), "kernel[0].sources", ".cu"),
+    (('dtypes = ["float16", "bfloat16"]', 'dtypes = ["float16"]\nown_process = "yes"'), "kernel[0].own_process", "true/false"),
 ])
 def test_bad_values_are_refused_naming_the_key(repo, edit, key, words):
     text = GOOD.replace(*edit, 1)
@@ -213,3 +214,9 @@ def test_a_timeout_that_is_not_a_finite_number_is_refused(repo, value):
     Failed before the finite check in `_Checker.number`."""
     text = GOOD.replace('dtypes = ["float16", "bfloat16"]', f'dtypes = ["float16", "bfloat16"]\ntimeout_s = {value}')
     assert "timeout_s: must be a finite number" in str(refused(repo, text))
+
+
+def test_own_process_is_off_unless_the_manifest_sets_it(repo):
+    assert load_manifest(write(repo, GOOD)).kernels[0].own_process is False
+    text = GOOD.replace('dtypes = ["float16", "bfloat16"]', 'dtypes = ["float16"]\nown_process = true', 1)
+    assert load_manifest(write(repo, text)).kernels[0].own_process is True

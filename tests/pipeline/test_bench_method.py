@@ -43,17 +43,21 @@ class FakeTimer:
     def estimate_us(self, fn, reps=5):
         return fn(0)
 
+    estimate_side_us = InterleavedTimer.estimate_side_us     # a remote side is asked as the real timer asks it
+
     def prepare(self, sides, use_graph, launches, input_sets):
         self.prepared = ([s.label for s in sides], use_graph, launches)
-        if use_graph:
-            for side in sides:
+        if not use_graph:
+            return "events"
+        for side in sides:
+            if side.remote is None:
                 side.launches, side.work_nodes = launches, [launches * self.nodes_per_call]
                 topology = self.topologies.get(side.label, CHAIN)
                 side.topologies = [CHAIN, topology] if topology is not None else []
-        return "graph" if use_graph else "events"
+        return InterleavedTimer._prepare_remote(self, sides, launches, input_sets)
 
     def replay_us(self, side, reps=5):
-        return side.fn(0) * self.replay_share
+        return side.remote.replay_us(reps) if side.remote else side.fn(0) * self.replay_share
 
     drop_graphs = staticmethod(InterleavedTimer.drop_graphs)
 
@@ -62,12 +66,12 @@ class WorkloadWithoutPeers(FakeWorkload):
     peers = None                              # as a custom workload that declares none
 
 
-def prepare(cand_us, base_us=None, workload=None, timer=None, kept=None):
-    kernel = KernelSpec(name="k", sources=["k.cu"], workload="gemm", shapes=[Shape({"m": 16})])
+def prepare(cand_us, base_us=None, workload=None, timer=None, kept=None, base_remote=None):
+    kernel = KernelSpec(name="k", sources=["k.cu"], workload="gemm", shapes=[Shape({"m": 8}), Shape({"m": 16})])
     timer = timer or FakeTimer()
     base = SimpleNamespace(us=base_us) if base_us is not None else None
-    run = bench._prepare(kernel, workload or FakeWorkload(), SimpleNamespace(us=cand_us), base, kernel.shapes[0],
-                         "float16", timer, kept)
+    run = bench._prepare(kernel, workload or FakeWorkload(), SimpleNamespace(us=cand_us), base, kernel.shapes[1],
+                         "float16", timer, kept, base_remote)
     return run, timer.prepared
 
 

@@ -70,6 +70,12 @@ def test_the_sampler_reads_nvml_until_the_block_ends():
     assert any("pid 999999: 1024 MiB" in p for p in result.problems)
 
 
+def test_the_jobs_own_side_host_does_not_count_as_sharing_the_gpu():
+    with watch_gpu(0, interval_s=0.01, nvml=FakeNvml([1980] * 50), own_pids=[999_999]) as watch:
+        time.sleep(0.05)
+    assert watch.result.other_processes == [] and watch.result.problems == []
+
+
 def test_without_nvml_the_watch_says_why_and_the_block_still_runs():
     class Broken:
         def nvmlInit(self):

@@ -78,18 +78,21 @@ def fake_gpu(monkeypatch, static_passes):
     fake_build_args = []
     kept: list = []
     pinned_at: list = []                 # how many stage calls had run when the timer was pinned
+    paced: list = []                     # per bench: whether every repetition was to be synchronous
     fakes = {
         "build": types.SimpleNamespace(
             build_extension=lambda kernel, src, cache, out, nvcc="nvcc": calls.append(("build", src.name)) or
             fake_build_args.append((cache, nvcc)) or BuildResult(
                 P, module_path=f"{src.name}.so"),
-            load_module=lambda path: f"module:{path}"),
+            load_module=lambda path: f"module:{path}",
+            registers_torch_ops=lambda kernel, src: False),
         "workloads": types.SimpleNamespace(get_workload=lambda kernel, src: "gemm-workload"),
         "correctness": types.SimpleNamespace(
             check=lambda kernel, module, workload, seeds: calls.append(("correctness", module)) or CorrectnessResult(P)),
         "bench": types.SimpleNamespace(
-            time_revisions=lambda kernel, workload, cand, base, options, kept_methods=None:
-            calls.append(("bench", cand, base)) or kept.append(kept_methods) or BenchResult(P)),
+            time_revisions=lambda kernel, workload, cand, base, options, kept_methods=None, baseline_remote=None,
+            synchronous=False: calls.append(("bench", cand, base if baseline_remote is None else baseline_remote)) or
+            kept.append(kept_methods) or paced.append(synchronous) or BenchResult(P)),
         "pinned": types.SimpleNamespace(pin=lambda: pinned_at.append(len(calls))),
         "profile": types.SimpleNamespace(
             profile=lambda kernel, path, src, out, options: calls.append(("profile", path)) or ProfileResult(P)),
@@ -103,6 +106,7 @@ def fake_gpu(monkeypatch, static_passes):
     fakes["build_args"] = fake_build_args
     fakes["kept"] = kept
     fakes["pinned_at"] = pinned_at
+    fakes["paced"] = paced
     return calls, fakes
 
 
@@ -245,3 +249,93 @@ def test_the_timer_is_pinned_before_any_build_is_imported_and_the_kept_methods_r
     run.measure(req, lambda e: None)
     assert fakes["pinned_at"] == [0]          # issue 25: before a module initialiser could patch the timer
     assert fakes["kept"] == [{"m16_n16_k16/float16": "events"}]
+
+
+@pytest.fixture
+def isolated_gpu(tmp_path, fake_gpu, side_host_env, monkeypatch):
+    """`fake_gpu` where the sources register torch ops: the baseline goes to a real side host whose
+    GPU operations are `side_host_fakes`; its "built module" is a Python file `base_module` writes."""
+    from side_host_fakes import BACKEND
+
+    from gate.pipeline.remote_side import SideHostClient
+
+    calls, fakes = fake_gpu
+    fakes["build"].registers_torch_ops = lambda kernel, src: src.name == "base"   # one side is enough
+    module = tmp_path / "base_module.py"
+    module.write_text("")
+    fakes["build"].build_extension = lambda kernel, src, cache, out, nvcc="nvcc": calls.append(("build", src.name)) or \
+        BuildResult(P, module_path=str(module) if src.name == "base" else f"{src.name}.so")
+    start = SideHostClient.start.__func__
+    monkeypatch.setattr(SideHostClient, "start",
+                        classmethod(lambda cls, *a, **kw: start(cls, *a, **kw, backend=BACKEND)))
+    monkeypatch.setattr(gate.pipeline.pinned, "synchronize", lambda: None, raising=False)
+    return calls, module, fakes
+
+
+def test_ops_registering_sources_time_the_baseline_in_its_own_process_closed_after_the_bench(tmp_path, isolated_gpu,
+                                                                                            monkeypatch):
+    import contextlib
+
+    from gate.pipeline.remote_side import SideHostClient
+
+    calls, _, fakes = isolated_gpu
+    watched = []
+
+    @contextlib.contextmanager
+    def watch_gpu(own_pids=()):
+        watched.append(list(own_pids))
+        yield types.SimpleNamespace(result=None)
+    fake_watch = types.SimpleNamespace(watch_gpu=watch_gpu)
+    monkeypatch.setitem(sys.modules, "gate.pipeline.gpu_watch", fake_watch)
+    monkeypatch.setattr(gate.pipeline, "gpu_watch", fake_watch, raising=False)
+    result = run.measure(request(tmp_path), lambda e: None)
+    assert result.candidate.build.status is P and result.baseline.build.status is P
+    bench = [c for c in calls if c[0] == "bench"]
+    assert len(bench) == 1 and bench[0][1] == "module:cand.so"
+    host = bench[0][2]
+    assert isinstance(host, SideHostClient)            # not a module imported here
+    assert watched == [[host.pid]]                     # the job's own process: no sharing of the GPU
+    assert host._process.returncode == 0               # asked to close before the profile
+    assert (tmp_path / "art" / "baseline" / "build" / "side-host.log").is_file()
+    assert fakes["paced"] == [True]
+
+
+def test_a_kernel_that_registers_ops_is_paced_alike_alone_so_its_history_means_one_thing(tmp_path, isolated_gpu):
+    calls, _, fakes = isolated_gpu
+    fakes["build"].registers_torch_ops = lambda kernel, src: True
+    run.measure(request(tmp_path, baseline=False), lambda e: None)
+    assert ("bench", "module:cand.so", None) in calls and fakes["paced"] == [True]
+
+
+def test_a_kernel_that_registers_no_ops_keeps_the_one_process_path(tmp_path, fake_gpu):
+    calls, fakes = fake_gpu
+    run.measure(request(tmp_path), lambda e: None)
+    assert ("bench", "module:cand.so", "module:base.so") in calls and fakes["paced"] == [False]
+
+
+def test_a_baseline_whose_import_aborts_its_host_fails_its_build_and_the_candidate_goes_on(tmp_path, isolated_gpu):
+    """Issue 26: the abort ends the side host, not this process: the baseline's build fails naming
+    SIGABRT and torch's message, the candidate's build, correctness and bench (alone) are kept."""
+    calls, module, _ = isolated_gpu
+    module.write_text("import os, sys\nprint('terminate called: Only a single TORCH_LIBRARY can be used to register "
+                      "the namespace gate_probe', file=sys.stderr, flush=True)\nos.abort()\n")
+    result = run.measure(request(tmp_path), lambda e: None)
+    assert result.candidate.build.status is P
+    assert result.baseline.build.status is StageStatus.FAILED
+    assert result.baseline.build.reason.startswith(
+        "the built module does not load in its own process: its process killed by SIGABRT during load")
+    assert "Only a single TORCH_LIBRARY" in result.baseline.build.reason
+    assert result.candidate.correctness.status is P and result.bench.status is P
+    assert ("bench", "module:cand.so", None) in calls
+
+
+def test_the_manifests_own_process_isolates_sources_that_show_no_registration(tmp_path, isolated_gpu):
+    from gate.pipeline.remote_side import SideHostClient
+
+    calls, _, fakes = isolated_gpu
+    fakes["build"].registers_torch_ops = lambda kernel, src: False
+    req = request(tmp_path)
+    req.kernel.own_process = True
+    run.measure(req, lambda e: None)
+    bench = [c for c in calls if c[0] == "bench"]
+    assert isinstance(bench[0][2], SideHostClient) and fakes["paced"] == [True]
