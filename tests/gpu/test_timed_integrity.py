@@ -72,6 +72,8 @@ def _gate(variants, name):
                        options=options(data), mirror=mirror)
     print(f"\n| {name} | {outcome.report.verdict.value} | {time.perf_counter() - start:.1f} s | {outcome.report.reason} |")
     print(_evidence(outcome))
+    if outcome.result.bench is not None:
+        print(f"  bench: {outcome.result.bench.reason}")     # names the hold when a side was timed without it
     for st in outcome.result.bench.shapes if outcome.result.bench else []:
         print(f"  {st.shape}: {st.timed_evidence}; method {st.method} {st.method_note}")
     return outcome
