@@ -104,13 +104,6 @@ def repo(root: Path, guard: str = "if (i >= n) return;", launches: int = 1) -> P
     return root
 
 
-@pytest.fixture(scope="module")
-def torch():
-    torch = pytest.importorskip("torch")
-    if not torch.cuda.is_available():
-        pytest.skip("no CUDA device")
-    return torch
-
 
 def test_pyinit_c_is_found_and_the_out_argument_op_passes_then_fails_unwritten(torch, tmp_path):
     """One process per case: a second `TORCH_LIBRARY(gate_probe)` in this process would abort it."""

@@ -14,13 +14,6 @@ pytestmark = pytest.mark.gpu
 PAUSE_S = 0.002
 
 
-@pytest.fixture(scope="module")
-def torch():
-    torch = pytest.importorskip("torch")
-    if not torch.cuda.is_available():
-        pytest.skip("no CUDA device visible to torch")
-    return torch
-
 
 def _timed(torch, hold, sync_inside=False) -> float:
     a = torch.randn(512, 512, device="cuda")

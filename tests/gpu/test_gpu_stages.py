@@ -15,13 +15,6 @@ SUBJECT = Path(__file__).resolve().parents[2] / "bench" / "quality_repo"
 SHAPE = Shape({"n": 100_003, "iters": 64})   # odd size: a masked tail
 
 
-@pytest.fixture(scope="module")
-def torch():
-    torch = pytest.importorskip("torch")
-    if not torch.cuda.is_available():
-        pytest.skip("no CUDA device")
-    return torch
-
 
 @pytest.fixture(scope="module")
 def cache(tmp_path_factory):
