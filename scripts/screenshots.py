@@ -8,7 +8,8 @@ Starts `gate serve --no-executor` on a free loopback port over that database (mi
 current schema, so point it at a copy), picks the kernel whose newest verdict was measured on a GPU,
 its newest revision (a rejected one when the last 20 hold one) and the two revisions around its
 biggest change point (else its last two), and writes overview.png, kernel.png, revision.png and
-compare.png, each page whole (full height). Every
+compare.png, each page whole (full height), and source-lines.png, the revision's first source view
+(docs/source-lines.md), when it has one. Every
 page it shoots names the GPU the numbers come from, and each PNG records in its metadata (tEXt chunks,
 scripts/png_text.py) that GPU and the gate commit whose rules made the verdicts (`--gate-commit`,
 default: this checkout's HEAD, which must then have no uncommitted change under gate/), so
@@ -123,10 +124,29 @@ def shoot(url: str, pages: dict[str, str], out: Path, chromium: str, allow_synth
                 target = out / f"{name}.png"
                 page.screenshot(path=str(target), full_page=True)
                 written.append(target)
+                if name == "revision" and (lines := _source_view(page, out / "source-lines.png")):
+                    written.append(lines)
                 page.close()
         finally:
             browser.close()
     return written
+
+
+def _source_view(page, target: Path) -> Path | None:  # noqa: ANN001  a playwright Page
+    """The revision page's first source view (its heading and its table of lines: docs/source-lines.md)
+    on its own, or None when the revision has none."""
+    table = page.locator("table.source-lines").first
+    if not page.locator("table.source-lines").count():
+        return None
+    heading = page.locator("h3:has(+ table.source-lines)").first
+    top, bottom = heading.bounding_box(), table.bounding_box()
+    if top is None or bottom is None:
+        return None
+    left = min(top["x"], bottom["x"]) - 8
+    clip = {"x": max(left, 0), "y": max(top["y"] - 8, 0), "width": max(top["width"], bottom["width"]) + 16,
+            "height": bottom["y"] + bottom["height"] - top["y"] + 16}
+    page.screenshot(path=str(target), full_page=True, clip=clip)
+    return target
 
 
 def gate_commit() -> str:
