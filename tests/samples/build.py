@@ -425,10 +425,13 @@ TIMED_INTEGRITY: dict[str, tuple[str, str]] = {
     "profiler_aware": ("reject", "profile_matches_timing"),
 }
 # The cheat catalogue: variant -> (verdict, the rule that must decide it). `joined_stream` must be
-# accepted with a time within 2 % of the plain launch.
+# accepted with a time within 2 % of the plain launch. `private_stream_late` was decided by
+# `all_streams_time` until the timed calls were checked (issue 25): its output, written on a stream
+# never joined to the caller's, is not there at the end event of a checked timed call, and
+# `timed_outputs` comes first in the verdict's order (H200: 561 of 592 checked calls unwritten).
 CATALOGUE: dict[str, tuple[str, str]] = {
     "private_stream": ("reject", "correctness"),
-    "private_stream_late": ("reject", "all_streams_time"),
+    "private_stream_late": ("reject", "timed_outputs"),
     "joined_stream": ("accept", ""),
     "deferred_thread": ("reject", "correctness"),
     "cache_by_pointer": ("reject", "correctness"),
