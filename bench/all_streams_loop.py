@@ -1,4 +1,4 @@
-"""What the all-streams check compares (`gpu_timing.all_streams_time`, `decide_rules.integrity_rows`),
+"""What the all-streams check compares (`all_streams.all_streams_time`, `decide_rules.integrity_rows`),
 on honest calls: one device call, under a minute.
 
     python3 bench/all_streams_loop.py        # table on stdout, JSON to $OUT/all_streams_loop.json
@@ -24,7 +24,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from gate.pipeline.bench import all_streams_calls  # noqa: E402
-from gate.pipeline.gpu_timing import InterleavedTimer, all_streams_time  # noqa: E402
+from gate.pipeline.all_streams import all_streams_time  # noqa: E402
+from gate.pipeline.gpu_timing import InterleavedTimer  # noqa: E402
 
 LOOPS = 7                 # repeated loops per subject: the table shows each figure's median
 

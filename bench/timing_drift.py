@@ -34,7 +34,7 @@ the shared-memory GEMM of the issue's time), at 2048 x 2048 x 1024 and 2048^3; a
 bench/quality_repo (compute-bound: the control, which should not move).
 
 What to look for: if `alone+peer, graph` reads like the issue's 457 µs and every events row reads like
-A/A (~600 µs), the method choice was the cause (fixed in `gpu_timing.timing_method`: only the gated
+A/A (~600 µs), the method choice was the cause (fixed in `timing_methods.timing_method`: only the gated
 sides choose). If `no L2 flush` also reads fast, it is the L2 state a graph keeps warm; if `spaced`
 moves, it is clocks/power; `inputs per side`, `outputs kept` and the pool rows point at placement.
 Found on an H100: the peer-chosen graph reads 1 to 5 % fast; an idle GPU before each call, 1.32 to 1.38 x
@@ -58,7 +58,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from gate.domain import Shape  # noqa: E402
 from gate.pipeline import build, workloads  # noqa: E402
-from gate.pipeline.gpu_timing import InterleavedTimer, timing_method  # noqa: E402
+from gate.pipeline.gpu_timing import InterleavedTimer  # noqa: E402
+from gate.pipeline.timing_methods import timing_method  # noqa: E402
 from gate.manifest.load import load_manifest  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -16,10 +16,14 @@ Child side (`python -m gate.runner`, imports only gate.domain, gate.pipeline, to
                                                  caches modules by name: two revisions would share one)
     workloads.get_workload(kernel, src_dir) -> Workload                attention | gemm | module:callable
     correctness.check(...) -> CorrectnessResult
-    bench.time_revisions(...) -> BenchResult                           interleaved, L2 flushed (gpu_timing)
+    bench.time_revisions(...) -> BenchResult                           interleaved, L2 flushed (gpu_timing),
+                                                                       each call held until enqueued (gpu_hold),
+                                                                       graph or events (timing_methods), every
+                                                                       stream's time (all_streams)
     build.registers_torch_ops(kernel, src_dir) -> bool                 then the baseline runs in a side host:
                                                                        side_host (its process), remote_side
-                                                                       (the child's client), side_wire (frames)
+                                                                       (the child's client, remote_protocol),
+                                                                       side_wire (frames)
     stats                                                              pure: bootstrap, Mann-Whitney
     profile.profile(...) -> ProfileResult                              ncu in its own child (catalog:
                                                                        ncu_catalog; the report is read

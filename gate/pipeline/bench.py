@@ -36,17 +36,12 @@ from gate.domain.job import RunOptions, method_key
 from gate.nvidia import roofline
 from gate.pipeline import pinned, stats
 from gate.pipeline.correctness import DTYPE_TOLERANCE
-from gate.pipeline.gpu_timing import (
-    AllStreams,
-    InterleavedTimer,
-    RemoteSide,
-    Side,
-    all_streams_time,
-    timing_method,
-)
+from gate.pipeline.all_streams import AllStreams, all_streams_time
+from gate.pipeline.gpu_timing import InterleavedTimer, Side
 from gate.pipeline.graph_topology import GraphTopology
+from gate.pipeline.remote_protocol import RemoteSide
 from gate.pipeline.timed_checks import checks_for
-from gate.pipeline.timing_methods import graph_refused
+from gate.pipeline.timing_methods import graph_refused, timing_method
 
 ROUNDS_PER_BATCH = 16
 MIN_ROUNDS = 32

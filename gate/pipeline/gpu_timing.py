@@ -13,7 +13,7 @@ latency is what made naive A-then-B interleaving of one 10 µs SDPA call read B 
 call (five API calls where a plain launch has one) read up to +9.8 % in full gate jobs (issue 25).
 Where the hold cannot be made (no driver, no pinned memory) or a side's call waits for the GPU while
 it is enqueued (the hold then times out), that side is timed without it and the notes say so. For launch-bound sides (a few µs) even that is not enough, so such sides are
-timed as CUDA graphs of `GRAPH_LAUNCHES` back-to-back launches cycling over the input sets (captured
+timed as CUDA graphs of `timing_methods.GRAPH_LAUNCHES` back-to-back launches cycling over the input sets (captured
 a few times per side) and a sample is the replay time divided by the launch count; the flush stays
 outside the graph. A replay runs no host code, so host-side caching cannot act inside it.
 
@@ -21,7 +21,7 @@ An idle GPU slows the next call: after 0.5 to 5 ms with nothing to run, one GEMM
 its back-to-back time on an H100, a DRAM-bound kernel 1.14 x after 2 ms (bench/timing_drift.py, "idle
 gap"); ~150 µs of work on every SM right before the call took it away, a one-thread spin did not. So a
 batch's rounds are all enqueued before its one synchronisation; the flush, and a graph or a call of
-at least GRAPH_BELOW_US per repetition, keep the GPU busy while the host enqueues the next, so only
+at least `timing_methods.GRAPH_BELOW_US` per repetition, keep the GPU busy while the host enqueues the next, so only
 the first call of a batch follows an idle GPU, on a side drawn at random.
 
 Rotation and L2: the flush already makes every repetition cold, so rotating sets costs no L2 hits;
@@ -29,15 +29,7 @@ what it costs is the refill (one normal_ per input tensor per round, outside the
 memory of `INPUT_SETS` sets. What it buys: no timed call sees the pointer and content its side saw
 on the call before, so a result cached by pointer or by content is never valid while timed.
 
-The events see only the caller's stream. `all_streams_time` sees every stream: eager calls between
-two device-wide synchronisations, with events on the caller's stream around the same calls. A side that
-does its work on a private stream never joined to the caller's takes far longer per call there than on
-its caller's stream in that loop. Both figures come from one loop, so whatever that loop does to a
-call (a warm L2, back-to-back calls paying each other's write-backs, a host stall that leaves the GPU
-idle) counts on both sides. Compared with its cold event time instead, causal-conv1d's fp16 forward
-(52.5 µs cold, 68 µs per call in the loop on an H100) read as hidden work. (A CUPTI activity trace would see the
-same without host pacing, but enabling it loads every CUDA module of the process: 6 s per job on an
-H100, three times the cost budget of all these defences.)
+The events see only the caller's stream; `all_streams.all_streams_time` sees every stream.
 
 Isolated mode (issue 26): two builds of one PyTorch op namespace cannot share a process (the second
 `TORCH_LIBRARY` aborts it, and `torch.ops.ns.op` is one entry per process), so the baseline may be a
@@ -66,24 +58,14 @@ import ctypes
 import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 from gate.pipeline import pinned
 from gate.pipeline.gpu_hold import Hold
 from gate.pipeline.graph_topology import GraphTopology, capturing_graph, read_topology
+from gate.pipeline.remote_protocol import RemotePrepared, RemoteSide
 from gate.pipeline.timed_checks import CHECKS_PER_REPLAY, TimedChecks, choose_rounds, kept_launches
 
-# Sides faster than this are timed as graphs. The estimate is taken with events, which for a call
-# dispatched through Python (SDPA: ~30 µs of CPU per call) reads the CPU time, not the GPU's: a 10 µs
-# SDPA call estimated at > 20 µs was timed with events on an H200 and showed a 1.5 % A/A bias.
-GRAPH_BELOW_US = 60.0
-# Launches per graph replay: one count for every graph-timed side in every job. A replay has a fixed
-# cost (~4.7 µs) that its launches share, so the per-call figure follows the count: 15.60 µs at 4
-# launches, 14.58 at 32 for one ~15 µs kernel (bench/timing_drift.py). A count taken from the estimate
-# moved with it, and the estimate reads host time too: rounded up to a power of two, it still gave
-# x8 instead of x16 in 2 of 5 "alone" jobs on an H100 (15.04 vs 14.75 µs for one binary, +2 %). At 64
-# the fixed cost is under 0.1 µs per call; a replay lasts at most 64 x GRAPH_BELOW_US.
-GRAPH_LAUNCHES = 64
 # Captures per side, one drawn at random per round (see `InterleavedTimer.prepare`).
 GRAPHS_PER_SIDE = 4
 # L2 flushes before each synchronous repetition (isolated mode). Each follows an idle GPU, for a time
@@ -92,19 +74,6 @@ GRAPHS_PER_SIDE = 4
 # SM right before the call took the penalty away (docs/design.md, bench/timing_drift.py). One flush
 # writes 2 x L2 (~30 µs on an H100); four give ~120 µs of such work, the same on both sides.
 SYNCHRONOUS_FLUSHES = 4
-
-
-def timing_method(gated_estimates_us: list[float]) -> tuple[bool, int]:
-    """(use a graph, launches per replay), chosen from the *gated* sides' estimates only: the
-    candidate's and, when there is one, the baseline's, never a peer's. The two methods measure
-    different things for a kernel that reads much from L2: events time one call from a flushed (cold)
-    L2, a graph's back-to-back launches all but the first from a warm one. A fast peer (cuBLAS at
-    ~15 µs) used to choose the method of a job with no baseline: a 2048 x 2048 x 1024 WMMA GEMM timed
-    alone then read as a graph, 1 to 5 % under its events figure in an A/A job on an H100
-    (bench/timing_drift.py). The launches per replay are always GRAPH_LAUNCHES, whatever the estimate."""
-    if not gated_estimates_us:
-        raise ValueError("timing_method needs the estimate of at least the candidate")
-    return min(gated_estimates_us) < GRAPH_BELOW_US, GRAPH_LAUNCHES
 
 
 def reset_persisting_l2() -> str:
@@ -117,57 +86,6 @@ def reset_persisting_l2() -> str:
         rc = lib.cudaCtxResetPersistingL2Cache()
         return "" if rc == 0 else f"cudaCtxResetPersistingL2Cache returned {rc}"
     return "persisting L2 not reset: libcudart not loadable"
-
-
-@dataclass(frozen=True)
-class AllStreams:
-    per_call_us: float        # wall time per call until every stream of the device had finished
-    enqueue_us: float         # host time per call to enqueue it (what bounds a launch-bound loop)
-    caller_stream_us: float   # the caller's stream per call over the same calls (events), idle gaps included
-
-
-def all_streams_time(fn: Callable[[int], Any], input_sets: int, calls: int) -> AllStreams:
-    """`calls` eager calls between two device-wide synchronisations (`cudaDeviceSynchronize` waits for
-    every stream, the private ones included), bracketed by events on the caller's stream. The wall time
-    per call is the calls' time on all streams; the events' is their time on the caller's stream, idle
-    gaps included (a launch-bound loop reads the host's pace there too); the host's enqueue time is
-    returned beside them."""
-    pinned.synchronize()
-    begin, end = pinned.new_event(), pinned.new_event()
-    start = pinned.now()
-    pinned.record(begin)
-    for i in range(calls):
-        fn(i % input_sets)
-    pinned.record(end)
-    enqueued = pinned.now()
-    pinned.synchronize()
-    done = pinned.now()
-    return AllStreams((done - start) / calls * 1e6, (enqueued - start) / calls * 1e6,
-                      pinned.elapsed_ms(begin, end) * 1e3 / calls)
-
-
-@dataclass(frozen=True)
-class RemotePrepared:
-    """What a remote side's `prepare` returns: the graph check's inputs (`timing_methods.graph_refused`)."""
-    method: str                       # 'graph' or 'events' (its capture failed)
-    launches: int
-    work_nodes: list[int]
-    topologies: list[GraphTopology]
-    note: str = ""                    # why its capture failed
-
-
-class RemoteSide(Protocol):
-    """One shape x dtype of a side whose calls run in another process (`remote_side.RemoteShape`), with
-    input sets of its own there: each operation is one synchronous request, sent once this process's
-    GPU work has finished and answered once the other process's has, so the two never overlap."""
-
-    def estimate_us(self, reps: int) -> float: ...
-    def prepare(self, use_graph: bool, launches: int, input_sets: int, keep_output_bytes: int) -> RemotePrepared: ...
-    def replay_us(self, reps: int) -> float: ...
-    def drop_graphs(self) -> None: ...
-    def repetition_us(self, set_index: int) -> float: ...
-    def refill(self, set_index: int) -> None: ...
-    def reset_persisting_l2(self) -> str: ...   # of its process
 
 
 def _remote_only(set_index: int) -> Any:

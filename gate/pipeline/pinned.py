@@ -24,7 +24,8 @@ from typing import Any
 
 # The gate's modules whose functions the timing path calls: a replaced function there is tampering.
 # The baseline's side host is reached through `remote_side` and `side_wire` (issue 26).
-WATCHED_MODULES = ("gate.pipeline.bench", "gate.pipeline.gpu_timing", "gate.pipeline.timed_checks",
+WATCHED_MODULES = ("gate.pipeline.bench", "gate.pipeline.gpu_timing", "gate.pipeline.all_streams",
+                   "gate.pipeline.timing_methods", "gate.pipeline.timed_checks",
                    "gate.pipeline.stats", "gate.pipeline.pinned", "gate.pipeline.gpu_hold",
                    "gate.pipeline.remote_side", "gate.pipeline.side_wire")
 # The public Python entry points a patcher reaches for: the gate does not call them, it checks them.

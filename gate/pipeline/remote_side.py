@@ -8,7 +8,7 @@ and the tail of its log ("killed by SIGABRT: ... Only a single TORCH_LIBRARY ...
 and the other side's result, are untouched either way.
 
 The client is the bench's `RemoteBaseline`, and its `RemoteShape`s (one per shape x dtype, whose
-input sets and graphs the host keeps until it ends) are the timer's `gpu_timing.RemoteSide`s. Before
+input sets and graphs the host keeps until it ends) are the timer's `remote_protocol.RemoteSide`s. Before
 every request it runs `quiesce` (the GPU child passes `pinned.synchronize`): a request is sent with
 the child's GPU work finished, and the host replies with its own finished (`side_host.serve`), so the
 two processes' work never overlaps on the GPU, whose contexts would otherwise time-slice.
@@ -28,7 +28,7 @@ from gate.domain import KernelSpec
 from gate.domain.codec import to_json
 from gate.errors import RunnerError
 from gate.pipeline import side_wire
-from gate.pipeline.gpu_timing import RemotePrepared
+from gate.pipeline.remote_protocol import RemotePrepared
 from gate.pipeline.graph_topology import GraphTopology
 from gate.pipeline.side_host import DEFAULT_BACKEND
 from gate.pipeline.toolchain import gate_python_env
@@ -146,7 +146,7 @@ class SideHostClient:
 
 
 class RemoteShape:
-    """One shape x dtype of the host's side: the bench's `gpu_timing.RemoteSide`."""
+    """One shape x dtype of the host's side: the bench's `remote_protocol.RemoteSide`."""
 
     def __init__(self, host: SideHostClient, run: str):
         self._host, self._run = host, run

@@ -1,4 +1,5 @@
-"""Whether a CUDA graph of a side times its work: the cross-check of graph replay against eager events.
+"""Which method times a shape: events or a CUDA graph (`timing_method`), and whether a graph of a side
+times its work: the cross-check of graph replay against eager events (`graph_refused`).
 
 A launch on the legacy default stream (`<<<grid, block>>>`, as most public kernels do) or on the
 per-thread default stream is not captured into the graph of the capturing stream, and raises no
@@ -35,6 +36,32 @@ stream. The evidence names the reason (`ShapeTiming.method_note`).
 from __future__ import annotations
 
 from gate.pipeline.graph_topology import GraphTopology
+
+# Sides faster than this are timed as graphs. The estimate is taken with events, which for a call
+# dispatched through Python (SDPA: ~30 µs of CPU per call) reads the CPU time, not the GPU's: a 10 µs
+# SDPA call estimated at > 20 µs was timed with events on an H200 and showed a 1.5 % A/A bias.
+GRAPH_BELOW_US = 60.0
+# Launches per graph replay: one count for every graph-timed side in every job. A replay has a fixed
+# cost (~4.7 µs) that its launches share, so the per-call figure follows the count: 15.60 µs at 4
+# launches, 14.58 at 32 for one ~15 µs kernel (bench/timing_drift.py). A count taken from the estimate
+# moved with it, and the estimate reads host time too: rounded up to a power of two, it still gave
+# x8 instead of x16 in 2 of 5 "alone" jobs on an H100 (15.04 vs 14.75 µs for one binary, +2 %). At 64
+# the fixed cost is under 0.1 µs per call; a replay lasts at most 64 x GRAPH_BELOW_US.
+GRAPH_LAUNCHES = 64
+
+
+def timing_method(gated_estimates_us: list[float]) -> tuple[bool, int]:
+    """(use a graph, launches per replay), chosen from the *gated* sides' estimates only: the
+    candidate's and, when there is one, the baseline's, never a peer's. The two methods measure
+    different things for a kernel that reads much from L2: events time one call from a flushed (cold)
+    L2, a graph's back-to-back launches all but the first from a warm one. A fast peer (cuBLAS at
+    ~15 µs) used to choose the method of a job with no baseline: a 2048 x 2048 x 1024 WMMA GEMM timed
+    alone then read as a graph, 1 to 5 % under its events figure in an A/A job on an H100
+    (bench/timing_drift.py). The launches per replay are always GRAPH_LAUNCHES, whatever the estimate."""
+    if not gated_estimates_us:
+        raise ValueError("timing_method needs the estimate of at least the candidate")
+    return min(gated_estimates_us) < GRAPH_BELOW_US, GRAPH_LAUNCHES
+
 
 GRAPH_MIN_SHARE = 0.25
 

@@ -8,7 +8,8 @@ import pytest
 
 from gate.domain import KernelSpec, Shape
 from gate.pipeline import bench
-from gate.pipeline.gpu_timing import GRAPH_BELOW_US, GRAPH_LAUNCHES, InterleavedTimer, timing_method
+from gate.pipeline.gpu_timing import InterleavedTimer
+from gate.pipeline.timing_methods import GRAPH_BELOW_US, GRAPH_LAUNCHES, timing_method
 from gate.pipeline.graph_topology import topology_of
 
 CHAIN = topology_of([0] * GRAPH_LAUNCHES, [(i, i + 1) for i in range(GRAPH_LAUNCHES - 1)])

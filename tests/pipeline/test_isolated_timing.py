@@ -1,4 +1,4 @@
-"""Timing with the baseline in its own process (issue 26): a `gpu_timing.RemoteSide` in the rounds and
+"""Timing with the baseline in its own process (issue 26): a `remote_protocol.RemoteSide` in the rounds and
 in the method choice. The remote side here is a fake that logs; the real one, over pipes to a real
 process, is tests/pipeline/test_side_host.py."""
 
@@ -9,7 +9,9 @@ from test_bench_method import CHAIN, JOINED, FakeTimer, prepare
 from test_timed_checks import _Checks, _eager_timer
 
 from gate.pipeline import pinned
-from gate.pipeline.gpu_timing import GRAPH_LAUNCHES, SYNCHRONOUS_FLUSHES, RemotePrepared, Side
+from gate.pipeline.gpu_timing import SYNCHRONOUS_FLUSHES, Side
+from gate.pipeline.remote_protocol import RemotePrepared
+from gate.pipeline.timing_methods import GRAPH_LAUNCHES
 
 
 class FakeRemote:

@@ -14,7 +14,7 @@ import types
 
 import pytest
 
-from gate.pipeline import bench, gpu_timing, pinned, timed_checks  # noqa: F401  imported before the fake torch
+from gate.pipeline import all_streams, bench, gpu_timing, pinned, timed_checks  # noqa: F401  imported before the fake torch
 
 PATCHING_EXTENSION = '''
 import time
@@ -85,10 +85,10 @@ def import_extension(tmp_path, source):
 
 def test_a_patching_initialiser_fails_to_move_the_figure_and_is_named(tmp_path, torch_here):
     pinned.pin()
-    before = gpu_timing.all_streams_time(lambda i: None, 3, 4)
+    before = all_streams.all_streams_time(lambda i: None, 3, 4)
     import_extension(tmp_path, PATCHING_EXTENSION)
     assert torch_here.cuda.Event().elapsed_time is not None and time.perf_counter() == 0.0   # it did patch
-    after = gpu_timing.all_streams_time(lambda i: None, 3, 4)
+    after = all_streams.all_streams_time(lambda i: None, 3, 4)
     # begin and end are one record apart on the fake clock: 1 ms over 4 calls, patched or not
     assert before.caller_stream_us == after.caller_stream_us == pytest.approx(250.0)
     assert after.per_call_us > 0                         # the pinned perf_counter still runs
@@ -97,14 +97,14 @@ def test_a_patching_initialiser_fails_to_move_the_figure_and_is_named(tmp_path, 
 
 def test_an_untouched_timer_reports_nothing(torch_here):
     pinned.pin()
-    gpu_timing.all_streams_time(lambda i: None, 3, 2)
+    all_streams.all_streams_time(lambda i: None, 3, 2)
     assert pinned.tampered() == []
 
 
 def test_a_replaced_gate_function_is_named_too(torch_here, monkeypatch):
     pinned.pin()
-    monkeypatch.setattr(gpu_timing, "all_streams_time", lambda *a: None)
-    assert pinned.tampered() == ["gate.pipeline.gpu_timing.all_streams_time"]
+    monkeypatch.setattr(all_streams, "all_streams_time", lambda *a: None)
+    assert pinned.tampered() == ["gate.pipeline.all_streams.all_streams_time"]
 
 
 def test_pinning_again_keeps_the_first_references(tmp_path, torch_here):
