@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -294,6 +295,17 @@ def returncode(code: int) -> int:
     if enabled() and not inside() and 128 < code < 128 + 65:
         return 128 - code
     return code
+
+
+def how_it_ended(code: int) -> str:
+    """A process's end in words, from its (unboxed, `returncode`) exit status: "killed by SIGABRT",
+    "exited with code 3"."""
+    if code >= 0:
+        return f"exited with code {code}"
+    try:
+        return f"killed by {signal.Signals(-code).name}"
+    except ValueError:
+        return f"killed by signal {-code}"
 
 
 def for_compile(argv: list[str], cwd: Path) -> Box:

@@ -236,12 +236,7 @@ def _outcome(request: JobRequest, returncode: int, killed: str | None,
         cls = getattr(gate.errors, error[0], None)
         cls = cls if isinstance(cls, type) and issubclass(cls, GateError) else RunnerError
         raise cls(error[1])
-    if killed is not None:
-        how = killed
-    elif returncode < 0:
-        how = f"killed by {_signal_name(-returncode)}"
-    else:
-        how = f"exited with code {returncode}"
+    how = killed if killed is not None else box.how_it_ended(returncode)
     if not timed_out and returncode in (ExitCode.USAGE, ExitCode.BAD_REQUEST, ExitCode.INTERNAL):
         raise RunnerError(f"the gate's child process failed ({how}): {_last_line(tail)}")
     if not running:
@@ -250,13 +245,6 @@ def _outcome(request: JobRequest, returncode: int, killed: str | None,
     step = f", {last.detail}" if last.state == "running" and last.detail == LOADING_MODULE else ""
     return _synthesise(request, artifacts, budget, stage, side, f"child {how} during {stage} ({side}{step})",
                        evidence)
-
-
-def _signal_name(number: int) -> str:
-    try:
-        return signal.Signals(number).name
-    except ValueError:
-        return f"signal {number}"
 
 
 def _last_line(tail: list[str]) -> str:

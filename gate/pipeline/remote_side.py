@@ -17,7 +17,6 @@ two processes' work never overlaps on the GPU, whose contexts would otherwise ti
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
 from collections.abc import Callable
@@ -26,6 +25,7 @@ from typing import Any
 
 from gate.domain import KernelSpec
 from gate.domain.codec import to_json
+from gate import box
 from gate.errors import RunnerError
 from gate.pipeline import side_wire
 from gate.pipeline.remote_protocol import RemotePrepared
@@ -130,14 +130,7 @@ class SideHostClient:
 
     def _ended(self, op: str) -> str:
         """What ended the host during `op`: the signal or exit status, and the tail of its log."""
-        code = self._wait()
-        if code < 0:
-            try:
-                how = f"killed by {signal.Signals(-code).name}"
-            except ValueError:
-                how = f"killed by signal {-code}"
-        else:
-            how = f"exited with code {code}"
+        how = box.how_it_ended(self._wait())
         try:
             tail = self._log_path.read_text(encoding="utf-8", errors="replace").strip()[-LOG_TAIL_CHARS:]
         except OSError:
