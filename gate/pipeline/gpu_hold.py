@@ -84,9 +84,15 @@ class Hold:
         self._lib, self._function, self._words = lib, function, words   # `words`: keeps the pinned memory alive
         self._released = ctypes.c_uint32.from_address(words.data_ptr())
         self._timed_out = ctypes.c_uint32.from_address(words.data_ptr() + 4)
-        self._device_flag, self._device_timed_out = device_words, device_words + 4
         self._current_stream = current_stream
-        self._ticket = 0
+        # The kernel's arguments, made once: cuLaunchKernel copies their values at each launch, so
+        # the only one that changes, the ticket, is set in place before it (no ctypes objects per call
+        # on the path every timed repetition takes).
+        self._ticket = ctypes.c_uint32(0)
+        self._args = (ctypes.c_uint64(device_words), self._ticket, ctypes.c_uint64(TIMEOUT_NS),
+                      ctypes.c_uint64(device_words + 4))
+        self._params = (ctypes.c_void_p * len(self._args))(
+            *(ctypes.cast(ctypes.byref(a), ctypes.c_void_p) for a in self._args))
 
     @classmethod
     def create(cls) -> tuple[Hold | None, str]:
@@ -112,15 +118,12 @@ class Hold:
         return cls(lib, function, words, device.value, torch.cuda.current_stream), ""
 
     def hold(self) -> int:
-        self._ticket = (self._ticket + 1) & 0xFFFFFFFF
-        args = (ctypes.c_uint64(self._device_flag), ctypes.c_uint32(self._ticket), ctypes.c_uint64(TIMEOUT_NS),
-                ctypes.c_uint64(self._device_timed_out))
-        params = (ctypes.c_void_p * len(args))(*(ctypes.cast(ctypes.byref(a), ctypes.c_void_p) for a in args))
+        self._ticket.value = (self._ticket.value + 1) & 0xFFFFFFFF or 1     # 0 means "not held" to callers
         stream = ctypes.c_void_p(self._current_stream().cuda_stream)
-        rc = self._lib.cuLaunchKernel(self._function, 1, 1, 1, 1, 1, 1, 0, stream, params, None)
+        rc = self._lib.cuLaunchKernel(self._function, 1, 1, 1, 1, 1, 1, 0, stream, self._params, None)
         if rc != 0:
             raise RuntimeError(f"the hold kernel did not launch (CUresult {rc})")
-        return self._ticket
+        return self._ticket.value
 
     def release(self, ticket: int) -> None:
         self._released.value = ticket

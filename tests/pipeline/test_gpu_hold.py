@@ -74,3 +74,34 @@ def test_the_hold_kernel_assembles_for_the_gpus_the_gate_supports(tmp_path, arch
                           capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     assert (tmp_path / "hold.cubin").stat().st_size > 0
+
+
+def test_each_launch_reads_the_next_ticket_and_the_same_words():
+    """The argument block is made once; a launch reads the ticket set just before it."""
+    import ctypes
+
+    seen = []
+
+    class Driver:
+        def cuLaunchKernel(self, _fn, *args):          # noqa: N802  the driver's name
+            params = args[-2]
+            seen.append((ctypes.cast(params[0], ctypes.POINTER(ctypes.c_uint64))[0],
+                         ctypes.cast(params[1], ctypes.POINTER(ctypes.c_uint32))[0],
+                         ctypes.cast(params[2], ctypes.POINTER(ctypes.c_uint64))[0],
+                         ctypes.cast(params[3], ctypes.POINTER(ctypes.c_uint64))[0]))
+            return 0
+
+    class Words:
+        buf = (ctypes.c_uint32 * 2)()
+
+        def data_ptr(self):
+            return ctypes.addressof(self.buf)
+
+    class Stream:
+        cuda_stream = 0
+
+    hold = gpu_hold.Hold(Driver(), None, Words(), 4096, Stream)
+    assert [hold.hold(), hold.hold()] == [1, 2]
+    assert seen == [(4096, 1, gpu_hold.TIMEOUT_NS, 4100), (4096, 2, gpu_hold.TIMEOUT_NS, 4100)]
+    hold.release(2)
+    assert Words.buf[0] == 2
