@@ -135,9 +135,10 @@ def shoot(url: str, pages: dict[str, str], out: Path, chromium: str, allow_synth
 def _source_view(page, target: Path) -> Path | None:  # noqa: ANN001  a playwright Page
     """The revision page's first source view (its heading and its table of lines: docs/source-lines.md)
     on its own, or None when the revision has none."""
-    table = page.locator("table.source-lines").first
-    if not page.locator("table.source-lines").count():
+    tables = page.locator("table.source-lines")
+    if not tables.count():
         return None
+    table = tables.first
     heading = page.locator("h3:has(+ table.source-lines)").first
     top, bottom = heading.bounding_box(), table.bounding_box()
     if top is None or bottom is None:

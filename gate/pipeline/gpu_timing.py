@@ -281,9 +281,12 @@ class InterleavedTimer:
         refilled (`refill(set_index)`; a remote side refills its own) right after it; appends one
         sample per side. A side with `checks` has its call checked in the rounds `choose_rounds`
         draws: poisoned before the timed interval, compared after its end event (`timed_checks`),
-        judged after the batch. With a remote side, or when `synchronous`, every repetition is
-        synchronous (module docstring, "Isolated mode"); else the batch is enqueued before one wait."""
-        isolated = self.synchronous or any(side.remote is not None for side in sides)
+        judged after the batch. When `synchronous` (always beside a remote side: the flushes before
+        each repetition must be the same on both sides), every repetition is synchronous (module
+        docstring, "Isolated mode"); else the batch is enqueued before one wait."""
+        if not self.synchronous and any(side.remote is not None for side in sides):
+            raise ValueError("a remote side needs a synchronous timer (both sides paced alike)")
+        isolated = self.synchronous
         for note in [reset_persisting_l2()] + [s.remote.reset_persisting_l2() for s in sides if s.remote]:
             if note and note not in self.notes:
                 self.notes.append(note)
