@@ -129,9 +129,15 @@ def verdict_time(data_dir: Path, repo: Path, sha: str, base: str, label: str, hi
 
     options = RunOptions(ncu_path=shutil.which("ncu") or "/usr/local/cuda/bin/ncu", ncu_clock_control="none",
                          build_cache_dir=str(data_dir / "build-cache"), bench_budget_s=5.0)
+    timeline: list[str] = []     # "seconds stage/side state": where the verdict's time goes
     t0 = time.perf_counter()
+
+    def heard(event: object) -> None:
+        if event.state != "running":
+            timeline.append(f"{time.perf_counter() - t0:5.1f} {event.stage}/{event.side} {event.state}")
     outcome = gate_job(repo=str(repo), sha=sha, base_sha=base, kernel="fma_chain", data_dir=data_dir,
-                       options=options, mirror=Mirror(data_dir / "mirrors"), reuse_profile=reuse_profile)
+                       options=options, mirror=Mirror(data_dir / "mirrors"), reuse_profile=reuse_profile,
+                       on_event=heard)
     total = time.perf_counter() - t0
     history.append((sha, outcome))
     res = outcome.result
@@ -143,7 +149,10 @@ def verdict_time(data_dir: Path, repo: Path, sha: str, base: str, label: str, hi
     build_c = res.candidate.build
     return {"label": label, "total_s": total, "verdict": outcome.report.verdict.value,
             "reason": outcome.report.reason, "stages_s": stages,
-            "profile_s": stages.get("profile_candidate", 0.0) + stages.get("profile_baseline", 0.0),
+            # a reused baseline profile keeps the duration of the job that measured it: not this job's time
+            "profile_s": stages.get("profile_candidate", 0.0) + (stages.get("profile_baseline", 0.0) if not any(
+                n.startswith("baseline profile") for n in res.notes) else 0.0),
+            "timeline": timeline,
             "cand_cache": [build_c.cache_hits, build_c.cache_misses] if build_c else None,
             "ratios": [round(t.ratio or 0, 4) for t in (res.bench.shapes if res.bench else [])],
             # "... integrity figures in X s": the cost of the all-streams check and the floor (issue 10)
@@ -351,6 +360,8 @@ def _table(r: dict) -> None:
         v = r[key]
         print(f"{v['label']:<28} {v['total_s']:6.1f} s  verdict {v['verdict']} (ratios {v['ratios']}); "
               f"candidate build hits/misses {v['cand_cache']}")
+        print("  stages (s): " + ", ".join(f"{k} {t:.1f}" for k, t in v["stages_s"].items()))
+        print("  timeline (s): " + " | ".join(v.get("timeline", [])))
     if "warm" in r:
         w = r["warm"]
         print(f"{'profile stage (warm)':<28} {w['profile_s']:6.1f} s of {w['total_s']:.1f} s "

@@ -21,20 +21,21 @@ Kernel faults (a compile or link error, a compile that runs past the kernel's ti
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib.util
 import os
 import re
 import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from types import ModuleType
 
 from gate.domain import BuildResult, KernelSpec, StageStatus
-from gate.errors import ManifestError
+from gate.errors import ManifestError, ToolMissingError
 from gate.pipeline import objects
 from gate.pipeline import toolchain as tc
 from gate.pipeline.build_cache import ObjectCache
+from gate.pipeline.compile_pool import CompilePool
 
 extension_name = objects.extension_name
 
@@ -62,17 +63,9 @@ def registers_torch_ops(kernel: KernelSpec, src_dir: Path) -> bool:
     return False
 
 
-def build_extension(kernel: KernelSpec, src_dir: Path, cache_dir: Path, out_dir: Path, *,
-                    nvcc: str = "nvcc") -> BuildResult:
-    """Compile `kernel.sources` (relative to `src_dir`) and link `out_dir/<name>.so`."""
-    start = time.perf_counter()
-    src_dir, out_dir = Path(src_dir).resolve(), Path(out_dir)
-    tools = tc.discover(nvcc)
+def compile_jobs(kernel: KernelSpec, src_dir: Path, tools: tc.Tools, archs: list[str]) -> list[tuple[str, list[str], str]]:
+    """(source, command, key) of every object of the extension: `.cu` for `archs`, `.cpp` with torch."""
     name = extension_name(kernel, src_dir)
-    archs = tc.target_archs(kernel.arch)
-    cache = ObjectCache(Path(cache_dir))
-    out_dir.mkdir(parents=True, exist_ok=True)   # the link writes here even when every object is a hit
-
     jobs = []
     for rel in kernel.sources:
         path = (src_dir / rel).resolve()
@@ -81,15 +74,51 @@ def build_extension(kernel: KernelSpec, src_dir: Path, cache_dir: Path, out_dir:
         if not path.is_file():
             raise ManifestError(f"source {rel!r} does not exist", key="sources")
         if path.suffix == ".cu":
-            command = tools.nvcc_command(archs, name, objects.uses_torch(path, src_dir, kernel.nvcc_flags),
-                                         kernel.nvcc_flags)
+            jobs.append((rel, *objects.cu_job(path, rel, src_dir, archs, name, kernel.nvcc_flags, tools.nvcc, tools)))
         else:
             command = tools.cxx_command(name, kernel.cxx_flags)
-        jobs.append((rel, command, objects.key_of(path, rel, command, tools.versions, src_dir)))
+            jobs.append((rel, command, objects.key_of(path, rel, command, tools.versions, src_dir)))
+    return jobs
 
-    with ThreadPoolExecutor(max_workers=max(1, min(len(jobs), os.cpu_count() or 1))) as pool:
-        results = list(pool.map(lambda j: objects.compile_object(*j, src_dir, out_dir, cache, kernel.timeout_s),
-                                jobs))
+
+def prefetch(kernel: KernelSpec, src_dir: Path, cache_dir: Path, out_dir: Path, pool: CompilePool, *,
+             nvcc: str = "nvcc") -> None:
+    """Start compiling the build's host sources (the `.cpp` binding, the slow one: torch's headers)
+    in `pool` now, without waiting: the build joins those compiles (`build_extension(pool=)`). The
+    `.cu` objects are the static stage's. A manifest the build will reject is left to the build."""
+    src_dir = Path(src_dir).resolve()
+    try:
+        jobs = compile_jobs(kernel, src_dir, tc.discover(nvcc), [])
+    except (ManifestError, ToolMissingError):
+        return
+    cache = ObjectCache(Path(cache_dir))
+    for rel, command, key in jobs:
+        if not rel.endswith(".cu"):
+            pool.submit(key, lambda rel=rel, command=command, key=key: objects.compile_object(
+                rel, command, key, src_dir, out_dir, cache, kernel.timeout_s))
+
+
+def build_extension(kernel: KernelSpec, src_dir: Path, cache_dir: Path, out_dir: Path, *,
+                    nvcc: str = "nvcc", pool: CompilePool | None = None) -> BuildResult:
+    """Compile `kernel.sources` (relative to `src_dir`) and link `out_dir/<name>.so`; in `pool`
+    (the job's, shared with the static stage and `prefetch`) when given."""
+    start = time.perf_counter()
+    src_dir, out_dir = Path(src_dir).resolve(), Path(out_dir)
+    tools = tc.discover(nvcc)
+    name = extension_name(kernel, src_dir)
+    cache = ObjectCache(Path(cache_dir))
+    out_dir.mkdir(parents=True, exist_ok=True)   # the link writes here even when every object is a hit
+    archs = tc.target_archs(kernel.arch)
+    jobs = compile_jobs(kernel, src_dir, tools, archs)
+
+    def compile_one(job: tuple[str, list[str], str]) -> objects.CompiledObject:
+        return objects.compile_object(*job, src_dir, out_dir, cache, kernel.timeout_s)
+
+    with contextlib.ExitStack() as stack:
+        if pool is None:
+            pool = stack.enter_context(CompilePool(max(1, min(len(jobs), os.cpu_count() or 1))))
+        results = [future.result() for future, _ in
+                   [pool.submit(job[2], lambda job=job: compile_one(job)) for job in jobs]]
 
     log = "\n".join(f"== {r.source} ({_provenance(r)})\n{r.log}".rstrip()
                     for r in results)

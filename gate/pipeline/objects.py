@@ -55,6 +55,21 @@ def key_of(path: Path, rel: str, command: list[str], versions: Toolchain, src_di
     return object_key(path, [*command, rel], versions, repo_include_dirs(command, src_dir), src_dir)
 
 
+def cu_job(path: Path, rel: str, src_dir: Path, archs: list[str], name: str, flags: list[str], nvcc: str,
+           tools: tc.Tools | None) -> tuple[list[str], str]:
+    """The command line and cache key of one `.cu` for `archs`, the same in the static stage and the
+    build. A source that includes no torch header is compiled and keyed without torch (its object
+    does not depend on it): it needs no `tools`, so it compiles while the child still imports torch,
+    and where torch is missing. One that does needs `tools` (`toolchain.discover`)."""
+    if not uses_torch(path, src_dir, flags):
+        command = tc.plain_nvcc_command(nvcc, archs, flags)
+        return command, key_of(path, rel, command, tc.nvcc_versions(nvcc), src_dir)
+    if tools is None:
+        raise ValueError(f"{rel} includes torch headers: its command needs torch's flags")
+    command = tools.nvcc_command(archs, name, True, flags)
+    return command, key_of(path, rel, command, tools.versions, src_dir)
+
+
 def compile_object(rel: str, command: list[str], key: str, src_dir: Path, out_dir: Path, cache: ObjectCache,
                    timeout_s: float) -> CompiledObject:
     """`command -c rel` in `src_dir`, or the cached object (or cached failure) of `key`; the log comes

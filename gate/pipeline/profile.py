@@ -23,27 +23,23 @@ Faults, and whose they are:
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
-import signal
 import subprocess
-import sys
 import time
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
 
 from gate.domain import KernelMetrics, KernelSpec, ProfileResult, StageStatus
-from gate.domain.codec import to_json
 from gate.domain.job import RunOptions
 from gate.domain.source_lines import KernelSourceProfile
 from gate.errors import ProfilerError, ToolMissingError
-from gate.nvidia.ncu_catalog import arch_of, requested_metrics
-from gate.pipeline.ncu_isolated import read_launches_isolated
-from gate.pipeline.toolchain import gate_python_env
+from gate.nvidia.ncu_catalog import arch_of
 from gate.nvidia.ncu_report import kernel_metrics
 from gate.nvidia.source_counters import SECTION as SOURCE_SECTION
 from gate.nvidia.source_counters import source_profile
+from gate.pipeline.profile_session import ProfileSession, build_ncu_command  # noqa: F401 (tests import it here)
 
 DEFAULT_WORKLOAD_FACTORY = "gate.pipeline.workloads:get_workload"
 # PyTorch's own kernels (fills, copies, casts) that a binding may launch around the real work.
@@ -56,23 +52,6 @@ class TargetStatus:
     status: str                    # ok | running | kernel_fault | setup_error
     detail: str = ""
     regions: list[list[str]] = field(default_factory=list)   # [shape label, dtype] entered
-
-
-def build_ncu_command(ncu: str, arch: str, clock_control: str, report_base: Path,
-                      target: list[str]) -> list[str]:
-    """The ncu argument list (no shell) that profiles `target` with `arch`'s gate metrics."""
-    return [
-        ncu, "--target-processes", "all",
-        "--profile-from-start", "off",       # only launches between cudaProfilerStart/Stop
-        "--nvtx",                            # record the NVTX range (the shape) of each launch
-        "--replay-mode", "kernel",
-        "--cache-control", "all",            # caches flushed before every replay pass
-        "--clock-control", clock_control,    # identical for both sides of a comparison
-        "--metrics", ",".join(requested_metrics(arch)),
-        "--section", SOURCE_SECTION,         # per-instruction counters: where in the source it got slower
-        "-f", "-o", str(report_base),
-        *target,
-    ]
 
 
 def check_ncu_run(output: str, returncode: int, target: TargetStatus | None) -> str | None:
@@ -114,6 +93,7 @@ def attribute_by_order(kernels: list[KernelMetrics], regions: list[list[str]]) -
         k.shape, k.dtype = regions[i // per_region]
 
 
+@cache
 def ncu_version(ncu: str) -> str:
     """"Version 2025.3.1.0 (build ...)" -> "2025.3.1.0"; "" when ncu does not say."""
     out = subprocess.run([ncu, "--version"], capture_output=True, text=True, timeout=60).stdout
@@ -128,44 +108,38 @@ def local_arch() -> str:
     return arch_of(major, minor)
 
 
-def _run_in_own_group(cmd: list[str], env: dict[str, str], timeout_s: float) -> tuple[int, str]:
-    """Run ncu (and the target under it) in a new process group; kill the whole group on timeout."""
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            env=env, start_new_session=True)
-    try:
-        output, _ = proc.communicate(timeout=timeout_s)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.communicate()
-        raise ProfilerError(f"ncu did not finish within {timeout_s:.0f} s") from None
-    return proc.returncode, output
+def start_session(kernel: KernelSpec, src_dir: Path, out_dir: Path, options: RunOptions, *,
+                  arch: str | None = None, workload_factory: str = DEFAULT_WORKLOAD_FACTORY) -> ProfileSession:
+    """The ncu session of one side's profile, started now and waiting for `profile(session=)`."""
+    ncu = shutil.which(options.ncu_path)
+    if ncu is None:
+        raise ToolMissingError(f"Nsight Compute not found: {options.ncu_path!r} is not on PATH")
+    return ProfileSession.start(kernel, src_dir, out_dir, ncu=ncu, arch=arch or local_arch(),
+                                clock_control=options.ncu_clock_control, workload_factory=workload_factory)
 
 
 def profile(kernel: KernelSpec, module_path: str, src_dir: Path, out_dir: Path,
             options: RunOptions, *, arch: str | None = None,
-            workload_factory: str = DEFAULT_WORKLOAD_FACTORY) -> ProfileResult:
-    """Profile `kernel` (built at `module_path`) on the local GPU. See the module docstring."""
+            workload_factory: str = DEFAULT_WORKLOAD_FACTORY, session: ProfileSession | None = None) -> ProfileResult:
+    """Profile `kernel` (built at `module_path`) on the local GPU, in `session` when one was started
+    ahead (`start_session`), else in one started now. See the module docstring."""
     start = time.monotonic()
-    ncu = shutil.which(options.ncu_path)
-    if ncu is None:
-        raise ToolMissingError(f"Nsight Compute not found: {options.ncu_path!r} is not on PATH")
-    arch = arch or local_arch()
-    out_dir.mkdir(parents=True, exist_ok=True)
-    status_path = out_dir / "profile_target_status.json"
-    status_path.unlink(missing_ok=True)
-    spec_path = out_dir / "profile_target.json"
-    spec_path.write_text(json.dumps({
-        "kernel": to_json(kernel), "module_path": str(module_path), "src_dir": str(src_dir),
-        "status_path": str(status_path), "warmup": 3, "workload_factory": workload_factory,
-    }))
-    report_base = out_dir / "profile"
-    target = [sys.executable, "-m", "gate.runner.profile_target", str(spec_path)]
-    cmd = build_ncu_command(ncu, arch, options.ncu_clock_control, report_base, target)
-    returncode, output = _run_in_own_group(cmd, gate_python_env(), options.stage_timeout_s)
-    (out_dir / "ncu.log").write_text(output)
+    if session is None:
+        session = start_session(kernel, src_dir, out_dir, options, arch=arch, workload_factory=workload_factory)
+    try:
+        return _profiled(kernel, session, module_path, src_dir, options, start)
+    finally:
+        session.cancel()
+
+
+def _profiled(kernel: KernelSpec, session: ProfileSession, module_path: str, src_dir: Path,
+              options: RunOptions, start: float) -> ProfileResult:
+    returncode, output = session.run(module_path, options.stage_timeout_s)
+    status_path = session.status_path
     status = TargetStatus(**json.loads(status_path.read_text())) if status_path.is_file() else None
-    version = ncu_version(ncu)
-    report_path = report_base.with_suffix(".ncu-rep")
+    version = ncu_version(session.ncu)
+    report_path = session.report_path
+    arch = session.arch
 
     def result(status_: StageStatus, reason: str, kernels: list[KernelMetrics],
                source: list[KernelSourceProfile] | None = None) -> ProfileResult:
@@ -176,7 +150,7 @@ def profile(kernel: KernelSpec, module_path: str, src_dir: Path, out_dir: Path,
     fault = check_ncu_run(output, returncode, status)
     if fault is not None:
         return result(StageStatus.FAILED, fault, [])
-    launches = read_launches_isolated(report_path, ncu)   # never in this torch-loaded process
+    launches = session.reader.read(report_path)   # never in this torch-loaded process
     own = [launch for launch in launches if not TORCH_HELPER_KERNEL.match(launch.demangled)]
     kernels = [kernel_metrics(launch) for launch in own]
     attribute_by_order(kernels, status.regions if status else [])

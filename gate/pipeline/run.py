@@ -1,7 +1,9 @@
 """The one module that knows the order of the stages, run inside the GPU child (`gate.runner`).
 
 `measure`: static (candidate and baseline side by side) -> with a GPU: build (candidate, baseline) -> correctness -> bench
-(candidate vs baseline vs peers, interleaved) -> profile (candidate, baseline) -> fingerprint.
+(candidate vs baseline vs peers, interleaved) -> profile (candidate, baseline) -> fingerprint. Meanwhile
+`ahead.Ahead` gives the GPU stages a head start during the static stages: the build's binding compiles
+in the job's one compile pool, and the profile sessions load and wait for their go.
 Both builds are imported into this process, unless either side's sources register torch ops
 (`build.registers_torch_ops`: two builds of one op namespace cannot share a process, issue 26), or
 the manifest asks for it (`own_process`); then
@@ -42,6 +44,8 @@ from gate.domain.job import LOADING_MODULE, Checkout
 from gate.errors import GateError
 from gate.pipeline import static
 from gate.pipeline import toolchain as tc
+from gate.pipeline.ahead import Ahead
+from gate.pipeline.compile_pool import CompilePool, compile_workers
 
 NO_DEVICE = "not run: no CUDA device"
 Emit = Callable[[ProgressEvent], None]
@@ -97,19 +101,24 @@ def measure(request: JobRequest, emit: Emit,
     result = JobResult(kernel=kernel.name, candidate=SideResults(sha=request.candidate.sha),
                        baseline=SideResults(sha=request.baseline.sha) if request.baseline else None)
 
-    _static_sides(request, result, emit)
-    save(result)
-    if result.candidate.static.status is StageStatus.FAILED:
-        skip = "not run: static compile failed"
-    elif not options.gpu_stages:
-        skip = "not run: GPU stages disabled"
-    elif not cuda_available():
-        skip = NO_DEVICE
-    elif why := not_for_this_gpu(kernel.name, kernel.arch):
-        skip = why
-    else:
-        _measure_on_gpu(request, result, emit, save)
-        return result
+    def gpu_ok() -> bool:   # the device nodes first: a CPU machine does not import torch for this
+        return any(Path("/dev").glob("nvidia[0-9]*")) and cuda_available() \
+            and not not_for_this_gpu(kernel.name, kernel.arch)
+
+    with CompilePool(compile_workers()) as pool, Ahead(request, pool, object_cache_dir(request), gpu_ok) as ahead:
+        _static_sides(request, result, emit, pool)
+        save(result)
+        if result.candidate.static.status is StageStatus.FAILED:
+            skip = "not run: static compile failed"
+        elif not options.gpu_stages:
+            skip = "not run: GPU stages disabled"
+        elif not cuda_available():
+            skip = NO_DEVICE
+        elif why := not_for_this_gpu(kernel.name, kernel.arch):
+            skip = why
+        else:
+            _measure_on_gpu(request, result, emit, save, pool, ahead)
+            return result
     result.candidate.build = _not_run(emit, Stage.BUILD, Side.CANDIDATE, BuildResult, skip)
     result.candidate.correctness = _not_run(emit, Stage.CORRECTNESS, Side.CANDIDATE, CorrectnessResult, skip)
     result.bench = _not_run(emit, Stage.BENCH, Side.JOINT, BenchResult, skip)
@@ -119,9 +128,9 @@ def measure(request: JobRequest, emit: Emit,
     return result
 
 
-def _static_sides(request: JobRequest, result: JobResult, emit: Emit) -> None:
+def _static_sides(request: JobRequest, result: JobResult, emit: Emit, pool: CompilePool) -> None:
     """The static stage of the candidate and, for the static delta, the baseline, side by side in one
-    compile pool of the job's size (`static.CompilePool`: a source both revisions share is compiled
+    compile pool of the job (`compile_pool.CompilePool`: a source both revisions share is compiled
     once). Their events go out one line at a time through a lock."""
     kernel, options = request.kernel, request.options
     artifacts = Path(request.artifacts_dir)
@@ -131,7 +140,7 @@ def _static_sides(request: JobRequest, result: JobResult, emit: Emit) -> None:
         with lock:
             emit(event)
 
-    def one_side(side: Side, checkout: Checkout, pool: static.CompilePool) -> StaticResult:
+    def one_side(side: Side, checkout: Checkout) -> StaticResult:
         def compiled(detail: str) -> None:
             say(ProgressEvent(stage=Stage.STATIC, side=side, state="running", detail=detail))
         return _stage(say, Stage.STATIC, side, StaticResult, lambda: static.run_static(
@@ -141,15 +150,14 @@ def _static_sides(request: JobRequest, result: JobResult, emit: Emit) -> None:
     sides = [(Side.CANDIDATE, request.candidate, result.candidate)]
     if request.baseline and result.baseline:
         sides.append((Side.BASELINE, request.baseline, result.baseline))
-    with static.CompilePool(static.compile_workers()) as pool, \
-            ThreadPoolExecutor(max_workers=len(sides), thread_name_prefix="static-side") as per_side:
-        futures = [(target, per_side.submit(one_side, side, checkout, pool)) for side, checkout, target in sides]
+    with ThreadPoolExecutor(max_workers=len(sides), thread_name_prefix="static-side") as per_side:
+        futures = [(target, per_side.submit(one_side, side, checkout)) for side, checkout, target in sides]
         for target, future in futures:
             target.static = future.result()
 
 
 def _measure_on_gpu(request: JobRequest, result: JobResult, emit: Emit,
-                    save: Callable[[JobResult], None]) -> None:
+                    save: Callable[[JobResult], None], pool: CompilePool, ahead: Ahead) -> None:
     from gate.pipeline import bench, build, clock_lock, correctness, fingerprint, gpu_watch, pinned, profile, workloads
     from gate.pipeline.remote_side import SideHostClient, SideHostError
 
@@ -167,7 +175,8 @@ def _measure_on_gpu(request: JobRequest, result: JobResult, emit: Emit,
     isolated = registers_ops and request.baseline is not None
 
     def build_side(side: Side, src: Path) -> BuildResult:
-        res = build.build_extension(kernel, src, cache, artifacts / side / Stage.BUILD, nvcc=options.nvcc_path)
+        res = build.build_extension(kernel, src, cache, artifacts / side / Stage.BUILD, nvcc=options.nvcc_path,
+                                    pool=pool)
         if res.status is StageStatus.PASSED:
             # Said before the import: a static initialiser that aborts the process (a second
             # TORCH_LIBRARY of one namespace is SIGABRT) leaves this as the stage's last word.
@@ -215,7 +224,8 @@ def _measure_on_gpu(request: JobRequest, result: JobResult, emit: Emit,
                 _skip_rest(result, emit, f"not run: correctness {result.candidate.correctness.status.value}")
             else:
                 def timed() -> BenchResult:
-                    own = [host.pid for host in hosts.values()]     # the side host is the job's own
+                    # the side host and the profile sessions waiting for their go are the job's own
+                    own = [host.pid for host in hosts.values()] + ahead.pids()
                     with clock_lock.apply(options.clock_policy) as clocks, gpu_watch.watch_gpu(own_pids=own) as watch:
                         res = time_revisions(kernel, modules["workload"], modules[Side.CANDIDATE],
                                              modules.get(Side.BASELINE), options, kept_methods=request.kept_methods,
@@ -227,10 +237,15 @@ def _measure_on_gpu(request: JobRequest, result: JobResult, emit: Emit,
                 result.bench = _stage(emit, Stage.BENCH, Side.JOINT, BenchResult, timed)
                 save(result)
                 _close(hosts)       # its memory freed before the profile (each side in an ncu process of its own)
-                _profile_sides(request, result, emit, save, profile.profile)
+                # The clocks right after the timed work, read beside the profile's start.
+                with ThreadPoolExecutor(max_workers=1, thread_name_prefix="fingerprint") as probe:
+                    fingerprinted = probe.submit(fingerprint.collect, options.ncu_path)
+                    _profile_sides(request, result, emit, save, profile.profile, ahead)
+                    result.fingerprint = fingerprinted.result()
     finally:
         _close(hosts)
-    result.fingerprint = fingerprint.collect(options.ncu_path)
+    if result.fingerprint is None:
+        result.fingerprint = fingerprint.collect(options.ncu_path)
     save(result)
 
 
@@ -247,7 +262,7 @@ def _skip_rest(result: JobResult, emit: Emit, reason: str) -> None:
 
 
 def _profile_sides(request: JobRequest, result: JobResult, emit: Emit, save: Callable[[JobResult], None],
-                   run_profile: Callable[..., ProfileResult]) -> None:
+                   run_profile: Callable[..., ProfileResult], ahead: Ahead) -> None:
     kernel, options = request.kernel, request.options
     artifacts = Path(request.artifacts_dir)
     if not (options.profile and kernel.profile):
@@ -263,6 +278,7 @@ def _profile_sides(request: JobRequest, result: JobResult, emit: Emit, save: Cal
         sides.append((Side.BASELINE, request.baseline, result.baseline))
     for side, checkout, target in sides:
         module_path = target.build.module_path
+        session = ahead.session(side)
         target.profile = _stage(emit, Stage.PROFILE, side, ProfileResult, lambda: run_profile(
-            kernel, module_path, Path(checkout.path), artifacts / side / Stage.PROFILE, options))
+            kernel, module_path, Path(checkout.path), artifacts / side / Stage.PROFILE, options, session=session))
         save(result)

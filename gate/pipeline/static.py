@@ -11,10 +11,8 @@ CUDA version (12.x prints no "used N barriers"; sm_90a omits cmem) — see NCU-F
 from __future__ import annotations
 
 import contextlib
-import os
 import re
 import subprocess
-import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor, as_completed
@@ -27,6 +25,7 @@ from gate.errors import ToolMissingError
 from gate.pipeline import objects, sass
 from gate.pipeline import toolchain as tc
 from gate.pipeline.build_cache import ObjectCache
+from gate.pipeline.compile_pool import CompilePool, compile_workers
 
 LOG_NAME = "ptxas.log"
 
@@ -91,41 +90,6 @@ def parse_ptxas(log: str) -> list[FunctionResources]:
     ]
 
 
-def compile_workers() -> int:
-    """Compiles at once for one job: half the cores (a CPU machine is shared, a GPU worker's heavy
-    template sources want several)."""
-    return max(1, (os.cpu_count() or 2) // 2)
-
-
-class CompilePool:
-    """One pool for the static compiles of both sides of a job, each key compiled once.
-
-    The candidate's and the baseline's compiles run side by side in it (one after the other they
-    took 82 + 81 s for one monorepo), within one job's `compile_workers`. A source both revisions
-    share has one key; the side that asks second waits for the first one's compile (single flight)
-    instead of compiling it again, and sees it as a cache hit, as it would have one after the other.
-    """
-
-    def __init__(self, workers: int):
-        self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="static-compile")
-        self._lock = threading.Lock()
-        self._flights: dict[str, Future] = {}
-
-    def submit(self, key: str, work: Callable[[], _Read]) -> tuple[Future, bool]:
-        """The future of `key`'s work and whether this call started it (False: joined a flight)."""
-        with self._lock:
-            if key in self._flights:
-                return self._flights[key], False
-            future = self._flights[key] = self._pool.submit(work)
-            return future, True
-
-    def __enter__(self) -> CompilePool:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._pool.shutdown(wait=True)
-
-
 def run_static(kernel: KernelSpec, src_dir: Path, out_dir: Path, nvcc: str = "nvcc",
                cache_dir: Path | None = None, on_compiled: Callable[[str], None] | None = None,
                pool: CompilePool | None = None) -> StaticResult:
@@ -144,12 +108,6 @@ def run_static(kernel: KernelSpec, src_dir: Path, out_dir: Path, nvcc: str = "nv
     nvcc_path = tc.find_nvcc(nvcc)
     src_dir = Path(src_dir).resolve()
     out_dir.mkdir(parents=True, exist_ok=True)
-    try:
-        tools: tc.Tools | None = tc.discover(nvcc_path)
-        no_torch = ""
-    except ToolMissingError as exc:   # torch (or the host compiler) missing: stand-alone objects only
-        tools, no_torch = None, str(exc)
-    versions = tools.versions if tools else tc.nvcc_versions(nvcc_path)
     cache = ObjectCache(Path(cache_dir) if cache_dir else out_dir / "objects")
     name = objects.extension_name(kernel, src_dir)
     disassembler = sass.find_disassembler(nvcc_path)
@@ -158,22 +116,18 @@ def run_static(kernel: KernelSpec, src_dir: Path, out_dir: Path, nvcc: str = "nv
     deferred: list[str] = []
     sass_ok = disassembler is not None
     failure = ""
+    tools: tc.Tools | None = None
+    no_torch = ""
     jobs: list[tuple[str, str, list[str], str]] = []   # (source, arch, command, key)
-    for source_name in kernel.cuda_sources:
-        path = src_dir / source_name
-        torch_needed = objects.uses_torch(path, src_dir, kernel.nvcc_flags)
-        if torch_needed and tools is None:
-            deferred.append(source_name)
-            continue
-        for arch in kernel.arch:
-            command = tools.nvcc_command([arch], name, torch_needed, kernel.nvcc_flags) if tools \
-                else tc.plain_nvcc_command(nvcc_path, [arch], kernel.nvcc_flags)
-            jobs.append((source_name, arch, command, objects.key_of(path, source_name, command, versions, src_dir)))
 
     def read(job: tuple[str, str, list[str], str]) -> _Read:
         source_name, arch, command, key = job
         started = time.monotonic()
-        compiled = objects.compile_object(source_name, command, key, src_dir, out_dir, cache, kernel.timeout_s)
+        future, started_here = pool.submit(key, lambda: objects.compile_object(
+            source_name, command, key, src_dir, out_dir, cache, kernel.timeout_s))
+        compiled = future.result()
+        if not started_here:                       # the other side compiled it: a hit here
+            compiled = replace(compiled, hit=True)
         got = _Read(compiled, seconds=time.monotonic() - started)
         if disassembler is not None and compiled.ok and compiled.obj is not None:
             try:
@@ -182,22 +136,38 @@ def run_static(kernel: KernelSpec, src_dir: Path, out_dir: Path, nvcc: str = "nv
                 got.sass_error = f"disassembler failed on {source_name} ({arch}): {exc}"
         return got
 
+    torch_needed = {s: objects.uses_torch(src_dir / s, src_dir, kernel.nvcc_flags) for s in kernel.cuda_sources}
     reads: dict[int, _Read] = {}
     with contextlib.ExitStack() as stack:
         if pool is None:
-            pool = stack.enter_context(CompilePool(max(1, min(len(jobs), compile_workers()))))
+            pool = stack.enter_context(CompilePool(max(1, min(len(torch_needed) * len(kernel.arch),
+                                                              compile_workers()))))
+        readers = stack.enter_context(ThreadPoolExecutor(max_workers=max(1, len(torch_needed) * len(kernel.arch)),
+                                                         thread_name_prefix="static-read"))
         futures: dict[Future, int] = {}
-        joined: set[int] = set()
-        for i, job in enumerate(jobs):
-            future, started_here = pool.submit(job[3], lambda job=job: read(job))
-            futures[future] = i
-            if not started_here:
-                joined.add(i)
+
+        def add(source_name: str) -> None:
+            for arch in kernel.arch:
+                command, key = objects.cu_job(src_dir / source_name, source_name, src_dir, [arch], name,
+                                              kernel.nvcc_flags, nvcc_path, tools)
+                jobs.append((source_name, arch, command, key))
+                futures[readers.submit(read, jobs[-1])] = len(jobs) - 1
+
+        # Sources without torch headers first: they compile while torch is imported for the rest.
+        for source_name in [s for s, needs in torch_needed.items() if not needs]:
+            add(source_name)
+        if with_torch := [s for s, needs in torch_needed.items() if needs]:
+            try:
+                tools = tc.discover(nvcc_path)
+            except ToolMissingError as exc:   # torch (or the host compiler) missing: left to the build
+                no_torch = str(exc)
+                deferred.extend(with_torch)
+            else:
+                for source_name in with_torch:
+                    add(source_name)
         for future in as_completed(futures):       # in the order they finish: progress as it lands
             i = futures[future]
             got = reads[i] = future.result()
-            if i in joined:                        # the other side compiled it: a hit here
-                got = reads[i] = replace(got, compiled=replace(got.compiled, hit=True))
             if on_compiled is not None and not got.compiled.hit:
                 outcome = "compiled" if got.compiled.ok else "compile error"
                 on_compiled(f"{jobs[i][0]} for {jobs[i][1]}: {outcome} in {got.seconds:.0f} s "

@@ -116,9 +116,10 @@ def plain_nvcc_command(nvcc: str, archs: list[str], extra: list[str] | None = No
     return [nvcc, *_NVCC_FLAGS, *(gencode(a) for a in archs), *(extra or [])]
 
 
+@cache
 def nvcc_versions(nvcc: str) -> Toolchain:
-    """The key versions where torch is not importable: only stand-alone `.cu` objects are made then,
-    and "none" keeps their keys apart from those of a torch build."""
+    """The key versions of a stand-alone `.cu` object (one that includes no torch header): nvcc's
+    alone, torch "none" (`objects.cu_job`)."""
     return Toolchain(torch_version="none", cuda_version="none", compiler_version=_version([nvcc, "--version"]))
 
 

@@ -2,8 +2,10 @@
 
     python -m gate.runner.profile_target SPEC.json
 
-SPEC (written by `gate.pipeline.profile`): {kernel: KernelSpec as JSON, module_path, src_dir,
-status_path, warmup, workload_factory ("module:function", default the built-in workloads)}.
+SPEC (written by `gate.pipeline.profile_session`): {kernel: KernelSpec as JSON, src_dir, status_path,
+warmup, workload_factory ("module:function", default the built-in workloads), and either module_path or
+go_path and wait_s: the target imports torch and the workload's module, then waits (no CUDA call yet)
+for the go file, JSON {module_path}, for at most wait_s seconds}.
 A workload has `make_inputs(shape, dtype, seed, device)` and `call(module, function, inputs)`.
 
 ncu runs this with `--profile-from-start off`, so only the launches between
@@ -11,7 +13,7 @@ ncu runs this with `--profile-from-start off`, so only the launches between
 call also sits in an NVTX push/pop range "gate:<shape>:<dtype>", which ncu records (`--nvtx`) and
 the report reader turns back into the launch's shape.
 
-Whatever happens, the target writes STATUS (status_path) as JSON: {status: running | ok |
+Whatever happens, the target writes STATUS (status_path) as JSON: {status: waiting | running | ok |
 kernel_fault | setup_error, detail, regions: [[shape, dtype], ...] entered so far}. The exit code says the same.
 """
 
@@ -22,6 +24,7 @@ import importlib.machinery
 import importlib.util
 import json
 import sys
+import time
 import traceback
 from enum import IntEnum
 from pathlib import Path
@@ -74,17 +77,34 @@ def _factory(ref: str) -> Any:
     return getattr(importlib.import_module(module_name), attr)
 
 
+def _wait_for_go(spec: dict[str, Any], status: _Status) -> str | None:
+    """A target started ahead (`gate.pipeline.profile_session`): wait, before any CUDA call, for the
+    go file that names the module; None when none came within `wait_s`."""
+    status.write("waiting")
+    go, deadline = Path(spec["go_path"]), time.monotonic() + float(spec["wait_s"])
+    while not go.is_file():
+        if time.monotonic() > deadline:
+            return None
+        time.sleep(0.002)
+    return json.loads(go.read_text())["module_path"]
+
+
 def run(spec: dict[str, Any], status: _Status) -> TargetExit:
     try:
         import torch
 
+        kernel = from_json(KernelSpec, spec["kernel"])
+        factory = _factory(spec.get("workload_factory") or DEFAULT_WORKLOAD_FACTORY)
+        module_path = spec.get("module_path") or _wait_for_go(spec, status)
+        if module_path is None:
+            status.write("setup_error", f"no go within {spec['wait_s']:.0f} s: the job that started "
+                                        "this profile target never asked for its profile")
+            return TargetExit.SETUP_ERROR
         if not torch.cuda.is_available():
             status.write("setup_error", "no CUDA device visible to the profile target")
             return TargetExit.SETUP_ERROR
-        kernel = from_json(KernelSpec, spec["kernel"])
-        module = load_module(spec["module_path"])
-        workload = _factory(spec.get("workload_factory") or DEFAULT_WORKLOAD_FACTORY)(
-            kernel, Path(spec["src_dir"]))
+        module = load_module(module_path)
+        workload = factory(kernel, Path(spec["src_dir"]))
     except Exception:
         status.write("setup_error", traceback.format_exc(limit=4))
         return TargetExit.SETUP_ERROR

@@ -10,6 +10,7 @@ from gate.pipeline.build_cache import Toolchain
 
 
 class FakeTools:
+    nvcc = "nvcc"
     versions = Toolchain("t", "c", "x")
 
     def nvcc_command(self, archs, name, uses_torch, extra=None):
@@ -29,6 +30,7 @@ def test_every_object_a_cache_hit_still_links_into_an_existing_folder(tmp_path, 
     cached.write_bytes(b"\x7fELF")
     monkeypatch.setattr(tc, "discover", lambda nvcc="nvcc": FakeTools())
     monkeypatch.setattr(tc, "target_archs", lambda archs: ["sm_90"])
+    monkeypatch.setattr(tc, "nvcc_versions", lambda nvcc: Toolchain("none", "none", "x"))
     monkeypatch.setattr(objects, "compile_object",
                         lambda rel, *a: objects.CompiledObject(rel, True, True, cached, "ptxas info"))
     linked = []

@@ -4,9 +4,12 @@ The stand-in writes what the real ncu and profile target would leave behind (the
 file, a recorded H200 report, ncu's console lines), so everything around ncu is exercised.
 """
 
+import json
 import os
+import signal
 import stat
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -14,7 +17,7 @@ import pytest
 from gate.domain import KernelSpec, Shape, StageStatus
 from gate.domain.job import RunOptions
 from gate.errors import ProfilerError, ToolMissingError
-from gate.pipeline.profile import profile
+from gate.pipeline.profile import profile, start_session
 
 FAKE_NCU = r'''#!{python}
 import json, os, shutil, sys
@@ -26,6 +29,12 @@ with open(os.environ["FAKE_NCU_ARGS"], "w") as f:
     json.dump(args, f)
 mode = os.environ["FAKE_NCU_MODE"]
 spec = json.load(open(args[-1]))
+if "go_path" in spec:                    # as the real target: nothing before the go file names the module
+    import time
+    while not os.path.exists(spec["go_path"]):
+        time.sleep(0.005)
+    spec["module_path"] = json.load(open(spec["go_path"]))["module_path"]
+json.dump(spec, open(os.environ["FAKE_NCU_ARGS"] + ".spec", "w"))
 regions = [[s, "float16"] for s in ("b1_h8_s512_d64",)]
 def status(s, detail=""):
     json.dump({{"status": s, "detail": detail, "regions": regions}}, open(spec["status_path"], "w"))
@@ -84,8 +93,29 @@ def test_profile_runs_ncu_on_the_profile_target_with_this_arch(tmp_path, fake_nc
     args = json.loads((tmp_path / "args.json").read_text())
     assert args[-3:-1] == ["-m", "gate.runner.profile_target"]
     assert "sm__inst_executed_pipe_tensor_op_gmma.avg.pct_of_peak_sustained_active" in args[args.index("--metrics") + 1]
-    spec = json.loads(Path(args[-1]).read_text())
+    spec = json.loads((tmp_path / "args.json.spec").read_text())
     assert spec["kernel"]["name"] == "attn" and spec["module_path"].endswith("ext.so")
+
+
+def test_a_session_started_ahead_waits_for_its_go_and_then_profiles(tmp_path, fake_ncu, monkeypatch):
+    """The session loads while the job's other stages run; the target sees the module only at go."""
+    monkeypatch.setenv("FAKE_NCU_MODE", "report")
+    options = RunOptions(ncu_path=str(fake_ncu))
+    session = start_session(KERNEL, tmp_path, tmp_path / "out", options, arch="sm_90")
+    time.sleep(0.3)
+    assert session.proc.poll() is None                       # still waiting
+    assert not (tmp_path / "args.json.spec").exists() and not session.status_path.exists()
+    res = profile(KERNEL, str(tmp_path / "later.so"), tmp_path, tmp_path / "out", options, session=session)
+    assert res.status is StageStatus.PASSED and res.kernels
+    assert json.loads((tmp_path / "args.json.spec").read_text())["module_path"].endswith("later.so")
+
+
+def test_a_session_never_asked_for_is_killed_with_its_reader(tmp_path, fake_ncu, monkeypatch):
+    monkeypatch.setenv("FAKE_NCU_MODE", "report")
+    session = start_session(KERNEL, tmp_path, tmp_path / "out", RunOptions(ncu_path=str(fake_ncu)), arch="sm_90")
+    session.cancel()
+    assert session.proc.returncode == -signal.SIGKILL and session.reader.proc.poll() is not None
+    assert not (tmp_path / "args.json.spec").exists()
 
 
 def test_profile_permission_error_raises_profiler_error(tmp_path, fake_ncu, monkeypatch):

@@ -81,7 +81,7 @@ def fake_gpu(monkeypatch, static_passes):
     paced: list = []                     # per bench: whether every repetition was to be synchronous
     fakes = {
         "build": types.SimpleNamespace(
-            build_extension=lambda kernel, src, cache, out, nvcc="nvcc": calls.append(("build", src.name)) or
+            build_extension=lambda kernel, src, cache, out, nvcc="nvcc", pool=None: calls.append(("build", src.name)) or
             fake_build_args.append((cache, nvcc)) or BuildResult(
                 P, module_path=f"{src.name}.so"),
             load_module=lambda path: f"module:{path}",
@@ -95,7 +95,7 @@ def fake_gpu(monkeypatch, static_passes):
             kept.append(kept_methods) or paced.append(synchronous) or BenchResult(P)),
         "pinned": types.SimpleNamespace(pin=lambda: pinned_at.append(len(calls))),
         "profile": types.SimpleNamespace(
-            profile=lambda kernel, path, src, out, options: calls.append(("profile", path)) or ProfileResult(P)),
+            profile=lambda kernel, path, src, out, options, session=None: calls.append(("profile", path)) or ProfileResult(P)),
         "fingerprint": types.SimpleNamespace(collect=lambda ncu: Fingerprint(gpu_name="Fake GPU")),
     }
     for name, fake in fakes.items():
@@ -263,7 +263,7 @@ def isolated_gpu(tmp_path, fake_gpu, side_host_env, monkeypatch):
     fakes["build"].registers_torch_ops = lambda kernel, src: src.name == "base"   # one side is enough
     module = tmp_path / "base_module.py"
     module.write_text("")
-    fakes["build"].build_extension = lambda kernel, src, cache, out, nvcc="nvcc": calls.append(("build", src.name)) or \
+    fakes["build"].build_extension = lambda kernel, src, cache, out, nvcc="nvcc", pool=None: calls.append(("build", src.name)) or \
         BuildResult(P, module_path=str(module) if src.name == "base" else f"{src.name}.so")
     start = SideHostClient.start.__func__
     monkeypatch.setattr(SideHostClient, "start",

@@ -12,6 +12,7 @@ from gate.domain.job import Checkout, JobRequest, RunOptions
 from gate.pipeline import objects, run, static
 from gate.pipeline import toolchain as tc
 from gate.pipeline.build_cache import ObjectCache
+from gate.pipeline.compile_pool import CompilePool
 
 
 def test_a_failed_compile_is_cached_with_its_log(tmp_path, monkeypatch):
@@ -45,7 +46,7 @@ def test_the_pool_runs_each_key_once():
         gate.wait(5)
         runs.append(1)
         return "object"
-    with static.CompilePool(2) as pool:
+    with CompilePool(2) as pool:
         first, started = pool.submit("key", work)
         second, joined_started = pool.submit("key", work)
         gate.set()
@@ -94,7 +95,7 @@ def test_shared_sources_compile_once_and_a_broken_one_fails_from_the_cache(tmp_p
     spec = KernelSpec(name="k", sources=["k.cu"], arch=["sm_90"])
     cache = tmp_path / "objects"
     compiled: list[str] = []
-    with static.CompilePool(2) as pool:
+    with CompilePool(2) as pool:
         sides = {}
         threads = [threading.Thread(target=lambda s=s: sides.__setitem__(s, static.run_static(
             spec, tmp_path / s, tmp_path / "out" / s, cache_dir=cache, on_compiled=compiled.append, pool=pool)))

@@ -1,0 +1,96 @@
+"""What a GPU job starts at its beginning so that its GPU stages do not wait for it.
+
+While the static stages compile (CPU work), a thread of the GPU child:
+- starts compiling the build's host sources in the job's compile pool (`build.prefetch`): on a cold
+  cache the torch binding is the longest compile of the job, and the build would otherwise start it
+  only after the static stages;
+- starts the profile sessions of the sides that will be profiled (`profile.start_session`): ncu, the
+  profile target's interpreter, torch and the report reader load now and wait, without a CUDA
+  context, for the profile stage's go (gate/pipeline/profile_session.py).
+
+Both are only a head start: the build and the profile stage do the same work themselves when nothing
+was started (no GPU, no ncu, an error here), and report their own faults. Sessions never used are
+cancelled when the job ends. Nothing here decides anything.
+"""
+
+from __future__ import annotations
+
+import shutil
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+from gate.domain.job import JobRequest
+from gate.domain.names import Side, Stage
+from gate.errors import GateError
+from gate.pipeline import build
+from gate.pipeline.compile_pool import CompilePool
+from gate.pipeline.profile_session import ProfileSession
+
+
+def group_pids(pgid: int) -> list[int]:
+    """The processes of process group `pgid` (from /proc; [] where there is none)."""
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if len(fields) > 2 and int(fields[2]) == pgid:
+            pids.append(int(entry.name))
+    return pids
+
+
+class Ahead:
+    """`with Ahead(request, pool, cache_dir, gpu_ok):` around the job's stages (see the module docstring).
+    `gpu_ok()` answers whether the GPU stages can run here; it is asked in the thread."""
+
+    def __init__(self, request: JobRequest, pool: CompilePool, cache_dir: Path, gpu_ok: Callable[[], bool]):
+        self.request, self.pool, self.cache_dir, self.gpu_ok = request, pool, cache_dir, gpu_ok
+        self.sessions: dict[str, ProfileSession] = {}
+        self.note = ""                     # why nothing was started ahead, for the log
+        self._thread = threading.Thread(target=self._start, name="ahead", daemon=True)
+
+    def __enter__(self) -> Ahead:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._thread.join()
+        for session in self.sessions.values():
+            session.cancel()
+        self.sessions.clear()
+
+    def session(self, side: str) -> ProfileSession | None:
+        """The session started for `side`, handed over once (the caller runs or cancels it)."""
+        self._thread.join()
+        return self.sessions.pop(side, None)
+
+    def pids(self) -> list[int]:
+        """The processes of the sessions waiting now: the job's own, for the bench's GPU watch."""
+        self._thread.join()
+        return [pid for session in self.sessions.values() for pid in group_pids(session.proc.pid)]
+
+    def _start(self) -> None:
+        request, options, kernel = self.request, self.request.options, self.request.kernel
+        artifacts = Path(request.artifacts_dir)
+        sides = [(Side.CANDIDATE, request.candidate)]
+        if request.baseline:
+            sides.append((Side.BASELINE, request.baseline))
+        try:
+            if not (options.gpu_stages and self.gpu_ok()):
+                self.note = "no GPU stages here"
+                return
+            for side, checkout in sides:
+                build.prefetch(kernel, Path(checkout.path), self.cache_dir, artifacts / side / Stage.BUILD,
+                               self.pool, nvcc=options.nvcc_path)
+            if not (options.profile and kernel.profile and shutil.which(options.ncu_path)):
+                return
+            from gate.pipeline import profile
+            for side, checkout in sides[:1 if not request.profile_baseline else 2]:
+                self.sessions[side] = profile.start_session(kernel, Path(checkout.path),
+                                                            artifacts / side / Stage.PROFILE, options)
+        except (GateError, OSError) as exc:     # the stages will meet it again and report it
+            self.note = f"nothing started ahead: {exc}"

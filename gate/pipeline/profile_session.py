@@ -1,0 +1,115 @@
+"""An ncu session started ahead of its profile stage, and told to go when the stage comes.
+
+A profile stage used to start from nothing when the bench ended: ncu, a Python interpreter, torch and
+the gate's modules loaded (about 3 s on an H100), and after ncu exited another interpreter loaded
+ncu's report module to read the report. Both now start when the job does (`start`), while the CPU
+stages run: the profile target imports what it needs and then waits, with no CUDA context, for
+`go.json` in its folder, which names the module to load (`run`). Nothing of the kernel's runs before
+`go`, and nothing touches the GPU: the target has not initialised CUDA, so the bench's GPU watch sees
+no other process. A session that is not needed (the build failed, profiling is off) is `cancel`ed:
+its process group is killed.
+
+The target waits at most `WAIT_S` for its go: a session whose job died without cancelling it ends
+on its own.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from gate.domain import KernelSpec
+from gate.domain.codec import to_json
+from gate.errors import ProfilerError
+from gate.nvidia.ncu_catalog import requested_metrics
+from gate.nvidia.source_counters import SECTION as SOURCE_SECTION
+from gate.pipeline.ncu_isolated import ReportReader
+from gate.pipeline.toolchain import gate_python_env
+
+WAIT_S = 3600.0
+
+
+def build_ncu_command(ncu: str, arch: str, clock_control: str, report_base: Path,
+                      target: list[str]) -> list[str]:
+    """The ncu argument list (no shell) that profiles `target` with `arch`'s gate metrics."""
+    return [
+        ncu, "--target-processes", "all",
+        "--profile-from-start", "off",       # only launches between cudaProfilerStart/Stop
+        "--nvtx",                            # record the NVTX range (the shape) of each launch
+        "--replay-mode", "kernel",
+        "--cache-control", "all",            # caches flushed before every replay pass
+        "--clock-control", clock_control,    # identical for both sides of a comparison
+        "--metrics", ",".join(requested_metrics(arch)),
+        "--section", SOURCE_SECTION,         # per-instruction counters: where in the source it got slower
+        "-f", "-o", str(report_base),
+        *target,
+    ]
+
+
+@dataclass
+class ProfileSession:
+    proc: subprocess.Popen
+    out_dir: Path
+    reader: ReportReader
+    ncu: str
+    arch: str
+
+    @property
+    def status_path(self) -> Path:
+        return self.out_dir / "profile_target_status.json"
+
+    @property
+    def report_path(self) -> Path:
+        return self.out_dir / "profile.ncu-rep"
+
+    @property
+    def log_path(self) -> Path:
+        return self.out_dir / "ncu.log"
+
+    @classmethod
+    def start(cls, kernel: KernelSpec, src_dir: Path, out_dir: Path, *, ncu: str, arch: str,
+              clock_control: str, workload_factory: str) -> ProfileSession:
+        """ncu on `gate.runner.profile_target`, waiting for its go; the report reader beside it."""
+        out_dir.mkdir(parents=True, exist_ok=True)
+        for stale in ("profile_target_status.json", "go.json", "profile.ncu-rep"):
+            (out_dir / stale).unlink(missing_ok=True)
+        spec_path = out_dir / "profile_target.json"
+        spec_path.write_text(json.dumps({
+            "kernel": to_json(kernel), "src_dir": str(src_dir), "warmup": 3,
+            "status_path": str(out_dir / "profile_target_status.json"), "workload_factory": workload_factory,
+            "go_path": str(out_dir / "go.json"), "wait_s": WAIT_S,
+        }))
+        target = [sys.executable, "-m", "gate.runner.profile_target", str(spec_path)]
+        command = build_ncu_command(ncu, arch, clock_control, out_dir / "profile", target)
+        with open(out_dir / "ncu.log", "w") as log:    # a file, not a pipe: nobody reads it until the end
+            proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=gate_python_env(),
+                                    start_new_session=True)
+        return cls(proc, out_dir, ReportReader(ncu), ncu, arch)
+
+    def run(self, module_path: str, timeout_s: float) -> tuple[int, str]:
+        """Go: the target loads `module_path` and profiles it; ncu's exit code and console output."""
+        go = self.out_dir / "go.json"
+        tmp = go.with_suffix(".tmp")
+        tmp.write_text(json.dumps({"module_path": str(module_path)}))
+        tmp.rename(go)                       # whole or absent: the target never reads half a go
+        try:
+            returncode = self.proc.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            self.cancel()
+            raise ProfilerError(f"ncu did not finish within {timeout_s:.0f} s") from None
+        return returncode, self.log_path.read_text(errors="replace")
+
+    def cancel(self) -> None:
+        """Kill ncu and its target (their own process group) and the reader, if still running."""
+        if self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            self.proc.wait()
+        self.reader.close()

@@ -1,0 +1,132 @@
+"""The GPU stages' head start (issue 30): a kernel source without torch headers compiles while torch
+is still being imported; the build's binding compiles in the job's pool from the start and the build
+joins that compile; profile sessions started ahead and never used are killed with the job."""
+
+import threading
+
+from gate.domain import KernelSpec, StageStatus
+from gate.domain.job import Checkout, JobRequest, RunOptions
+from gate.pipeline import ahead, build, objects, static
+from gate.pipeline import toolchain as tc
+from gate.pipeline.build_cache import Toolchain
+from gate.pipeline.compile_pool import CompilePool
+
+
+class FakeTools:
+    nvcc = "nvcc"
+    versions = Toolchain("2.11", "13.0", "x")
+
+    def nvcc_command(self, archs, name, uses_torch, extra=None):
+        return ["nvcc", "-torch", *archs]
+
+    def cxx_command(self, name, extra=None):
+        return ["c++", "-torch"]
+
+    def link_command(self, objs, output):
+        return ["link", *objs, "-o", output]
+
+
+def _fake_compiles(tmp_path, monkeypatch, compiled: list):
+    obj = tmp_path / "obj.o"
+    obj.write_bytes(b"\x7fELF")
+
+    def compile_object(rel, command, key, src_dir, out_dir, cache, timeout_s):
+        compiled.append(rel)
+        return objects.CompiledObject(rel, True, False, obj, "ptxas info    : Used 8 registers")
+    monkeypatch.setattr(objects, "compile_object", compile_object)
+    monkeypatch.setattr(tc, "nvcc_versions", lambda nvcc: Toolchain("none", "none", "x"))
+    monkeypatch.setattr(tc, "find_nvcc", lambda nvcc: "nvcc")
+    monkeypatch.setattr(static.sass, "find_disassembler", lambda nvcc: None)
+
+
+def test_a_source_without_torch_headers_compiles_while_torch_is_imported(tmp_path, monkeypatch):
+    (tmp_path / "k.cu").write_text("__global__ void k() {}\n")
+    compiled: list = []
+    _fake_compiles(tmp_path, monkeypatch, compiled)
+    released = threading.Event()
+
+    def slow_import(nvcc="nvcc"):
+        assert released.wait(10)
+        return FakeTools()
+    monkeypatch.setattr(tc, "discover", slow_import)
+    spec = KernelSpec(name="k", sources=["k.cu"], arch=["sm_90"])
+    res = static.run_static(spec, tmp_path, tmp_path / "out", cache_dir=tmp_path / "cache")
+    assert res.status is StageStatus.PASSED and compiled == ["k.cu"]    # done without the import
+    released.set()
+
+
+def test_a_source_with_torch_headers_waits_for_torch_and_gets_its_flags(tmp_path, monkeypatch):
+    (tmp_path / "k.cu").write_text("#include <torch/extension.h>\n__global__ void k() {}\n")
+    compiled: list = []
+    _fake_compiles(tmp_path, monkeypatch, compiled)
+    monkeypatch.setattr(tc, "discover", lambda nvcc="nvcc": FakeTools())
+    res = static.run_static(KernelSpec(name="k", sources=["k.cu"], arch=["sm_90"]), tmp_path, tmp_path / "out",
+                            cache_dir=tmp_path / "cache")
+    assert res.status is StageStatus.PASSED and "-torch" in res.log
+
+
+def test_the_plain_object_has_one_key_in_the_static_stage_and_the_build(tmp_path, monkeypatch):
+    (tmp_path / "k.cu").write_text("__global__ void k() {}\n")
+    monkeypatch.setattr(tc, "nvcc_versions", lambda nvcc: Toolchain("none", "none", "x"))
+    static_key = objects.cu_job(tmp_path / "k.cu", "k.cu", tmp_path, ["sm_90"], "k", [], "nvcc", None)
+    build_jobs = build.compile_jobs(KernelSpec(name="k", sources=["k.cu"]), tmp_path, FakeTools(), ["sm_90"])
+    assert build_jobs == [("k.cu", *static_key)]
+
+
+def test_the_prefetched_binding_compiles_once_and_the_build_joins_it(tmp_path, monkeypatch):
+    (tmp_path / "k.cu").write_text("__global__ void k() {}\n")
+    (tmp_path / "b.cpp").write_text("#include <torch/extension.h>\n")
+    compiled: list = []
+    _fake_compiles(tmp_path, monkeypatch, compiled)
+    monkeypatch.setattr(tc, "discover", lambda nvcc="nvcc": FakeTools())
+    monkeypatch.setattr(tc, "target_archs", lambda archs: ["sm_90"])
+    monkeypatch.setattr(tc, "run_tool", lambda command, cwd, timeout_s: tc.ToolRun(True, ""))
+    spec = KernelSpec(name="k", sources=["k.cu", "b.cpp"], arch=["sm_90"])
+    with CompilePool(2) as pool:
+        build.prefetch(spec, tmp_path, tmp_path / "cache", tmp_path / "pre", pool)
+        assert compiled == [] or compiled == ["b.cpp"]      # the binding only: the .cu is the static stage's
+        res = build.build_extension(spec, tmp_path, tmp_path / "cache", tmp_path / "out", pool=pool)
+    assert res.status is StageStatus.PASSED
+    assert sorted(compiled) == ["b.cpp", "k.cu"]           # the binding once, though asked for twice
+
+
+class _Session:
+    def __init__(self):
+        self.cancelled = False
+        self.proc = type("P", (), {"pid": -1})()
+
+    def cancel(self):
+        self.cancelled = True
+
+
+def test_sessions_started_ahead_and_not_taken_are_cancelled_with_the_job(tmp_path, monkeypatch):
+    started = []
+    monkeypatch.setattr(build, "prefetch", lambda *a, **kw: None)
+    monkeypatch.setattr(ahead.shutil, "which", lambda name: "/bin/ncu")
+    import gate.pipeline.profile as profile
+    sessions = {}
+    monkeypatch.setattr(profile, "start_session", lambda kernel, src, out, options: started.append(src.name)
+                        or sessions.setdefault(src.name, _Session()))
+    kernel = KernelSpec(name="k", sources=["k.cu"])
+    request = JobRequest(kernel=kernel, candidate=Checkout("c" * 40, str(tmp_path / "cand")),
+                         baseline=Checkout("b" * 40, str(tmp_path / "base")), artifacts_dir=str(tmp_path / "art"),
+                         options=RunOptions(), profile_baseline=True)
+    with CompilePool(1) as pool, ahead.Ahead(request, pool, tmp_path / "cache", lambda: True) as early:
+        taken = early.session("candidate")
+    assert started == ["cand", "base"]
+    assert taken is sessions["cand"] and not taken.cancelled   # the profile stage runs or cancels its own
+    assert sessions["base"].cancelled and early.sessions == {}
+
+
+def test_nothing_starts_ahead_without_a_gpu(tmp_path, monkeypatch):
+    monkeypatch.setattr(build, "prefetch", lambda *a, **kw: (_ for _ in ()).throw(AssertionError("prefetched")))
+    request = JobRequest(kernel=KernelSpec(name="k", sources=["k.cu"]), candidate=Checkout("c" * 40, str(tmp_path)),
+                         baseline=None, artifacts_dir=str(tmp_path / "art"), options=RunOptions())
+    with CompilePool(1) as pool, ahead.Ahead(request, pool, tmp_path / "cache", lambda: False) as early:
+        assert early.session("candidate") is None
+    assert early.note == "no GPU stages here"
+
+
+def test_group_pids_finds_this_process_in_its_group():
+    import os
+    assert os.getpid() in ahead.group_pids(os.getpgid(0))
