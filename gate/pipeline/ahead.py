@@ -5,8 +5,10 @@ While the static stages compile (CPU work), a thread of the GPU child:
   cache the torch binding is the longest compile of the job, and the build would otherwise start it
   only after the static stages;
 - starts the profile sessions of the sides that will be profiled (`profile.start_session`): ncu, the
-  profile target's interpreter, torch and the report reader load now and wait, without a CUDA
-  context, for the profile stage's go (gate/pipeline/profile_session.py).
+  profile target's interpreter, torch, its CUDA context and the report reader load now and wait for
+  the profile stage's go (gate/pipeline/profile_session.py). The bench does not start until each
+  session's context is up (`wait_ready`: a context being made beside timed work would share the
+  GPU with it); one that is not up in time is cancelled and the profile stage starts its own.
 
 Both are only a head start: the build and the profile stage do the same work themselves when nothing
 was started (no GPU, no ncu, an error here), and report their own faults. Sessions never used are
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 import shutil
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -26,6 +29,8 @@ from gate.errors import GateError
 from gate.pipeline import build
 from gate.pipeline.compile_pool import CompilePool
 from gate.pipeline.profile_session import ProfileSession
+
+READY_S = 30.0     # how long the bench waits for a session's CUDA context (seconds after the GPU stages begin)
 
 
 def group_pids(pgid: int) -> list[int]:
@@ -44,11 +49,12 @@ def group_pids(pgid: int) -> list[int]:
 
 
 class Ahead:
-    """`with Ahead(request, pool, cache_dir, gpu_ok):` around the job's stages (see the module docstring).
-    `gpu_ok()` answers whether the GPU stages can run here; it is asked in the thread."""
+    """`with Ahead(request, pool, cache_dir, gpu_ready):` around the job's stages (see the module
+    docstring). `gpu_ready()` answers whether the GPU stages can run here (and may make the CUDA
+    context meanwhile); it is asked in the thread."""
 
-    def __init__(self, request: JobRequest, pool: CompilePool, cache_dir: Path, gpu_ok: Callable[[], bool]):
-        self.request, self.pool, self.cache_dir, self.gpu_ok = request, pool, cache_dir, gpu_ok
+    def __init__(self, request: JobRequest, pool: CompilePool, cache_dir: Path, gpu_ready: Callable[[], bool]):
+        self.request, self.pool, self.cache_dir, self.gpu_ready = request, pool, cache_dir, gpu_ready
         self.sessions: dict[str, ProfileSession] = {}
         self.note = ""                     # why nothing was started ahead, for the log
         self._thread = threading.Thread(target=self._start, name="ahead", daemon=True)
@@ -68,6 +74,18 @@ class Ahead:
         self._thread.join()
         return self.sessions.pop(side, None)
 
+    def wait_ready(self, timeout_s: float = READY_S) -> None:
+        """Before the bench: every session has its CUDA context up, or is cancelled (the profile stage
+        then starts its own, after the bench). A context being made would share the GPU with timing."""
+        self._thread.join()
+        deadline = time.monotonic() + timeout_s
+        for side, session in list(self.sessions.items()):
+            while (ready := session.ready()) is None and time.monotonic() < deadline:
+                time.sleep(0.01)
+            if not ready:
+                session.cancel()
+                del self.sessions[side]
+
     def pids(self) -> list[int]:
         """The processes of the sessions waiting now: the job's own, for the bench's GPU watch."""
         self._thread.join()
@@ -80,7 +98,7 @@ class Ahead:
         if request.baseline:
             sides.append((Side.BASELINE, request.baseline))
         try:
-            if not (options.gpu_stages and self.gpu_ok()):
+            if not (options.gpu_stages and self.gpu_ready()):
                 self.note = "no GPU stages here"
                 return
             for side, checkout in sides:

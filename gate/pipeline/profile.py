@@ -52,6 +52,7 @@ class TargetStatus:
     status: str                    # ok | running | kernel_fault | setup_error
     detail: str = ""
     regions: list[list[str]] = field(default_factory=list)   # [shape label, dtype] entered
+    times: dict[str, float] = field(default_factory=dict)    # phase -> when it ended (epoch seconds)
 
 
 def check_ncu_run(output: str, returncode: int, target: TargetStatus | None) -> str | None:
@@ -82,6 +83,17 @@ def check_ncu_run(output: str, returncode: int, target: TargetStatus | None) -> 
             return f"the kernel's function launched no CUDA kernel in its profiled calls ({shapes})"
         raise ProfilerError("ncu profiled nothing: the target made no profiled call")
     return None
+
+
+def _target_status(path: Path) -> TargetStatus | None:
+    """The target's last word; a file that is not the target's format counts as none."""
+    try:
+        data = json.loads(path.read_text())
+        return TargetStatus(status=str(data["status"]), detail=str(data.get("detail", "")),
+                            regions=[[str(a), str(b)] for a, b in data.get("regions", [])],
+                            times={str(k): float(v) for k, v in data.get("times", {}).items()})
+    except (OSError, ValueError, TypeError, KeyError):
+        return None
 
 
 def attribute_by_order(kernels: list[KernelMetrics], regions: list[list[str]]) -> None:
@@ -136,7 +148,7 @@ def _profiled(kernel: KernelSpec, session: ProfileSession, module_path: str, src
               options: RunOptions, start: float) -> ProfileResult:
     returncode, output = session.run(module_path, options.stage_timeout_s)
     status_path = session.status_path
-    status = TargetStatus(**json.loads(status_path.read_text())) if status_path.is_file() else None
+    status = _target_status(status_path)
     version = ncu_version(session.ncu)
     report_path = session.report_path
     arch = session.arch
@@ -161,7 +173,8 @@ def _profiled(kernel: KernelSpec, session: ProfileSession, module_path: str, src
     if missing:
         notes.append("n/a on this GPU/ncu (no rule can pass on them): " + ", ".join(missing))
     passes = max((k.replay_passes or 0) for k in kernels)
-    summary = f"{len(kernels)} launch(es) profiled on {arch}, up to {passes} replay passes each"
+    summary = (f"{len(kernels)} launch(es) profiled on {arch}, up to {passes} replay passes each; "
+               + session.phases(status.times if status else {}))
     # The source text of the kept lines comes from the checkout here, in the child: the parent
     # never reads a path the report names.
     source = [source_profile(k.kernel, k.shape, k.dtype, launch.instructions, src_dir)

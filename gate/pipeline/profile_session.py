@@ -3,11 +3,11 @@
 A profile stage used to start from nothing when the bench ended: ncu, a Python interpreter, torch and
 the gate's modules loaded (about 3 s on an H100), and after ncu exited another interpreter loaded
 ncu's report module to read the report. Both now start when the job does (`start`), while the CPU
-stages run: the profile target imports what it needs and then waits, with no CUDA context, for
-`go.json` in its folder, which names the module to load (`run`). Nothing of the kernel's runs before
-`go`, and nothing touches the GPU: the target has not initialised CUDA, so the bench's GPU watch sees
-no other process. A session that is not needed (the build failed, profiling is off) is `cancel`ed:
-its process group is killed.
+stages run: the profile target imports what it needs, creates its CUDA context (`ready`), and then
+waits for `go.json` in its folder, which names the module to load (`run`). Nothing of the
+submission's runs before `go`: the waiting context is idle, and the job counts its processes as its
+own (`ahead.Ahead.pids`, for the bench's GPU watch). A session that is not needed (the build failed,
+profiling is off) is `cancel`ed: its process group is killed.
 
 The target waits at most `WAIT_S` for its go: a session whose job died without cancelling it ends
 on its own.
@@ -20,7 +20,8 @@ import os
 import signal
 import subprocess
 import sys
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from gate.domain import KernelSpec
@@ -58,6 +59,7 @@ class ProfileSession:
     reader: ReportReader
     ncu: str
     arch: str
+    marks: dict[str, float] = field(default_factory=dict)   # go, exited: epoch seconds
 
     @property
     def status_path(self) -> Path:
@@ -91,8 +93,32 @@ class ProfileSession:
                                     start_new_session=True)
         return cls(proc, out_dir, ReportReader(ncu), ncu, arch)
 
+    def ready(self) -> bool | None:
+        """True once the target has its CUDA context and waits for the go; False when it ended
+        before that (the profile stage will say why); None while it is still loading."""
+        if self.proc.poll() is not None:
+            return False
+        try:
+            return json.loads(self.status_path.read_text()).get("status") == "ready" or None
+        except (OSError, ValueError, AttributeError):
+            return None
+
+    def phases(self, times: dict[str, float]) -> str:
+        """Where the stage's time went, from the go: the target's marks, ncu's exit, the report read."""
+        go = self.marks.get("go", 0.0)
+        parts = []
+        if "cuda" in times:
+            parts.append("CUDA context ready before the go" if times["cuda"] <= go
+                         else f"CUDA context {times['cuda'] - go:.1f} s after the go")
+        if "profiled" in times:
+            parts.append(f"module and profiled calls {times['profiled'] - go:.1f} s")
+        if "exited" in self.marks:
+            parts.append(f"ncu done at {self.marks['exited'] - go:.1f} s")
+        return "from the go: " + ", ".join(parts) if parts else "no phase times"
+
     def run(self, module_path: str, timeout_s: float) -> tuple[int, str]:
         """Go: the target loads `module_path` and profiles it; ncu's exit code and console output."""
+        self.marks["go"] = time.time()
         go = self.out_dir / "go.json"
         tmp = go.with_suffix(".tmp")
         tmp.write_text(json.dumps({"module_path": str(module_path)}))
@@ -102,6 +128,7 @@ class ProfileSession:
         except subprocess.TimeoutExpired:
             self.cancel()
             raise ProfilerError(f"ncu did not finish within {timeout_s:.0f} s") from None
+        self.marks["exited"] = time.time()
         return returncode, self.log_path.read_text(errors="replace")
 
     def cancel(self) -> None:

@@ -101,11 +101,18 @@ def measure(request: JobRequest, emit: Emit,
     result = JobResult(kernel=kernel.name, candidate=SideResults(sha=request.candidate.sha),
                        baseline=SideResults(sha=request.baseline.sha) if request.baseline else None)
 
-    def gpu_ok() -> bool:   # the device nodes first: a CPU machine does not import torch for this
-        return any(Path("/dev").glob("nvidia[0-9]*")) and cuda_available() \
-            and not not_for_this_gpu(kernel.name, kernel.arch)
+    def gpu_ready() -> bool:
+        """Whether the GPU stages can run here; if so, the CUDA context is made now, beside the static
+        stages. The device nodes first: a CPU machine does not import torch for this."""
+        if not (any(Path("/dev").glob("nvidia[0-9]*")) and cuda_available()
+                and not not_for_this_gpu(kernel.name, kernel.arch)):
+            return False
+        import torch
 
-    with CompilePool(compile_workers()) as pool, Ahead(request, pool, object_cache_dir(request), gpu_ok) as ahead:
+        torch.empty(1, device="cuda")
+        return True
+
+    with CompilePool(compile_workers()) as pool, Ahead(request, pool, object_cache_dir(request), gpu_ready) as ahead:
         _static_sides(request, result, emit, pool)
         save(result)
         if result.candidate.static.status is StageStatus.FAILED:
@@ -234,6 +241,7 @@ def _measure_on_gpu(request: JobRequest, result: JobResult, emit: Emit,
                     res.clock_policy, res.clock_note = clocks.policy, clocks.note
                     return res
 
+                ahead.wait_ready()      # no CUDA context is being made beside the timed work
                 result.bench = _stage(emit, Stage.BENCH, Side.JOINT, BenchResult, timed)
                 save(result)
                 _close(hosts)       # its memory freed before the profile (each side in an ncu process of its own)

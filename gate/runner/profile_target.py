@@ -4,8 +4,8 @@
 
 SPEC (written by `gate.pipeline.profile_session`): {kernel: KernelSpec as JSON, src_dir, status_path,
 warmup, workload_factory ("module:function", default the built-in workloads), and either module_path or
-go_path and wait_s: the target imports torch and the workload's module, then waits (no CUDA call yet)
-for the go file, JSON {module_path}, for at most wait_s seconds}.
+go_path and wait_s: the target imports torch and the workload's module, creates its CUDA context (no
+kernel of the submission's yet), then waits for the go file, JSON {module_path}, for at most wait_s seconds}.
 A workload has `make_inputs(shape, dtype, seed, device)` and `call(module, function, inputs)`.
 
 ncu runs this with `--profile-from-start off`, so only the launches between
@@ -13,7 +13,7 @@ ncu runs this with `--profile-from-start off`, so only the launches between
 call also sits in an NVTX push/pop range "gate:<shape>:<dtype>", which ncu records (`--nvtx`) and
 the report reader turns back into the launch's shape.
 
-Whatever happens, the target writes STATUS (status_path) as JSON: {status: waiting | running | ok |
+Whatever happens, the target writes STATUS (status_path) as JSON: {status: running | ready (started ahead: CUDA up, waiting for the go) | ok |
 kernel_fault | setup_error, detail, regions: [[shape, dtype], ...] entered so far}. The exit code says the same.
 """
 
@@ -50,9 +50,16 @@ class _Status:
     def __init__(self, path: Path):
         self.path = path
         self.regions: list[list[str]] = []
+        self.times: dict[str, float] = {}     # when each phase ended (time.time()): where the stage's time goes
+        self.status = "running"
+
+    def mark(self, phase: str) -> None:
+        self.times[phase] = time.time()
+        self.write(self.status)
 
     def write(self, status: str, detail: str = "") -> None:
-        data = {"status": status, "detail": detail, "regions": self.regions}
+        self.status = status
+        data = {"status": status, "detail": detail, "regions": self.regions, "times": self.times}
         self.path.write_text(json.dumps(data))
 
 
@@ -78,9 +85,9 @@ def _factory(ref: str) -> Any:
 
 
 def _wait_for_go(spec: dict[str, Any], status: _Status) -> str | None:
-    """A target started ahead (`gate.pipeline.profile_session`): wait, before any CUDA call, for the
-    go file that names the module; None when none came within `wait_s`."""
-    status.write("waiting")
+    """A target started ahead (`gate.pipeline.profile_session`): wait, before the submission's module
+    is loaded, for the go file that names it; None when none came within `wait_s`."""
+    status.write("ready")
     go, deadline = Path(spec["go_path"]), time.monotonic() + float(spec["wait_s"])
     while not go.is_file():
         if time.monotonic() > deadline:
@@ -95,14 +102,17 @@ def run(spec: dict[str, Any], status: _Status) -> TargetExit:
 
         kernel = from_json(KernelSpec, spec["kernel"])
         factory = _factory(spec.get("workload_factory") or DEFAULT_WORKLOAD_FACTORY)
+        if not torch.cuda.is_available():
+            status.write("setup_error", "no CUDA device visible to the profile target")
+            return TargetExit.SETUP_ERROR
+        torch.empty(1, device="cuda")       # the context, under ncu's injection: before the go when started ahead
+        status.mark("cuda")
         module_path = spec.get("module_path") or _wait_for_go(spec, status)
         if module_path is None:
             status.write("setup_error", f"no go within {spec['wait_s']:.0f} s: the job that started "
                                         "this profile target never asked for its profile")
             return TargetExit.SETUP_ERROR
-        if not torch.cuda.is_available():
-            status.write("setup_error", "no CUDA device visible to the profile target")
-            return TargetExit.SETUP_ERROR
+        status.mark("go")
         module = load_module(module_path)
         workload = factory(kernel, Path(spec["src_dir"]))
     except Exception:
@@ -128,6 +138,7 @@ def run(spec: dict[str, Any], status: _Status) -> TargetExit:
     except Exception:
         status.write("kernel_fault", traceback.format_exc(limit=4))
         return TargetExit.KERNEL_FAULT
+    status.times["profiled"] = time.time()
     status.write("ok")
     return TargetExit.OK
 

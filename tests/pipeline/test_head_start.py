@@ -91,12 +91,16 @@ def test_the_prefetched_binding_compiles_once_and_the_build_joins_it(tmp_path, m
 
 
 class _Session:
-    def __init__(self):
+    def __init__(self, ready=True):
         self.cancelled = False
         self.proc = type("P", (), {"pid": -1})()
+        self._ready = ready
 
     def cancel(self):
         self.cancelled = True
+
+    def ready(self):
+        return self._ready
 
 
 def test_sessions_started_ahead_and_not_taken_are_cancelled_with_the_job(tmp_path, monkeypatch):
@@ -130,3 +134,14 @@ def test_nothing_starts_ahead_without_a_gpu(tmp_path, monkeypatch):
 def test_group_pids_finds_this_process_in_its_group():
     import os
     assert os.getpid() in ahead.group_pids(os.getpgid(0))
+
+
+def test_the_bench_waits_for_ready_sessions_and_drops_one_still_loading(tmp_path):
+    request = JobRequest(kernel=KernelSpec(name="k", sources=["k.cu"]), candidate=Checkout("c" * 40, str(tmp_path)),
+                         baseline=None, artifacts_dir=str(tmp_path / "art"), options=RunOptions(gpu_stages=False))
+    with CompilePool(1) as pool, ahead.Ahead(request, pool, tmp_path / "cache", lambda: False) as early:
+        up, loading, died = _Session(True), _Session(None), _Session(False)
+        early.sessions.update({"candidate": up, "baseline": loading, "other": died})
+        early.wait_ready(timeout_s=0.05)
+        assert early.sessions == {"candidate": up}          # a context still being made never meets the bench
+        assert loading.cancelled and died.cancelled and not up.cancelled
