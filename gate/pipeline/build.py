@@ -125,6 +125,9 @@ def build_extension(kernel: KernelSpec, src_dir: Path, cache_dir: Path, out_dir:
     hits = sum(r.hit for r in results)
     misses = len(results) - hits
     failed = [r.source for r in results if not r.ok]
+    if failed and all(r.limit for r in results if not r.ok):
+        return BuildResult(StageStatus.ERROR, f"{failed[0]}: {next(r.limit for r in results if not r.ok)}",
+                           time.perf_counter() - start, hits, misses, "", log)
     if failed:
         return BuildResult(StageStatus.FAILED, f"compile error in {', '.join(failed)}",
                            time.perf_counter() - start, hits, misses, "", log)

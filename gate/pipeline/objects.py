@@ -30,6 +30,7 @@ class CompiledObject:
     hit: bool                     # taken from the cache, not compiled now
     obj: Path | None
     log: str                      # compiler output: ptxas -v lines for a .cu
+    limit: str = ""               # the gate's limit that stopped it (`ToolRun.limit`): not the source's fault
 
 
 # The extension's import name: the manifest's `module`, the sources' `PyInit_<name>`, or derived.
@@ -84,7 +85,7 @@ def compile_object(rel: str, command: list[str], key: str, src_dir: Path, out_di
     # Relative source path and cwd = checkout: no absolute checkout path ends up in the object.
     run = tc.run_tool([*command, "-c", rel, "-o", str(tmp_obj)], cwd=src_dir, timeout_s=timeout_s)
     if not run.ok:
-        if not run.timed_out:
+        if not (run.timed_out or run.out_of_memory):   # the machine's limits are not facts about the source
             cache.put_failure(key, run.output)
-        return CompiledObject(rel, False, False, None, run.output)
+        return CompiledObject(rel, False, False, None, run.output, limit=run.limit)
     return CompiledObject(rel, True, False, cache.put(key, tmp_obj, run.output), run.output)

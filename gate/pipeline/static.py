@@ -4,7 +4,7 @@ include paths and defines, same object cache: `objects.py`), read the resource f
 function. No GPU needed; torch is needed for sources that include its headers.
 
 A compile error is the kernel's fault (`FAILED` with the log); a missing nvcc is the gate's
-(`ToolMissingError`), and so is a missing torch (the stage is `NOT_RUN`, see `run_static`). ptxas lines are read with independent regexes because their fields vary by
+(`ToolMissingError`), so is a compile stopped by the gate's memory limit (`ERROR`, naming the limit), and so is a missing torch (the stage is `NOT_RUN`, see `run_static`). ptxas lines are read with independent regexes because their fields vary by
 CUDA version (12.x prints no "used N barriers"; sm_90a omits cmem) — see NCU-FACTS.md §4.
 """
 
@@ -116,6 +116,7 @@ def run_static(kernel: KernelSpec, src_dir: Path, out_dir: Path, nvcc: str = "nv
     deferred: list[str] = []
     sass_ok = disassembler is not None
     failure = ""
+    gate_limit = ""                                  # a compile the gate's own limit stopped
     tools: tc.Tools | None = None
     no_torch = ""
     jobs: list[tuple[str, str, list[str], str]] = []   # (source, arch, command, key)
@@ -182,6 +183,9 @@ def run_static(kernel: KernelSpec, src_dir: Path, out_dir: Path, nvcc: str = "nv
                 deferred.append(source_name)
             no_torch = "this torch lacks headers it includes (a CPU-only build?)"
             continue
+        if not compiled.ok and compiled.limit:
+            gate_limit = gate_limit or f"{source_name} ({arch}): {compiled.limit}"
+            continue
         if not compiled.ok:
             failure = failure or f"compile error ({arch}): {_first_error(compiled.log, src_dir)}"
             continue
@@ -198,6 +202,9 @@ def run_static(kernel: KernelSpec, src_dir: Path, out_dir: Path, nvcc: str = "nv
     elapsed = time.monotonic() - started
     if failure:
         return StaticResult(StageStatus.FAILED, reason=failure, duration_s=elapsed, functions=functions,
+                            sass_available=sass_ok, log=log)
+    if gate_limit:
+        return StaticResult(StageStatus.ERROR, reason=gate_limit, duration_s=elapsed, functions=functions,
                             sass_available=sass_ok, log=log)
     if not sass_ok:
         functions = [_without_sass(fn) for fn in functions]

@@ -12,6 +12,7 @@ before torch's `cpp_extension` is imported, so a workload that JIT-compiles thro
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -42,6 +43,20 @@ class ToolRun:
     ok: bool
     output: str
     timed_out: bool = False      # a fact about the machine's load, not the source: never cached
+    out_of_memory: bool = False  # stopped at the gate's compile memory limit: never cached either
+
+    @property
+    def limit(self) -> str:
+        """Why the gate, not the source, ended this run ('' when it did not)."""
+        if self.out_of_memory:
+            return (f"the compiler ran out of the memory the gate allows one compile ({box.COMPILE_MEMORY_GIB} GiB "
+                    "per process; GATE_COMPILE_MEMORY_GIB raises it): the gate's limit, not a fault of the source")
+        return ""
+
+
+# What compilers print when an allocation fails: nvcc's front end (cicc, cudafe++), gcc, the linker.
+_OUT_OF_MEMORY = re.compile(r"catastrophic error: out of memory|virtual memory exhausted|std::bad_alloc"
+                            r"|cannot allocate memory|Killed signal terminated program|out of memory allocating")
 
 
 def gate_python_env() -> dict[str, str]:
@@ -62,7 +77,10 @@ def run_tool(command: list[str], cwd: Path, timeout_s: float) -> ToolRun:
         proc = box.run(box.for_compile(command, cwd), command, cwd=cwd, timeout_s=timeout_s)
     except subprocess.TimeoutExpired:
         return ToolRun(False, f"{command[0]}: timed out after {timeout_s:.0f} s", timed_out=True)
-    return ToolRun(proc.returncode == 0, (proc.stdout + proc.stderr).strip())
+    output = (proc.stdout + proc.stderr).strip()
+    # SIGKILL: the box's memory cgroup ended it (the box runs the compiler as a child: -9 or 128 + 9)
+    oom = proc.returncode != 0 and (bool(_OUT_OF_MEMORY.search(output)) or proc.returncode in (-9, 137))
+    return ToolRun(proc.returncode == 0, output, out_of_memory=oom)
 
 
 def device_arch() -> str:

@@ -114,3 +114,26 @@ def test_shared_sources_compile_once_and_a_broken_one_fails_from_the_cache(tmp_p
     (tmp_path / "cand" / "k.cu").write_text(GOOD)       # a fixed source is a new key: compiled now
     fixed = static.run_static(spec, tmp_path / "cand", tmp_path / "out" / "fixed", cache_dir=cache)
     assert fixed.status is StageStatus.PASSED
+
+
+def test_a_compile_stopped_by_the_gates_memory_limit_is_not_cached_and_not_the_sources_fault(tmp_path, monkeypatch):
+    """cicc peaked at 9.0 GB on a CuTe flash attention: that used to read `reject: compile error`, cached."""
+    calls = []
+    monkeypatch.setattr(tc, "run_tool", lambda command, cwd, timeout_s: calls.append(command) or tc.ToolRun(
+        False, "cute/layout.hpp(1003): catastrophic error: out of memory", out_of_memory=True))
+    cache = ObjectCache(tmp_path / "cache")
+    for _ in range(2):
+        got = objects.compile_object("k.cu", ["nvcc"], "ef" * 32, tmp_path, tmp_path / "out", cache, 60)
+    assert len(calls) == 2 and cache.failure("ef" * 32) is None
+    assert "GATE_COMPILE_MEMORY_GIB" in got.limit and "not a fault of the source" in got.limit
+
+
+def test_out_of_memory_is_read_from_the_compilers_words_or_a_kill(monkeypatch, tmp_path):
+    class Proc:
+        def __init__(self, rc, err):
+            self.returncode, self.stdout, self.stderr = rc, "", err
+    for rc, err, oom in [(1, "x.cu(3): catastrophic error: out of memory", True),
+                         (-9, "", True), (1, "cc1plus: out of memory allocating 65536 bytes", True),
+                         (1, "x.cu(3): error: identifier \"y\" is undefined", False), (0, "", False)]:
+        monkeypatch.setattr(tc.box, "run", lambda *a, **kw: Proc(rc, err))
+        assert tc.run_tool(["nvcc"], tmp_path, 10).out_of_memory is oom, err
