@@ -37,7 +37,7 @@ _STACK = re.compile(r"(\d+) bytes stack frame")
 _SPILL_STORES = re.compile(r"(\d+) bytes spill stores")
 _SPILL_LOADS = re.compile(r"(\d+) bytes spill loads")
 # gcc/nvcc: "/path/CUDAMacros.h:9:10: fatal error: c10/cuda/impl/x.h: No such file or directory"
-_MISSING_HEADER = re.compile(r"^(\S+?):\d+:\d+: fatal error: \S+: No such file or directory", re.MULTILINE)
+_MISSING_HEADER = re.compile(r"^(\S+?):\d+:\d+: fatal error: (\S+): No such file or directory", re.MULTILINE)
 
 
 @dataclass
@@ -178,10 +178,11 @@ def run_static(kernel: KernelSpec, src_dir: Path, out_dir: Path, nvcc: str = "nv
         cached = (" (object cache hit)" if compiled.ok else " (cached compile failure)") if compiled.hit else ""
         logs.append(f"$ {' '.join([*command, '-c', source_name])}" + cached)
         logs.append(compiled.log)
-        if not compiled.ok and tools and _lacks_torch_header(compiled.log, tools.torch_includes):
+        if not compiled.ok and tools and (missing := _missing_under_torch(compiled.log, tools.torch_includes)):
             if source_name not in deferred:   # e.g. c10/cuda headers in a CPU-only torch
                 deferred.append(source_name)
-            no_torch = "this torch lacks headers it includes (a CPU-only build?)"
+            no_torch = (f"torch's headers include {missing}, which is not installed (a CPU-only torch, or a CUDA "
+                        "toolkit without its library headers)")
             continue
         if not compiled.ok and compiled.limit:
             gate_limit = gate_limit or f"{source_name} ({arch}): {compiled.limit}"
@@ -236,11 +237,15 @@ def _without_sass(fn: FunctionResources) -> FunctionResources:
     return fn
 
 
-def _lacks_torch_header(log: str, torch_includes: tuple[str, ...]) -> bool:
-    """Whether the compile stopped because a header *inside torch's include tree* includes a file
-    that torch does not ship: the install's gap, not the kernel's error."""
+def _missing_under_torch(log: str, torch_includes: tuple[str, ...]) -> str:
+    """The header that stopped the compile when a file *inside torch's include tree* included it
+    ('' otherwise): the install's gap, not the kernel's error. It may be torch's own (c10's
+    `cuda_cmake_macros.h` in a CPU-only build) or a CUDA library's (`cusparse.h`, which ATen's
+    `CUDAContextLight.h` includes and a minimal toolkit lacks)."""
     match = _MISSING_HEADER.search(log)
-    return bool(match) and any(match.group(1).startswith(f"{root.rstrip('/')}/") for root in torch_includes)
+    if match and any(match.group(1).startswith(f"{root.rstrip('/')}/") for root in torch_includes):
+        return match.group(2)
+    return ""
 
 
 def _first_error(stderr: str, src_dir: Path) -> str:

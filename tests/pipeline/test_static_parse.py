@@ -103,12 +103,16 @@ def test_parse_sass_reads_nvdisasm_sections():
 
 
 def test_a_header_missing_inside_torchs_tree_is_the_installs_gap_not_the_kernels():
-    from gate.pipeline.static import _lacks_torch_header
+    from gate.pipeline.static import _missing_under_torch
 
     torch_gap = ("In file included from csrc/k.cu:7:\n"
                  "/site/torch/include/c10/cuda/CUDAMacros.h:9:10: fatal error: "
                  "c10/cuda/impl/cuda_cmake_macros.h: No such file or directory\n")
+    # ATen's CUDAContextLight.h includes a CUDA library's header that a minimal toolkit lacks: named as such
+    library_gap = ("/site/torch/include/ATen/cuda/CUDAContextLight.h:7:10: fatal error: cusparse.h: "
+                   "No such file or directory\n")
     kernel_error = "csrc/k.cu:3:10: fatal error: mine.h: No such file or directory\n"
-    assert _lacks_torch_header(torch_gap, ("/site/torch/include",))
-    assert not _lacks_torch_header(kernel_error, ("/site/torch/include",))
-    assert not _lacks_torch_header(torch_gap, ("/elsewhere/include",))
+    assert _missing_under_torch(torch_gap, ("/site/torch/include",)) == "c10/cuda/impl/cuda_cmake_macros.h"
+    assert _missing_under_torch(library_gap, ("/site/torch/include",)) == "cusparse.h"
+    assert _missing_under_torch(kernel_error, ("/site/torch/include",)) == ""
+    assert _missing_under_torch(torch_gap, ("/elsewhere/include",)) == ""
