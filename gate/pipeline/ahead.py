@@ -33,6 +33,11 @@ from gate.pipeline.profile_session import ProfileSession
 READY_S = 30.0     # how long the bench waits for a session's CUDA context (seconds after the GPU stages begin)
 
 
+def gpu_nodes() -> bool:
+    """Whether this machine has NVIDIA device nodes: a CPU machine imports no torch for the head start."""
+    return any(Path("/dev").glob("nvidia[0-9]*"))
+
+
 def group_pids(pgid: int) -> list[int]:
     """The processes of process group `pgid` (from /proc; [] where there is none)."""
     pids = []
@@ -65,9 +70,7 @@ class Ahead:
 
     def __exit__(self, *exc: object) -> None:
         self._thread.join()
-        for session in self.sessions.values():
-            session.cancel()
-        self.sessions.clear()
+        self._cancel_sessions()
 
     def session(self, side: str) -> ProfileSession | None:
         """The session started for `side`, handed over once (the caller runs or cancels it)."""
@@ -97,18 +100,38 @@ class Ahead:
         sides = [(Side.CANDIDATE, request.candidate)]
         if request.baseline:
             sides.append((Side.BASELINE, request.baseline))
+        profiled = sides[:1 if not request.profile_baseline else 2]
         try:
-            if not (options.gpu_stages and self.gpu_ready()):
+            if not (options.gpu_stages and gpu_nodes()):
                 self.note = "no GPU stages here"
+                return
+            from gate.pipeline import profile
+            wanted = options.profile and kernel.profile and shutil.which(options.ncu_path)
+            # First the sessions, when nvidia-smi names the arch: their interpreter, torch and CUDA
+            # context load beside the child's own torch import instead of after it.
+            if wanted and (arch := profile.arch_without_torch()):
+                self._start_sessions(profiled, arch)
+            if not self.gpu_ready():
+                self.note = "no GPU stages here"
+                self._cancel_sessions()
                 return
             for side, checkout in sides:
                 build.prefetch(kernel, Path(checkout.path), self.cache_dir, artifacts / side / Stage.BUILD,
                                self.pool, nvcc=options.nvcc_path)
-            if not (options.profile and kernel.profile and shutil.which(options.ncu_path)):
-                return
-            from gate.pipeline import profile
-            for side, checkout in sides[:1 if not request.profile_baseline else 2]:
-                self.sessions[side] = profile.start_session(kernel, Path(checkout.path),
-                                                            artifacts / side / Stage.PROFILE, options)
+            if wanted and not self.sessions:
+                self._start_sessions(profiled, profile.local_arch())
         except (GateError, OSError) as exc:     # the stages will meet it again and report it
             self.note = f"nothing started ahead: {exc}"
+
+    def _start_sessions(self, sides: list, arch: str) -> None:
+        from gate.pipeline import profile
+
+        options, artifacts = self.request.options, Path(self.request.artifacts_dir)
+        for side, checkout in sides:
+            self.sessions[side] = profile.start_session(self.request.kernel, Path(checkout.path),
+                                                        artifacts / side / Stage.PROFILE, options, arch=arch)
+
+    def _cancel_sessions(self) -> None:
+        for session in self.sessions.values():
+            session.cancel()
+        self.sessions.clear()

@@ -37,6 +37,7 @@ from gate.domain.source_lines import KernelSourceProfile
 from gate.errors import ProfilerError, ToolMissingError
 from gate.nvidia.ncu_catalog import arch_of
 from gate.nvidia.ncu_report import kernel_metrics
+from gate.nvidia.tool_output import tool_output
 from gate.nvidia.source_counters import SECTION as SOURCE_SECTION
 from gate.nvidia.source_counters import source_profile
 from gate.pipeline.profile_session import ProfileSession, build_ncu_command  # noqa: F401 (tests import it here)
@@ -111,6 +112,15 @@ def ncu_version(ncu: str) -> str:
     out = subprocess.run([ncu, "--version"], capture_output=True, text=True, timeout=60).stdout
     match = re.search(r"Version (\S+)", out)
     return match.group(1) if match else ""
+
+
+def arch_without_torch() -> str:
+    """The GPUs' arch as nvidia-smi reports it, for a profile session started before the child has
+    imported torch: "" when nvidia-smi is absent or says nothing, and when the machine's GPUs differ
+    (which one torch will use is then torch's to say)."""
+    caps = set(tool_output(["nvidia-smi", "--query-gpu=compute_cap", "--format=csv,noheader"]).split())
+    match = re.fullmatch(r"(\d+)\.(\d+)", caps.pop()) if len(caps) == 1 else None
+    return arch_of(int(match.group(1)), int(match.group(2))) if match else ""
 
 
 def local_arch() -> str:

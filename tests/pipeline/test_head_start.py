@@ -103,23 +103,59 @@ class _Session:
         return self._ready
 
 
-def test_sessions_started_ahead_and_not_taken_are_cancelled_with_the_job(tmp_path, monkeypatch):
-    started = []
-    monkeypatch.setattr(build, "prefetch", lambda *a, **kw: None)
-    monkeypatch.setattr(ahead.shutil, "which", lambda name: "/bin/ncu")
-    import gate.pipeline.profile as profile
-    sessions = {}
-    monkeypatch.setattr(profile, "start_session", lambda kernel, src, out, options: started.append(src.name)
-                        or sessions.setdefault(src.name, _Session()))
+def _request(tmp_path, profile_baseline=True):
     kernel = KernelSpec(name="k", sources=["k.cu"])
-    request = JobRequest(kernel=kernel, candidate=Checkout("c" * 40, str(tmp_path / "cand")),
-                         baseline=Checkout("b" * 40, str(tmp_path / "base")), artifacts_dir=str(tmp_path / "art"),
-                         options=RunOptions(), profile_baseline=True)
-    with CompilePool(1) as pool, ahead.Ahead(request, pool, tmp_path / "cache", lambda: True) as early:
+    return JobRequest(kernel=kernel, candidate=Checkout("c" * 40, str(tmp_path / "cand")),
+                      baseline=Checkout("b" * 40, str(tmp_path / "base")), artifacts_dir=str(tmp_path / "art"),
+                      options=RunOptions(), profile_baseline=profile_baseline)
+
+
+def _ahead_on_a_gpu(monkeypatch, early_arch: str):
+    """Ahead on a pretend GPU machine; the sessions it starts, by checkout, with their arch."""
+    import gate.pipeline.profile as profile
+    sessions: dict = {}
+    monkeypatch.setattr(build, "prefetch", lambda *a, **kw: None)
+    monkeypatch.setattr(ahead, "gpu_nodes", lambda: True)
+    monkeypatch.setattr(ahead.shutil, "which", lambda name: "/bin/ncu")
+    monkeypatch.setattr(profile, "arch_without_torch", lambda: early_arch)
+    monkeypatch.setattr(profile, "local_arch", lambda: "sm_90")
+    monkeypatch.setattr(profile, "start_session", lambda kernel, src, out, options, arch: sessions.setdefault(
+        src.name, _Session()).__dict__.update(arch=arch) or sessions[src.name])
+    return sessions
+
+
+def test_sessions_started_ahead_and_not_taken_are_cancelled_with_the_job(tmp_path, monkeypatch):
+    sessions = _ahead_on_a_gpu(monkeypatch, "sm_90")
+    with CompilePool(1) as pool, ahead.Ahead(_request(tmp_path), pool, tmp_path / "cache", lambda: True) as early:
         taken = early.session("candidate")
-    assert started == ["cand", "base"]
+    assert sorted(sessions) == ["base", "cand"]
     assert taken is sessions["cand"] and not taken.cancelled   # the profile stage runs or cancels its own
     assert sessions["base"].cancelled and early.sessions == {}
+
+
+def test_sessions_start_before_the_childs_torch_import_when_nvidia_smi_names_the_arch(tmp_path, monkeypatch):
+    sessions = _ahead_on_a_gpu(monkeypatch, "sm_90")
+    seen_at_import = []
+    with CompilePool(1) as pool, ahead.Ahead(_request(tmp_path, False), pool, tmp_path / "cache",
+                                             lambda: seen_at_import.append(sorted(sessions)) or True) as early:
+        early.session("candidate")
+    assert seen_at_import == [["cand"]]
+
+
+def test_without_an_arch_from_nvidia_smi_the_sessions_wait_for_torch(tmp_path, monkeypatch):
+    sessions = _ahead_on_a_gpu(monkeypatch, "")
+    seen_at_import = []
+    with CompilePool(1) as pool, ahead.Ahead(_request(tmp_path, False), pool, tmp_path / "cache",
+                                             lambda: seen_at_import.append(sorted(sessions)) or True) as early:
+        assert early.session("candidate") is sessions["cand"]
+    assert seen_at_import == [[]] and sessions["cand"].arch == "sm_90"
+
+
+def test_sessions_started_early_are_cancelled_when_the_gpu_stages_cannot_run(tmp_path, monkeypatch):
+    sessions = _ahead_on_a_gpu(monkeypatch, "sm_90")
+    with CompilePool(1) as pool, ahead.Ahead(_request(tmp_path), pool, tmp_path / "cache", lambda: False) as early:
+        assert early.session("candidate") is None
+    assert all(s.cancelled for s in sessions.values()) and early.note == "no GPU stages here"
 
 
 def test_nothing_starts_ahead_without_a_gpu(tmp_path, monkeypatch):
