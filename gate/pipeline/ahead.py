@@ -1,14 +1,18 @@
 """What a GPU job starts at its beginning so that its GPU stages do not wait for it.
 
-While the static stages compile (CPU work), a thread of the GPU child:
+While the static stages compile (CPU work), a thread of the GPU child, on a machine with NVIDIA
+device nodes:
 - starts compiling the build's host sources in the job's compile pool (`build.prefetch`): on a cold
   cache the torch binding is the longest compile of the job, and the build would otherwise start it
   only after the static stages;
+- makes the child's CUDA context (`gpu_ready`), after the binding's compile was submitted;
 - starts the profile sessions of the sides that will be profiled (`profile.start_session`): ncu, the
   profile target's interpreter, torch, its CUDA context and the report reader load now and wait for
-  the profile stage's go (gate/pipeline/profile_session.py). The bench does not start until each
-  session's context is up (`wait_ready`: a context being made beside timed work would share the
-  GPU with it); one that is not up in time is cancelled and the profile stage starts its own.
+  the profile stage's go (gate/pipeline/profile_session.py). They start first, before the child's
+  own torch import, when nvidia-smi names the GPUs' arch (all alike); else once torch has. The bench
+  does not start until each session's context is up (`wait_ready`: a context being made beside
+  timed work would share the GPU with it); one that is not up in time is cancelled and the profile
+  stage starts its own.
 
 Both are only a head start: the build and the profile stage do the same work themselves when nothing
 was started (no GPU, no ncu, an error here), and report their own faults. Sessions never used are
@@ -111,13 +115,15 @@ class Ahead:
             # context load beside the child's own torch import instead of after it.
             if wanted and (arch := profile.arch_without_torch()):
                 self._start_sessions(profiled, arch)
+            # The binding's compile next (it needs torch's flags: the import, not yet the GPU), then
+            # the CUDA context: on a cold cache the compile is the longest wait of the job.
+            for side, checkout in sides:
+                build.prefetch(kernel, Path(checkout.path), self.cache_dir, artifacts / side / Stage.BUILD,
+                               self.pool, nvcc=options.nvcc_path)
             if not self.gpu_ready():
                 self.note = "no GPU stages here"
                 self._cancel_sessions()
                 return
-            for side, checkout in sides:
-                build.prefetch(kernel, Path(checkout.path), self.cache_dir, artifacts / side / Stage.BUILD,
-                               self.pool, nvcc=options.nvcc_path)
             if wanted and not self.sessions:
                 self._start_sessions(profiled, profile.local_arch())
         except (GateError, OSError) as exc:     # the stages will meet it again and report it
