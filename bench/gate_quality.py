@@ -153,6 +153,8 @@ def verdict_time(data_dir: Path, repo: Path, sha: str, base: str, label: str, hi
             "profile_s": stages.get("profile_candidate", 0.0) + (stages.get("profile_baseline", 0.0) if not any(
                 n.startswith("baseline profile") for n in res.notes) else 0.0),
             "timeline": timeline,
+            # the candidate profile's own account of its time ("from the go: ...")
+            "profile_reason": res.candidate.profile.reason if res.candidate.profile else "",
             "cand_cache": [build_c.cache_hits, build_c.cache_misses] if build_c else None,
             "ratios": [round(t.ratio or 0, 4) for t in (res.bench.shapes if res.bench else [])],
             # "... integrity figures in X s": the cost of the all-streams check and the floor (issue 10)
@@ -362,6 +364,7 @@ def _table(r: dict) -> None:
               f"candidate build hits/misses {v['cand_cache']}")
         print("  stages (s): " + ", ".join(f"{k} {t:.1f}" for k, t in v["stages_s"].items()))
         print("  timeline (s): " + " | ".join(v.get("timeline", [])))
+        print("  profile: " + v.get("profile_reason", ""))
     if "warm" in r:
         w = r["warm"]
         print(f"{'profile stage (warm)':<28} {w['profile_s']:6.1f} s of {w['total_s']:.1f} s "
