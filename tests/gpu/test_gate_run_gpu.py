@@ -106,3 +106,16 @@ def test_measured_results_read_back_typed_into_every_revision_figure(sample, dat
     assert ncu["data"][0]["y"] and all(y is None or y >= 0 for y in ncu["data"][0]["y"])
     if result.candidate.static.sass_available:
         assert sass_figure(result.candidate.static.functions)["data"]
+
+
+def test_the_profile_sessions_are_ready_before_the_go_and_unseen_by_the_bench(sample, data_dir):
+    """The head start (gate/pipeline/ahead.py): each profile session made its CUDA context during the
+    CPU stages, so its stage begins at the go; the bench's GPU watch counted the waiting sessions as
+    the job's own processes, not as another program sharing the GPU."""
+    repo, shas = sample
+    code, kernel, err = gate_run(data_dir, repo, "--sha", shas["base"], "--base", shas["base"])
+    assert code == 0, kernel["reason"]
+    result = kernel["result"]
+    assert "CUDA context ready before the go" in result["candidate"]["profile"]["reason"], err
+    watch = result["bench"]["gpu_watch"]
+    assert watch["other_processes"] == [] and not any("shared" in p for p in watch["problems"]), watch
