@@ -27,6 +27,7 @@ import importlib.util
 import os
 import re
 import time
+from dataclasses import replace
 from pathlib import Path
 from types import ModuleType
 
@@ -95,7 +96,7 @@ def prefetch(kernel: KernelSpec, src_dir: Path, cache_dir: Path, out_dir: Path, 
     for rel, command, key in jobs:
         if not rel.endswith(".cu"):
             pool.submit(key, lambda rel=rel, command=command, key=key: objects.compile_object(
-                rel, command, key, src_dir, out_dir, cache, kernel.timeout_s))
+                rel, command, key, src_dir, out_dir, cache, kernel.timeout_s), for_the_build=True)
 
 
 def build_extension(kernel: KernelSpec, src_dir: Path, cache_dir: Path, out_dir: Path, *,
@@ -117,8 +118,9 @@ def build_extension(kernel: KernelSpec, src_dir: Path, cache_dir: Path, out_dir:
     with contextlib.ExitStack() as stack:
         if pool is None:
             pool = stack.enter_context(CompilePool(max(1, min(len(jobs), os.cpu_count() or 1))))
-        results = [future.result() for future, _ in
-                   [pool.submit(job[2], lambda job=job: compile_one(job)) for job in jobs]]
+        flights = [(job[2], *pool.submit(job[2], lambda job=job: compile_one(job))) for job in jobs]
+        results = [replace(future.result(), hit=True) if pool.made_elsewhere(key, started_here) else future.result()
+                   for key, future, started_here in flights]
 
     log = "\n".join(f"== {r.source} ({_provenance(r)})\n{r.log}".rstrip()
                     for r in results)

@@ -34,14 +34,22 @@ class CompilePool:
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="compile")
         self._lock = threading.Lock()
         self._flights: dict[str, Future] = {}
+        self._for_the_build: set[str] = set()     # keys `build.prefetch` started: the build's own compiles
 
-    def submit(self, key: str, work: Callable[[], CompiledObject]) -> tuple[Future, bool]:
+    def submit(self, key: str, work: Callable[[], CompiledObject], *, for_the_build: bool = False) -> tuple[Future, bool]:
         """The future of `key`'s work and whether this call started it (False: joined a flight)."""
         with self._lock:
             if key in self._flights:
                 return self._flights[key], False
             future = self._flights[key] = self._pool.submit(work)
+            if for_the_build:
+                self._for_the_build.add(key)
             return future, True
+
+    def made_elsewhere(self, key: str, started_here: bool) -> bool:
+        """Whether the build found `key`'s object made by another stage (a hit for the build, as the
+        object cache would have given it): a flight it joined that `build.prefetch` did not start."""
+        return not started_here and key not in self._for_the_build
 
     def __enter__(self) -> CompilePool:
         return self

@@ -181,3 +181,22 @@ def test_the_bench_waits_for_ready_sessions_and_drops_one_still_loading(tmp_path
         early.wait_ready(timeout_s=0.05)
         assert early.sessions == {"candidate": up}          # a context still being made never meets the bench
         assert loading.cancelled and died.cancelled and not up.cancelled
+
+
+def test_the_build_counts_the_static_stages_object_as_a_hit_and_the_prefetched_binding_as_compiled(tmp_path, monkeypatch):
+    """Joining a flight is not compiling: the `.cu` the static stage made is a hit for the build, as
+    the object cache gave it before the pool was shared; the binding `prefetch` compiled is the build's."""
+    (tmp_path / "k.cu").write_text("__global__ void k() {}\n")
+    (tmp_path / "b.cpp").write_text("#include <torch/extension.h>\n")
+    compiled: list = []
+    _fake_compiles(tmp_path, monkeypatch, compiled)
+    monkeypatch.setattr(tc, "discover", lambda nvcc="nvcc": FakeTools())
+    monkeypatch.setattr(tc, "target_archs", lambda archs: ["sm_90"])
+    monkeypatch.setattr(tc, "run_tool", lambda command, cwd, timeout_s: tc.ToolRun(True, ""))
+    spec = KernelSpec(name="k", sources=["k.cu", "b.cpp"], arch=["sm_90"])
+    with CompilePool(2) as pool:
+        build.prefetch(spec, tmp_path, tmp_path / "cache", tmp_path / "pre", pool)
+        static.run_static(spec, tmp_path, tmp_path / "static", cache_dir=tmp_path / "cache", pool=pool)
+        res = build.build_extension(spec, tmp_path, tmp_path / "cache", tmp_path / "out", pool=pool)
+    assert (res.cache_hits, res.cache_misses) == (1, 1), res.reason
+    assert sorted(compiled) == ["b.cpp", "k.cu"]
