@@ -30,7 +30,7 @@ from pathlib import Path
 from gate.domain.job import JobRequest
 from gate.domain.names import Side, Stage
 from gate.errors import GateError
-from gate.pipeline import build
+from gate.pipeline import build, profile
 from gate.pipeline.compile_pool import CompilePool
 from gate.pipeline.profile_session import ProfileSession
 
@@ -109,7 +109,6 @@ class Ahead:
             if not (options.gpu_stages and gpu_nodes()):
                 self.note = "no GPU stages here"
                 return
-            from gate.pipeline import profile
             wanted = options.profile and kernel.profile and shutil.which(options.ncu_path)
             # First the sessions, when nvidia-smi names the arch: their interpreter, torch and CUDA
             # context load beside the child's own torch import instead of after it.
@@ -130,8 +129,6 @@ class Ahead:
             self.note = f"nothing started ahead: {exc}"
 
     def _start_sessions(self, sides: list, arch: str) -> None:
-        from gate.pipeline import profile
-
         options, artifacts = self.request.options, Path(self.request.artifacts_dir)
         for side, checkout in sides:
             self.sessions[side] = profile.start_session(self.request.kernel, Path(checkout.path),

@@ -64,8 +64,10 @@ def registers_torch_ops(kernel: KernelSpec, src_dir: Path) -> bool:
     return False
 
 
-def compile_jobs(kernel: KernelSpec, src_dir: Path, tools: tc.Tools, archs: list[str]) -> list[tuple[str, list[str], str]]:
-    """(source, command, key) of every object of the extension: `.cu` for `archs`, `.cpp` with torch."""
+def compile_jobs(kernel: KernelSpec, src_dir: Path, tools: tc.Tools,
+                 archs: list[str] | None) -> list[tuple[str, list[str], str]]:
+    """(source, command, key) of every object of the extension: `.cu` for `archs` (None: the host
+    sources only), `.cpp` with torch."""
     name = extension_name(kernel, src_dir)
     jobs = []
     for rel in kernel.sources:
@@ -74,9 +76,9 @@ def compile_jobs(kernel: KernelSpec, src_dir: Path, tools: tc.Tools, archs: list
             raise ManifestError(f"source {rel!r} leaves the repository", key="sources")
         if not path.is_file():
             raise ManifestError(f"source {rel!r} does not exist", key="sources")
-        if path.suffix == ".cu":
+        if path.suffix == ".cu" and archs is not None:
             jobs.append((rel, *objects.cu_job(path, rel, src_dir, archs, name, kernel.nvcc_flags, tools.nvcc, tools)))
-        else:
+        elif path.suffix != ".cu":
             command = tools.cxx_command(name, kernel.cxx_flags)
             jobs.append((rel, command, objects.key_of(path, rel, command, tools.versions, src_dir)))
     return jobs
@@ -89,14 +91,13 @@ def prefetch(kernel: KernelSpec, src_dir: Path, cache_dir: Path, out_dir: Path, 
     `.cu` objects are the static stage's. A manifest the build will reject is left to the build."""
     src_dir = Path(src_dir).resolve()
     try:
-        jobs = compile_jobs(kernel, src_dir, tc.discover(nvcc), [])
+        jobs = compile_jobs(kernel, src_dir, tc.discover(nvcc), None)
     except (ManifestError, ToolMissingError):
         return
     cache = ObjectCache(Path(cache_dir))
     for rel, command, key in jobs:
-        if not rel.endswith(".cu"):
-            pool.submit(key, lambda rel=rel, command=command, key=key: objects.compile_object(
-                rel, command, key, src_dir, out_dir, cache, kernel.timeout_s), for_the_build=True)
+        pool.submit(key, lambda rel=rel, command=command, key=key: objects.compile_object(
+            rel, command, key, src_dir, out_dir, cache, kernel.timeout_s), for_the_build=True)
 
 
 def build_extension(kernel: KernelSpec, src_dir: Path, cache_dir: Path, out_dir: Path, *,

@@ -27,7 +27,6 @@ import re
 import shutil
 import subprocess
 import time
-from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 
@@ -40,20 +39,12 @@ from gate.nvidia.ncu_report import kernel_metrics
 from gate.nvidia.tool_output import tool_output
 from gate.nvidia.source_counters import SECTION as SOURCE_SECTION
 from gate.nvidia.source_counters import source_profile
-from gate.pipeline.profile_session import ProfileSession, build_ncu_command  # noqa: F401 (tests import it here)
+from gate.pipeline.profile_session import ProfileSession, TargetStatus, read_status
 
 DEFAULT_WORKLOAD_FACTORY = "gate.pipeline.workloads:get_workload"
 # PyTorch's own kernels (fills, copies, casts) that a binding may launch around the real work.
 TORCH_HELPER_KERNEL = re.compile(r"^(?:void\s+)?(?:at|c10)::")
 _INFRA_MARKERS = ("ERR_NVGPUCTRPERM", "LibraryNotLoaded")
-
-
-@dataclass
-class TargetStatus:
-    status: str                    # ok | running | kernel_fault | setup_error
-    detail: str = ""
-    regions: list[list[str]] = field(default_factory=list)   # [shape label, dtype] entered
-    times: dict[str, float] = field(default_factory=dict)    # phase -> when it ended (epoch seconds)
 
 
 def check_ncu_run(output: str, returncode: int, target: TargetStatus | None) -> str | None:
@@ -84,17 +75,6 @@ def check_ncu_run(output: str, returncode: int, target: TargetStatus | None) -> 
             return f"the kernel's function launched no CUDA kernel in its profiled calls ({shapes})"
         raise ProfilerError("ncu profiled nothing: the target made no profiled call")
     return None
-
-
-def _target_status(path: Path) -> TargetStatus | None:
-    """The target's last word; a file that is not the target's format counts as none."""
-    try:
-        data = json.loads(path.read_text())
-        return TargetStatus(status=str(data["status"]), detail=str(data.get("detail", "")),
-                            regions=[[str(a), str(b)] for a, b in data.get("regions", [])],
-                            times={str(k): float(v) for k, v in data.get("times", {}).items()})
-    except (OSError, ValueError, TypeError, KeyError):
-        return None
 
 
 def attribute_by_order(kernels: list[KernelMetrics], regions: list[list[str]]) -> None:
@@ -158,7 +138,7 @@ def _profiled(kernel: KernelSpec, session: ProfileSession, module_path: str, src
               options: RunOptions, start: float) -> ProfileResult:
     returncode, output = session.run(module_path, options.stage_timeout_s)
     status_path = session.status_path
-    status = _target_status(status_path)
+    status = read_status(status_path)
     version = ncu_version(session.ncu)
     report_path = session.report_path
     arch = session.arch

@@ -33,6 +33,28 @@ from gate.pipeline.ncu_isolated import ReportReader
 from gate.pipeline.toolchain import gate_python_env
 
 WAIT_S = 3600.0
+# The session's files in its folder: the target's status and go, the report (`-o profile`), ncu's console.
+STATUS, GO, REPORT_BASE, LOG = "profile_target_status.json", "go.json", "profile", "ncu.log"
+
+
+@dataclass
+class TargetStatus:
+    status: str                    # running | ready | ok | kernel_fault | setup_error
+    detail: str = ""
+    regions: list[list[str]] = field(default_factory=list)   # [shape label, dtype] entered
+    times: dict[str, float] = field(default_factory=dict)    # phase -> when it ended (epoch seconds)
+
+
+def read_status(path: Path) -> TargetStatus | None:
+    """The target's last word (gate/runner/profile_target.py); a file that is not the target's
+    format, or none yet, counts as none."""
+    try:
+        data = json.loads(path.read_text())
+        return TargetStatus(status=str(data["status"]), detail=str(data.get("detail", "")),
+                            regions=[[str(a), str(b)] for a, b in data.get("regions", [])],
+                            times={str(k): float(v) for k, v in data.get("times", {}).items()})
+    except (OSError, ValueError, TypeError, KeyError, AttributeError):
+        return None
 
 
 def build_ncu_command(ncu: str, arch: str, clock_control: str, report_base: Path,
@@ -63,32 +85,27 @@ class ProfileSession:
 
     @property
     def status_path(self) -> Path:
-        return self.out_dir / "profile_target_status.json"
+        return self.out_dir / STATUS
 
     @property
     def report_path(self) -> Path:
-        return self.out_dir / "profile.ncu-rep"
-
-    @property
-    def log_path(self) -> Path:
-        return self.out_dir / "ncu.log"
+        return self.out_dir / f"{REPORT_BASE}.ncu-rep"
 
     @classmethod
     def start(cls, kernel: KernelSpec, src_dir: Path, out_dir: Path, *, ncu: str, arch: str,
               clock_control: str, workload_factory: str) -> ProfileSession:
         """ncu on `gate.runner.profile_target`, waiting for its go; the report reader beside it."""
         out_dir.mkdir(parents=True, exist_ok=True)
-        for stale in ("profile_target_status.json", "go.json", "profile.ncu-rep"):
+        for stale in (STATUS, GO, f"{REPORT_BASE}.ncu-rep"):
             (out_dir / stale).unlink(missing_ok=True)
         spec_path = out_dir / "profile_target.json"
         spec_path.write_text(json.dumps({
-            "kernel": to_json(kernel), "src_dir": str(src_dir), "warmup": 3,
-            "status_path": str(out_dir / "profile_target_status.json"), "workload_factory": workload_factory,
-            "go_path": str(out_dir / "go.json"), "wait_s": WAIT_S,
+            "kernel": to_json(kernel), "src_dir": str(src_dir), "warmup": 3, "status_path": str(out_dir / STATUS),
+            "workload_factory": workload_factory, "go_path": str(out_dir / GO), "wait_s": WAIT_S,
         }))
         target = [sys.executable, "-m", "gate.runner.profile_target", str(spec_path)]
-        command = build_ncu_command(ncu, arch, clock_control, out_dir / "profile", target)
-        with open(out_dir / "ncu.log", "w") as log:    # a file, not a pipe: nobody reads it until the end
+        command = build_ncu_command(ncu, arch, clock_control, out_dir / REPORT_BASE, target)
+        with open(out_dir / LOG, "w") as log:    # a file, not a pipe: nobody reads it until the end
             proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=gate_python_env(),
                                     start_new_session=True)
         return cls(proc, out_dir, ReportReader(ncu), ncu, arch)
@@ -98,10 +115,8 @@ class ProfileSession:
         before that (the profile stage will say why); None while it is still loading."""
         if self.proc.poll() is not None:
             return False
-        try:
-            return json.loads(self.status_path.read_text()).get("status") == "ready" or None
-        except (OSError, ValueError, AttributeError):
-            return None
+        status = read_status(self.status_path)
+        return True if status is not None and status.status == "ready" else None
 
     def phases(self, times: dict[str, float]) -> str:
         """Where the stage's time went, from the go: the target's marks, ncu's exit, the report read."""
@@ -119,7 +134,7 @@ class ProfileSession:
     def run(self, module_path: str, timeout_s: float) -> tuple[int, str]:
         """Go: the target loads `module_path` and profiles it; ncu's exit code and console output."""
         self.marks["go"] = time.time()
-        go = self.out_dir / "go.json"
+        go = self.out_dir / GO
         tmp = go.with_suffix(".tmp")
         tmp.write_text(json.dumps({"module_path": str(module_path)}))
         tmp.rename(go)                       # whole or absent: the target never reads half a go
@@ -129,7 +144,7 @@ class ProfileSession:
             self.cancel()
             raise ProfilerError(f"ncu did not finish within {timeout_s:.0f} s") from None
         self.marks["exited"] = time.time()
-        return returncode, self.log_path.read_text(errors="replace")
+        return returncode, (self.out_dir / LOG).read_text(errors="replace")
 
     def cancel(self) -> None:
         """Kill ncu and its target (their own process group) and the reader, if still running."""

@@ -3,9 +3,9 @@
     python -m gate.runner.profile_target SPEC.json
 
 SPEC (written by `gate.pipeline.profile_session`): {kernel: KernelSpec as JSON, src_dir, status_path,
-warmup, workload_factory ("module:function", default the built-in workloads), and either module_path or
-go_path and wait_s: the target imports torch and the workload's module, creates its CUDA context (no
-kernel of the submission's yet), then waits for the go file, JSON {module_path}, for at most wait_s seconds}.
+warmup, workload_factory ("module:function", default the built-in workloads), go_path, wait_s}: the
+target imports torch and the workload's module, creates its CUDA context (no kernel of the
+submission's yet), then waits for the go file, JSON {module_path}, for at most wait_s seconds.
 A workload has `make_inputs(shape, dtype, seed, device)` and `call(module, function, inputs)`.
 
 ncu runs this with `--profile-from-start off`, so only the launches between
@@ -85,8 +85,8 @@ def _factory(ref: str) -> Any:
 
 
 def _wait_for_go(spec: dict[str, Any], status: _Status) -> str | None:
-    """A target started ahead (`gate.pipeline.profile_session`): wait, before the submission's module
-    is loaded, for the go file that names it; None when none came within `wait_s`."""
+    """Wait, before the submission's module is loaded, for the go file that names it
+    (`gate.pipeline.profile_session`); None when none came within `wait_s`."""
     status.write("ready")
     go, deadline = Path(spec["go_path"]), time.monotonic() + float(spec["wait_s"])
     while not go.is_file():
@@ -107,7 +107,7 @@ def run(spec: dict[str, Any], status: _Status) -> TargetExit:
             return TargetExit.SETUP_ERROR
         torch.empty(1, device="cuda")       # the context, under ncu's injection: before the go when started ahead
         status.mark("cuda")
-        module_path = spec.get("module_path") or _wait_for_go(spec, status)
+        module_path = _wait_for_go(spec, status)
         if module_path is None:
             status.write("setup_error", f"no go within {spec['wait_s']:.0f} s: the job that started "
                                         "this profile target never asked for its profile")

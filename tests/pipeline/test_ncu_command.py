@@ -4,7 +4,8 @@ import pytest
 
 from gate.domain import KernelMetrics
 from gate.errors import ProfilerError
-from gate.pipeline.profile import TargetStatus, attribute_by_order, build_ncu_command, check_ncu_run
+from gate.pipeline.profile import attribute_by_order, check_ncu_run
+from gate.pipeline.profile_session import TargetStatus, build_ncu_command
 
 TARGET = ["python", "-m", "gate.runner.profile_target", "spec.json"]
 OK = TargetStatus("ok", regions=[["s512", "float16"]])

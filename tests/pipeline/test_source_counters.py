@@ -7,7 +7,7 @@ from gate.domain.codec import from_json, to_json
 from gate.domain.results import ProfileResult, StageStatus
 from gate.nvidia.ncu_report import read_launches
 from gate.nvidia.source_counters import RawInstruction, shown_file, source_profile
-from gate.pipeline.profile import build_ncu_command
+from gate.pipeline.profile_session import build_ncu_command
 
 
 def test_the_profile_asks_for_the_source_counters_section():
