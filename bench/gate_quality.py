@@ -9,7 +9,9 @@ variants change only `GATE_EXTRA_PCT` (more arithmetic, identical memory traffic
   1. cold and warm verdict time for one kernel on 3 shapes through the real pipeline (`gate_job`:
      git checkout, the GPU child, static, build of both sides, correctness, bench, profile, verdict);
      cold = empty data dir and object cache, warm = the next kernel-only commit with the binding
-     cached, against the cold job's candidate (whose profile it takes: docs/reuse.md);
+     cached, against the cold job's candidate (whose profile it takes: docs/reuse.md), 10 s later,
+     its GPU child started when the cold job's ended (a spare, as the service's executor keeps one);
+     then the same kind of commit with the child started by the job itself, as `gate run` does;
   2. A/A false alarms over TRIALS trials (two builds of the same source) at both sizes, and the same
      for PyTorch SDPA at B1 H8 S512 D64 (~10 µs), beside naive A-then-B event timing of it;
   3. detections of the +3 % variant at both sizes, and a sweep of slowdowns at the small size;
@@ -105,17 +107,19 @@ def subject_repo(work: Path) -> tuple[Path, dict[int, str]]:
     _git(repo, "commit", "-q", "-m", "base")
     shas = {0: _git(repo, "rev-parse", "HEAD")}
     cu = repo / "kernels" / "fma_chain.cu"
-    for pct in (3, 5):
+    for pct in (3, 5, 4):
         cu.write_text(re.sub(r"#define GATE_EXTRA_PCT \d+", f"#define GATE_EXTRA_PCT {pct}", cu.read_text()))
         _git(repo, "commit", "-q", "-am", f"+{pct} % arithmetic")
         shas[pct] = _git(repo, "rev-parse", "HEAD")
     return repo, shas
 
 
-def verdict_time(data_dir: Path, repo: Path, sha: str, base: str, label: str, history: list) -> dict:
+def verdict_time(data_dir: Path, repo: Path, sha: str, base: str, label: str, history: list,
+                 spares: object = None) -> dict:
     """One whole verdict through `gate_job`, as the service runs it; seconds in all and per stage.
     `history` (the outcomes of the jobs before, appended to) answers as the service's would whether
-    the baseline's profile was measured already as an earlier job's candidate (docs/reuse.md)."""
+    the baseline's profile was measured already as an earlier job's candidate (docs/reuse.md).
+    `spares`: the service's child started ahead of the next job (gate/executors/spare.py), or None."""
     from gate.domain.reuse import Provenance, ReusedProfile
     from gate.executors.job import gate_job
     from gate.sources.mirror import Mirror
@@ -137,7 +141,7 @@ def verdict_time(data_dir: Path, repo: Path, sha: str, base: str, label: str, hi
             timeline.append(f"{time.perf_counter() - t0:5.1f} {event.stage}/{event.side} {event.state}")
     outcome = gate_job(repo=str(repo), sha=sha, base_sha=base, kernel="fma_chain", data_dir=data_dir,
                        options=options, mirror=Mirror(data_dir / "mirrors"), reuse_profile=reuse_profile,
-                       on_event=heard)
+                       on_event=heard, spares=spares)
     total = time.perf_counter() - t0
     history.append((sha, outcome))
     res = outcome.result
@@ -159,7 +163,8 @@ def verdict_time(data_dir: Path, repo: Path, sha: str, base: str, label: str, hi
             "ratios": [round(t.ratio or 0, 4) for t in (res.bench.shapes if res.bench else [])],
             # "... integrity figures in X s": the cost of the all-streams check and the floor (issue 10)
             "bench_reason": res.bench.reason if res.bench else "",
-            "baseline_profile": next((n for n in res.notes if n.startswith("baseline profile")), "profiled")}
+            "baseline_profile": next((n for n in res.notes if n.startswith("baseline profile")), "profiled"),
+            "child": next((n for n in res.notes if "(a spare)" in n), "started by the job")}
 
 
 def trials(spec: KernelSpec, wl: object, cand: object, base: object, n: int) -> dict:
@@ -195,6 +200,8 @@ def naive_ab(fn_a, fn_b, reps: int = 200) -> float:
 
 
 SECTIONS = ("verdict", "aa", "det", "sdpa", "spread")
+VERDICT_JOBS = ("cold", "warm", "warm_own")
+EDIT_PAUSE_S = 10.0     # between the cold and the warm job: the engineer's next edit (the spare child loads)
 SPREAD_JOBS = int(os.environ.get("GATE_SPREAD_JOBS", "5"))
 BIAS_PCT = 0.2          # issue 14: no significant A/A shift beyond this, in either direction
 
@@ -301,10 +308,20 @@ def main(argv: list[str]) -> int:
         repo, shas = subject_repo(work)
         data_dir = work / "data"
         history: list = []
-        report["cold"] = verdict_time(data_dir, repo, shas[3], shas[0], "cold (empty cache)", history)
-        # The next edit: its baseline is the cold job's candidate, whose profile is not taken again.
-        report["warm"] = verdict_time(data_dir, repo, shas[5], shas[3], "warm (kernel-only change)", history)
-        print("verdict times:", json.dumps({k: report[k] for k in ("cold", "warm")}, default=str), flush=True)
+        from gate.executors.spare import Spares
+
+        spares = Spares(data_dir / "spares", hidden=(data_dir,))   # as the service's executor holds them
+        try:
+            report["cold"] = verdict_time(data_dir, repo, shas[3], shas[0], "cold (empty cache)", history, spares)
+            time.sleep(EDIT_PAUSE_S)
+            # The next edit: its baseline is the cold job's candidate, whose profile is not taken again.
+            report["warm"] = verdict_time(data_dir, repo, shas[5], shas[3], "warm (kernel-only change)", history,
+                                          spares)
+        finally:
+            spares.close()                      # no idle context beside the sections that time
+        # The same kind of edit, its child started by the job itself (`gate run`, GATE_SPARE_CHILD=0).
+        report["warm_own"] = verdict_time(data_dir, repo, shas[4], shas[3], "warm, no spare child", history)
+        print("verdict times:", json.dumps({k: report[k] for k in VERDICT_JOBS}, default=str), flush=True)
 
     sizes = {"large": LARGE, "small": SMALL}
     for size, shape in sizes.items():
@@ -356,12 +373,12 @@ def _table(r: dict) -> None:
     t1 = f"{THRESHOLDS_PCT[0]:g}"
     print(f"\n== gate quality on {r['device']} ({r['trials']} trials each; alarm = regression at +{t1} % "
           f"[at +{THRESHOLDS_PCT[1]:g} %]; sections {', '.join(r['sections'])})")
-    for key in ("cold", "warm"):
+    for key in VERDICT_JOBS:
         if key not in r:
             continue
         v = r[key]
         print(f"{v['label']:<28} {v['total_s']:6.1f} s  verdict {v['verdict']} (ratios {v['ratios']}); "
-              f"candidate build hits/misses {v['cand_cache']}")
+              f"candidate build hits/misses {v['cand_cache']}; child: {v.get('child', '?')}")
         print("  stages (s): " + ", ".join(f"{k} {t:.1f}" for k, t in v["stages_s"].items()))
         print("  timeline (s): " + " | ".join(v.get("timeline", [])))
         print("  profile: " + v.get("profile_reason", ""))

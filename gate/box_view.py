@@ -70,6 +70,12 @@ class Mount:
         return [*args, self.how, self.source, self.target]
 
 
+def gpu_nodes() -> bool:
+    """Whether this machine has NVIDIA GPU device nodes (`/dev/nvidia0`, ...): what a box with `gpu`
+    is given, and what tells a CPU machine, which starts nothing for the GPU ahead of a job."""
+    return any(Path("/dev").glob("nvidia[0-9]*"))
+
+
 def _system() -> list[Mount]:
     mounts = []
     for path in SYSTEM_DIRS:

@@ -88,6 +88,9 @@ class Settings(BaseSettings):
     # Hours an earlier job's figures stand for a kernel whose inputs are unchanged (docs/reuse.md); 0: never.
     reuse_max_age_h: float = Field(168.0, ge=0)
     warm_history: bool = True                     # read kernel histories into memory at start
+    # Start each job's GPU child before its job, when the one before ends (gate/executors/spare.py):
+    # torch and the CUDA context are loaded by the time the job comes. Off: each job starts its own.
+    spare_child: bool = True
 
     @model_validator(mode="after")
     def _database_follows_data_dir(self) -> Settings:

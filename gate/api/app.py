@@ -57,7 +57,8 @@ def create_app(settings: Settings | None = None, *, gate_job: GateJob | None = N
     def env_factory() -> JobEnvironment:
         return JobEnvironment(session_factory=session_factory, gate_job=gate_job or load_gate_job(),
                               data_dir=settings.data_dir, options=settings.run_options(),
-                              mirror=getattr(sources, "mirror", None), notifier=notifier)
+                              mirror=getattr(sources, "mirror", None), notifier=notifier,
+                              spare_child=settings.spare_child)
 
     store = SeriesCache()
     warmup = SeriesWarmup(session_factory, store, max_points=pages.PAGE_POINTS)

@@ -30,7 +30,8 @@ def main(args: argparse.Namespace) -> int:
     env = JobEnvironment(session_factory=make_session_factory(engine), gate_job=load_gate_job(),
                          data_dir=settings.data_dir, options=settings.run_options(),
                          mirror=MirrorSources(settings.data_dir).mirror,
-                         notifier=notifier_for(settings))   # its verdicts' statuses, like the server's
+                         notifier=notifier_for(settings),   # its verdicts' statuses, like the server's
+                         spare_child=settings.spare_child)
     if settings.executor == "celery":
         from gate.executors.celery import CeleryExecutor, queue_name
 
@@ -45,7 +46,10 @@ def main(args: argparse.Namespace) -> int:
         return 0
     executor = LocalExecutor(env, gpus=[kind] if gpus or args.gpu_kind else [], role=f"worker-{kind}")
     if args.once:
-        print(f"ran {executor.drain()} job(s)")
+        try:
+            print(f"ran {executor.drain()} job(s)")
+        finally:
+            executor.close_spares()
         return 0
     executor.start()
     try:

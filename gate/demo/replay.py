@@ -59,7 +59,8 @@ def replay(settings: Settings, out: TextIO, steps: tuple[Step, ...] | None = Non
     session_factory = make_session_factory(engine)
     sources = MirrorSources(data_dir)
     env = JobEnvironment(session_factory=session_factory, gate_job=_printing(load_gate_job(), out),
-                         data_dir=data_dir, options=settings.run_options(), mirror=sources.mirror)
+                         data_dir=data_dir, options=settings.run_options(), mirror=sources.mirror,
+                         spare_child=settings.spare_child)
     executor = LocalExecutor(env, role="demo")
     rows = []
     try:
@@ -76,6 +77,7 @@ def replay(settings: Settings, out: TextIO, steps: tuple[Step, ...] | None = Non
             for kernel, verdict, reason in rows[-1].verdicts:
                 print(f"   => {kernel:<18} {verdict.upper():<12} {reason}", file=out, flush=True)
     finally:
+        executor.close_spares()
         engine.dispose()
     return rows
 

@@ -9,7 +9,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -24,6 +24,9 @@ from gate.storage import claims, timing_methods
 from gate.storage.reuse import find_measured, find_profile
 from gate.storage.models import Job
 from gate.storage.outcomes import Outcome, store_error, store_outcome
+
+if TYPE_CHECKING:
+    from gate.executors.spare import Spares
 
 log = logging.getLogger(__name__)
 
@@ -50,7 +53,8 @@ class GateJob(Protocol):
     def __call__(self, *, repo: str, sha: str, base_sha: str | None, kernel: str, data_dir: Path,
                  options: RunOptions, mirror: Any, on_event: Callable[[ProgressEvent], None],
                  cancel: threading.Event, kept_methods: dict[str, str] | None = None,
-                 reuse: ReuseLookup | None = None, reuse_profile: ProfileLookup | None = None) -> Outcome: ...
+                 reuse: ReuseLookup | None = None, reuse_profile: ProfileLookup | None = None,
+                 spares: Spares | None = None) -> Outcome: ...
 
 
 def load_gate_job() -> GateJob:
@@ -77,15 +81,19 @@ class JobEnvironment:
     heartbeat_s: float = claims.HEARTBEAT_S
     # Who hears of each stored verdict, composed by whoever started this worker (no listeners: none).
     notifier: Notifier = field(default_factory=Notifier)
+    # Start each job's child before the job, on a GPU (`gate.executors.spare`; GATE_SPARE_CHILD).
+    spare_child: bool = False
 
 
-def run_claimed(env: JobEnvironment, job_id: int, attempt: int, cancel: threading.Event | None = None) -> None:
+def run_claimed(env: JobEnvironment, job_id: int, attempt: int, cancel: threading.Event | None = None,
+                spares: Spares | None = None) -> None:
     """Run a job this worker has claimed and store its outcome. Never raises for a job's failure:
     a GateError or any unexpected exception becomes verdict `error` with the message.
 
     `cancel` stops the job (its child's process group is killed, nothing is stored): set by the
     executor when the job is cancelled, or here when a heartbeat finds the job no longer this
-    attempt's (cancelled, or re-queued as an orphan and taken by another worker)."""
+    attempt's (cancelled, or re-queued as an orphan and taken by another worker).
+    `spares`: this worker thread's child started ahead of its next job (`gate.executors.spare`)."""
     cancel = cancel or threading.Event()
     with env.session_factory() as session:
         job = session.get(Job, job_id)
@@ -96,6 +104,8 @@ def run_claimed(env: JobEnvironment, job_id: int, attempt: int, cancel: threadin
             call["kept_methods"] = kept
         if not rev.remeasure:
             call.update(_lookups(env, rev.repository_id))
+    if spares is not None:
+        call["spares"] = spares
     # One folder per attempt: a re-queued job may run again elsewhere while this attempt winds down.
     work_dir = Path(env.data_dir).resolve() / "jobs" / str(job_id) / str(attempt)
     work_dir.mkdir(parents=True, exist_ok=True)

@@ -38,6 +38,7 @@ from gate.domain.results import (
 )
 from gate.errors import GateError, JobCancelled, RunnerError
 from gate import box
+from gate.executors.spare import Spare
 from gate.returned_files import Budget, Refused, read_returned, usage_bytes
 from gate.runner.protocol import (
     REQUEST_NAME,
@@ -59,28 +60,33 @@ QUEUED_EVENT_LINES = 1024
 _EOF = object()
 
 
-def child_command(request_path: Path, result_path: Path) -> list[str]:
-    return [sys.executable, "-m", "gate.runner", str(request_path), str(result_path)]
+def child_command(request_path: Path, result_path: Path, *, spare: bool = False) -> list[str]:
+    return [sys.executable, "-m", "gate.runner", *(["--spare"] if spare else []), str(request_path), str(result_path)]
 
 
-def _child_env() -> dict[str, str]:
+def child_env() -> dict[str, str]:
     """The child imports the same `gate` package as this process, wherever it is installed."""
     root = str(Path(gate.__file__).resolve().parent.parent)
     paths = [root, *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
     return {**os.environ, "PYTHONPATH": os.pathsep.join(dict.fromkeys(paths)), "PYTHONUNBUFFERED": "1"}
 
 
-def _child_box(request: JobRequest, hidden: tuple[Path, ...]) -> box.Box:
-    cache = request.options.build_cache_dir
-    writable = (Path(request.artifacts_dir), *((Path(cache),) if cache else ()))
-    readable = tuple(Path(side.path) for side in (request.candidate, request.baseline) if side is not None)
-    return box.Box(writable=writable, readable=readable, hidden=hidden, gpu=True, limits=box.GPU_CHILD_LIMITS)
+def child_box(box_dir: Path, cache: str | None, checkouts: tuple[Path, ...], hidden: tuple[Path, ...]) -> box.Box:
+    """A job's child's box: it writes its folder and the object cache, reads its checkouts."""
+    writable = (Path(box_dir), *((Path(cache),) if cache else ()))
+    return box.Box(writable=writable, readable=checkouts, hidden=hidden, gpu=True, limits=box.GPU_CHILD_LIMITS)
+
+
+def _request_box(request: JobRequest, hidden: tuple[Path, ...]) -> box.Box:
+    checkouts = tuple(Path(side.path) for side in (request.candidate, request.baseline) if side is not None)
+    return child_box(Path(request.artifacts_dir), request.options.build_cache_dir, checkouts, hidden)
 
 
 def run_child(request: JobRequest, timeout_s: float,
               on_event: Callable[[ProgressEvent], None] | None = None,
               *, command: list[str] | None = None, hidden: tuple[Path, ...] = (),
-              cancel: threading.Event | None = None, budget: Budget | None = None) -> JobResult:
+              cancel: threading.Event | None = None, budget: Budget | None = None,
+              spare: Spare | None = None) -> JobResult:
     """Run one job's stages in a child process and return its `JobResult` (see the module doc).
 
     The child runs in the box (`gate.box`): it writes only its artifacts and the object
@@ -89,6 +95,8 @@ def run_child(request: JobRequest, timeout_s: float,
     `cancel`, once set, kills the child's process group and raises `JobCancelled`. `budget` counts
     what the child hands back (its result JSON here; the caller takes the rest with the same budget).
     The result's first note says what bounded the box (its memory: a cgroup or not; its tmpfs; its folder).
+    `spare`: a child started before this job (`gate.executors.spare`), whose box was made with this
+    request's folders; it is told to go instead of a child being started.
     """
     budget = budget if budget is not None else Budget()
     artifacts = Path(request.artifacts_dir)
@@ -96,10 +104,14 @@ def run_child(request: JobRequest, timeout_s: float,
     request_path, result_path = artifacts / REQUEST_NAME, artifacts / RESULT_NAME
     result_path.unlink(missing_ok=True)
     write_request(request_path, request)
-    spec = _child_box(request, hidden)
-    proc = box.popen(spec, command or child_command(request_path, result_path),
-                     cwd=artifacts, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
-                     text=True, errors="replace", start_new_session=True, env=_child_env())
+    if spare is not None:
+        spec, proc, spare_note = spare.spec, spare.proc, spare.note()
+        _go(proc)
+    else:
+        spec = _request_box(request, hidden)
+        proc = box.popen(spec, command or child_command(request_path, result_path),
+                         cwd=artifacts, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
+                         text=True, errors="replace", start_new_session=True, env=child_env())
     lines: queue.Queue = queue.Queue(maxsize=QUEUED_EVENT_LINES)
     tail: deque[str] = deque(maxlen=STDERR_TAIL_LINES)
     readers = [threading.Thread(target=_pump, args=(proc.stdout, lines.put, lines.put), daemon=True),
@@ -149,12 +161,13 @@ def run_child(request: JobRequest, timeout_s: float,
                 timed_out = True
     finally:
         if proc.poll() is None:
-            _kill_group(proc)
+            kill_group(proc)
         _drain(lines, readers[0])
         for reader in readers:
             reader.join(timeout=5)
-        for stream in (proc.stdout, proc.stderr):
-            stream.close()
+        for stream in (proc.stdout, proc.stderr, proc.stdin):
+            if stream is not None:
+                stream.close()
     if cancelled:
         raise JobCancelled(f"its child (process group {proc.pid}) was killed")
     # The cgroup kills the biggest process, often a grandchild (a compiler): a child that then fails or
@@ -176,9 +189,20 @@ def run_child(request: JobRequest, timeout_s: float,
         result.notes.append(f"the box {oom_line}")
     tmpfs = ("none of its own (unboxed)" if not box.enabled() else f"{spec.limits.tmp_bytes} bytes each"
              if box.sizes_tmpfs() else "not size-capped (bwrap without --size)")
+    if spare is not None:
+        result.notes.append(spare_note)
     result.notes.insert(0, f"box limits: memory: {proc.memory.mechanism}; tmpfs {tmpfs}; its folder at most "
                            f"{spec.limits.disk_bytes} bytes")
     return result
+
+
+def _go(proc: subprocess.Popen) -> None:
+    """Tell a spare child its request is written. One that already died reads as any dead child."""
+    try:
+        proc.stdin.write("go\n")
+        proc.stdin.flush()
+    except (OSError, ValueError):     # its stdin is closed: it exited; the wait below sees how
+        pass
 
 
 def _pump(stream, sink: Callable, on_end: Callable | None) -> None:
@@ -198,7 +222,7 @@ def _drain(lines: queue.Queue, reader: threading.Thread, timeout_s: float = 5.0)
             pass
 
 
-def _kill_group(proc: subprocess.Popen) -> None:
+def kill_group(proc: subprocess.Popen) -> None:
     """SIGKILL the child's whole process group (nvcc, ncu and their children included)."""
     try:
         os.killpg(proc.pid, signal.SIGKILL)

@@ -28,6 +28,7 @@ from gate.domain.results import JobResult, StageStatus
 from gate.domain.reuse import ProfileLookup, ReuseLookup, ReusedMeasurement
 from gate.errors import JobCancelled, ManifestError
 from gate.executors.child import run_child
+from gate.executors.spare import Spares
 from gate.job_folders import remove
 from gate.returned_files import Budget, Refused, copy_returned, listed
 from gate.executors.reuse_key import environment_inputs, reuse_key, side_key
@@ -76,7 +77,7 @@ def gate_job(*, repo: str, sha: str, base_sha: str | None, kernel: str, data_dir
              options: RunOptions, mirror: Mirror, on_event: Emit | None = None,
              job_key: str | None = None, cancel: threading.Event | None = None,
              kept_methods: dict[str, str] | None = None, reuse: ReuseLookup | None = None,
-             reuse_profile: ProfileLookup | None = None) -> GateOutcome:
+             reuse_profile: ProfileLookup | None = None, spares: Spares | None = None) -> GateOutcome:
     """Gate one kernel at `sha` (a full sha) against `base_sha` on this machine. `cancel` stops it
     (`JobCancelled`): before the child starts, or by killing the child's process group.
     `kept_methods`: the timing method per shape of this kernel's history (`storage.timing_methods`).
@@ -88,13 +89,18 @@ def gate_job(*, repo: str, sha: str, base_sha: str | None, kernel: str, data_dir
 
     `reuse_profile` (None: always profile the baseline) is asked, when the pair is measured, for an
     earlier job whose candidate had this baseline's inputs (`side_key`): the child then profiles the
-    candidate only, and that job's stored candidate profile becomes the baseline's, before `decide`."""
+    candidate only, and that job's stored candidate profile becomes the baseline's, before `decide`.
+
+    `spares` (None: a child is started for this job) holds a child started before this job
+    (`gate.executors.spare`): the job exports its checkouts into that child's folders and tells it to
+    go; when the child is done, the next job's is started. A job that runs no child leaves it waiting."""
     emit = on_event or (lambda _event: None)
     # Every path of the request absolute: the child, and its box, run in the artifacts directory.
     data_dir = Path(data_dir).resolve()
     key = job_key or f"{sha[:12]}-{kernel}-{uuid.uuid4().hex[:8]}"
     workspace = data_dir / "workspaces" / key
     box_dir = data_dir / "box" / key            # written by submitted code: nothing in it is believed
+    spare = None
     artifacts = data_dir / "artifacts" / key    # what the parent took back from it
     budget = Budget()
     try:
@@ -134,8 +140,14 @@ def gate_job(*, repo: str, sha: str, base_sha: str | None, kernel: str, data_dir
         else:
             if cancel is not None and cancel.is_set():
                 raise JobCancelled("cancelled before its child started")
-            result = run_child(request, timeout_s=spec.timeout_s, on_event=emit, hidden=(data_dir,),
-                               cancel=cancel, budget=budget)
+            if spares is not None and (spare := spares.take(options)) is not None:
+                request, box_dir = spare.adopt(request), spare.box_dir
+            try:
+                result = run_child(request, timeout_s=spec.timeout_s, on_event=emit, hidden=(data_dir,),
+                                   cancel=cancel, budget=budget, spare=spare)
+            finally:
+                if spares is not None:   # the next job's child, now that this one's is done
+                    spares.refill(options)
             if base_profile is not None and _profiles_baseline(result):
                 result.baseline.profile = base_profile.profile
                 result.notes.append(base_profile.line)
@@ -149,6 +161,8 @@ def gate_job(*, repo: str, sha: str, base_sha: str | None, kernel: str, data_dir
             emit(ProgressEvent(stage=Stage.BOX, side=Side.JOINT, state="refused", detail=line))
             result.notes.append(line)
     finally:
+        if spare is not None:         # its child has ended; its folders held this job's checkouts
+            spare.discard()
         remove(workspace)
         remove(box_dir)
     report = decide(result, spec.gates, spec.kernels)

@@ -14,8 +14,11 @@ import logging
 import shutil
 import subprocess
 import threading
+from pathlib import Path
 
+from gate import box_view
 from gate.executors.base import JobEnvironment, run_claimed
+from gate.executors.spare import Spares
 from gate.executors.liveness import OrphanSweeper, worker_id
 from gate.storage import claims
 
@@ -48,6 +51,7 @@ class LocalExecutor:
         self._threads: list[threading.Thread] = []
         self._running: dict[int, threading.Event] = {}      # job id -> its cancel event
         self._running_lock = threading.Lock()
+        self._spares: dict[str, Spares] = {}                 # worker id -> its child started ahead
 
     def _slots(self) -> list[tuple[str, list[str]]]:
         """(worker id, GPU kinds it serves) per slot. Jobs of kind "any" go to the first free slot."""
@@ -74,6 +78,24 @@ class LocalExecutor:
         for t in self._threads:
             t.join()
         self._threads.clear()
+        self.close_spares()
+
+    def close_spares(self) -> None:
+        """Stop the children started ahead of jobs that will not come now."""
+        for spares in self._spares.values():
+            spares.close()
+        self._spares.clear()
+
+    def _spares_of(self, worker: str) -> Spares | None:
+        """The slot's child started ahead of its next job, where the environment asks for one (a slot's
+        thread runs its jobs one after another, so each slot has its own)."""
+        if not (self.env.spare_child and box_view.gpu_nodes()):
+            return None
+        if worker not in self._spares:
+            data_dir = Path(self.env.data_dir).resolve()
+            folder = "".join(ch if ch.isalnum() else "-" for ch in worker)   # a worker id holds '/' and '@'
+            self._spares[worker] = Spares(data_dir / "spares" / folder, hidden=(data_dir,))
+        return self._spares[worker]
 
     def wake(self) -> None:
         self._wake.set()
@@ -95,7 +117,7 @@ class LocalExecutor:
         with self._running_lock:
             self._running[job_id] = cancel
         try:
-            run_claimed(self.env, job_id, attempt, cancel)
+            run_claimed(self.env, job_id, attempt, cancel, spares=self._spares_of(worker))
         finally:
             with self._running_lock:
                 self._running.pop(job_id, None)

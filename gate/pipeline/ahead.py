@@ -27,6 +27,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from gate.box_view import gpu_nodes
 from gate.domain.job import JobRequest
 from gate.domain.names import Side, Stage
 from gate.errors import GateError
@@ -35,11 +36,6 @@ from gate.pipeline.compile_pool import CompilePool
 from gate.pipeline.profile_session import ProfileSession
 
 READY_S = 30.0     # how long the bench waits for a session's CUDA context (seconds after the GPU stages begin)
-
-
-def gpu_nodes() -> bool:
-    """Whether this machine has NVIDIA device nodes: a CPU machine imports no torch for the head start."""
-    return any(Path("/dev").glob("nvidia[0-9]*"))
 
 
 def group_pids(pgid: int) -> list[int]:

@@ -86,6 +86,19 @@ def _not_run(emit: Emit, stage: Stage, side: Side, result_type: type, reason: st
     return result_type(status=StageStatus.NOT_RUN, reason=reason)
 
 
+def warm_up() -> None:
+    """What a child started ahead of its job (`python -m gate.runner --spare`) does before it has one:
+    import torch and the GPU stages' modules, and make its CUDA context, where there is a GPU. The
+    same work `measure` would do first; done here, a job begins at its stages."""
+    if not cuda_available():
+        return
+    import torch
+
+    from gate.pipeline import bench, build, correctness, profile  # noqa: F401  (their imports: torch's own)
+
+    torch.empty(1, device="cuda")
+
+
 def object_cache_dir(request: JobRequest) -> Path:
     """One object cache for the static and build stages: the static stage's objects are the build's."""
     options = request.options

@@ -1,8 +1,14 @@
-"""The GPU child: `python -m gate.runner REQUEST.json RESULT.json`.
+"""The GPU child: `python -m gate.runner [--spare] REQUEST.json RESULT.json`.
 
 Reads a `JobRequest`, runs `gate.pipeline.run.measure`, prints progress events on the event channel,
 and writes the `JobResult` (also after every stage, so the parent keeps what was measured before a
 crash). Imports only `gate.domain`, `gate.errors`, `gate.pipeline` and the runner's protocol.
+
+`--spare`: a child started before its job (`gate.executors.spare`). It first does what every job's
+child does before its first stage and needs nothing of the job for: imports torch and the stages,
+and makes its CUDA context (`run.warm_up`). Then it waits for one line on stdin: `go` (the request is
+written; read it and run), or the end of stdin (no job came: exit quietly). Nothing of a
+submission's exists in its box before the go.
 """
 
 from __future__ import annotations
@@ -37,11 +43,26 @@ def _event_channel() -> TextIO:
     return channel
 
 
+GO = "go"
+
+
+def _wait_for_go() -> bool:
+    """Warm up, then wait for the parent's go on stdin (True) or the end of stdin (False)."""
+    from gate.pipeline.run import warm_up
+
+    warm_up()
+    return sys.stdin.readline().strip() == GO
+
+
 def main(argv: list[str]) -> int:
+    spare = argv[:1] == ["--spare"]
+    argv = argv[1:] if spare else argv
     if len(argv) != 2:
-        print("usage: python -m gate.runner REQUEST.json RESULT.json", file=sys.stderr)
+        print("usage: python -m gate.runner [--spare] REQUEST.json RESULT.json", file=sys.stderr)
         return ExitCode.USAGE
     channel = _event_channel()
+    if spare and not _wait_for_go():
+        return ExitCode.OK
     request_path, result_path = Path(argv[0]), Path(argv[1])
     try:
         request = read_request(request_path)

@@ -119,3 +119,32 @@ def test_the_profile_sessions_are_ready_before_the_go_and_unseen_by_the_bench(sa
     assert "CUDA context ready before the go" in result["candidate"]["profile"]["reason"], err
     watch = result["bench"]["gpu_watch"]
     assert watch["other_processes"] == [] and not any("shared" in p for p in watch["problems"]), watch
+
+
+def test_a_job_run_by_a_spare_child_gives_the_verdict_a_child_of_its_own_gives(sample, tmp_path):
+    """gate/executors/spare.py on a GPU: the second job's child was started (torch imported, CUDA
+    context made) when the first job's ended; the job tells it so, decides the same A/A accept, and its
+    bench's GPU watch saw no other program (the waiting spare is the job's own child)."""
+    from gate.domain.job import RunOptions
+    from gate.executors.job import gate_job
+    from gate.executors.spare import Spares
+    from gate.sources.mirror import Mirror
+
+    repo, shas = sample
+    data = tmp_path / "data"
+    options = RunOptions(build_cache_dir=str(data / "build-cache"), bench_budget_s=3.0, ncu_clock_control="none")
+    spares = Spares(data / "spares", hidden=(data,))
+    mirror = Mirror(data / "mirrors")
+    try:
+        outcomes = [gate_job(repo=str(repo), sha=shas["base"], base_sha=shas["base"], kernel="wmma_gemm",
+                             data_dir=data, options=options, mirror=mirror, spares=spares) for _ in range(2)]
+    finally:
+        spares.close()
+    first, second = outcomes
+    assert not any("(a spare)" in n for n in first.result.notes)
+    assert any("(a spare)" in n for n in second.result.notes), second.result.notes
+    for outcome in outcomes:
+        assert outcome.report.verdict.value == "accept", outcome.report.reason
+        watch = outcome.result.bench.gpu_watch
+        assert watch.other_processes == [] and not any("shared" in p for p in watch.problems), watch
+    assert not (data / "spares").exists()

@@ -1,0 +1,116 @@
+"""The child started before its job (gate/executors/spare.py): the real `gate.runner --spare` in the
+real box, the real `gate_job` (its static stage compiles with nvcc; no GPU here, so the GPU stages
+are not run and the spare's warm-up imports nothing)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from gate import box_view
+from gate.domain.job import RunOptions
+from gate.domain.results import StageStatus
+from gate.executors import spare as spare_module
+from gate.executors.job import gate_job
+from gate.executors.spare import Spares
+from gate.runner.protocol import ExitCode
+from gate.sources.mirror import Mirror
+from tests.security.test_return_path import make_repo
+
+needs_box = pytest.mark.skipif(shutil.which("bwrap") is None or os.environ.get("GATE_BOX") == "off"
+                               or shutil.which("nvcc") is None, reason="needs bubblewrap and nvcc")
+
+
+@pytest.fixture
+def gpu_machine(monkeypatch):
+    """The spares act as on a GPU machine (this one has no device nodes)."""
+    monkeypatch.setattr(box_view, "gpu_nodes", lambda: True)
+
+
+def _job(repo: Path, mirror: Mirror, data_dir: Path, options: RunOptions, spares: Spares | None):
+    sha = mirror.resolve(str(repo), "HEAD")
+    return gate_job(repo=str(repo), sha=sha, base_sha=None, kernel="tiny", data_dir=data_dir,
+                    options=options, mirror=mirror, spares=spares)
+
+
+@needs_box
+def test_a_spare_child_runs_the_next_job_and_another_is_started_for_the_one_after(tmp_path, gpu_machine):
+    repo = make_repo(tmp_path / "repo")
+    data_dir = tmp_path / "data"
+    mirror = Mirror(data_dir / "mirrors")
+    options = RunOptions(build_cache_dir=str(data_dir / "build-cache"))
+    spares = Spares(data_dir / "spares", hidden=(data_dir,))
+    try:
+        first = _job(repo, mirror, data_dir, options, spares)      # no spare yet: its own child
+        waiting = spares._spare
+        assert waiting is not None and waiting.alive()            # started when the first job's child ended
+        second = _job(repo, mirror, data_dir, options, spares)
+        assert not any("a spare" in note for note in first.result.notes)
+        assert any("before its job's go (a spare)" in note for note in second.result.notes)
+        for outcome in (first, second):
+            assert outcome.result.candidate.static.status is StageStatus.PASSED
+            assert [f.function for f in outcome.result.candidate.static.functions] == \
+                   [f.function for f in first.result.candidate.static.functions]
+        assert not waiting.folder.exists()                       # its folders went with the second job
+        assert spares._spare is not None and spares._spare is not waiting
+    finally:
+        spares.close()
+    assert not (data_dir / "spares").exists()
+    assert [p.name for p in (data_dir / "workspaces").glob("*/*")] == []    # no checkout left behind
+
+
+@needs_box
+def test_a_spare_that_died_while_waiting_is_not_used(tmp_path, gpu_machine):
+    repo = make_repo(tmp_path / "repo")
+    data_dir = tmp_path / "data"
+    mirror = Mirror(data_dir / "mirrors")
+    options = RunOptions(build_cache_dir=str(data_dir / "build-cache"))
+    spares = Spares(data_dir / "spares", hidden=(data_dir,))
+    try:
+        spares.refill(options)
+        dead = spares._spare
+        dead.proc.kill()
+        dead.proc.wait()
+        outcome = _job(repo, mirror, data_dir, options, spares)
+        assert outcome.result.candidate.static.status is StageStatus.PASSED
+        assert not any("a spare" in note for note in outcome.result.notes)
+        assert not dead.folder.exists()
+    finally:
+        spares.close()
+
+
+@needs_box
+def test_a_spare_made_for_other_options_is_not_used(tmp_path, gpu_machine):
+    data_dir = tmp_path / "data"
+    spares = Spares(data_dir / "spares", hidden=(data_dir,))
+    try:
+        spares.refill(RunOptions(build_cache_dir=str(data_dir / "cache-a")))
+        made = spares._spare
+        assert spares.take(RunOptions(build_cache_dir=str(data_dir / "cache-b"))) is None
+        assert not made.alive() and not made.folder.exists()
+    finally:
+        spares.close()
+
+
+def test_no_spare_is_started_without_a_gpu_or_gpu_stages(tmp_path, monkeypatch):
+    spares = Spares(tmp_path / "spares", hidden=(tmp_path,))
+    monkeypatch.setattr(box_view, "gpu_nodes", lambda: False)
+    spares.refill(RunOptions())
+    monkeypatch.setattr(box_view, "gpu_nodes", lambda: True)
+    spares.refill(RunOptions(gpu_stages=False))
+    assert spares._spare is None
+    assert spare_module.Spares.take(spares, RunOptions()) is None
+
+
+def test_a_spare_child_whose_stdin_ends_exits_cleanly_without_a_result(tmp_path):
+    result = tmp_path / "result.json"
+    done = subprocess.run([sys.executable, "-m", "gate.runner", "--spare", str(tmp_path / "request.json"),
+                           str(result)], input="", capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])})
+    assert done.returncode == ExitCode.OK, done.stderr
+    assert not result.exists()
