@@ -13,6 +13,7 @@ incomplete 3 > inconclusive 3 > accept 0: `gate.domain.verdict.SEVERITY_ORDER`).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 import time
@@ -28,6 +29,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--base", default=None, help="baseline revision (default: the candidate's parent)")
     p.add_argument("--kernel", action="append", dest="kernels", default=None, help="only this kernel")
     p.add_argument("--json", action="store_true", help="print the results as JSON")
+    p.add_argument("--static-only", action="store_true",
+                   help="compile and read registers, spills and SASS only: no GPU stage runs (verdict incomplete)")
     p.set_defaults(func=main)
 
 
@@ -52,6 +55,7 @@ def main(args: argparse.Namespace) -> int:
     from gate.domain.verdict import Verdict, worst_verdict
     from gate.errors import ManifestError
     from gate.executors.job import gate_job, manifest_at
+    from gate.executors.spare import Spares
     from gate.sources.mirror import Mirror
     from gate.sources.working_tree import snapshot as working_tree_commit
 
@@ -76,10 +80,21 @@ def main(args: argparse.Namespace) -> int:
             raise ManifestError(f"no kernel named {name!r} (declared: {', '.join(declared)})",
                                 file=manifest.path, key="kernel")
     progress = Progress()
+    options = dataclasses.replace(settings.run_options(), gpu_stages=not args.static_only)
+    names = args.kernels or declared
+    # Several kernels: each job's child is started while the one before ends (gate/executors/spare.py).
+    spares = Spares(data_dir / "spares", hidden=(data_dir,)) if len(names) > 1 and settings.spare_child else None
     outcomes = []
-    for name in args.kernels or declared:
-        outcomes.append(gate_job(repo=args.repo, sha=sha, base_sha=base_sha, kernel=name, data_dir=data_dir,
-                                 options=settings.run_options(), mirror=mirror, on_event=progress.for_kernel(name)))
+    try:
+        for i, name in enumerate(names):
+            if spares is not None and i == len(names) - 1:
+                spares.no_more()
+            outcomes.append(gate_job(repo=args.repo, sha=sha, base_sha=base_sha, kernel=name, data_dir=data_dir,
+                                     options=options, mirror=mirror, on_event=progress.for_kernel(name),
+                                     spares=spares))
+    finally:
+        if spares is not None:
+            spares.close()
     verdict = worst_verdict(o.report.verdict for o in outcomes) or Verdict.ERROR
     if args.json:
         doc = {"repo": args.repo, "sha": sha, "base_sha": base_sha, "working_tree": bool(working_tree),

@@ -130,3 +130,21 @@ def test_gate_run_in_a_committed_repository_gates_the_commit_every_time(tmp_path
     expected = repo / data_dir if data_dir else state / "flashcore-gate"
     assert (expected / "mirrors").is_dir()
     assert data_dir or not (repo / ".gate").exists()
+
+
+@pytest.mark.nvcc
+@needs_nvcc
+def test_gate_run_static_only_compiles_and_runs_no_gpu_stage_naming_why(tmp_path):
+    """`--static-only`: registers, spills and SASS, and every GPU stage `not_run` as disabled (not
+    "no CUDA device": on a GPU machine too), so the verdict is incomplete, never accept."""
+    repo, shas = make_repo(tmp_path, variants=["slower"])
+    proc = gate_run(tmp_path, "--repo", str(repo), "--sha", shas["slower"], "--static-only", "--json")
+    assert proc.returncode == 3, proc.stderr
+    (kernel,) = json.loads(proc.stdout)["kernels"]
+    assert kernel["verdict"] == "incomplete"
+    result = kernel["result"]
+    assert result["candidate"]["static"]["status"] == "passed"
+    assert all(f["sass_opcodes"]["HMMA"] > 0 for f in result["candidate"]["static"]["functions"])
+    for stage in ("build", "correctness", "profile"):
+        assert result["candidate"][stage]["reason"] == "not run: GPU stages disabled"
+    assert result["bench"]["status"] == "not_run"
