@@ -44,7 +44,7 @@ def match_key(name: str) -> str:
     Takes a mangled name (ptxas) or a demangled signature (Nsight Compute's "void ns::k<4>(float *)");
     `ns::k<(anonymous namespace)::Cfg>` is `ns::k<Cfg>` from either."""
     if name.startswith("_Z"):
-        name = _canonical_anonymous(name)
+        name = canonical_anonymous(name)
         try:
             import cxxfilt
 
@@ -74,7 +74,7 @@ def _plain_integers(name: str) -> str:
     return _INTEGER_SUFFIX.sub(r"\1", name)
 
 
-def _canonical_anonymous(mangled: str) -> str:
+def canonical_anonymous(mangled: str) -> str:
     """Every per-file anonymous namespace of `mangled` as GCC's `12_GLOBAL__N_1`."""
     out, i = [], 0
     for match in _ANONYMOUS_MANGLED.finditer(mangled):
