@@ -17,7 +17,9 @@ fact about the kernel under test. So the static rules judge:
    judging too much is a loud mistake, judging too little a silent one.
 
 The rest are listed as not judged, with a count, in the static stage's row. `aligned` names the
-baseline's functions as the candidate's, so the static delta pairs a kernel across builds. Pure.
+baseline's functions as the candidate's, so the static delta pairs a kernel across builds;
+`unpaired` names the judged functions of one revision only, each side chosen by its own launches
+(`baseline_scope`), so the delta lists a kernel whose instance changed instead of saying nothing. Pure.
 """
 
 from __future__ import annotations
@@ -26,7 +28,8 @@ from collections.abc import Callable
 from fnmatch import fnmatchcase
 from dataclasses import dataclass, field, replace
 
-from gate.domain.results import FunctionResources, ProfileResult, StageStatus, StaticResult
+from gate.domain.names import Side
+from gate.domain.results import FunctionResources, ProfileResult, SideResults, StageStatus, StaticResult
 from gate.nvidia.symbols import canonical_anonymous, match_key
 
 
@@ -43,6 +46,16 @@ class StaticScope:
     judged: list[FunctionResources] = field(default_factory=list)
     not_judged: list[FunctionResources] = field(default_factory=list)
     basis: str = ""              # how `judged` was chosen, for the static row's reason
+    by_launches: bool = False    # `judged` are the kernels a profile saw launched
+
+
+@dataclass(frozen=True)
+class Unpaired:
+    """A judged function of one revision whose name and arch the other revision does not judge."""
+
+    function: FunctionResources
+    side: Side                   # the revision that judges it
+    compiled_by_other: bool      # the other revision compiles it, but its workload did not launch it
 
 
 def launched_names(profile: ProfileResult | None) -> set[Launched]:
@@ -64,9 +77,43 @@ def static_scope(static: StaticResult, launched: set[Launched], patterns: list[s
             bases = {_base(launch.key) for launch in launched}
             judged = [f for f in functions if _base(match_key(f.function)) in bases]
         if judged:
-            return _split(functions, judged, "the kernels the workload launched")
+            return replace(_split(functions, judged, "the kernels the workload launched"), by_launches=True)
         return StaticScope(list(functions), [], "every compiled function (no launched kernel matched one)")
     return StaticScope(list(functions), [], "every compiled function (no launch record)")
+
+
+def baseline_scope(base: StaticResult, base_profile: ProfileResult | None, cand_scope: StaticScope,
+                   launched: set[Launched], patterns: list[str]) -> StaticScope:
+    """The functions of the baseline the static delta reads beside the candidate's judged ones: where
+    the candidate's were chosen by its launches, the baseline's are chosen by its own profile's
+    launches when they match any of its functions; else by the candidate's `launched`, under the
+    same rules as the candidate's (so, without profiles, both sides judge every function)."""
+    if cand_scope.by_launches:
+        own = static_scope(base, launched_names(base_profile), patterns)
+        if own.by_launches:
+            return own
+    return static_scope(base, launched, patterns)
+
+
+def unpaired(cand: StaticResult | None, cand_scope: StaticScope | None, base: SideResults | None,
+             launched: set[Launched], patterns: list[str]) -> list[Unpaired]:
+    """The judged functions of each revision that the other does not judge, by `match_key` and arch,
+    the baseline's chosen by `baseline_scope`: a kernel whose template arguments changed
+    (`k<16, 16>` -> `k<16, 4>`) is one of each side. None without both sides' static figures."""
+    if cand is None or cand_scope is None or base is None or base.static is None:
+        return []
+    base_scope = baseline_scope(base.static, base.profile, cand_scope, launched, patterns)
+
+    def keys(functions: list[FunctionResources]) -> set[tuple[str, str]]:
+        return {(match_key(f.function), f.arch) for f in functions}
+
+    out: list[Unpaired] = []
+    for side, mine, other, other_scope in ((Side.CANDIDATE, cand_scope, base.static, base_scope),
+                                           (Side.BASELINE, base_scope, cand, cand_scope)):
+        judged, compiled = keys(other_scope.judged), keys(other.functions)
+        out += [Unpaired(f, side, key in compiled) for f in mine.judged
+                if (key := (match_key(f.function), f.arch)) not in judged]
+    return out
 
 
 def scoped(static: StaticResult | None, scope: StaticScope | None) -> StaticResult | None:
