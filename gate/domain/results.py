@@ -167,7 +167,9 @@ class KernelMetrics:
     """Gate metrics of one profiled kernel launch (Nsight Compute). `None` = not collected (n/a)."""
 
     kernel: str                           # function name
-    demangled: str = ""                   # full signature ("void ns::k<4>(float *)"): static rules match it
+    demangled: str = ""                   # full signature ("void ns::k<(int)4>(float *)")
+    mangled: str = ""                     # "_ZN2ns1kILi4EEEvPf", the name ptxas prints: static rules match it
+                                          # first ("" in profiles stored before it was read)
     shape: str = ""
     dtype: str = ""
     duration_ns: float | None = None

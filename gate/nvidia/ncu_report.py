@@ -45,6 +45,7 @@ class Launch:
 
     kernel: str                                   # function name, e.g. "transpose_smem"
     demangled: str = ""                           # full signature, e.g. "void at::native::..."
+    mangled: str = ""                             # the linker's name, as ptxas prints it: "_ZN2at6native..."
     values: dict[str, float | int | str | None] = field(default_factory=dict)  # metric -> value
     nvtx_ranges: tuple[str, ...] = ()             # push/pop range stack at launch (with --nvtx)
     instructions: list[RawInstruction] = field(default_factory=list)  # SourceCounters, per SASS instruction
@@ -117,7 +118,8 @@ def kernel_metrics(launch: Launch) -> KernelMetrics:
     read = {quantity: value for quantity, value in q.items() if quantity in _FIELDS}
     return KernelMetrics(**{
         **read,
-        "kernel": launch.kernel, "demangled": launch.demangled, "shape": shape, "dtype": dtype,
+        "kernel": launch.kernel, "demangled": launch.demangled, "mangled": launch.mangled,
+        "shape": shape, "dtype": dtype,
         "ld_bank_conflict_pct": conflict_pct(q["ld_bank_conflicts"], q["ld_wavefronts"]),
         "st_bank_conflict_pct": conflict_pct(q["st_bank_conflicts"], q["st_wavefronts"]),
         "ld_requests": ld_requests, "achieved_occupancy_pct": q["warps_active_pct"],
@@ -180,6 +182,7 @@ def _launch(report: ModuleType, action: object, wanted: set[str]) -> Launch:
     return Launch(
         kernel=action.name(report.IAction.NameBase_FUNCTION),  # type: ignore[attr-defined]
         demangled=action.name(report.IAction.NameBase_DEMANGLED),  # type: ignore[attr-defined]
+        mangled=action.name(report.IAction.NameBase_MANGLED),  # type: ignore[attr-defined]
         values=values, nvtx_ranges=ranges, instructions=read_instructions(action),
     )
 

@@ -44,17 +44,37 @@ def match_key(name: str) -> str:
     Takes a mangled name (ptxas) or a demangled signature (Nsight Compute's "void ns::k<4>(float *)");
     `ns::k<(anonymous namespace)::Cfg>` is `ns::k<Cfg>` from either."""
     if name.startswith("_Z"):
-        name = _canonical_anonymous(name)
+        name = canonical_anonymous(name)
         try:
             import cxxfilt
 
             name = cxxfilt.demangle(name)
         except Exception:   # no demangler, or a name it cannot read: the canonical mangled name
             return name
-    return "".join(_strip_signature(name.replace(_ANONYMOUS, "")).split())
+    return "".join(_strip_signature(_plain_integers(name).replace(_ANONYMOUS, "")).split())
 
 
-def _canonical_anonymous(mangled: str) -> str:
+# Nsight Compute writes a template's integral arguments with a C-style cast where c++filt writes the
+# bare literal, with a suffix for the unsigned and long types: `k<(int)64, (unsigned int)3, (bool)1>`
+# (the recorded H200 report's `flash_fwd_splitkv_kernel<Flash_fwd_kernel_traits<(int)64, ...,
+# (bool)0, ...>`) is c++filt's `k<64, 3u, true>`. c++filt keeps the cast itself for the narrow types
+# (`(short)3`, `(unsigned char)3`) and for enumerations (`(ns::E)3`); enumerations are left alone, as
+# both tools name the type.
+_INTEGER_TYPE = r"(?:(?:un)?signed(?: char| short| int| long long| long)?|char|short|int|long long|long|wchar_t)"
+_INTEGER_CAST = re.compile(r"\(" + _INTEGER_TYPE + r"(?: int)?\)\s*(?=-?\d)")
+_BOOL_CAST = re.compile(r"\(bool\)\s*([01])(?!\d)")
+_INTEGER_SUFFIX = re.compile(r"(?<![\w.])(-?\d+)(?:ull|ul|ll|u|l)(?![\w.])")
+
+
+def _plain_integers(name: str) -> str:
+    """`k<(int)64, (unsigned int)3, (bool)1>` and `k<64, 3u, true>` -> `k<64, 3, true>`: the integral
+    template arguments of a demangled name in one form, whichever tool wrote it."""
+    name = _INTEGER_CAST.sub("", name)
+    name = _BOOL_CAST.sub(lambda m: "true" if m.group(1) == "1" else "false", name)
+    return _INTEGER_SUFFIX.sub(r"\1", name)
+
+
+def canonical_anonymous(mangled: str) -> str:
     """Every per-file anonymous namespace of `mangled` as GCC's `12_GLOBAL__N_1`."""
     out, i = [], 0
     for match in _ANONYMOUS_MANGLED.finditer(mangled):

@@ -24,7 +24,7 @@ from gate.verdict.catalog import Kind, cause_rank, of_kind, profile_rules_set, t
 from gate.verdict.rules import correctness_rows, integrity_rows, latency_rows, profile_rows, smem_launch_rows
 from gate.verdict.static_rules import static_delta_rows, static_rows
 from gate.verdict.static_rows import collapse_unchanged
-from gate.verdict.static_scope import StaticScope, aligned, launched_names, scoped, static_scope
+from gate.verdict.static_scope import StaticScope, aligned, launched_names, scoped, static_scope, unpaired
 from gate.verdict.timing_integrity import distrust_profile, timing_integrity_rows
 
 O = RuleOutcome
@@ -36,13 +36,16 @@ _STATUS_OUTCOME = {StageStatus.PASSED: O.PASS, StageStatus.FAILED: O.FAIL,
 def decide(result: JobResult, gates: Gates, kernels: list[str] | None = None) -> VerdictReport:
     """The verdict of one job with its rule table; reads nothing but its arguments. `kernels` is the
     manifest's list of judged kernels (`static_scope`): without it, the ones the profile saw launched."""
-    cand = result.candidate
-    scope = static_scope(cand.static, launched_names(cand.profile), kernels or []) if cand.static else None
+    cand, base = result.candidate, result.baseline
+    launched = launched_names(cand.profile)
+    scope = static_scope(cand.static, launched, kernels or []) if cand.static else None
     rows: list[RuleRow] = []
     rows += _stage_row(Stage.STATIC, cand.static, required=True, scope=scope)
     rows += static_rows(scoped(cand.static, scope), gates)
-    base_static = aligned(scoped(result.baseline.static, scope), cand.static) if result.baseline else None
-    rows += collapse_unchanged(static_delta_rows(scoped(cand.static, scope), base_static, gates, result.new_kernel))
+    base_static = aligned(scoped(base.static, scope), cand.static) if base else None
+    one_sided = unpaired(cand.static, scope, base, launched, kernels or [])   # each side by its own launches
+    rows += collapse_unchanged(static_delta_rows(scoped(cand.static, scope), base_static, gates, result.new_kernel,
+                                                 unpaired=one_sided))
     rows += _stage_row(Stage.BUILD, cand.build, required=True)
     rows += correctness_rows(cand.correctness)
     bench_needed = gates.max_latency_regression_pct is not None

@@ -8,15 +8,17 @@ field it reads.
 from __future__ import annotations
 
 from gate.domain.manifest import Gates
-from gate.domain.names import Rule
+from gate.domain.names import Rule, Side
 from gate.domain.results import FunctionResources, StageStatus, StaticResult
 from gate.domain.verdict import RuleOutcome, RuleRow
 from gate.nvidia.symbols import kernel_name
 from gate.verdict.catalog import CATALOG, Kind, RuleSpec, of_kind, threshold_of
 from gate.verdict.rules import NEW_KERNEL, bound_sentence
+from gate.verdict.static_scope import Unpaired
 
 O = RuleOutcome
 _OPCODES_SHOWN = 6
+_FUNCTIONS_SHOWN = 8            # rows per side for functions of one revision only; the rest are counted
 
 
 def _of(spec: RuleSpec, function: FunctionResources) -> int:
@@ -67,10 +69,16 @@ def _sass_rows(static: StaticResult, archs: list[str], required: list[str]) -> l
 
 
 def static_delta_rows(cand: StaticResult | None, base: StaticResult | None, gates: Gates,
-                      new_kernel: bool = False, catalog: tuple[RuleSpec, ...] = CATALOG) -> list[RuleRow]:
+                      new_kernel: bool = False, catalog: tuple[RuleSpec, ...] = CATALOG,
+                      unpaired: list[Unpaired] | None = None) -> list[RuleRow]:
     """Against the baseline's static figures, per function and arch present in both: one
     `static_delta` row (always a pass: it shows what changed, e.g. `STS +32`) where anything did, and
-    the `max_*_increase` rules where the manifest sets them."""
+    the `max_*_increase` rules where the manifest sets them.
+
+    Each judged function of one revision only (`static_scope.unpaired`) gets a `static_delta` row with
+    its own figures, so a kernel whose template arguments changed (`k<16, 16>` -> `k<16, 4>`) reads
+    as one gone and one new instead of nothing. The increase rules compare pairs only: such a function
+    has no increase to judge (the static limits still judge the candidate's)."""
     figures = [spec for spec in of_kind(Kind.STATIC_INCREASE, catalog) if spec.metric is not None]
     wanted = [spec for spec in figures if threshold_of(spec, gates) is not None]
     if new_kernel:
@@ -88,11 +96,9 @@ def static_delta_rows(cand: StaticResult | None, base: StaticResult | None, gate
                    if _of(spec, old) != _of(spec, now)]
         ops = {op: now.sass_opcodes.get(op, 0) - old.sass_opcodes.get(op, 0)
                for op in set(now.sass_opcodes) | set(old.sass_opcodes)}
-        ops = dict(sorted(((op, d) for op, d in ops.items() if d), key=lambda kv: (-abs(kv[1]), kv[0])))
-        if changed or ops:
-            shown = [f"{op} {d:+d}" for op, d in list(ops.items())[:_OPCODES_SHOWN]]
-            more = f" (+{len(ops) - _OPCODES_SHOWN} more opcodes)" if len(ops) > _OPCODES_SHOWN else ""
-            rows.append(RuleRow(Rule.STATIC_DELTA, O.PASS, f"{where}: " + ", ".join(changed + shown) + more,
+        shown = changed + _opcodes(ops, "{:+d}")
+        if shown:
+            rows.append(RuleRow(Rule.STATIC_DELTA, O.PASS, f"{where}: " + ", ".join(shown),
                                 value=now.registers, baseline=old.registers,
                                 delta=now.registers - old.registers, unit="registers"))
         for spec in wanted:
@@ -104,4 +110,35 @@ def static_delta_rows(cand: StaticResult | None, base: StaticResult | None, gate
                                 f"{increase:+d}, {'within' if ok else 'over'} the limit of +{bound}",
                                 value=_of(spec, now), threshold=bound,
                                 baseline=_of(spec, old), delta=increase, unit=spec.unit))
+    for side in (Side.CANDIDATE, Side.BASELINE):
+        rows += _unpaired_rows([u for u in unpaired or [] if u.side is side], side, figures)
+    return rows
+
+
+def _opcodes(counts: dict[str, int], form: str) -> list[str]:
+    """The opcodes with the largest non-zero counts as one item, `HMMA +64, LDSM -8` (`form` "{:+d}")
+    or `HMMA x64` ("x{}"); no item when none."""
+    ops = sorted(((op, n) for op, n in counts.items() if n), key=lambda kv: (-abs(kv[1]), kv[0]))
+    if not ops:
+        return []
+    more = f" (+{len(ops) - _OPCODES_SHOWN} more opcodes)" if len(ops) > _OPCODES_SHOWN else ""
+    return [", ".join(f"{op} {form.format(n)}" for op, n in ops[:_OPCODES_SHOWN]) + more]
+
+
+def _unpaired_rows(functions: list[Unpaired], side: Side, figures: list[RuleSpec]) -> list[RuleRow]:
+    """A `static_delta` row per judged function of `side` that the other side does not judge, with its
+    figures; past `_FUNCTIONS_SHOWN`, one row counts the rest (a changed template list can add hundreds)."""
+    rows = []
+    for u in functions[:_FUNCTIONS_SHOWN]:
+        f = u.function
+        how = f"launched by the {side} only" if u.compiled_by_other else f"only in the {side}"
+        own = [f"{spec.words} {_of(spec, f)}" for spec in figures] + _opcodes(f.sass_opcodes, "x{}")
+        figure = {"value": f.registers} if side is Side.CANDIDATE else {"baseline": f.registers}
+        rows.append(RuleRow(Rule.STATIC_DELTA, O.PASS, f"{f.arch} {kernel_name(f.function)}: {how}: " + ", ".join(own),
+                            unit="registers", **figure))
+    rest = functions[_FUNCTIONS_SHOWN:]
+    if rest:
+        archs = ", ".join(dict.fromkeys(u.function.arch for u in rest))
+        rows.append(RuleRow(Rule.STATIC_DELTA, O.PASS, f"{len(rest)} more functions of the {side} that the other "
+                            f"revision does not judge ({archs})"))
     return rows

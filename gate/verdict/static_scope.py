@@ -6,22 +6,39 @@ fact about the kernel under test. So the static rules judge:
 
 1. the functions the manifest's `kernels` globs match (`fnmatchcase` over `symbols.match_key`, the
    whole name: `*conv1d_fwd<*>`), when it sets them;
-2. else the functions the candidate's profile saw launched (Nsight Compute's demangled names, matched
-   by `match_key`: namespaces and template arguments kept, anonymous namespaces dropped);
+2. else the functions the candidate's profile saw launched. A launch names its function by its
+   mangled name, ptxas's own: as it is, else with anonymous namespaces made canonical (nvcc hashes
+   the file into them: `symbols.canonical_anonymous`), else by `match_key`. A launch without one (a
+   profile stored before it was read), or whose mangled name matches nothing, is matched by
+   `match_key` of Nsight Compute's demangled name (namespaces and template arguments kept, anonymous
+   namespaces dropped, `(int)64` read as `64`). If no launch matched at all, by the names without
+   template arguments;
 3. else, with no profile or no launch that matches a compiled function, every function, and says so:
    judging too much is a loud mistake, judging too little a silent one.
 
 The rest are listed as not judged, with a count, in the static stage's row. `aligned` names the
-baseline's functions as the candidate's, so the static delta pairs a kernel across builds. Pure.
+baseline's functions as the candidate's, so the static delta pairs a kernel across builds;
+`unpaired` names the judged functions of one revision only, each side chosen by its own launches
+(`baseline_scope`), so the delta lists a kernel whose instance changed instead of saying nothing. Pure.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from fnmatch import fnmatchcase
 from dataclasses import dataclass, field, replace
 
-from gate.domain.results import FunctionResources, ProfileResult, StageStatus, StaticResult
-from gate.nvidia.symbols import match_key
+from gate.domain.names import Side
+from gate.domain.results import FunctionResources, ProfileResult, SideResults, StageStatus, StaticResult
+from gate.nvidia.symbols import canonical_anonymous, match_key
+
+
+@dataclass(frozen=True)
+class Launched:
+    """A kernel the profile saw launched, by the names a compiled function is matched with."""
+
+    key: str                     # `match_key` of Nsight Compute's demangled name
+    mangled: str = ""            # its mangled name ("" in profiles stored before it was read)
 
 
 @dataclass(frozen=True)
@@ -29,30 +46,74 @@ class StaticScope:
     judged: list[FunctionResources] = field(default_factory=list)
     not_judged: list[FunctionResources] = field(default_factory=list)
     basis: str = ""              # how `judged` was chosen, for the static row's reason
+    by_launches: bool = False    # `judged` are the kernels a profile saw launched
 
 
-def launched_names(profile: ProfileResult | None) -> set[str]:
-    """`match_key` of every kernel the profile saw launched (none without a passed profile)."""
+@dataclass(frozen=True)
+class Unpaired:
+    """A judged function of one revision whose name and arch the other revision does not judge."""
+
+    function: FunctionResources
+    side: Side                   # the revision that judges it
+    compiled_by_other: bool      # the other revision compiles it, but its workload did not launch it
+
+
+def launched_names(profile: ProfileResult | None) -> set[Launched]:
+    """Every kernel the profile saw launched (none without a passed profile)."""
     if profile is None or profile.status is not StageStatus.PASSED:
         return set()
-    return {match_key(k.demangled or k.kernel) for k in profile.kernels}
+    return {Launched(match_key(k.demangled or k.kernel), k.mangled) for k in profile.kernels}
 
 
-def static_scope(static: StaticResult, launched: set[str], patterns: list[str]) -> StaticScope:
+def static_scope(static: StaticResult, launched: set[Launched], patterns: list[str]) -> StaticScope:
     """Split `static.functions` into those the static rules judge and the rest (see the module doc)."""
     functions = static.functions
     if patterns:
         judged = [f for f in functions if any(fnmatchcase(match_key(f.function), p) for p in patterns)]
         return _split(functions, judged, f"the manifest's kernels ({', '.join(patterns)})")
     if launched:
-        judged = [f for f in functions if match_key(f.function) in launched]
+        judged = _launched(functions, launched)
         if not judged:   # names that differ in form: fall back to the name without template arguments
-            bases = {_base(name) for name in launched}
+            bases = {_base(launch.key) for launch in launched}
             judged = [f for f in functions if _base(match_key(f.function)) in bases]
         if judged:
-            return _split(functions, judged, "the kernels the workload launched")
+            return replace(_split(functions, judged, "the kernels the workload launched"), by_launches=True)
         return StaticScope(list(functions), [], "every compiled function (no launched kernel matched one)")
     return StaticScope(list(functions), [], "every compiled function (no launch record)")
+
+
+def baseline_scope(base: StaticResult, base_profile: ProfileResult | None, cand_scope: StaticScope,
+                   launched: set[Launched], patterns: list[str]) -> StaticScope:
+    """The functions of the baseline the static delta reads beside the candidate's judged ones: where
+    the candidate's were chosen by its launches, the baseline's are chosen by its own profile's
+    launches when they match any of its functions; else by the candidate's `launched`, under the
+    same rules as the candidate's (so, without profiles, both sides judge every function)."""
+    if cand_scope.by_launches:
+        own = static_scope(base, launched_names(base_profile), patterns)
+        if own.by_launches:
+            return own
+    return static_scope(base, launched, patterns)
+
+
+def unpaired(cand: StaticResult | None, cand_scope: StaticScope | None, base: SideResults | None,
+             launched: set[Launched], patterns: list[str]) -> list[Unpaired]:
+    """The judged functions of each revision that the other does not judge, by `match_key` and arch,
+    the baseline's chosen by `baseline_scope`: a kernel whose template arguments changed
+    (`k<16, 16>` -> `k<16, 4>`) is one of each side. None without both sides' static figures."""
+    if cand is None or cand_scope is None or base is None or base.static is None:
+        return []
+    base_scope = baseline_scope(base.static, base.profile, cand_scope, launched, patterns)
+
+    def keys(functions: list[FunctionResources]) -> set[tuple[str, str]]:
+        return {(match_key(f.function), f.arch) for f in functions}
+
+    out: list[Unpaired] = []
+    for side, mine, other, other_scope in ((Side.CANDIDATE, cand_scope, base.static, base_scope),
+                                           (Side.BASELINE, base_scope, cand, cand_scope)):
+        judged, compiled = keys(other_scope.judged), keys(other.functions)
+        out += [Unpaired(f, side, key in compiled) for f in mine.judged
+                if (key := (match_key(f.function), f.arch)) not in judged]
+    return out
 
 
 def scoped(static: StaticResult | None, scope: StaticScope | None) -> StaticResult | None:
@@ -74,6 +135,26 @@ def aligned(base: StaticResult | None, cand: StaticResult | None) -> StaticResul
     names = {(match_key(f.function), f.arch): f.function for f in cand.functions}
     return replace(base, functions=[replace(f, function=names.get((match_key(f.function), f.arch), f.function))
                                     for f in base.functions])
+
+
+def _launched(functions: list[FunctionResources], launched: set[Launched]) -> list[FunctionResources]:
+    """The functions the launches name, each launch by its most exact name that matches any."""
+    forms = (str, canonical_anonymous, match_key)            # most exact first
+    indexes = [_index(functions, form) for form in forms]
+    ids: set[int] = set()
+    for launch in launched:
+        names = [form(launch.mangled) for form in forms] if launch.mangled else []
+        hits = next((index[name] for index, name in zip(indexes, names) if name in index),
+                    indexes[-1].get(launch.key, []))        # else by the demangled name
+        ids |= {id(f) for f in hits}
+    return [f for f in functions if id(f) in ids]
+
+
+def _index(functions: list[FunctionResources], form: Callable[[str], str]) -> dict[str, list[FunctionResources]]:
+    out: dict[str, list[FunctionResources]] = {}
+    for f in functions:
+        out.setdefault(form(f.function), []).append(f)
+    return out
 
 
 def _split(functions: list[FunctionResources], judged: list[FunctionResources], basis: str) -> StaticScope:

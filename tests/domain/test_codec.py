@@ -40,3 +40,11 @@ def test_shape_label_lists_sizes_then_flags():
                                                ("incomplete", 3), ("inconclusive", 3)])
 def test_verdict_exit_codes_follow_the_design(verdict, code):
     assert Verdict(verdict).exit_code == code
+
+
+def test_a_launch_stored_without_its_mangled_name_reads_with_an_empty_one():
+    from gate.domain import KernelMetrics
+
+    launch = KernelMetrics("k", demangled="void k<(int)4>(float *)", mangled="_Z1kILi4EEvPf")
+    assert from_json(KernelMetrics, to_json(launch)) == launch
+    assert from_json(KernelMetrics, {"kernel": "k", "demangled": "void k<(int)4>(float *)"}).mangled == ""

@@ -9,7 +9,9 @@ from gate.nvidia.ncu_report import read_launches
 
 def test_child_reader_returns_the_same_launches_as_in_process(ncu_fixture):
     path = ncu_fixture("h200-wmma-transpose-full.ncu-rep")
-    assert read_launches_isolated(path) == read_launches(path)
+    launches = read_launches_isolated(path)
+    assert launches == read_launches(path)
+    assert launches[1].mangled == "_Z14transpose_smemILi0EEvPKfPfi"    # the static scope matches by it
 
 
 def test_child_reader_turns_a_garbage_file_into_profiler_error_naming_it(tmp_path):

@@ -1,6 +1,10 @@
-"""Readable kernel names: instantiations told apart, namespaces and signatures gone."""
+"""Readable kernel names: instantiations told apart, namespaces and signatures gone. Nsight Compute's
+demangled names and ptxas's mangled ones (read through c++filt) give one `match_key`, whatever each
+tool does with a template's integral arguments."""
 
-from gate.nvidia.symbols import kernel_name, short_name
+import pytest
+
+from gate.nvidia.symbols import kernel_name, match_key, short_name
 
 WGMMA = "_ZN9flashcore26flashcore_wgmma_fwd_kernelINS_3CfgILi128ELi1ELi128ELb0EEELb0EEEv11FlashParamsNS_7TmaMapsE"
 
@@ -21,3 +25,32 @@ def test_the_fallback_reads_the_last_itanium_name():
     assert short_name("_ZN16wmma_gemm_sample16wmma_gemm_kernelE10GemmParams") == "wmma_gemm_kernel"
     assert short_name("_Z11bank_kernelPfii") == "bank_kernel"
     assert short_name("plain") == "plain"
+
+# Each pair: what Nsight Compute prints (its NameBase_DEMANGLED) and the mangled name ptxas prints.
+SAME_KERNEL = [
+    # from the recorded H200 report (tests/fixtures/ncu/h200-wmma-transpose-full.ncu-rep)
+    ("void transpose_smem<(int)0>(const float *, float *, int)", "_Z14transpose_smemILi0EEvPKfPfi"),
+    ("void k<(int)-4>(float *)", "_Z1kILin4EEvPf"),
+    ("void k<(unsigned int)3>(float *)", "_Z1kILj3EEvPf"),                    # c++filt: k<3u>
+    ("void k<(long)3, (unsigned long)4>(float *)", "_Z1kILl3ELm4EEvPf"),     # k<3l, 4ul>
+    ("void k<(long long)3, (unsigned long long)4>(float *)", "_Z1kILx3ELy4EEvPf"),  # k<3ll, 4ull>
+    ("void k<(short)3, (char)-2, (unsigned char)7>(float *)", "_Z1kILs3ELcn2ELh7EEvPf"),
+    ("void k<(bool)1, (bool)0>(float *)", "_Z1kILb1ELb0EEvPf"),               # k<true, false>
+]
+
+
+@pytest.mark.parametrize(("demangled", "mangled"), SAME_KERNEL)
+def test_a_cast_integral_argument_matches_the_demangled_literal(demangled, mangled):
+    assert match_key(demangled) == match_key(mangled)
+
+
+def test_other_arguments_stay_apart():
+    assert match_key("void k<(int)4>(float *)") != match_key("_Z1kILi3EEvPf")
+    assert match_key("void k<(bool)1>(float *)") != match_key("_Z1kILb0EEvPf")
+    assert match_key("void k<(int)-4>(float *)") != match_key("_Z1kILi4EEvPf")
+
+
+def test_names_that_merely_contain_digits_are_kept():
+    assert match_key("void k<Vec3u, float4, (int)2>(int)") == "k<Vec3u,float4,2>"
+    assert match_key("void k<(ns::E)3>(int)") == "k<(ns::E)3>"       # an enumeration keeps its type
+    assert match_key("void k<(int)64>()") == "k<64>"                  # no parameters to strip

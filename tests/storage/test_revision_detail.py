@@ -16,7 +16,7 @@ from gate.storage.queries import revision_detail
 RULE = RuleRow("max_registers", RuleOutcome.FAIL, "200 > 128", value=200, threshold=128, decisive=True)
 
 
-def _stored_job(session_factory, tmp_path) -> tuple[int, int]:  # noqa: ANN001
+def _stored_job(session_factory, tmp_path, result=None) -> tuple[int, int]:  # noqa: ANN001
     with session_factory() as s:
         job = Job(revision=Revision(repository=Repository(name="octo/flash", url="https://x/octo/flash.git"),
                                     sha="c" * 40, base_sha="a" * 40), kernel="k0")
@@ -24,7 +24,7 @@ def _stored_job(session_factory, tmp_path) -> tuple[int, int]:  # noqa: ANN001
         s.commit()
         job_id, rev_id = job.id, job.revision_id
         attempt = claims.claim_job(s, job_id, worker="w")
-    result = job_result("k0")
+    result = result or job_result("k0")
     result.fingerprint = Fingerprint(gpu_name="NVIDIA H100 80GB HBM3", driver="570.86")
     with session_factory() as s:
         store_outcome(s, job_id, attempt, FakeOutcome(result, VerdictReport(Verdict.REJECT, "max_registers", [RULE])),
@@ -56,3 +56,20 @@ def test_a_stage_payload_that_no_longer_decodes_reads_as_no_result_with_the_reas
     assert stage.result is None and job.correctness is None
     assert stage.unreadable.startswith("candidate correctness: ") and "'dtype'" in stage.unreadable
     assert job.bench is not None                                # the others still read
+
+
+def test_a_launchs_mangled_name_is_stored_and_a_profile_stored_before_it_still_reads(session_factory, tmp_path):
+    result = job_result("k0")
+    result.candidate.profile.kernels[0].mangled = "_Z5fwd_aPf"
+    rev_id, job_id = _stored_job(session_factory, tmp_path, result)
+    with session_factory() as s:
+        record = s.query(StageRecord).filter_by(job_id=job_id, side="candidate", stage="profile").one()
+        kernels = record.payload["kernels"]
+        assert [k["mangled"] for k in kernels] == ["_Z5fwd_aPf", ""]
+        record.payload = {**record.payload, "kernels": [{n: v for n, v in k.items() if n != "mangled"}
+                                                        for k in kernels]}          # as stored before the field
+        s.commit()
+    with session_factory() as s:
+        (job,) = revision_detail(s, rev_id).jobs
+    assert [k.mangled for k in job.profile(Side.CANDIDATE).kernels] == ["", ""]
+    assert job.profile(Side.CANDIDATE).kernels[0].tensor_pipe_pct == 60.0

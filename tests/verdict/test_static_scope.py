@@ -2,13 +2,17 @@
 nobody launches stay out of the rule table; a kernel in an anonymous namespace matches across builds
 (nvcc hashes the file into the namespace's mangled name); unchanged increase rows collapse."""
 
+from dataclasses import replace
+
+import pytest
+
 from gate.domain import FunctionResources, Gates, StageStatus, StaticResult
 from gate.domain.results import JobResult, KernelMetrics, ProfileResult, SideResults
 from gate.domain.verdict import RuleOutcome
 from gate.nvidia.symbols import match_key
 from gate.verdict.decide import decide
 from gate.verdict.static_rows import collapse_unchanged
-from gate.verdict.static_scope import launched_names, static_scope
+from gate.verdict.static_scope import Launched, launched_names, static_scope
 
 # Two builds of one file (CUDA 13.0 names): the anonymous namespace carries a per-file hash.
 ANON_A = "_ZN36_GLOBAL__N__5794feb6_4_a_cu_d589cb6015conv_fwd_kernelILi4EEEvPf"
@@ -44,9 +48,10 @@ def test_match_key_without_a_demangler_canonicalises_the_mangled_name(monkeypatc
         match_key.cache_clear()
 
 
-def profile(*demangled):
-    return ProfileResult(StageStatus.PASSED, kernels=[KernelMetrics(kernel=d.split("<")[0], demangled=d)
-                                                      for d in demangled])
+def profile(*demangled, mangled=()):
+    names = list(mangled) or [""] * len(demangled)
+    return ProfileResult(StageStatus.PASSED, kernels=[KernelMetrics(kernel=d.split("<")[0], demangled=d, mangled=m)
+                                                      for d, m in zip(demangled, names)])
 
 
 def test_only_the_launched_instances_are_judged():
@@ -56,9 +61,34 @@ def test_only_the_launched_instances_are_judged():
     assert [f.function for f in scope.not_judged] == [ANON_W3]
 
 
+def test_a_launchs_mangled_name_chooses_among_functions_its_demangled_name_cannot_tell_apart():
+    # two files' anonymous namespaces, each with a conv_fwd_kernel<4>, compiled into one extension
+    static = StaticResult(StageStatus.PASSED, functions=[fn(ANON_A), fn(ANON_B), fn(ANON_W3)])
+    demangled = "void (anonymous namespace)::conv_fwd_kernel<(int)4>(float *)"
+    by_mangled = static_scope(static, launched_names(profile(demangled, mangled=[ANON_B])), [])
+    assert [f.function for f in by_mangled.judged] == [ANON_B]
+    stored_before = static_scope(static, launched_names(profile(demangled)), [])   # no mangled name: both
+    assert [f.function for f in stored_before.judged] == [ANON_A, ANON_B]
+
+
+def test_a_mangled_name_from_another_build_matches_across_the_anonymous_namespaces_hash():
+    other_build = ANON_B.replace("0badf00d", "feedbeef")
+    static = StaticResult(StageStatus.PASSED, functions=[fn(ANON_A), fn(ANON_W3)])
+    scope = static_scope(static, {Launched("unreadable<>", other_build)}, [])
+    assert [f.function for f in scope.judged] == [ANON_A]
+
+
+def test_a_mangled_name_matches_where_the_two_demanglers_write_a_type_differently():
+    # ncu writes `Tile<const float *>`, c++filt `Tile<float const*>`: only the mangled names agree
+    floats, doubles = "_Z1kI4TileIPKfEEvPf", "_Z1kI4TileIPKdEEvPf"
+    static = StaticResult(StageStatus.PASSED, functions=[fn(floats), fn(doubles)])
+    launch = profile("void k<Tile<const float *>>(float *)", mangled=[floats])
+    assert [f.function for f in static_scope(static, launched_names(launch), []).judged] == [floats]
+
+
 def test_manifest_patterns_choose_over_the_profile():
     static = StaticResult(StageStatus.PASSED, functions=[fn(ANON_A), fn(ANON_W3)])
-    scope = static_scope(static, {"conv_fwd_kernel<4>"}, ["*conv_fwd_kernel<3>"])
+    scope = static_scope(static, {Launched("conv_fwd_kernel<4>")}, ["*conv_fwd_kernel<3>"])
     assert [f.function for f in scope.judged] == [ANON_W3]
     assert "the manifest's kernels" in scope.basis
 
@@ -68,7 +98,7 @@ def test_without_a_launch_record_everything_is_judged_and_said():
     scope = static_scope(static, set(), [])
     assert len(scope.judged) == 2 and not scope.not_judged
     assert scope.basis == "every compiled function (no launch record)"
-    unmatched = static_scope(static, {"other_kernel<1>"}, [])
+    unmatched = static_scope(static, {Launched("other_kernel<1>")}, [])
     assert len(unmatched.judged) == 2 and "no launched kernel matched" in unmatched.basis
 
 
@@ -117,3 +147,33 @@ def test_a_single_unchanged_row_keeps_its_own_reason_and_failures_stay():
     assert collapse_unchanged([one, failed]) == [
         RuleRow("max_registers_increase", RuleOutcome.PASS, "sm_90 k: registers 32 -> 32", value=32, delta=0),
         failed]
+
+
+RECORDED = ("h200-wmma-transpose-full.ncu-rep", "h200-sdpa-gate-metrics.ncu-rep")
+
+
+def recorded_launches(ncu_fixture):
+    """The launches of the H200 reports, read where an `ncu_report` module is importable."""
+    from gate.errors import ToolMissingError
+    from gate.nvidia.ncu_report import read_report
+
+    try:
+        return [k for name in RECORDED for k in read_report(ncu_fixture(name))]
+    except ToolMissingError as exc:
+        pytest.skip(str(exc))
+
+
+def test_each_launch_of_the_recorded_reports_judges_exactly_its_own_function(ncu_fixture):
+    launches = recorded_launches(ncu_fixture)
+    assert any("(int)64" in k.demangled and "(bool)0" in k.demangled for k in launches)   # ncu's own form
+    flash = next(k.mangled for k in launches if k.kernel == "flash_fwd_splitkv_kernel")
+    # what ptxas would print for these kernels, and instances nobody launched: another tile, another flag
+    compiled = list(dict.fromkeys(k.mangled for k in launches)) + [
+        flash.replace("ILi64ELi64ELi256", "ILi128ELi64ELi256"), flash.replace("ELb1ELb0EEEv", "ELb0ELb0EEEv")]
+    static = StaticResult(StageStatus.PASSED, functions=[fn(name) for name in compiled])
+    for launch in launches:
+        stored_before = replace(launch, mangled="")           # matched by Nsight Compute's demangled name
+        for kernel in (launch, stored_before):
+            judged = static_scope(static, launched_names(ProfileResult(StageStatus.PASSED, kernels=[kernel])), [])
+            assert [f.function for f in judged.judged] == [launch.mangled], kernel.demangled
+            assert judged.basis == "the kernels the workload launched"
