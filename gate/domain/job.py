@@ -68,6 +68,12 @@ class JobRequest:
 # "k.cu: compiled in 3 s" (a step done), it names a step under way: a crash after it (a static
 # initialiser that aborts) is charged to that step by the parent (`executors.child`).
 LOADING_MODULE = "loading the built module"
+# The `running` details of the bench around its CUDA graph captures: a child that dies while capturing
+# (a kernel whose own error check exits the process on a host synchronisation it may not do under
+# capture) died of the gate's choice of method, not of the kernel; the parent runs the job again,
+# timed with events (`executors.job`). After the captures: timing.
+CAPTURING_GRAPHS = "capturing CUDA graphs"
+TIMING = "timing"
 
 
 @dataclass

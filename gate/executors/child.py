@@ -28,7 +28,7 @@ from pathlib import Path
 import gate
 import gate.errors
 from gate.domain.codec import from_json
-from gate.domain.job import LOADING_MODULE, JobRequest, ProgressEvent
+from gate.domain.job import CAPTURING_GRAPHS, LOADING_MODULE, JobRequest, ProgressEvent
 from gate.domain.names import Side, Stage
 from gate.domain.results import (
     JobResult,
@@ -266,7 +266,7 @@ def _outcome(request: JobRequest, returncode: int, killed: str | None,
     if not running:
         raise RunnerError(f"the child process {how} outside any stage: {_last_line(tail)}")
     (stage, side), last = list(running.items())[-1]
-    step = f", {last.detail}" if last.state == "running" and last.detail == LOADING_MODULE else ""
+    step = f", {last.detail}" if last.state == "running" and last.detail in (LOADING_MODULE, CAPTURING_GRAPHS) else ""
     return _synthesise(request, artifacts, budget, stage, side, f"child {how} during {stage} ({side}{step})",
                        evidence)
 

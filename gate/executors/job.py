@@ -21,7 +21,8 @@ import uuid
 from collections.abc import Callable
 from pathlib import Path
 
-from gate.domain.job import GateOutcome, JobRequest, ProgressEvent, RunOptions, methods_agree
+from gate.domain.job import (CAPTURING_GRAPHS, GateOutcome, JobRequest, ProgressEvent, RunOptions, method_key,
+                             methods_agree)
 from gate.domain.manifest import KernelSpec, Manifest
 from gate.domain.names import Side, Stage
 from gate.domain.results import JobResult, StageStatus
@@ -145,6 +146,14 @@ def gate_job(*, repo: str, sha: str, base_sha: str | None, kernel: str, data_dir
             try:
                 result = run_child(request, timeout_s=spec.timeout_s, on_event=emit, hidden=(data_dir,),
                                    cancel=cancel, budget=budget, spare=spare)
+                if (died := died_capturing(result)) is not None:
+                    # the gate's choice of method killed it, not the kernel: once more, with events
+                    emit(ProgressEvent(stage=Stage.BENCH, side=Side.JOINT, state="running", detail=EVENTS_RERUN))
+                    remove(box_dir)
+                    request = dataclasses.replace(request, kept_methods=events_everywhere(spec))
+                    result = run_child(request, timeout_s=spec.timeout_s, on_event=emit, hidden=(data_dir,),
+                                       cancel=cancel, budget=budget)
+                    result.notes.append(f"{EVENTS_RERUN}: its first child {died}")
             finally:
                 if spares is not None:   # the next job's child, now that this one's is done
                     spares.refill(options)
@@ -169,6 +178,25 @@ def gate_job(*, repo: str, sha: str, base_sha: str | None, kernel: str, data_dir
     report.lines = job_diffs(result)      # where it got slower, for the Check Run summary
     return GateOutcome(result=result, report=report, artifacts=kept, reuse_key=reuse_as,
                        candidate_key=candidate_key, reused_from=found.source if found else None)
+
+
+EVENTS_RERUN = "the job ran again, every shape timed with events (no CUDA graph)"
+
+
+def died_capturing(result: JobResult) -> str | None:
+    """How the child died while the bench captured CUDA graphs (`CAPTURING_GRAPHS`), or None. A call
+    that synchronises the host (`cudaDeviceSynchronize` in a CuTe repository's every call) may not run
+    under capture, and a kernel whose own error check then exits ends the child: the gate chose the
+    graph, so the job runs again timed with events, which such a call allows."""
+    bench = result.bench
+    if bench is None or bench.status is not StageStatus.FAILED or f", {CAPTURING_GRAPHS})" not in bench.reason:
+        return None
+    return bench.reason
+
+
+def events_everywhere(spec: KernelSpec) -> dict[str, str]:
+    """`JobRequest.kept_methods` that times every shape of `spec` with events."""
+    return {method_key(shape.label, dtype): "events" for shape in spec.shapes for dtype in spec.dtypes}
 
 
 def _profiles_baseline(result: JobResult) -> bool:

@@ -29,10 +29,11 @@ from __future__ import annotations
 import math
 import secrets
 from dataclasses import dataclass
+from collections.abc import Callable
 from typing import Any, Protocol
 
 from gate.domain import BenchResult, KernelSpec, ShapeTiming, StageStatus, TimingSamples
-from gate.domain.job import RunOptions, method_key
+from gate.domain.job import CAPTURING_GRAPHS, TIMING, RunOptions, method_key
 from gate.nvidia import roofline
 from gate.pipeline import pinned, stats
 from gate.pipeline.correctness import DTYPE_TOLERANCE
@@ -84,11 +85,13 @@ class _ShapeRun:
 
 def time_revisions(kernel: KernelSpec, workload: Any, candidate_module: Any, baseline_module: Any | None,
                    options: RunOptions, kept_methods: dict[str, str] | None = None,
-                   baseline_remote: RemoteBaseline | None = None, synchronous: bool = False) -> BenchResult:
+                   baseline_remote: RemoteBaseline | None = None, synchronous: bool = False,
+                   on_step: Callable[[str], None] | None = None) -> BenchResult:
     """`kept_methods` (`JobRequest.kept_methods`): the method each shape's history used, kept unless
     it cannot give an honest figure (`timing_methods.graph_refused`). `baseline_remote`: the baseline
     in its own process (isolated mode), instead of `baseline_module`. `synchronous`: every repetition
-    synchronous even without one (`gpu_timing.InterleavedTimer.synchronous`)."""
+    synchronous even without one (`gpu_timing.InterleavedTimer.synchronous`). `on_step` hears
+    `CAPTURING_GRAPHS` before a shape's captures and `TIMING` after them."""
     import torch
 
     pinned.pin()     # a no-op when the child pinned before importing the builds, as it does
@@ -108,7 +111,7 @@ def time_revisions(kernel: KernelSpec, workload: Any, candidate_module: Any, bas
         for shape in kernel.shapes:
             for dtype in kernel.dtypes:
                 run = _prepare(kernel, workload, candidate_module, baseline_module, shape, dtype, timer,
-                               kept.get(method_key(shape.label, dtype)), baseline_remote)
+                               kept.get(method_key(shape.label, dtype)), baseline_remote, on_step or _quiet)
                 _sample(run, workload, timer, options.bench_budget_s, options.target_rel_se_pct)
                 runs.append(run)
     except Exception as exc:  # noqa: BLE001  a kernel that raises while timed is a kernel fault
@@ -142,6 +145,10 @@ def time_revisions(kernel: KernelSpec, workload: Any, candidate_module: Any, bas
                        tampered=_tampered(baseline_remote))
 
 
+def _quiet(_step: str) -> None:
+    pass
+
+
 def _tampered(remote: RemoteBaseline | None) -> list[str]:
     """The timer's references submitted code replaced: in this process and, as when both sides shared
     it, in the baseline's own process (a host that ended cannot say: its failure is reported already)."""
@@ -156,7 +163,8 @@ def _tampered(remote: RemoteBaseline | None) -> list[str]:
 
 def _prepare(kernel: KernelSpec, workload: Any, cand: Any, base: Any | None, shape: Any, dtype: str,
              timer: InterleavedTimer, kept_method: str | None = None,
-             base_remote: RemoteBaseline | None = None) -> _ShapeRun:
+             base_remote: RemoteBaseline | None = None, on_step: Callable[[str], None] | None = None
+             ) -> _ShapeRun:
     """`base_remote`: the baseline in its own process, in place of `base` (it makes its own input sets)."""
     sets = [workload.make_inputs(shape, dtype, secrets.randbits(31), "cuda") for _ in range(INPUT_SETS)]
 
@@ -187,7 +195,12 @@ def _prepare(kernel: KernelSpec, workload: Any, cand: Any, base: Any | None, sha
         raise ValueError(f"kept timing method {kept_method!r}: expected 'graph' or 'events'")
     for side in sides[gated:]:
         timer.estimate_us(side.fn, reps=1)    # warm-up of the peers (handles, autotuning)
+    step = on_step or _quiet
+    if use_graph:
+        step(CAPTURING_GRAPHS)
     method = timer.prepare(sides, use_graph, launches, INPUT_SETS)
+    if use_graph:
+        step(TIMING)
     graph_us = nodes = None
     if method == "graph":
         graph_us = timer.replay_us(sides[0])

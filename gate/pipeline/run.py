@@ -248,7 +248,9 @@ def _measure_on_gpu(request: JobRequest, result: JobResult, emit: Emit,
                     with clock_lock.apply(options.clock_policy) as clocks, gpu_watch.watch_gpu(own_pids=own) as watch:
                         res = time_revisions(kernel, modules["workload"], modules[Side.CANDIDATE],
                                              modules.get(Side.BASELINE), options, kept_methods=request.kept_methods,
-                                             baseline_remote=hosts.get(Side.BASELINE), synchronous=registers_ops)
+                                             baseline_remote=hosts.get(Side.BASELINE), synchronous=registers_ops,
+                                             on_step=lambda step: emit(ProgressEvent(
+                                                 stage=Stage.BENCH, side=Side.JOINT, state="running", detail=step)))
                     res.gpu_watch = watch.result
                     res.clock_policy, res.clock_note = clocks.policy, clocks.note
                     return res

@@ -253,3 +253,35 @@ def test_a_finished_steps_detail_is_not_blamed_for_the_crash(tmp_path):
         os.kill(os.getpid(), signal.SIGSEGV)
     """))
     assert "killed by SIGSEGV during static (candidate):" in result.candidate.static.reason
+
+
+def test_a_child_that_exits_while_the_bench_captures_graphs_says_so_in_the_bench_row(tmp_path):
+    """A CuTe repository's call synchronises the device; under capture that is refused, and its own
+    error check calls exit(1) (`CUDA_CHECK ... operation not permitted when stream is capturing`). The
+    bench's row names the step, which `executors.job.died_capturing` reads to run the job again."""
+    from gate.executors.job import died_capturing
+
+    result = run_child(make_request(tmp_path), 30, None, command=child("""
+        event("bench", "started", side="joint")
+        print(json.dumps({"type": "progress", "stage": "bench", "side": "joint", "state": "running",
+                          "detail": "capturing CUDA graphs"}), flush=True)
+        print("CUDA_CHECK error in line 817: operation not permitted when stream is capturing", file=sys.stderr)
+        sys.exit(1)
+    """))
+    assert result.bench.status is StageStatus.FAILED
+    assert "during bench (joint, capturing CUDA graphs)" in result.bench.reason
+    assert "operation not permitted when stream is capturing" in died_capturing(result)
+
+
+def test_a_child_that_exits_while_timing_after_its_captures_is_the_kernels_fault(tmp_path):
+    from gate.executors.job import died_capturing
+
+    result = run_child(make_request(tmp_path), 30, None, command=child("""
+        event("bench", "started", side="joint")
+        for step in ("capturing CUDA graphs", "timing"):
+            print(json.dumps({"type": "progress", "stage": "bench", "side": "joint", "state": "running",
+                              "detail": step}), flush=True)
+        sys.exit(1)
+    """))
+    assert result.bench.status is StageStatus.FAILED and "capturing" not in result.bench.reason
+    assert died_capturing(result) is None
