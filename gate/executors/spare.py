@@ -3,7 +3,9 @@
 Every job's child first imports torch and makes a CUDA context: 5.4 s on an H100 before its build
 could load anything (docs/design.md, "Where a warm verdict's time goes"). An executor that runs jobs
 one after another starts the next job's child as soon as one ends (`Spares.refill`): the child
-(`python -m gate.runner --spare`) does that work and waits. The next job takes it (`Spares.take`) when
+(`python -m gate.runner --spare`) does that work, starts both sides' profile sessions in the
+folders the job's profile stages will use (`pipeline.ahead.start_early`: ncu, its target's torch and
+context), and waits. The next job takes it (`Spares.take`) when
 it is about to start its child, moves its checkouts into the folders the child's box was made with
 (`Spare.adopt`), writes the request and says go (`gate.executors.child.run_child(spare=)`).
 
@@ -15,12 +17,13 @@ gone; nothing of a submission's is in its box before the go, so no job sees anot
 
 A spare that died while it waited (its import failed, the box killed it) is not used: the job starts
 a child of its own, as it would without spares. One is used only with the options it was made for
-(its object cache is bound into the box). Its idle CUDA context is on the GPU between jobs: a
+(its object cache is bound into the box, its profile sessions run their ncu). Its idle CUDA context is on the GPU between jobs: a
 serial executor's own next child, never timed work's neighbour.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import subprocess
 import threading
@@ -30,9 +33,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from gate import box, box_view
+from gate.domain.codec import to_json
 from gate.domain.job import Checkout, JobRequest, RunOptions
 from gate.job_folders import remove
-from gate.runner.protocol import REQUEST_NAME, RESULT_NAME
+from gate.runner.protocol import REQUEST_NAME, RESULT_NAME, SPARE_OPTIONS_NAME
 
 log = logging.getLogger(__name__)
 
@@ -44,7 +48,7 @@ class Spare:
     proc: box.BoxedPopen
     spec: box.Box
     folder: Path
-    cache_dir: str | None
+    options: RunOptions          # what it was started for: its box binds their object cache, its sessions their ncu
     started: float = field(default_factory=time.monotonic)
 
     def note(self) -> str:
@@ -101,7 +105,7 @@ class Spares:
             spare, self._spare = self._spare, None
         if spare is None:
             return None
-        if spare.alive() and spare.cache_dir == options.build_cache_dir:
+        if spare.alive() and spare.options == options:
             return spare
         spare.discard()
         return None
@@ -138,8 +142,9 @@ def _start(folder: Path, hidden: tuple[Path, ...], options: RunOptions) -> Spare
     sides = (folder / "candidate", folder / "baseline")
     for path in (box_dir, *sides):
         path.mkdir(parents=True)
+    (box_dir / SPARE_OPTIONS_NAME).write_text(json.dumps(to_json(options)))   # what it warms up for
     spec = child_box(box_dir, options.build_cache_dir, sides, hidden)
     proc = box.popen(spec, child_command(box_dir / REQUEST_NAME, box_dir / RESULT_NAME, spare=True),
                      cwd=box_dir, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.PIPE,
                      text=True, errors="replace", start_new_session=True, env=child_env())
-    return Spare(proc=proc, spec=spec, folder=folder, cache_dir=options.build_cache_dir)
+    return Spare(proc=proc, spec=spec, folder=folder, options=options)

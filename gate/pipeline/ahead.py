@@ -14,6 +14,10 @@ device nodes:
   timed work would share the GPU with it); one that is not up in time is cancelled and the profile
   stage starts its own.
 
+A child started before its job (`gate.executors.spare`) starts both sides' sessions even earlier,
+in its warm-up (`start_early`), in the folders its job's profile stages will use: the job takes each
+one that `serves` it, and cancels the rest.
+
 Both are only a head start: the build and the profile stage do the same work themselves when nothing
 was started (no GPU, no ncu, an error here), and report their own faults. Sessions never used are
 cancelled when the job ends. Nothing here decides anything.
@@ -28,7 +32,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from gate.box_view import gpu_nodes
-from gate.domain.job import JobRequest
+from gate.domain.job import JobRequest, RunOptions
 from gate.domain.names import Side, Stage
 from gate.errors import GateError
 from gate.pipeline import build, profile
@@ -36,6 +40,27 @@ from gate.pipeline.compile_pool import CompilePool
 from gate.pipeline.profile_session import ProfileSession
 
 READY_S = 30.0     # how long the bench waits for a session's CUDA context (seconds after the GPU stages begin)
+# Sessions a spare child started before its job, by side (`start_early`), until the job's Ahead takes them.
+_early: dict[str, ProfileSession] = {}
+
+
+def start_early(options: RunOptions, artifacts: Path) -> None:
+    """Before its job (a spare child's warm-up): a profile session per side, in the folder each side's
+    profile stage will use (`artifacts/<side>/profile`). A failure is only a lost head start."""
+    if not (options.gpu_stages and options.profile and gpu_nodes() and shutil.which(options.ncu_path)):
+        return
+    try:
+        arch = profile.arch_without_torch() or profile.local_arch()
+        for side in (Side.CANDIDATE, Side.BASELINE):
+            _early[side] = profile.start_session(artifacts / side / Stage.PROFILE, options, arch=arch)
+    except (GateError, OSError):
+        pass
+
+
+def _take_early() -> dict[str, ProfileSession]:
+    taken = dict(_early)
+    _early.clear()
+    return taken
 
 
 def group_pids(pgid: int) -> list[int]:
@@ -101,6 +126,7 @@ class Ahead:
         if request.baseline:
             sides.append((Side.BASELINE, request.baseline))
         profiled = sides[:1 if not request.profile_baseline else 2]
+        early = _take_early()
         try:
             if not (options.gpu_stages and gpu_nodes()):
                 self.note = "no GPU stages here"
@@ -109,7 +135,7 @@ class Ahead:
             # First the sessions, when nvidia-smi names the arch: their interpreter, torch and CUDA
             # context load beside the child's own torch import instead of after it.
             if wanted and (arch := profile.arch_without_torch()):
-                self._start_sessions(profiled, arch)
+                self._start_sessions(profiled, arch, early)
             # The binding's compile next (it needs torch's flags: the import, not yet the GPU), then
             # the CUDA context: on a cold cache the compile is the longest wait of the job.
             for side, checkout in sides:
@@ -120,15 +146,26 @@ class Ahead:
                 self._cancel_sessions()
                 return
             if wanted and not self.sessions:
-                self._start_sessions(profiled, profile.local_arch())
+                self._start_sessions(profiled, profile.local_arch(), early)
         except (GateError, OSError) as exc:     # the stages will meet it again and report it
             self.note = f"nothing started ahead: {exc}"
+        finally:
+            for session in early.values():       # started before the job, for a side it does not profile
+                session.cancel()
 
-    def _start_sessions(self, sides: list, arch: str) -> None:
+    def _start_sessions(self, sides: list, arch: str, early: dict[str, ProfileSession]) -> None:
+        """A session per side: the one started before the job where it serves, else a new one."""
         options, artifacts = self.request.options, Path(self.request.artifacts_dir)
-        for side, checkout in sides:
-            self.sessions[side] = profile.start_session(self.request.kernel, Path(checkout.path),
-                                                        artifacts / side / Stage.PROFILE, options, arch=arch)
+        ncu = shutil.which(options.ncu_path) or ""
+        for side, _checkout in sides:
+            out_dir = artifacts / side / Stage.PROFILE
+            before = early.pop(side, None)
+            if before is not None and before.serves(out_dir, ncu, arch, options.ncu_clock_control):
+                self.sessions[side] = before
+                continue
+            if before is not None:
+                before.cancel()
+            self.sessions[side] = profile.start_session(out_dir, options, arch=arch)
 
     def _cancel_sessions(self) -> None:
         for session in self.sessions.values():

@@ -110,13 +110,14 @@ def local_arch() -> str:
     return arch_of(major, minor)
 
 
-def start_session(kernel: KernelSpec, src_dir: Path, out_dir: Path, options: RunOptions, *,
-                  arch: str | None = None, workload_factory: str = DEFAULT_WORKLOAD_FACTORY) -> ProfileSession:
-    """The ncu session of one side's profile, started now and waiting for `profile(session=)`."""
+def start_session(out_dir: Path, options: RunOptions, *, arch: str | None = None,
+                  workload_factory: str = DEFAULT_WORKLOAD_FACTORY) -> ProfileSession:
+    """The ncu session of one side's profile, started now and waiting for `profile(session=)` (which
+    names the kernel and its checkout)."""
     ncu = shutil.which(options.ncu_path)
     if ncu is None:
         raise ToolMissingError(f"Nsight Compute not found: {options.ncu_path!r} is not on PATH")
-    return ProfileSession.start(kernel, src_dir, out_dir, ncu=ncu, arch=arch or local_arch(),
+    return ProfileSession.start(out_dir, ncu=ncu, arch=arch or local_arch(),
                                 clock_control=options.ncu_clock_control, workload_factory=workload_factory)
 
 
@@ -127,7 +128,7 @@ def profile(kernel: KernelSpec, module_path: str, src_dir: Path, out_dir: Path,
     ahead (`start_session`), else in one started now. See the module docstring."""
     start = time.monotonic()
     if session is None:
-        session = start_session(kernel, src_dir, out_dir, options, arch=arch, workload_factory=workload_factory)
+        session = start_session(out_dir, options, arch=arch, workload_factory=workload_factory)
     try:
         return _profiled(kernel, session, module_path, src_dir, options, start)
     finally:
@@ -136,7 +137,7 @@ def profile(kernel: KernelSpec, module_path: str, src_dir: Path, out_dir: Path,
 
 def _profiled(kernel: KernelSpec, session: ProfileSession, module_path: str, src_dir: Path,
               options: RunOptions, start: float) -> ProfileResult:
-    returncode, output = session.run(module_path, options.stage_timeout_s)
+    returncode, output = session.run(module_path, kernel, src_dir, options.stage_timeout_s)
     status_path = session.status_path
     status = read_status(status_path)
     version = ncu_version(session.ncu)

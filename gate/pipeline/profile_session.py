@@ -3,8 +3,10 @@
 A profile stage used to start from nothing when the bench ended: ncu, a Python interpreter, torch and
 the gate's modules loaded (about 3 s on an H100), and after ncu exited another interpreter loaded
 ncu's report module to read the report. Both now start when the job does (`start`), while the CPU
-stages run: the profile target imports what it needs, creates its CUDA context (`ready`), and then
-waits for `go.json` in its folder, which names the module to load (`run`). Nothing of the
+stages run, or before the job in a spare child (`ahead.start_early`): the profile target imports what
+it needs, creates its CUDA context (`ready`), and then waits for `go.json` in its folder, which names
+the module to load, the kernel and its checkout (`run`). So a session knows nothing of its job
+until the go: only its folder, ncu, the arch and the clock control (`serves`). Nothing of the
 submission's runs before `go`: the waiting context is idle, and the job counts its processes as its
 own (`ahead.Ahead.pids`, for the bench's GPU watch). A session that is not needed (the build failed,
 profiling is off) is `cancel`ed: its process group is killed.
@@ -81,6 +83,7 @@ class ProfileSession:
     reader: ReportReader
     ncu: str
     arch: str
+    clock_control: str = ""
     marks: dict[str, float] = field(default_factory=dict)   # go, exited: epoch seconds
 
     @property
@@ -92,15 +95,15 @@ class ProfileSession:
         return self.out_dir / f"{REPORT_BASE}.ncu-rep"
 
     @classmethod
-    def start(cls, kernel: KernelSpec, src_dir: Path, out_dir: Path, *, ncu: str, arch: str,
-              clock_control: str, workload_factory: str) -> ProfileSession:
+    def start(cls, out_dir: Path, *, ncu: str, arch: str, clock_control: str,
+              workload_factory: str) -> ProfileSession:
         """ncu on `gate.runner.profile_target`, waiting for its go; the report reader beside it."""
         out_dir.mkdir(parents=True, exist_ok=True)
         for stale in (STATUS, GO, f"{REPORT_BASE}.ncu-rep"):
             (out_dir / stale).unlink(missing_ok=True)
         spec_path = out_dir / "profile_target.json"
         spec_path.write_text(json.dumps({
-            "kernel": to_json(kernel), "src_dir": str(src_dir), "warmup": 3, "status_path": str(out_dir / STATUS),
+            "warmup": 3, "status_path": str(out_dir / STATUS),
             "workload_factory": workload_factory, "go_path": str(out_dir / GO), "wait_s": WAIT_S,
         }))
         target = [sys.executable, "-m", "gate.runner.profile_target", str(spec_path)]
@@ -108,7 +111,13 @@ class ProfileSession:
         with open(out_dir / LOG, "w") as log:    # a file, not a pipe: nobody reads it until the end
             proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=gate_python_env(),
                                     start_new_session=True)
-        return cls(proc, out_dir, ReportReader(ncu), ncu, arch)
+        return cls(proc, out_dir, ReportReader(ncu), ncu, arch, clock_control)
+
+    def serves(self, out_dir: Path, ncu: str, arch: str, clock_control: str) -> bool:
+        """Whether this session, started before its job, can be that job's: still waiting, in the
+        folder the job's profile stage writes, with the same ncu, arch and clock control."""
+        return (self.proc.poll() is None and self.out_dir == out_dir and self.ncu == ncu
+                and self.arch == arch and self.clock_control == clock_control)
 
     def ready(self) -> bool | None:
         """True once the target has its CUDA context and waits for the go; False when it ended
@@ -131,12 +140,13 @@ class ProfileSession:
             parts.append(f"ncu done at {self.marks['exited'] - go:.1f} s")
         return "from the go: " + ", ".join(parts) if parts else "no phase times"
 
-    def run(self, module_path: str, timeout_s: float) -> tuple[int, str]:
-        """Go: the target loads `module_path` and profiles it; ncu's exit code and console output."""
+    def run(self, module_path: str, kernel: KernelSpec, src_dir: Path, timeout_s: float) -> tuple[int, str]:
+        """Go: the target loads `module_path` and profiles `kernel` with the workload of `src_dir`;
+        ncu's exit code and console output."""
         self.marks["go"] = time.time()
         go = self.out_dir / GO
         tmp = go.with_suffix(".tmp")
-        tmp.write_text(json.dumps({"module_path": str(module_path)}))
+        tmp.write_text(json.dumps({"module_path": str(module_path), "kernel": to_json(kernel), "src_dir": str(src_dir)}))
         tmp.rename(go)                       # whole or absent: the target never reads half a go
         try:
             returncode = self.proc.wait(timeout=timeout_s)

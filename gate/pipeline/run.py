@@ -27,7 +27,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from gate.domain.job import JobRequest, ProgressEvent
+from gate.domain.job import JobRequest, ProgressEvent, RunOptions
 from gate.domain.names import Side, Stage
 from gate.domain.results import (
     BenchResult,
@@ -86,17 +86,20 @@ def _not_run(emit: Emit, stage: Stage, side: Side, result_type: type, reason: st
     return result_type(status=StageStatus.NOT_RUN, reason=reason)
 
 
-def warm_up() -> None:
+def warm_up(options: RunOptions, artifacts: Path) -> None:
     """What a child started ahead of its job (`python -m gate.runner --spare`) does before it has one:
-    import torch and the GPU stages' modules, and make its CUDA context, where there is a GPU. The
-    same work `measure` would do first; done here, a job begins at its stages."""
+    import torch and the GPU stages' modules, make its CUDA context, and start the profile sessions
+    of both sides in `artifacts` (`ahead.start_early`), where there is a GPU. The same work `measure`
+    would do first; done here, a job begins at its stages."""
     if not cuda_available():
         return
     import torch
 
     from gate.pipeline import bench, build, correctness, profile  # noqa: F401  (their imports: torch's own)
+    from gate.pipeline.ahead import start_early
 
     torch.empty(1, device="cuda")
+    start_early(options, artifacts)
 
 
 def object_cache_dir(request: JobRequest) -> Path:

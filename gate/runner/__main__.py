@@ -13,6 +13,7 @@ submission's exists in its box before the go.
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 import traceback
@@ -23,6 +24,7 @@ from gate.domain.job import ProgressEvent
 from gate.domain.results import JobResult
 from gate.errors import GateError
 from gate.runner.protocol import (
+    SPARE_OPTIONS_NAME,
     ExitCode,
     error_line,
     event_line,
@@ -46,11 +48,15 @@ def _event_channel() -> TextIO:
 GO = "go"
 
 
-def _wait_for_go() -> bool:
-    """Warm up, then wait for the parent's go on stdin (True) or the end of stdin (False)."""
+def _wait_for_go(folder: Path) -> bool:
+    """Warm up for the options the parent left in `folder`, then wait for its go on stdin (True) or
+    the end of stdin (False)."""
+    from gate.domain.codec import from_json
+    from gate.domain.job import RunOptions
     from gate.pipeline.run import warm_up
 
-    warm_up()
+    options = from_json(RunOptions, json.loads((folder / SPARE_OPTIONS_NAME).read_text()))
+    warm_up(options, folder)
     return sys.stdin.readline().strip() == GO
 
 
@@ -61,9 +67,9 @@ def main(argv: list[str]) -> int:
         print("usage: python -m gate.runner [--spare] REQUEST.json RESULT.json", file=sys.stderr)
         return ExitCode.USAGE
     channel = _event_channel()
-    if spare and not _wait_for_go():
-        return ExitCode.OK
     request_path, result_path = Path(argv[0]), Path(argv[1])
+    if spare and not _wait_for_go(request_path.parent):
+        return ExitCode.OK
     try:
         request = read_request(request_path)
     except (OSError, ValueError, TypeError) as exc:

@@ -2,10 +2,11 @@
 
     python -m gate.runner.profile_target SPEC.json
 
-SPEC (written by `gate.pipeline.profile_session`): {kernel: KernelSpec as JSON, src_dir, status_path,
-warmup, workload_factory ("module:function", default the built-in workloads), go_path, wait_s}: the
-target imports torch and the workload's module, creates its CUDA context (no kernel of the
-submission's yet), then waits for the go file, JSON {module_path}, for at most wait_s seconds.
+SPEC (written by `gate.pipeline.profile_session`): {status_path, warmup, workload_factory
+("module:function", default the built-in workloads), go_path, wait_s}: the target imports torch and
+the workload factory's module, creates its CUDA context (no kernel of the submission's yet), then
+waits for the go file, JSON {module_path, kernel: KernelSpec as JSON, src_dir}, for at most wait_s
+seconds: a session may start before its job exists.
 A workload has `make_inputs(shape, dtype, seed, device)` and `call(module, function, inputs)`.
 
 ncu runs this with `--profile-from-start off`, so only the launches between
@@ -84,37 +85,37 @@ def _factory(ref: str) -> Any:
     return getattr(importlib.import_module(module_name), attr)
 
 
-def _wait_for_go(spec: dict[str, Any], status: _Status) -> str | None:
-    """Wait, before the submission's module is loaded, for the go file that names it
-    (`gate.pipeline.profile_session`); None when none came within `wait_s`."""
+def _wait_for_go(spec: dict[str, Any], status: _Status) -> dict[str, Any] | None:
+    """Wait, before the submission's module is loaded, for the go file that names it, the kernel and
+    its checkout (`gate.pipeline.profile_session`); None when none came within `wait_s`."""
     status.write("ready")
     go, deadline = Path(spec["go_path"]), time.monotonic() + float(spec["wait_s"])
     while not go.is_file():
         if time.monotonic() > deadline:
             return None
         time.sleep(0.002)
-    return json.loads(go.read_text())["module_path"]
+    return json.loads(go.read_text())
 
 
 def run(spec: dict[str, Any], status: _Status) -> TargetExit:
     try:
         import torch
 
-        kernel = from_json(KernelSpec, spec["kernel"])
         factory = _factory(spec.get("workload_factory") or DEFAULT_WORKLOAD_FACTORY)
         if not torch.cuda.is_available():
             status.write("setup_error", "no CUDA device visible to the profile target")
             return TargetExit.SETUP_ERROR
         torch.empty(1, device="cuda")       # the context, under ncu's injection: before the go when started ahead
         status.mark("cuda")
-        module_path = _wait_for_go(spec, status)
-        if module_path is None:
+        go = _wait_for_go(spec, status)
+        if go is None:
             status.write("setup_error", f"no go within {spec['wait_s']:.0f} s: the job that started "
                                         "this profile target never asked for its profile")
             return TargetExit.SETUP_ERROR
         status.mark("go")
-        module = load_module(module_path)
-        workload = factory(kernel, Path(spec["src_dir"]))
+        kernel = from_json(KernelSpec, go["kernel"])
+        module = load_module(go["module_path"])
+        workload = factory(kernel, Path(go["src_dir"]))
     except Exception:
         status.write("setup_error", traceback.format_exc(limit=4))
         return TargetExit.SETUP_ERROR

@@ -20,6 +20,7 @@ from gate.domain.results import JobResult
 
 REQUEST_NAME = "request.json"
 RESULT_NAME = "result.json"
+SPARE_OPTIONS_NAME = "spare-options.json"   # beside the request: the options a spare child was started for
 
 
 class ExitCode(IntEnum):

@@ -108,6 +108,12 @@ def test_no_spare_is_started_without_a_gpu_or_gpu_stages(tmp_path, monkeypatch):
 
 
 def test_a_spare_child_whose_stdin_ends_exits_cleanly_without_a_result(tmp_path):
+    import json
+
+    from gate.domain.codec import to_json
+    from gate.runner.protocol import SPARE_OPTIONS_NAME
+
+    (tmp_path / SPARE_OPTIONS_NAME).write_text(json.dumps(to_json(RunOptions())))
     result = tmp_path / "result.json"
     done = subprocess.run([sys.executable, "-m", "gate.runner", "--spare", str(tmp_path / "request.json"),
                            str(result)], input="", capture_output=True, text=True, timeout=120,

@@ -91,16 +91,21 @@ def test_the_prefetched_binding_compiles_once_and_the_build_joins_it(tmp_path, m
 
 
 class _Session:
-    def __init__(self, ready=True):
+    def __init__(self, ready=True, serves=True):
         self.cancelled = False
         self.proc = type("P", (), {"pid": -1})()
-        self._ready = ready
+        self._ready, self._serves = ready, serves
+        self.asked: tuple = ()
 
     def cancel(self):
         self.cancelled = True
 
     def ready(self):
         return self._ready
+
+    def serves(self, out_dir, ncu, arch, clock_control):
+        self.asked = (out_dir, ncu, arch, clock_control)
+        return self._serves and not self.cancelled
 
 
 def _request(tmp_path, profile_baseline=True):
@@ -119,8 +124,8 @@ def _ahead_on_a_gpu(monkeypatch, early_arch: str):
     monkeypatch.setattr(ahead.shutil, "which", lambda name: "/bin/ncu")
     monkeypatch.setattr(profile, "arch_without_torch", lambda: early_arch)
     monkeypatch.setattr(profile, "local_arch", lambda: "sm_90")
-    monkeypatch.setattr(profile, "start_session", lambda kernel, src, out, options, arch: sessions.setdefault(
-        src.name, _Session()).__dict__.update(arch=arch) or sessions[src.name])
+    monkeypatch.setattr(profile, "start_session", lambda out, options, arch: sessions.setdefault(
+        out.parent.name, _Session()).__dict__.update(arch=arch, out_dir=out) or sessions[out.parent.name])
     return sessions
 
 
@@ -128,9 +133,9 @@ def test_sessions_started_ahead_and_not_taken_are_cancelled_with_the_job(tmp_pat
     sessions = _ahead_on_a_gpu(monkeypatch, "sm_90")
     with CompilePool(1) as pool, ahead.Ahead(_request(tmp_path), pool, tmp_path / "cache", lambda: True) as early:
         taken = early.session("candidate")
-    assert sorted(sessions) == ["base", "cand"]
-    assert taken is sessions["cand"] and not taken.cancelled   # the profile stage runs or cancels its own
-    assert sessions["base"].cancelled and early.sessions == {}
+    assert sorted(sessions) == ["baseline", "candidate"]
+    assert taken is sessions["candidate"] and not taken.cancelled   # the profile stage runs or cancels its own
+    assert sessions["baseline"].cancelled and early.sessions == {}
 
 
 def test_sessions_start_before_the_childs_torch_import_when_nvidia_smi_names_the_arch(tmp_path, monkeypatch):
@@ -139,7 +144,7 @@ def test_sessions_start_before_the_childs_torch_import_when_nvidia_smi_names_the
     with CompilePool(1) as pool, ahead.Ahead(_request(tmp_path, False), pool, tmp_path / "cache",
                                              lambda: seen_at_import.append(sorted(sessions)) or True) as early:
         early.session("candidate")
-    assert seen_at_import == [["cand"]]
+    assert seen_at_import == [["candidate"]]
 
 
 def test_without_an_arch_from_nvidia_smi_the_sessions_wait_for_torch(tmp_path, monkeypatch):
@@ -147,8 +152,8 @@ def test_without_an_arch_from_nvidia_smi_the_sessions_wait_for_torch(tmp_path, m
     seen_at_import = []
     with CompilePool(1) as pool, ahead.Ahead(_request(tmp_path, False), pool, tmp_path / "cache",
                                              lambda: seen_at_import.append(sorted(sessions)) or True) as early:
-        assert early.session("candidate") is sessions["cand"]
-    assert seen_at_import == [[]] and sessions["cand"].arch == "sm_90"
+        assert early.session("candidate") is sessions["candidate"]
+    assert seen_at_import == [[]] and sessions["candidate"].arch == "sm_90"
 
 
 def test_sessions_started_early_are_cancelled_when_the_gpu_stages_cannot_run(tmp_path, monkeypatch):
@@ -200,3 +205,37 @@ def test_the_build_counts_the_static_stages_object_as_a_hit_and_the_prefetched_b
         res = build.build_extension(spec, tmp_path, tmp_path / "cache", tmp_path / "out", pool=pool)
     assert (res.cache_hits, res.cache_misses) == (1, 1), res.reason
     assert sorted(compiled) == ["b.cpp", "k.cu"]
+
+
+def test_a_session_started_before_the_job_is_taken_where_it_serves_and_the_rest_cancelled(tmp_path, monkeypatch):
+    """A spare child's sessions (`ahead.start_early`): the candidate's serves its job and is taken, no
+    new one started; the baseline's is cancelled, as this job does not profile its baseline."""
+    sessions = _ahead_on_a_gpu(monkeypatch, "sm_90")
+    before = {"candidate": _Session(), "baseline": _Session()}
+    ahead._early.update(before)
+    with CompilePool(1) as pool, ahead.Ahead(_request(tmp_path, False), pool, tmp_path / "cache", lambda: True) as early:
+        taken = early.session("candidate")
+    assert taken is before["candidate"] and not taken.cancelled and sessions == {}
+    assert taken.asked == (tmp_path / "art" / "candidate" / "profile", "/bin/ncu", "sm_90", "base")
+    assert before["baseline"].cancelled and ahead._early == {}
+
+
+def test_a_session_started_before_the_job_that_does_not_serve_it_is_replaced(tmp_path, monkeypatch):
+    sessions = _ahead_on_a_gpu(monkeypatch, "sm_90")
+    stale = _Session(serves=False)              # another ncu, arch or clock control, or it ended waiting
+    ahead._early.update({"candidate": stale})
+    with CompilePool(1) as pool, ahead.Ahead(_request(tmp_path, False), pool, tmp_path / "cache", lambda: True) as early:
+        assert early.session("candidate") is sessions["candidate"]
+    assert stale.cancelled
+
+
+def test_start_early_starts_both_sides_in_the_folders_their_profile_stages_use(tmp_path, monkeypatch):
+    sessions = _ahead_on_a_gpu(monkeypatch, "sm_90")
+    ahead.start_early(RunOptions(), tmp_path / "box")
+    try:
+        assert ahead._early == {"candidate": sessions["candidate"], "baseline": sessions["baseline"]}
+        assert sessions["candidate"].out_dir == tmp_path / "box" / "candidate" / "profile"
+    finally:
+        ahead._early.clear()
+    ahead.start_early(RunOptions(profile=False), tmp_path / "box")
+    assert ahead._early == {}

@@ -33,7 +33,7 @@ if "go_path" in spec:                    # as the real target: nothing before th
     import time
     while not os.path.exists(spec["go_path"]):
         time.sleep(0.005)
-    spec["module_path"] = json.load(open(spec["go_path"]))["module_path"]
+    spec.update(json.load(open(spec["go_path"])))
 json.dump(spec, open(os.environ["FAKE_NCU_ARGS"] + ".spec", "w"))
 regions = [[s, "float16"] for s in ("b1_h8_s512_d64",)]
 def status(s, detail=""):
@@ -101,7 +101,7 @@ def test_a_session_started_ahead_waits_for_its_go_and_then_profiles(tmp_path, fa
     """The session loads while the job's other stages run; the target sees the module only at go."""
     monkeypatch.setenv("FAKE_NCU_MODE", "report")
     options = RunOptions(ncu_path=str(fake_ncu))
-    session = start_session(KERNEL, tmp_path, tmp_path / "out", options, arch="sm_90")
+    session = start_session(tmp_path / "out", options, arch="sm_90")
     time.sleep(0.3)
     assert session.proc.poll() is None                       # still waiting
     assert not (tmp_path / "args.json.spec").exists() and not session.status_path.exists()
@@ -112,7 +112,7 @@ def test_a_session_started_ahead_waits_for_its_go_and_then_profiles(tmp_path, fa
 
 def test_a_session_never_asked_for_is_killed_with_its_reader(tmp_path, fake_ncu, monkeypatch):
     monkeypatch.setenv("FAKE_NCU_MODE", "report")
-    session = start_session(KERNEL, tmp_path, tmp_path / "out", RunOptions(ncu_path=str(fake_ncu)), arch="sm_90")
+    session = start_session(tmp_path / "out", RunOptions(ncu_path=str(fake_ncu)), arch="sm_90")
     session.cancel()
     assert session.proc.returncode == -signal.SIGKILL and session.reader.proc.poll() is not None
     assert not (tmp_path / "args.json.spec").exists()

@@ -91,7 +91,7 @@ def fake_gpu(monkeypatch, static_passes):
             check=lambda kernel, module, workload, seeds: calls.append(("correctness", module)) or CorrectnessResult(P)),
         "bench": types.SimpleNamespace(
             time_revisions=lambda kernel, workload, cand, base, options, kept_methods=None, baseline_remote=None,
-            synchronous=False: calls.append(("bench", cand, base if baseline_remote is None else baseline_remote)) or
+            synchronous=False, on_step=None: calls.append(("bench", cand, base if baseline_remote is None else baseline_remote)) or
             kept.append(kept_methods) or paced.append(synchronous) or BenchResult(P)),
         "pinned": types.SimpleNamespace(pin=lambda: pinned_at.append(len(calls))),
         "profile": types.SimpleNamespace(
