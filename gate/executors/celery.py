@@ -22,6 +22,7 @@ from celery import Celery
 
 from gate.executors.base import JobEnvironment, run_claimed
 from gate.executors.liveness import OrphanSweeper, worker_id
+from gate.executors.spare import for_worker
 from gate.storage import claims
 
 log = logging.getLogger(__name__)
@@ -61,6 +62,8 @@ class CeleryExecutor:
         self.sweeper = sweeper or OrphanSweeper(env.session_factory, self.resend)
         self._sent: set[int] = set()
         self._lock = threading.Lock()
+        # This worker process's child started ahead of its next job (one job at a time: `--pool=solo`).
+        self._spares = for_worker(env.data_dir, self.worker_name, env.spare_child)
 
         def run_job(job_id: int) -> str:
             return self.run_job(job_id)
@@ -74,7 +77,7 @@ class CeleryExecutor:
         if attempt is None:
             log.info("job %s: not claimable (done, or running elsewhere); message dropped", job_id)
             return "skipped"
-        run_claimed(self.env, job_id, attempt)
+        run_claimed(self.env, job_id, attempt, spares=self._spares)
         return "ran"
 
     def dispatch_queued(self) -> list[int]:

@@ -14,11 +14,9 @@ import logging
 import shutil
 import subprocess
 import threading
-from pathlib import Path
 
-from gate import box_view
 from gate.executors.base import JobEnvironment, run_claimed
-from gate.executors.spare import Spares
+from gate.executors.spare import Spares, for_worker
 from gate.executors.liveness import OrphanSweeper, worker_id
 from gate.storage import claims
 
@@ -89,13 +87,9 @@ class LocalExecutor:
     def _spares_of(self, worker: str) -> Spares | None:
         """The slot's child started ahead of its next job, where the environment asks for one (a slot's
         thread runs its jobs one after another, so each slot has its own)."""
-        if not (self.env.spare_child and box_view.gpu_nodes()):
-            return None
-        if worker not in self._spares:
-            data_dir = Path(self.env.data_dir).resolve()
-            folder = "".join(ch if ch.isalnum() else "-" for ch in worker)   # a worker id holds '/' and '@'
-            self._spares[worker] = Spares(data_dir / "spares" / folder, hidden=(data_dir,))
-        return self._spares[worker]
+        if worker not in self._spares and (spares := for_worker(self.env.data_dir, worker, self.env.spare_child)):
+            self._spares[worker] = spares
+        return self._spares.get(worker)
 
     def wake(self) -> None:
         self._wake.set()

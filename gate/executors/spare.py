@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import json
 import logging
+import shutil
 import subprocess
 import threading
 import time
@@ -60,12 +61,12 @@ class Spare:
 
     def adopt(self, request: JobRequest) -> JobRequest:
         """`request` moved into this spare's folders: each checkout's entries into `candidate/` or
-        `baseline/` (a rename: both lie in the data folder), its box folder this one's."""
+        `baseline/` (a rename where both lie on one file system, else a copy), its box folder this one's."""
         def moved(checkout: Checkout | None, side: str) -> Checkout | None:
             if checkout is None:
                 return None
             for entry in Path(checkout.path).iterdir():
-                entry.rename(self.folder / side / entry.name)
+                shutil.move(entry, self.folder / side / entry.name)
             return replace(checkout, path=str(self.folder / side))
 
         return replace(request, candidate=moved(request.candidate, "candidate"),
@@ -133,6 +134,16 @@ class Spares:
         if spare is not None:
             spare.discard()
         remove(self.root)
+
+
+def for_worker(data_dir: Path, worker: str, enabled: bool) -> Spares | None:
+    """The spares of one worker (an executor's slot thread, a Celery worker process), which runs its
+    jobs one after another: None where it does not ask for them or has no GPU."""
+    if not (enabled and box_view.gpu_nodes()):
+        return None
+    data_dir = Path(data_dir).resolve()
+    folder = "".join(ch if ch.isalnum() else "-" for ch in worker)    # a worker id holds '/' and '@'
+    return Spares(data_dir / "spares" / folder, hidden=(data_dir,))
 
 
 def _start(folder: Path, hidden: tuple[Path, ...], options: RunOptions) -> Spare:

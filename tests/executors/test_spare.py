@@ -120,3 +120,15 @@ def test_a_spare_child_whose_stdin_ends_exits_cleanly_without_a_result(tmp_path)
                           env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])})
     assert done.returncode == ExitCode.OK, done.stderr
     assert not result.exists()
+
+
+def test_a_workers_spares_live_in_a_folder_named_after_it_and_only_on_a_gpu_when_asked(tmp_path, monkeypatch):
+    from gate.executors.spare import for_worker
+
+    monkeypatch.setattr(box_view, "gpu_nodes", lambda: True)
+    spares = for_worker(tmp_path, "local@host/serve/42:gpu0", True)
+    assert spares.root == tmp_path.resolve() / "spares" / "local-host-serve-42-gpu0"
+    assert spares.hidden == (tmp_path.resolve(),)
+    assert for_worker(tmp_path, "w", False) is None
+    monkeypatch.setattr(box_view, "gpu_nodes", lambda: False)
+    assert for_worker(tmp_path, "w", True) is None
