@@ -2,12 +2,12 @@
 
 Every job's child first imports torch and makes a CUDA context: 5.4 s on an H100 before its build
 could load anything (docs/design.md, "Where a warm verdict's time goes"). An executor that runs jobs
-one after another starts the next job's child as soon as one ends (`Spares.refill`): the child
+one after another starts the next job's child as soon as one ends (`Spares.refill`). The child
 (`python -m gate.runner --spare`) does that work, starts both sides' profile sessions in the
 folders the job's profile stages will use (`pipeline.ahead.start_early`: ncu, its target's torch and
-context), and waits. The next job takes it (`Spares.take`) when
-it is about to start its child, moves its checkouts into the folders the child's box was made with
-(`Spare.adopt`), writes the request and says go (`gate.executors.child.run_child(spare=)`).
+context), and waits. The next job takes it (`Spares.take`) when it is about to start its child,
+moves its checkouts into the folders the child's box was made with (`Spare.adopt`), writes the
+request and says go (`gate.executors.child.run_child(spare=)`).
 
 The box is the one a job's child gets (`child.child_box`), made before the job exists: so its
 folders are chosen first, under `root`, one set per spare: `box/` (the child's folder, writable),
@@ -17,8 +17,9 @@ gone; nothing of a submission's is in its box before the go, so no job sees anot
 
 A spare that died while it waited (its import failed, the box killed it) is not used: the job starts
 a child of its own, as it would without spares. One is used only with the options it was made for
-(its object cache is bound into the box, its profile sessions run their ncu). Its idle CUDA context is on the GPU between jobs: a
-serial executor's own next child, never timed work's neighbour.
+(its object cache is bound into the box, its profile sessions run their ncu). Its idle CUDA
+contexts are on the GPU between jobs: a serial executor's own next child, never timed work's
+neighbour.
 """
 
 from __future__ import annotations
