@@ -46,7 +46,6 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
 import tempfile
 from dataclasses import dataclass, field, replace
 from functools import cache

@@ -29,7 +29,7 @@ from gate.domain.results import JobResult, StageStatus
 from gate.domain.reuse import ProfileLookup, ReuseLookup, ReusedMeasurement
 from gate.errors import JobCancelled, ManifestError
 from gate.executors.child import run_child
-from gate.executors.spare import Spares
+from gate.executors.spare import Spare, Spares
 from gate.job_folders import remove
 from gate.returned_files import Budget, Refused, copy_returned, listed
 from gate.executors.reuse_key import environment_inputs, reuse_key, side_key
@@ -144,16 +144,7 @@ def gate_job(*, repo: str, sha: str, base_sha: str | None, kernel: str, data_dir
             if spares is not None and (spare := spares.take(options)) is not None:
                 request, box_dir = spare.adopt(request), spare.box_dir
             try:
-                result = run_child(request, timeout_s=spec.timeout_s, on_event=emit, hidden=(data_dir,),
-                                   cancel=cancel, budget=budget, spare=spare)
-                if (died := died_capturing(result)) is not None:
-                    # the gate's choice of method killed it, not the kernel: once more, with events
-                    emit(ProgressEvent(stage=Stage.BENCH, side=Side.JOINT, state="running", detail=EVENTS_RERUN))
-                    remove(box_dir)
-                    request = dataclasses.replace(request, kept_methods=events_everywhere(spec))
-                    result = run_child(request, timeout_s=spec.timeout_s, on_event=emit, hidden=(data_dir,),
-                                       cancel=cancel, budget=budget)
-                    result.notes.append(f"{EVENTS_RERUN}: its first child {died}")
+                result = _measured(request, spec, emit, (data_dir,), cancel, budget, spare)
             finally:
                 if spares is not None:   # the next job's child, now that this one's is done
                     spares.refill(options)
@@ -181,6 +172,22 @@ def gate_job(*, repo: str, sha: str, base_sha: str | None, kernel: str, data_dir
 
 
 EVENTS_RERUN = "the job ran again, every shape timed with events (no CUDA graph)"
+
+
+def _measured(request: JobRequest, spec: KernelSpec, emit: Emit, hidden: tuple[Path, ...],
+              cancel: threading.Event | None, budget: Budget, spare: Spare | None) -> JobResult:
+    """The child's result (`spare`'s, when one was taken); a child that died while capturing CUDA
+    graphs died of the gate's choice of method, not of the kernel: the job runs once more, with events."""
+    result = run_child(request, timeout_s=spec.timeout_s, on_event=emit, hidden=hidden, cancel=cancel,
+                       budget=budget, spare=spare)
+    if (died := died_capturing(result)) is None:
+        return result
+    emit(ProgressEvent(stage=Stage.BENCH, side=Side.JOINT, state="running", detail=EVENTS_RERUN))
+    remove(Path(request.artifacts_dir))
+    request = dataclasses.replace(request, kept_methods=events_everywhere(spec))
+    result = run_child(request, timeout_s=spec.timeout_s, on_event=emit, hidden=hidden, cancel=cancel, budget=budget)
+    result.notes.append(f"{EVENTS_RERUN}: its first child {died}")
+    return result
 
 
 def died_capturing(result: JobResult) -> str | None:

@@ -125,7 +125,7 @@ class Ahead:
         sides = [(Side.CANDIDATE, request.candidate)]
         if request.baseline:
             sides.append((Side.BASELINE, request.baseline))
-        profiled = sides[:1 if not request.profile_baseline else 2]
+        profiled = [side for side, _checkout in sides[:1 if not request.profile_baseline else 2]]
         early = _take_early()
         try:
             if not (options.gpu_stages and gpu_nodes()):
@@ -153,11 +153,11 @@ class Ahead:
             for session in early.values():       # started before the job, for a side it does not profile
                 session.cancel()
 
-    def _start_sessions(self, sides: list, arch: str, early: dict[str, ProfileSession]) -> None:
+    def _start_sessions(self, sides: list[str], arch: str, early: dict[str, ProfileSession]) -> None:
         """A session per side: the one started before the job where it serves, else a new one."""
         options, artifacts = self.request.options, Path(self.request.artifacts_dir)
         ncu = shutil.which(options.ncu_path) or ""
-        for side, _checkout in sides:
+        for side in sides:
             out_dir = artifacts / side / Stage.PROFILE
             before = early.pop(side, None)
             if before is not None and before.serves(out_dir, ncu, arch, options.ncu_clock_control):

@@ -163,8 +163,7 @@ def _tampered(remote: RemoteBaseline | None) -> list[str]:
 
 def _prepare(kernel: KernelSpec, workload: Any, cand: Any, base: Any | None, shape: Any, dtype: str,
              timer: InterleavedTimer, kept_method: str | None = None,
-             base_remote: RemoteBaseline | None = None, on_step: Callable[[str], None] | None = None
-             ) -> _ShapeRun:
+             base_remote: RemoteBaseline | None = None, on_step: Callable[[str], None] = _quiet) -> _ShapeRun:
     """`base_remote`: the baseline in its own process, in place of `base` (it makes its own input sets)."""
     sets = [workload.make_inputs(shape, dtype, secrets.randbits(31), "cuda") for _ in range(INPUT_SETS)]
 
@@ -195,12 +194,11 @@ def _prepare(kernel: KernelSpec, workload: Any, cand: Any, base: Any | None, sha
         raise ValueError(f"kept timing method {kept_method!r}: expected 'graph' or 'events'")
     for side in sides[gated:]:
         timer.estimate_us(side.fn, reps=1)    # warm-up of the peers (handles, autotuning)
-    step = on_step or _quiet
     if use_graph:
-        step(CAPTURING_GRAPHS)
+        on_step(CAPTURING_GRAPHS)
     method = timer.prepare(sides, use_graph, launches, INPUT_SETS)
     if use_graph:
-        step(TIMING)
+        on_step(TIMING)
     graph_us = nodes = None
     if method == "graph":
         graph_us = timer.replay_us(sides[0])

@@ -13,7 +13,6 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from gate.domain import KernelSpec
 from gate.manifest import compile_flags, module_name
 from gate.pipeline import toolchain as tc
 from gate.pipeline.build_cache import ObjectCache, Toolchain, local_includes, object_key

@@ -22,7 +22,6 @@ Faults, and whose they are:
 
 from __future__ import annotations
 
-import json
 import re
 import shutil
 import subprocess

@@ -93,13 +93,18 @@ def warm_up(options: RunOptions, artifacts: Path) -> None:
     would do first; done here, a job begins at its stages."""
     if not cuda_available():
         return
-    import torch
-
     from gate.pipeline import bench, build, correctness, profile  # noqa: F401  (their imports: torch's own)
     from gate.pipeline.ahead import start_early
 
-    torch.empty(1, device="cuda")
+    _cuda_context()
     start_early(options, artifacts)
+
+
+def _cuda_context() -> None:
+    """Make this process's CUDA context (torch's first allocation on the device)."""
+    import torch
+
+    torch.empty(1, device="cuda")
 
 
 def object_cache_dir(request: JobRequest) -> Path:
@@ -113,7 +118,6 @@ def measure(request: JobRequest, emit: Emit,
     """Every stage of one job, in order. `checkpoint` receives the partial result after each stage."""
     save = checkpoint or (lambda _result: None)
     kernel, options = request.kernel, request.options
-    artifacts = Path(request.artifacts_dir)
     result = JobResult(kernel=kernel.name, candidate=SideResults(sha=request.candidate.sha),
                        baseline=SideResults(sha=request.baseline.sha) if request.baseline else None)
 
@@ -122,9 +126,7 @@ def measure(request: JobRequest, emit: Emit,
         stages (`Ahead` asks only where the machine has NVIDIA device nodes)."""
         if not (cuda_available() and not not_for_this_gpu(kernel.name, kernel.arch)):
             return False
-        import torch
-
-        torch.empty(1, device="cuda")
+        _cuda_context()
         return True
 
     with CompilePool(compile_workers()) as pool, Ahead(request, pool, object_cache_dir(request), gpu_ready) as ahead:

@@ -32,6 +32,16 @@ def gpu_machine(monkeypatch):
     monkeypatch.setattr(box_view, "gpu_nodes", lambda: True)
 
 
+def _setting(tmp_path: Path) -> tuple[Path, Path, Mirror, RunOptions, Spares]:
+    """A repository, a data folder with its mirror, options with an object cache, and its spares."""
+    repo = make_repo(tmp_path / "repo")
+    data_dir = tmp_path / "data"
+    mirror = Mirror(data_dir / "mirrors")
+    options = RunOptions(build_cache_dir=str(data_dir / "build-cache"))
+    spares = Spares(data_dir / "spares", hidden=(data_dir,))
+    return repo, data_dir, mirror, options, spares
+
+
 def _job(repo: Path, mirror: Mirror, data_dir: Path, options: RunOptions, spares: Spares | None):
     sha = mirror.resolve(str(repo), "HEAD")
     return gate_job(repo=str(repo), sha=sha, base_sha=None, kernel="tiny", data_dir=data_dir,
@@ -40,11 +50,7 @@ def _job(repo: Path, mirror: Mirror, data_dir: Path, options: RunOptions, spares
 
 @needs_box
 def test_a_spare_child_runs_the_next_job_and_another_is_started_for_the_one_after(tmp_path, gpu_machine):
-    repo = make_repo(tmp_path / "repo")
-    data_dir = tmp_path / "data"
-    mirror = Mirror(data_dir / "mirrors")
-    options = RunOptions(build_cache_dir=str(data_dir / "build-cache"))
-    spares = Spares(data_dir / "spares", hidden=(data_dir,))
+    repo, data_dir, mirror, options, spares = _setting(tmp_path)
     try:
         first = _job(repo, mirror, data_dir, options, spares)      # no spare yet: its own child
         waiting = spares._spare
@@ -66,11 +72,7 @@ def test_a_spare_child_runs_the_next_job_and_another_is_started_for_the_one_afte
 
 @needs_box
 def test_a_spare_that_died_while_waiting_is_not_used(tmp_path, gpu_machine):
-    repo = make_repo(tmp_path / "repo")
-    data_dir = tmp_path / "data"
-    mirror = Mirror(data_dir / "mirrors")
-    options = RunOptions(build_cache_dir=str(data_dir / "build-cache"))
-    spares = Spares(data_dir / "spares", hidden=(data_dir,))
+    repo, data_dir, mirror, options, spares = _setting(tmp_path)
     try:
         spares.refill(options)
         dead = spares._spare

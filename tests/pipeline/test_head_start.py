@@ -73,7 +73,8 @@ def test_the_plain_object_has_one_key_in_the_static_stage_and_the_build(tmp_path
     assert build_jobs == [("k.cu", *static_key)]
 
 
-def test_the_prefetched_binding_compiles_once_and_the_build_joins_it(tmp_path, monkeypatch):
+def _kernel_with_binding(tmp_path, monkeypatch) -> tuple[KernelSpec, list]:
+    """A `.cu` and a torch binding, compiled by stand-ins; the list of sources compiled, as it grows."""
     (tmp_path / "k.cu").write_text("__global__ void k() {}\n")
     (tmp_path / "b.cpp").write_text("#include <torch/extension.h>\n")
     compiled: list = []
@@ -82,6 +83,11 @@ def test_the_prefetched_binding_compiles_once_and_the_build_joins_it(tmp_path, m
     monkeypatch.setattr(tc, "target_archs", lambda archs: ["sm_90"])
     monkeypatch.setattr(tc, "run_tool", lambda command, cwd, timeout_s: tc.ToolRun(True, ""))
     spec = KernelSpec(name="k", sources=["k.cu", "b.cpp"], arch=["sm_90"])
+    return spec, compiled
+
+
+def test_the_prefetched_binding_compiles_once_and_the_build_joins_it(tmp_path, monkeypatch):
+    spec, compiled = _kernel_with_binding(tmp_path, monkeypatch)
     with CompilePool(2) as pool:
         build.prefetch(spec, tmp_path, tmp_path / "cache", tmp_path / "pre", pool)
         assert compiled == [] or compiled == ["b.cpp"]      # the binding only: the .cu is the static stage's
@@ -191,14 +197,7 @@ def test_the_bench_waits_for_ready_sessions_and_drops_one_still_loading(tmp_path
 def test_the_build_counts_the_static_stages_object_as_a_hit_and_the_prefetched_binding_as_compiled(tmp_path, monkeypatch):
     """Joining a flight is not compiling: the `.cu` the static stage made is a hit for the build, as
     the object cache gave it before the pool was shared; the binding `prefetch` compiled is the build's."""
-    (tmp_path / "k.cu").write_text("__global__ void k() {}\n")
-    (tmp_path / "b.cpp").write_text("#include <torch/extension.h>\n")
-    compiled: list = []
-    _fake_compiles(tmp_path, monkeypatch, compiled)
-    monkeypatch.setattr(tc, "discover", lambda nvcc="nvcc": FakeTools())
-    monkeypatch.setattr(tc, "target_archs", lambda archs: ["sm_90"])
-    monkeypatch.setattr(tc, "run_tool", lambda command, cwd, timeout_s: tc.ToolRun(True, ""))
-    spec = KernelSpec(name="k", sources=["k.cu", "b.cpp"], arch=["sm_90"])
+    spec, compiled = _kernel_with_binding(tmp_path, monkeypatch)
     with CompilePool(2) as pool:
         build.prefetch(spec, tmp_path, tmp_path / "cache", tmp_path / "pre", pool)
         static.run_static(spec, tmp_path, tmp_path / "static", cache_dir=tmp_path / "cache", pool=pool)

@@ -3,7 +3,6 @@ compile is cached like a successful one, with its log (issue 26)."""
 
 import shutil
 import threading
-from pathlib import Path
 
 import pytest
 
