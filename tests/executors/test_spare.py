@@ -134,3 +134,28 @@ def test_a_workers_spares_live_in_a_folder_named_after_it_and_only_on_a_gpu_when
     assert for_worker(tmp_path, "w", False) is None
     monkeypatch.setattr(box_view, "gpu_nodes", lambda: False)
     assert for_worker(tmp_path, "w", True) is None
+
+
+@needs_box
+def test_a_source_run_by_a_spare_child_cannot_read_the_data_folder(tmp_path, gpu_machine):
+    """The spare's box is made before its job, on folders chosen first: the data folder around them is
+    still hidden. A source that includes the server's database by its absolute path finds nothing, and
+    the database's bytes reach no result."""
+    from gate.domain.codec import to_json
+    from tests.security.test_return_path import GIT
+
+    canary = "gate-canary-spare-5d1e"
+    repo, data_dir, mirror, options, spares = _setting(tmp_path)
+    data_dir.mkdir(parents=True, exist_ok=True)
+    (data_dir / "gate.db").write_text(f"SQLite format 3 {canary}\n")
+    (repo / "k.cu").write_text(f'#include "{data_dir.resolve() / "gate.db"}"\n__global__ void k() {{}}\n')
+    subprocess.run([*GIT, "commit", "-qam", "include the database"], cwd=repo, check=True)
+    try:
+        spares.refill(options)
+        outcome = _job(repo, mirror, data_dir, options, spares)
+    finally:
+        spares.close()
+    assert any("(a spare)" in note for note in outcome.result.notes)
+    static = outcome.result.candidate.static
+    assert static.status is StageStatus.FAILED and "gate.db: No such file or directory" in static.reason, static.reason
+    assert canary not in str(to_json(outcome.result))
