@@ -8,6 +8,8 @@
 #   drift    bench/timing_drift.py: why one binary read 457 vs 597 us, one factor at a time (< 5 min)
 #   streams  bench/all_streams_loop.py: the all-streams check's two figures on honest calls (< 1 min)
 #   reuse    bench/reuse_cost.py: ten kernels, one changed, against that one alone; a shared header (~6 min)
+#   latency  bench/flashcore_latency.py, with FLASHCORE_LATENCY_ARGS (e.g. "--no-scalar --wgmma-configs
+#            c2n128p-tiles,c3n128") and a limit of FLASHCORE_LATENCY_LIMIT_S (default 180 s)
 #   cost     bench/verdict_cost.py: the warm verdict beside the gate before the defences (~4 min); needs
 #            that gate's tree carried in .carry/before: git archive c381cf8 | tar -x -C .carry/before
 # Logs and JSON go to $OUT (default ./device-out).
@@ -60,7 +62,8 @@ for part in "${parts[@]}"; do
              GATE_BENCH_BUDGET_S="${GATE_BENCH_BUDGET_S:-3}" step demo "${GATE_DEMO_LIMIT_S:-480}" python3 -m gate.cli demo --no-serve
              cp /tmp/gate-demo/gate.db "$OUT/demo-gate.db" 2>/dev/null ;;   # for scripts/screenshots.py
     reuse)   step reuse-cost 580 python3 bench/reuse_cost.py ;;
-    latency) step flashcore-latency 180 python3 bench/flashcore_latency.py --json "$OUT/flashcore_latency.json" ;;
+    latency) step flashcore-latency "${FLASHCORE_LATENCY_LIMIT_S:-180}" \
+               python3 bench/flashcore_latency.py --json "$OUT/flashcore_latency.json" ${FLASHCORE_LATENCY_ARGS:-} ;;
     *) echo "unknown part: $part (tests, quality, spread, drift, streams, cost, demo, latency, reuse)"; exit 2 ;;
   esac
 done

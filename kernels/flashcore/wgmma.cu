@@ -2,7 +2,10 @@
 // wgmma.mma_async for S = Q Kᵀ and O += P V, TMA loads completing on mbarriers, a producer warpgroup
 // and two consumer warpgroups (warp specialisation, setmaxnreg), FP32 accumulators, online softmax.
 //
-// Block: kBlockM = 128 query rows of one (batch, head), 3 warpgroups (384 threads).
+// Block: kBlockM = 128 query rows of one (batch, head) at a time, 3 warpgroups (384 threads). Where
+// there are more output tiles than SMs, the blocks are persistent: one per SM walks a list of tiles
+// (TileSchedule), and the producer loads the next tile's Q, K and V while the consumers finish the
+// last one and store its output from a staging tile of its own.
 //   - Warpgroup 0, producer: drops to 24 registers; one thread issues cp.async.bulk.tensor (TMA)
 //     loads of the Q tile once and of K and V tiles (kBlockN = 128 keys) into a kStages-deep ring,
 //     each stage guarded by a "full" mbarrier (TMA completes its transaction bytes) and an "empty"
@@ -58,9 +61,15 @@ struct Cfg {
   static constexpr int kChunks = D / 64;           // 64-half (128 B) column chunks, one swizzle width
   static constexpr int kQBytes = kBlockM * D * 2;
   static constexpr int kKVBytes = kBlockN * D * 2;
+  static constexpr int kOBytes = kQBytes;  // the output tile, staged for its TMA store
   // +1024: the dynamic shared-memory base is aligned up to the 1024 B swizzle atom by hand.
-  static constexpr int kSmemBytes = 1024 + kQBytes + 2 * kStages * kKVBytes;
+  static constexpr int kSmemBytes = 1024 + kQBytes + 2 * kStages * kKVBytes + kOBytes;
   static_assert(kSmemBytes <= 227 * 1024, "shared memory per block");
+  // Persistent blocks (FA3's tile scheduler): one block per SM walks a list of output tiles, so the
+  // next tile's Q, K and V load while this one finishes and stores its output, instead of every
+  // block starting by waiting for its first loads. The gate's demo sets it to false on this line for
+  // the first Hopper revision (docs/kernels.md, the wgmma demo hooks).
+  static constexpr bool kPersistent = true;
 };
 
 // Tensor maps of one launch, passed by value as a __grid_constant__ parameter (TMA reads them there).
@@ -420,37 +429,73 @@ struct Consumer {
   }
 };
 
+// The output tiles one block computes, in order. A tile is (m_block, b·H + h). Persistent blocks walk
+// units of two tiles of one head, m and num_m − 1 − m, the heavier first: under a causal mask every
+// unit then holds the same number of key tiles, so a static round-robin over units stays balanced
+// (FA3 balances causal work with an atomic tile counter instead, which a kernel run on several
+// streams at once could share). Units run head by head, so the blocks running at one time read the
+// K and V of a few heads, which stay in L2. Without persistence, block (x, y) is tile
+// (gridDim.x − 1 − x, y): the heaviest causal tiles first, so the tail of the grid is short work.
+struct TileSchedule {
+  int num_m, per_head, units;
+  int unit, second;  // the current unit and which of its tiles (0: the heavier)
+  bool persistent;
+
+  __device__ TileSchedule(int seqlen_q, int block_m, int bh, bool persistent_)
+      : num_m((seqlen_q + block_m - 1) / block_m), per_head((num_m + 1) / 2), units(bh * per_head),
+        unit(persistent_ ? blockIdx.x : 0), second(0), persistent(persistent_) {}
+
+  __device__ bool valid() const { return unit < (persistent ? units : 1); }
+  __device__ int m_block() const {
+    if (!persistent) return gridDim.x - 1 - blockIdx.x;
+    const int k = unit % per_head;
+    return second ? k : num_m - 1 - k;
+  }
+  __device__ int bh() const { return persistent ? unit / per_head : blockIdx.y; }
+  __device__ void advance() {
+    const int k = unit % per_head;
+    if (persistent && !second && k != num_m - 1 - k) {
+      second = 1;
+    } else {
+      second = 0;
+      unit += persistent ? gridDim.x : 1;
+    }
+  }
+};
+
 template <class C, bool kBf16>
 __global__ void __launch_bounds__(C::kThreads, 1)
-    flashcore_wgmma_fwd_kernel(const __grid_constant__ FlashParams p, const __grid_constant__ TmaMaps maps) {
+    flashcore_wgmma_fwd_kernel(const __grid_constant__ FlashParams p, const __grid_constant__ TmaMaps maps,
+                               bool persistent) {
   constexpr int kStages = C::kStages;
   constexpr int kConsumers = C::kConsumers;
   constexpr int kBlockM = C::kBlockM;
   constexpr int kBlockN = C::kBlockN;
   extern __shared__ uint8_t smem_raw[];
-  __shared__ __align__(8) uint64_t bars[1 + 4 * kStages];  // q, full_k[], full_v[], empty_k[], empty_v[]
+  // full_q, empty_q, full_k[], full_v[], empty_k[], empty_v[]
+  __shared__ __align__(8) uint64_t bars[2 + 4 * kStages];
   const uint32_t sQ = (smem_addr(smem_raw) + 1023) & ~1023u;  // [kChunks][kBlockM][64]
   const uint32_t sK = sQ + C::kQBytes;                          // [kStages][kChunks][kBlockN][64]
   const uint32_t sV = sK + kStages * C::kKVBytes;               // [kStages][kChunks][kBlockN][64]
-  const uint32_t bar_q = smem_addr(&bars[0]);
-  auto full_k = [&](int s) { return smem_addr(&bars[1 + s]); };
-  auto full_v = [&](int s) { return smem_addr(&bars[1 + kStages + s]); };
-  auto empty_k = [&](int s) { return smem_addr(&bars[1 + 2 * kStages + s]); };
-  auto empty_v = [&](int s) { return smem_addr(&bars[1 + 3 * kStages + s]); };
-
-  // Heaviest causal tiles (largest m) first, so the tail of the grid is short work.
-  const int m_block = gridDim.x - 1 - blockIdx.x;
-  const int b = blockIdx.y / p.heads;
-  const int h = blockIdx.y % p.heads;
-  const int m0 = m_block * kBlockM;
-  // Causal (top-left): rows of this block see keys < m0 + kBlockM; later tiles are never loaded.
-  const int n_end = p.causal ? min(p.seqlen_k, m0 + kBlockM) : p.seqlen_k;
-  const int n_tiles = (n_end + kBlockN - 1) / kBlockN;  // >= 1: S_k >= 1 and key 0 is seen by every row
+  const uint32_t sO = sV + kStages * C::kKVBytes;               // [kChunks][kBlockM][64]
+  const uint32_t full_q = smem_addr(&bars[0]);
+  const uint32_t empty_q = smem_addr(&bars[1]);
+  auto full_k = [&](int s) { return smem_addr(&bars[2 + s]); };
+  auto full_v = [&](int s) { return smem_addr(&bars[2 + kStages + s]); };
+  auto empty_k = [&](int s) { return smem_addr(&bars[2 + 2 * kStages + s]); };
+  auto empty_v = [&](int s) { return smem_addr(&bars[2 + 3 * kStages + s]); };
+  // Keys the rows of tile m_block see. Causal (top-left): rows of the tile see keys < m0 + kBlockM;
+  // later key tiles are never loaded. >= 1 tile: S_k >= 1 and key 0 is seen by every row.
+  auto key_tiles = [&](int m_block) {
+    const int n_end = p.causal ? min(p.seqlen_k, (m_block + 1) * kBlockM) : p.seqlen_k;
+    return (n_end + kBlockN - 1) / kBlockN;
+  };
   const int wg = threadIdx.x / 128;
   const int tid = threadIdx.x % 128;
 
   if (threadIdx.x == 0) {
-    mbar_init(bar_q, 1);
+    mbar_init(full_q, 1);
+    mbar_init(empty_q, kConsumers * 128);
     for (int s = 0; s < kStages; ++s) {
       mbar_init(full_k(s), 1);
       mbar_init(full_v(s), 1);
@@ -461,27 +506,38 @@ __global__ void __launch_bounds__(C::kThreads, 1)
   }
   __syncthreads();
 
+  // Both roles count the K/V tiles they have passed (`it`, across output tiles: the ring's stage and
+  // phase) and the output tiles (`nth`: the Q barriers' phase).
   if (wg == 0) {
     // ---- producer ----
     asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(C::kProducerRegs));
     if (tid == 0) {
-      mbar_expect_tx(bar_q, C::kQBytes);
+      int it = 0;
+      int nth = 0;
+      for (TileSchedule ts(p.seqlen_q, kBlockM, p.batch * p.heads, persistent); ts.valid(); ts.advance(), ++nth) {
+        const int m0 = ts.m_block() * kBlockM;
+        const int b = ts.bh() / p.heads;
+        const int h = ts.bh() % p.heads;
+        const int n_tiles = key_tiles(ts.m_block());
+        mbar_wait(empty_q, (nth & 1) ^ 1);  // a fresh barrier counts as having completed phase 1
+        mbar_expect_tx(full_q, C::kQBytes);
 #pragma unroll
-      for (int c = 0; c < C::kChunks; ++c) tma_load(sQ + c * kBlockM * 128, &maps.q, bar_q, c * 64, m0, h, b);
-      for (int t = 0; t < n_tiles; ++t) {
-        const int s = t % kStages;
-        const int phase = (t / kStages) & 1;
-        mbar_wait(empty_k(s), phase ^ 1);  // a fresh barrier counts as having completed phase 1
-        mbar_expect_tx(full_k(s), C::kKVBytes);
+        for (int c = 0; c < C::kChunks; ++c) tma_load(sQ + c * kBlockM * 128, &maps.q, full_q, c * 64, m0, h, b);
+        for (int t = 0; t < n_tiles; ++t, ++it) {
+          const int s = it % kStages;
+          const int phase = (it / kStages) & 1;
+          mbar_wait(empty_k(s), phase ^ 1);
+          mbar_expect_tx(full_k(s), C::kKVBytes);
 #pragma unroll
-        for (int c = 0; c < C::kChunks; ++c) {
-          tma_load(sK + s * C::kKVBytes + c * kBlockN * 128, &maps.k, full_k(s), c * 64, t * kBlockN, h, b);
-        }
-        mbar_wait(empty_v(s), phase ^ 1);
-        mbar_expect_tx(full_v(s), C::kKVBytes);
+          for (int c = 0; c < C::kChunks; ++c) {
+            tma_load(sK + s * C::kKVBytes + c * kBlockN * 128, &maps.k, full_k(s), c * 64, t * kBlockN, h, b);
+          }
+          mbar_wait(empty_v(s), phase ^ 1);
+          mbar_expect_tx(full_v(s), C::kKVBytes);
 #pragma unroll
-        for (int c = 0; c < C::kChunks; ++c) {
-          tma_load(sV + s * C::kKVBytes + c * kBlockN * 128, &maps.v, full_v(s), c * 64, t * kBlockN, h, b);
+          for (int c = 0; c < C::kChunks; ++c) {
+            tma_load(sV + s * C::kKVBytes + c * kBlockN * 128, &maps.v, full_v(s), c * 64, t * kBlockN, h, b);
+          }
         }
       }
     }
@@ -493,22 +549,11 @@ __global__ void __launch_bounds__(C::kThreads, 1)
     const int lane = tid % 32;
     const int g = lane / 4;
     const int t4 = lane % 4;
-    // Accumulator layout (PTX ISA, wgmma .m64nNk16 D fragment): this thread holds rows g and g+8 of
-    // its warp's 16, columns 8 j + 2 t4 (+1) of every n8 tile j.
-    const int row0 = m0 + w * 64 + warp * 16 + g;
     const float scale_log2 = p.softmax_scale * kLog2e;
     const uint32_t q_base = sQ + w * 64 * 128;
-
-    Consumer<C, kBf16> cs;
-#pragma unroll
-    for (int i = 0; i < Consumer<C, kBf16>::kORegs; ++i) cs.o[i] = 0.f;
-#pragma unroll
-    for (int i = 0; i < Consumer<C, kBf16>::kSRegs; ++i) cs.s[i] = 0.f;
-    cs.row_max[0] = cs.row_max[1] = -INFINITY;
-    cs.row_sum[0] = cs.row_sum[1] = 0.f;
-    float corr[2];
     // Ping-pong turns: wait for ours before issuing wgmmas, hand the turn over after. Consumer 0
-    // goes first; every consumer has n_tiles + 1 turns, and consumer 1 hands over none after its last.
+    // goes first; both have the same turns (n_tiles + 1 per output tile), and consumer 1 hands over
+    // none after its last of the block.
     auto take_turn = [&] {
       if constexpr (C::kPingpong) named_sync(3 + w, 256);
     };
@@ -521,74 +566,101 @@ __global__ void __launch_bounds__(C::kThreads, 1)
       if (w == 1) named_arrive(3, 256);
     }
 
-    mbar_wait(bar_q, 0);
-    mbar_wait(full_k(0), 0);
-    take_turn();
-    cs.issue_qk(q_base, sK);
-    pass_turn(false);
-    wgmma_wait<0>();
-    reg_fence(cs.s);
-    mbar_arrive(empty_k(0));
-    cs.softmax(p, 0, row0, t4, scale_log2, corr);
-    cs.rescale_and_pack(corr);
+    Consumer<C, kBf16> cs;
+    int it = 0;
+    int nth = 0;
+    for (TileSchedule ts(p.seqlen_q, kBlockM, p.batch * p.heads, persistent); ts.valid(); ++nth) {
+      const int m0 = ts.m_block() * kBlockM;
+      const int b = ts.bh() / p.heads;
+      const int h = ts.bh() % p.heads;
+      const int n_tiles = key_tiles(ts.m_block());
+      ts.advance();
+      const bool last_tile = !ts.valid();
+      // Accumulator layout (PTX ISA, wgmma .m64nNk16 D fragment): this thread holds rows g and g+8 of
+      // its warp's 16, columns 8 j + 2 t4 (+1) of every n8 tile j.
+      const int row0 = m0 + w * 64 + warp * 16 + g;
+#pragma unroll
+      for (int i = 0; i < Consumer<C, kBf16>::kORegs; ++i) cs.o[i] = 0.f;
+      cs.row_max[0] = cs.row_max[1] = -INFINITY;
+      cs.row_sum[0] = cs.row_sum[1] = 0.f;
+      float corr[2];
 
-    for (int t = 1; t < n_tiles; ++t) {
-      const int s = t % kStages;
-      const int sp = (t - 1) % kStages;
-      mbar_wait(full_k(s), (t / kStages) & 1);
-      mbar_wait(full_v(sp), ((t - 1) / kStages) & 1);
+      mbar_wait(full_q, nth & 1);
+      mbar_wait(full_k(it % kStages), (it / kStages) & 1);
       take_turn();
-      cs.issue_qk(q_base, sK + s * C::kKVBytes);
-      cs.issue_pv(sV + sp * C::kKVBytes);
+      cs.issue_qk(q_base, sK + (it % kStages) * C::kKVBytes);
       pass_turn(false);
-      wgmma_wait<1>();  // S_t is ready; P_{t-1} V_{t-1} may still run
+      wgmma_wait<0>();
       reg_fence(cs.s);
-      mbar_arrive(empty_k(s));
-      cs.softmax(p, t * kBlockN, row0, t4, scale_log2, corr);
+      mbar_arrive(empty_k(it % kStages));
+      if (n_tiles == 1) mbar_arrive(empty_q);  // the tile's last Q Kᵀ is done: the next Q may load
+      cs.softmax(p, 0, row0, t4, scale_log2, corr);
+      cs.rescale_and_pack(corr);
+
+      for (int t = 1; t < n_tiles; ++t) {
+        const int s = (it + t) % kStages;
+        const int sp = (it + t - 1) % kStages;
+        mbar_wait(full_k(s), ((it + t) / kStages) & 1);
+        mbar_wait(full_v(sp), ((it + t - 1) / kStages) & 1);
+        take_turn();
+        cs.issue_qk(q_base, sK + s * C::kKVBytes);
+        cs.issue_pv(sV + sp * C::kKVBytes);
+        pass_turn(false);
+        wgmma_wait<1>();  // S_t is ready; P_{t-1} V_{t-1} may still run
+        reg_fence(cs.s);
+        mbar_arrive(empty_k(s));
+        if (t == n_tiles - 1) mbar_arrive(empty_q);
+        cs.softmax(p, t * kBlockN, row0, t4, scale_log2, corr);
+        wgmma_wait<0>();
+        reg_fence(cs.o);
+        reg_fence(cs.pf);
+        mbar_arrive(empty_v(sp));
+        cs.rescale_and_pack(corr);
+      }
+      const int sl = (it + n_tiles - 1) % kStages;
+      mbar_wait(full_v(sl), ((it + n_tiles - 1) / kStages) & 1);
+      take_turn();
+      cs.issue_pv(sV + sl * C::kKVBytes);
+      pass_turn(last_tile);
       wgmma_wait<0>();
       reg_fence(cs.o);
-      reg_fence(cs.pf);
-      mbar_arrive(empty_v(sp));
-      cs.rescale_and_pack(corr);
-    }
-    const int sl = (n_tiles - 1) % kStages;
-    mbar_wait(full_v(sl), ((n_tiles - 1) / kStages) & 1);
-    take_turn();
-    cs.issue_pv(sV + sl * C::kKVBytes);
-    pass_turn(true);
-    wgmma_wait<0>();
-    reg_fence(cs.o);
+      mbar_arrive(empty_v(sl));
+      it += n_tiles;
 
-    // Epilogue: O / l into this warpgroup's 64 rows of the Q tile (its own QK wgmmas are done),
-    // in the same swizzled layout, then one TMA store per 64-column chunk (rows past S_q clipped).
-    float inv[2];
-#pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      float sum = cs.row_sum[r];
-      sum += __shfl_xor_sync(0xffffffffu, sum, 1);
-      sum += __shfl_xor_sync(0xffffffffu, sum, 2);
-      inv[r] = sum > 0.f ? 1.f / sum : 0.f;
-    }
-    named_sync(1 + w, 128);  // every warp of this group is past its QK
-#pragma unroll
-    for (int j = 0; j < C::D / 8; ++j) {
+      // Epilogue: O / l into this warpgroup's 64 rows of the output staging tile, in the same swizzled
+      // layout as Q, then one TMA store per 64-column chunk (rows past S_q clipped). The store of the
+      // previous tile must have read the staging rows before they are written again.
+      float inv[2];
 #pragma unroll
       for (int r = 0; r < 2; ++r) {
-        const int row = w * 64 + warp * 16 + g + 8 * r;  // row inside the block tile
-        const int col = (j % 8) * 8 + 2 * t4;              // column inside the 64-wide chunk
-        const uint32_t addr = sQ + (j / 8) * kBlockM * 128 + row * 128 + ((((col / 8) ^ (row % 8)) * 16) | ((col % 8) * 2));
-        const uint32_t v = pack2<kBf16>(cs.o[4 * j + 2 * r] * inv[r], cs.o[4 * j + 2 * r + 1] * inv[r]);
-        asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(addr), "r"(v) : "memory");
+        float sum = cs.row_sum[r];
+        sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+        sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+        inv[r] = sum > 0.f ? 1.f / sum : 0.f;
+      }
+      if (tid == 0) asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory");
+      named_sync(1 + w, 128);
+#pragma unroll
+      for (int j = 0; j < C::D / 8; ++j) {
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {
+          const int row = w * 64 + warp * 16 + g + 8 * r;  // row inside the block tile
+          const int col = (j % 8) * 8 + 2 * t4;              // column inside the 64-wide chunk
+          const uint32_t addr = sO + (j / 8) * kBlockM * 128 + row * 128 + ((((col / 8) ^ (row % 8)) * 16) | ((col % 8) * 2));
+          const uint32_t v = pack2<kBf16>(cs.o[4 * j + 2 * r] * inv[r], cs.o[4 * j + 2 * r + 1] * inv[r]);
+          asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(addr), "r"(v) : "memory");
+        }
+      }
+      asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");  // make the stores visible to TMA
+      named_sync(1 + w, 128);
+      if (tid == 0) {
+#pragma unroll
+        for (int c = 0; c < C::kChunks; ++c) tma_store(&maps.o, sO + c * kBlockM * 128 + w * 64 * 128, c * 64, m0 + w * 64, h, b);
+        asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
       }
     }
-    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");  // make the stores visible to TMA
-    named_sync(1 + w, 128);
-    if (tid == 0) {
-#pragma unroll
-      for (int c = 0; c < C::kChunks; ++c) tma_store(&maps.o, sQ + c * kBlockM * 128 + w * 64 * 128, c * 64, m0 + w * 64, h, b);
-      asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
-      asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory");
-    }
+    // The shared memory must outlive the last store's reads.
+    if (tid == 0) asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory");
   }
 }
 
@@ -628,7 +700,7 @@ bool make_map(CUtensorMap* map, const void* ptr, const FlashParams& p, int seqle
 }
 
 template <class C, bool kBf16>
-cudaError_t launch(const FlashParams& p, cudaStream_t stream) {
+cudaError_t launch(const FlashParams& p, bool one_per_tile, cudaStream_t stream) {
   TmaMaps maps;
   if (!make_map(&maps.q, p.q, p, p.seqlen_q, p.q_row_stride, p.q_head_stride, p.q_batch_stride, C::kBlockM) ||
       !make_map(&maps.k, p.k, p, p.seqlen_k, p.k_row_stride, p.k_head_stride, p.k_batch_stride, C::kBlockN) ||
@@ -639,8 +711,15 @@ cudaError_t launch(const FlashParams& p, cudaStream_t stream) {
   auto kernel = flashcore_wgmma_fwd_kernel<C, kBf16>;
   cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, C::kSmemBytes);
   if (err != cudaSuccess) return err;
-  const dim3 grid((p.seqlen_q + C::kBlockM - 1) / C::kBlockM, p.batch * p.heads);
-  kernel<<<grid, C::kThreads, C::kSmemBytes, stream>>>(p, maps);
+  // One block per SM (the register file holds one) walks the tiles when there are more tiles than
+  // SMs; a grid that fits in one wave keeps one block per tile, its most parallel form.
+  const int m_blocks = (p.seqlen_q + C::kBlockM - 1) / C::kBlockM;
+  const long long units = static_cast<long long>(p.batch) * p.heads * ((m_blocks + 1) / 2);
+  const bool persistent =
+      C::kPersistent && !one_per_tile && static_cast<long long>(p.batch) * p.heads * m_blocks > sm_count();
+  const dim3 grid = persistent ? dim3(static_cast<unsigned>(units < sm_count() ? units : sm_count()))
+                               : dim3(m_blocks, p.batch * p.heads);
+  kernel<<<grid, C::kThreads, C::kSmemBytes, stream>>>(p, maps, persistent);
   return cudaGetLastError();
 }
 
@@ -648,16 +727,29 @@ cudaError_t launch(const FlashParams& p, cudaStream_t stream) {
 // A trailing p: ping-pong between the two consumers.
 enum class Config { kC1N128, kC2N128, kC2N128P, kC2N176, kC2N176P, kC3N128 };
 
+// A configuration and, for benchmarks only, one block per tile where its blocks would be persistent
+// (the config's name with "-tiles": the persistent grid against the one it replaced, in one run).
+struct Choice {
+  Config config;
+  bool one_per_tile;
+};
+
 template <int D, bool kBf16>
-cudaError_t launch_config(Config c, const FlashParams& p, cudaStream_t stream) {
-  switch (c) {
-    case Config::kC1N128: return launch<Cfg<D, 1, 128>, kBf16>(p, stream);
-    case Config::kC2N128: return launch<Cfg<D, 2, 128>, kBf16>(p, stream);
-    case Config::kC2N128P: return launch<Cfg<D, 2, 128, true>, kBf16>(p, stream);
-    case Config::kC2N176: return launch<Cfg<D, 2, 176>, kBf16>(p, stream);
-    case Config::kC2N176P: return launch<Cfg<D, 2, 176, true>, kBf16>(p, stream);
+cudaError_t launch_config(Choice choice, const FlashParams& p, cudaStream_t stream) {
+  const bool t = choice.one_per_tile;
+  switch (choice.config) {
+    case Config::kC1N128: return launch<Cfg<D, 1, 128>, kBf16>(p, t, stream);
+    case Config::kC2N128: return launch<Cfg<D, 2, 128>, kBf16>(p, t, stream);
+    case Config::kC2N128P: return launch<Cfg<D, 2, 128, true>, kBf16>(p, t, stream);
+    // A 176-key ring of D=128 and its output tile do not fit in shared memory: D=64 only.
+    case Config::kC2N176:
+      if constexpr (D == 64) return launch<Cfg<64, 2, 176>, kBf16>(p, t, stream);
+      return launch<Cfg<D, 2, 128>, kBf16>(p, t, stream);
+    case Config::kC2N176P:
+      if constexpr (D == 64) return launch<Cfg<64, 2, 176, true>, kBf16>(p, t, stream);
+      return launch<Cfg<D, 2, 128, true>, kBf16>(p, t, stream);
     // Three consumers get 160 registers each: S, O and P of D=128 do not fit, so D=64 only.
-    case Config::kC3N128: return D == 64 ? launch<Cfg<64, 3, 128>, kBf16>(p, stream) : launch<Cfg<D, 2, 128>, kBf16>(p, stream);
+    case Config::kC3N128: return D == 64 ? launch<Cfg<64, 3, 128>, kBf16>(p, t, stream) : launch<Cfg<D, 2, 128>, kBf16>(p, t, stream);
   }
   return cudaErrorInvalidValue;
 }
@@ -672,19 +764,22 @@ Config per_shape_config(const FlashParams& p) {
   return p.head_dim == 64 ? Config::kC2N128P : Config::kC2N128;
 }
 
-Config choose_config(const FlashParams& p) {
+Choice choose_config(const FlashParams& p) {
   // Tuning override for benchmarks (config_override.h).
-  static constexpr ConfigName<Config> kNames[] = {
-      {"c1n128", Config::kC1N128}, {"c2n128", Config::kC2N128}, {"c2n128p", Config::kC2N128P},
-      {"c2n176", Config::kC2N176}, {"c2n176p", Config::kC2N176P}, {"c3n128", Config::kC3N128}};
-  return config_override("FLASHCORE_WGMMA_CONFIG", kNames, per_shape_config(p));
+  static constexpr ConfigName<Choice> kNames[] = {
+      {"c1n128", {Config::kC1N128, false}},        {"c2n128", {Config::kC2N128, false}},
+      {"c2n128p", {Config::kC2N128P, false}},      {"c2n176", {Config::kC2N176, false}},
+      {"c2n176p", {Config::kC2N176P, false}},      {"c3n128", {Config::kC3N128, false}},
+      {"c2n128-tiles", {Config::kC2N128, true}},   {"c2n128p-tiles", {Config::kC2N128P, true}},
+      {"c3n128-tiles", {Config::kC3N128, true}}};
+  return config_override("FLASHCORE_WGMMA_CONFIG", kNames, Choice{per_shape_config(p), false});
 }
 
 }  // namespace flashcore
 
 cudaError_t flashcore_forward(const FlashParams& p, cudaStream_t stream) {
   using namespace flashcore;
-  const Config c = choose_config(p);
+  const Choice c = choose_config(p);
   const bool bf16 = p.dtype == FlashDtype::kBFloat16;
   if (p.head_dim == 64) return bf16 ? launch_config<64, true>(c, p, stream) : launch_config<64, false>(c, p, stream);
   if (p.head_dim == 128) return bf16 ? launch_config<128, true>(c, p, stream) : launch_config<128, false>(c, p, stream);

@@ -210,6 +210,22 @@ def test_every_wgmma_tile_config(modules, monkeypatch, config, causal, shape):
     check_one_call(mod, f"flashcore_wgmma[{config}]", shape, dtype, causal, (config, causal, shape))
 
 
+# Grids of more tiles than SMs run persistent blocks (one per SM, walking pairs of tiles m and
+# num_m - 1 - m of one head): an odd tile count per head (the middle tile alone), tails in S_q and
+# S_k, S_q != S_k under the causal mask, and fewer tile pairs than SMs (B2 H20 S500: 80 blocks).
+PERSISTENT_SHAPES = [(4, 17, 1000, 1000, 64), (3, 20, 1100, 900, 128), (2, 40, 700, 500, 64), (2, 20, 500, 500, 64)]
+
+
+@pytest.mark.parametrize("config", ["c1n128", "c2n128", "c2n128p", "c3n128", "c2n176p", "c2n128p-tiles", "c3n128-tiles"])
+@pytest.mark.parametrize("causal", [False, True], ids=["noncausal", "causal"])
+@pytest.mark.parametrize("shape", PERSISTENT_SHAPES, ids=["D64odd", "D128tails", "D64sq>sk", "D64pairs<sms"])
+def test_persistent_blocks_and_one_block_per_tile(modules, monkeypatch, config, causal, shape):
+    """Every tile config with persistent blocks, and (`-tiles`) with the one-block-per-tile grid they replaced."""
+    mod = module(modules, "flashcore_wgmma")
+    monkeypatch.setenv("FLASHCORE_WGMMA_CONFIG", config)
+    check_one_call(mod, f"flashcore_wgmma[{config}]", shape, torch.float16, causal, ("persistent", config, causal, shape))
+
+
 @pytest.fixture(scope="session")
 def one_stage_wgmma(tmp_path_factory):
     """flashcore_wgmma as `gate demo`'s last commit has it (a one-stage K/V ring), built by the gate's
