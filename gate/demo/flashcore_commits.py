@@ -7,11 +7,13 @@
     5. "clearer" code that does extra work    -> reject by max_latency_regression_pct
     6. step 5 reverted                        -> accept
     7. the Hopper kernel (wgmma + TMA)        -> accept (new kernel) on an sm_90 GPU
-    8. K/V ring cut to one stage              -> reject by max_latency_regression_pct (loads no longer overlap)
+    8. persistent blocks                      -> accept (faster: the next tile's loads overlap this one's end)
+    9. K/V ring cut to one stage              -> reject by max_latency_regression_pct (loads no longer overlap)
 
 The kernels come from this repository's `kernels/` and `extension/`; steps 3, 5 and 8 are edits of the
 real `wmma.cu` and `wgmma.cu` at the lines the kernels mark for it (`kSmemPad`, the EXTRA-WORK SPOT,
-`kStages`). Step 6 exists because the gate judges against the last accepted revision: without it the
+`kPersistent`, `kStages`): step 7 adds `wgmma.cu` with one block per output tile, as it was first
+written, and step 8 turns on the persistent blocks this repository's kernel has. Step 6 exists because the gate judges against the last accepted revision: without it the
 extra work of step 5 would still be in every later commit and reject each of them. `flashcore_wgmma`
 targets sm_90a only: on any other GPU (and without one) steps 7 and 8 are `incomplete` for it, with
 the reason, never a reject.
@@ -32,6 +34,7 @@ from gate.errors import GateError
 PAD_LINE = re.compile(r"constexpr int kSmemPad = \d+;")
 EXTRA_WORK_END = "// ==== END EXTRA-WORK SPOT"
 STAGES_LINE = re.compile(r"static constexpr int kStages = [^;\n]+;")
+PERSISTENT_LINE = re.compile(r"static constexpr bool kPersistent = (?:true|false);")
 # The "clearer" code of the slower commit: each probability recomputed through two more exponentials
 # that are 1 at run time (the compiler cannot fold `0 * x`), so the results stay exact. Exponentials
 # run on the SFU, the unit FlashAttention's softmax already leans on, so this costs real time.
@@ -91,7 +94,8 @@ sources = ["kernels/flashcore/wgmma.cu", "extension/flashcore_binding.cpp"]
 function = "forward"
 workload = "attention"
 arch = ["sm_90a"]
-shapes = [{b = 1, h = 8, s = 512, d = 64, causal = false}, {b = 4, h = 16, s = 4096, d = 64, causal = false}]
+shapes = [{b = 1, h = 8, s = 512, d = 64, causal = false}, {b = 4, h = 16, s = 4096, d = 64, causal = false},
+          {b = 4, h = 16, s = 4096, d = 64, causal = true}]
 dtypes = ["float16"]
 
 [kernel.gates]
@@ -137,7 +141,21 @@ def _wmma(src: Path, repo: Path) -> None:
 
 def _wgmma(src: Path, repo: Path) -> None:
     _copy(src, repo, "kernels/flashcore/wgmma.cu")
+    _set_persistent(False)(src, repo)
     (repo / "gate.toml").write_text(SCALAR_MANIFEST + WMMA_MANIFEST + WGMMA_MANIFEST)
+
+
+def _set_persistent(on: bool) -> Callable[[Path, Path], None]:
+    """`wgmma.cu`'s grid: one block per output tile (off), or one block per SM walking the tiles (on),
+    where the next tile's Q, K and V load while a block finishes the last one."""
+    def apply(_src: Path, repo: Path) -> None:
+        path = repo / "kernels/flashcore/wgmma.cu"
+        text, n = PERSISTENT_LINE.subn(f"static constexpr bool kPersistent = {'true' if on else 'false'};",
+                                       path.read_text())
+        if n != 1:
+            raise GateError(f"{path}: expected one `static constexpr bool kPersistent = ...;` line, found {n}")
+        path.write_text(text)
+    return apply
 
 
 def _set_pad(halves: int) -> Callable[[Path, Path], None]:
@@ -194,6 +212,12 @@ STEPS: tuple[Step, ...] = (
     Step("Revert the softmax recomputation: the gate measured it slower", _revert_extra_work, {}),
     Step("Add the Hopper kernel: wgmma + TMA, producer/consumer warpgroups (sm_90a)", _wgmma,
          {"flashcore_wgmma": "accept (new kernel)"}),
+    Step("Persistent blocks: one per SM walks the output tiles, the next tile's loads under this one's end",
+         _set_persistent(True), {},
+         body="Each block used to start by waiting for its first Q and K tiles and end by storing its output\n"
+              "with nothing else to do. Now the producer loads the next tile's Q, K and V while the consumers\n"
+              "finish the last one, and tiles go to blocks in pairs (m, last - m) of one head, so a causal\n"
+              "block's pairs each hold the same number of key tiles."),
     Step("Shrink the K/V ring to one stage: 64 KB less shared memory per block", _one_stage,
          {"flashcore_wgmma": "reject: latency regression"},
          body="Nothing reads more than one K and one V tile at a time, so the extra stages looked like waste.\n"
