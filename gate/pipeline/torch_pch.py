@@ -1,9 +1,9 @@
 """Precompiled torch headers for the binding compile: where they are, and when a compile may use one.
 
 A cold job's torch binding (`.cpp`) compile is mostly GCC reading torch's headers: on a 2-core
-machine the bench subject's binding took 39 s, 18 s of it with `torch/extension.h` precompiled (the
+machine the bench subject's binding took 38.7 s, 21.5 s with `torch/extension.h` precompiled (the
 rest is code pybind11 and torch's inline functions put into every object, which no header cache
-removes). The gate makes the precompiled header itself, from the installed torch only
+removes; docs/design.md). The gate makes the precompiled header itself, from the installed torch only
 (`torch_pch_make.py`), once per toolchain and command line, and a compile finds it through the
 include search path, the way GCC looks for `<dir>/torch/extension.h.gch` before
 `<dir>/torch/extension.h` (checked with g++ 12, `tests/pipeline/test_torch_pch.py`):
