@@ -4,7 +4,8 @@ A cold job's torch binding compile is mostly GCC reading torch's headers; with t
 it takes about half as long (gate/pipeline/torch_pch.py). `gate serve` (with its executor),
 `gate worker` and `gate demo` start this in the background, at a lower priority, when they start
 (`precompile_in_background`); run it by hand to have them before the first job, e.g. before
-`gate run`. Headers already made for this toolchain are left alone, so it is cheap to repeat.
+`gate run`. Headers already made for this toolchain are left alone, so it is cheap to repeat; one
+that did not compile is tried again only when run by hand (the background maker leaves it).
 """
 
 from __future__ import annotations
@@ -46,7 +47,7 @@ def main(args: argparse.Namespace) -> int:
         return 0
     if args.parent is not None:
         _end_with(args.parent)
-    made = make(root, tc.discover(settings.nvcc_path), settings.torch_pch)
+    made = make(root, tc.discover(settings.nvcc_path), settings.torch_pch, retry=args.parent is None)
     for one in made:
         said = {"made": f"made in {one.seconds:.1f} s", "there": "already made", "busy": "being made by another process",
                 "failed": "failed (binding compiles that include it first read it as before)"}[one.state]

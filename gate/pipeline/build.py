@@ -105,7 +105,7 @@ def prefetch(kernel: KernelSpec, src_dir: Path, cache_dir: Path, out_dir: Path, 
 
 def _precompiled(pch_dir: Path | None, tools: tc.Tools) -> torch_pch.Precompiled | None:
     """The precompiled torch headers a host compile may use (`torch_pch`); None: compile without."""
-    return torch_pch.Precompiled(Path(pch_dir), tools.versions) if pch_dir else None
+    return torch_pch.Precompiled(Path(pch_dir).resolve(), tools.versions) if pch_dir else None
 
 
 def build_extension(kernel: KernelSpec, src_dir: Path, cache_dir: Path, out_dir: Path, *,

@@ -43,8 +43,9 @@ class Made:
     detail: str = ""           # the folder, or the compiler's log of a failure
 
 
-def make(root: Path, tools: Tools, headers: list[str] | tuple[str, ...]) -> list[Made]:
-    """Every header of `headers` precompiled under `root` for `tools`' binding command."""
+def make(root: Path, tools: Tools, headers: list[str] | tuple[str, ...], *, retry: bool = False) -> list[Made]:
+    """Every header of `headers` precompiled under `root` for `tools`' binding command. A header
+    that did not compile for this key is not tried again unless `retry` (a person asked)."""
     command = torch_pch.base_command(tools.cxx_command("pch"))
     folder = Path(root) / torch_pch.key(command, tools.versions)
     _mkdir(folder)
@@ -55,13 +56,15 @@ def make(root: Path, tools: Tools, headers: list[str] | tuple[str, ...]) -> list
             return [Made(h, "busy") for h in headers]
         for left in sorted(folder.rglob(".tmp-*"), reverse=True):   # a dead maker's: nobody else holds the lock
             shutil.rmtree(left, ignore_errors=True) if left.is_dir() else left.unlink(missing_ok=True)
-        return [_one(folder, command, header) for header in headers]
+        return [_one(folder, command, header, retry) for header in headers]
 
 
-def _one(folder: Path, command: list[str], header: str) -> Made:
+def _one(folder: Path, command: list[str], header: str, retry: bool) -> Made:
     if not torch_pch.valid_header(header):
         return Made(header, "failed", detail=f"not a header name: {header!r}")
     gch, made, failed = folder / f"{header}.gch", folder / f"{header}.json", folder / f"{header}.failed"
+    if retry:
+        failed.unlink(missing_ok=True)
     if failed.is_file():
         return Made(header, "failed", detail=failed.read_text(errors="replace"))
     if gch.is_file() and _fresh(made):

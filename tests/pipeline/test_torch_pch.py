@@ -163,6 +163,8 @@ def test_a_header_that_does_not_compile_is_recorded_once_and_never_offered(tmp_p
     assert again.state == "failed" and again.seconds == 0         # the stored answer, not a second compile
     folder = tmp_path / "pch" / torch_pch.key(tools.cxx_command("x"), tools.versions)
     assert not (folder / "torch" / "cuda_only.h").exists()        # no stub: nothing stands in the search path
+    (tmp_path / "torch-include" / "torch" / "cuda_only.h").write_text("#pragma once\n")   # the CUDA build came
+    assert [m.state for m in make(tmp_path / "pch", tools, ["torch/cuda_only.h"], retry=True)] == ["made"]
 
 
 def test_a_second_maker_leaves_the_headers_to_the_first(tmp_path):
