@@ -1,9 +1,9 @@
 // Torch binding shared by every FlashCore kernel: checks the arguments (each message names the
 // argument), allocates the output, fills FlashParams and launches on the current stream. The
 // kernel .cu it is linked with defines flashcore_forward() and includes no torch headers.
+#include <torch/extension.h>  // first: the gate's precompiled header (docs/design.md)
 #include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDAGuard.h>
-#include <torch/extension.h>
 
 #include <initializer_list>
 #include <optional>

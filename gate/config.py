@@ -13,12 +13,13 @@ folder. `GATE_DATA_DIR` overrides both.
 from __future__ import annotations
 
 import os
+import re
 from functools import lru_cache
 from pathlib import Path
 
 from typing import Annotated
 
-from pydantic import BeforeValidator, Field, model_validator
+from pydantic import BeforeValidator, Field, field_validator, model_validator
 
 from gate.domain.job import RunOptions
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
@@ -91,6 +92,23 @@ class Settings(BaseSettings):
     # Start each job's GPU child before its job, when the one before ends (gate/executors/spare.py):
     # torch and the CUDA context are loaded by the time the job comes. Off: each job starts its own.
     spare_child: bool = True
+    # torch headers precompiled for the binding compile (gate/pipeline/torch_pch.py): made by `gate pch`
+    # and in the background when serve, worker and demo start; `off` (or empty): none made, none used.
+    torch_pch: CommaList = Field(default_factory=lambda: ["torch/extension.h"])
+
+    @field_validator("torch_pch")
+    @classmethod
+    def _plain_header_names(cls, headers: list[str]) -> list[str]:
+        headers = [h for h in headers if h != "off"]
+        for header in headers:
+            if not re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_./-]*\.(h|hpp|hh)", header) or ".." in header.split("/"):
+                raise ValueError(f"GATE_TORCH_PCH: {header!r} is not a header's include name (torch/extension.h)")
+        return headers
+
+    def pch_dir(self) -> Path | None:
+        """The precompiled torch headers' folder: beside the object cache, never inside it (a job
+        writes the cache; it only reads these)."""
+        return Path(self.data_dir).resolve() / "torch-pch" if self.torch_pch else None
 
     @model_validator(mode="after")
     def _database_follows_data_dir(self) -> Settings:
@@ -110,7 +128,8 @@ class Settings(BaseSettings):
         return RunOptions(nvcc_path=self.nvcc_path, ncu_path=self.ncu_path,
                           ncu_clock_control=self.ncu_clock_control, bench_budget_s=self.bench_budget_s,
                           clock_policy=self.clock_policy, reuse_max_age_h=self.reuse_max_age_h,
-                          build_cache_dir=str(Path(self.data_dir).resolve() / "build-cache"))
+                          build_cache_dir=str(Path(self.data_dir).resolve() / "build-cache"),
+                          pch_dir=str(self.pch_dir() or ""))
 
 
 class ServiceSettings(Settings):

@@ -18,6 +18,8 @@ PATH = re.compile(r"(?<![\w./-])((?:[\w.-]+/)+[\w-]+\.(?:py|md|toml|sh|cu|cuh|cp
 NOT_OURS = {"bench/my_workload.py", "bench/attn_bshd.py", "bench/attn_bshd/__init__.py",
             "csrc/causal_conv1d.cpp", "csrc/causal_conv1d_fwd.cu", "csrc/causal_conv1d_bwd.cu",
             "csrc/causal_conv1d_update.cu"}
+# torch's own headers, which the precompiled header docs name (docs/design.md, README's GATE_TORCH_PCH).
+NOT_OURS |= {"torch/extension.h", "ATen/cuda/CUDAContext.h"}
 
 
 def cited(text: str) -> list[str]:

@@ -12,4 +12,5 @@ COMMANDS: dict[str, str] = {
     "demo": "gate.commands.demo",
     "migrate": "gate.commands.migrate",
     "profile": "gate.commands.profile_import",
+    "pch": "gate.commands.pch",
 }

@@ -27,8 +27,11 @@ def main(args: argparse.Namespace) -> int:
     settings = get_settings()
     if args.sample:
         return _sample(args, settings)
+    from gate.commands.pch import precompile_in_background
     from gate.demo.replay import replay, summary
     from gate.executors.local import local_gpus
+
+    precompile_in_background(settings)
 
     gpus = local_gpus()
     if gpus:

@@ -22,10 +22,13 @@ def main(args: argparse.Namespace) -> int:
     import uvicorn
 
     from gate.api.app import create_app
+    from gate.commands.pch import precompile_in_background
     from gate.commands.startup import start
 
     settings, engine = start()
     engine.dispose()
+    if not args.no_executor and settings.executor == "local":   # this process compiles jobs' bindings
+        precompile_in_background(settings)
     # Answering the network: repositories on this disk only with GATE_ALLOW_LOCAL_REPOS=1.
     app = create_app(settings, embedded_executor=not args.no_executor, local_repos=False)
     uvicorn.run(app, host=args.host, port=args.port, log_level="info")

@@ -17,6 +17,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
+    from gate.commands.pch import precompile_in_background
     from gate.commands.startup import start
     from gate.executors.base import JobEnvironment, load_gate_job
     from gate.executors.local import LocalExecutor, local_gpus
@@ -25,6 +26,7 @@ def main(args: argparse.Namespace) -> int:
     from gate.storage.db import make_session_factory
 
     settings, engine = start()
+    precompile_in_background(settings)
     gpus = local_gpus()
     kind = args.gpu_kind or (gpus[0] if gpus else "cpu")
     env = JobEnvironment(session_factory=make_session_factory(engine), gate_job=load_gate_job(),

@@ -28,7 +28,7 @@ from pathlib import Path
 import gate
 import gate.errors
 from gate.domain.codec import from_json
-from gate.domain.job import CAPTURING_GRAPHS, LOADING_MODULE, JobRequest, ProgressEvent
+from gate.domain.job import CAPTURING_GRAPHS, LOADING_MODULE, JobRequest, ProgressEvent, RunOptions
 from gate.domain.names import Side, Stage
 from gate.domain.results import (
     JobResult,
@@ -71,15 +71,21 @@ def child_env() -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": os.pathsep.join(dict.fromkeys(paths)), "PYTHONUNBUFFERED": "1"}
 
 
-def child_box(box_dir: Path, cache: str | None, checkouts: tuple[Path, ...], hidden: tuple[Path, ...]) -> box.Box:
-    """A job's child's box: it writes its folder and the object cache, reads its checkouts."""
-    writable = (Path(box_dir), *((Path(cache),) if cache else ()))
-    return box.Box(writable=writable, readable=checkouts, hidden=hidden, gpu=True, limits=box.GPU_CHILD_LIMITS)
+def child_box(box_dir: Path, options: RunOptions, checkouts: tuple[Path, ...], hidden: tuple[Path, ...]) -> box.Box:
+    """A job's child's box: it writes its folder and the object cache, reads its checkouts and the
+    precompiled torch headers. Those only read: every later job's binding compiles with them
+    (pipeline/torch_pch.py), so no job's code may change them."""
+    writable = (Path(box_dir), *((Path(options.build_cache_dir),) if options.build_cache_dir else ()))
+    pch = Path(options.pch_dir) if options.pch_dir else None
+    if pch is not None and any(pch.resolve().is_relative_to(w.resolve()) for w in writable):
+        raise box.BoxError(f"the precompiled headers ({pch}) must not lie inside a folder a job writes")
+    readable = (*checkouts, *((pch,) if pch is not None and pch.is_dir() else ()))
+    return box.Box(writable=writable, readable=readable, hidden=hidden, gpu=True, limits=box.GPU_CHILD_LIMITS)
 
 
 def _request_box(request: JobRequest, hidden: tuple[Path, ...]) -> box.Box:
     checkouts = tuple(Path(side.path) for side in (request.candidate, request.baseline) if side is not None)
-    return child_box(Path(request.artifacts_dir), request.options.build_cache_dir, checkouts, hidden)
+    return child_box(Path(request.artifacts_dir), request.options, checkouts, hidden)
 
 
 def run_child(request: JobRequest, timeout_s: float,

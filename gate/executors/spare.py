@@ -155,7 +155,7 @@ def _start(folder: Path, hidden: tuple[Path, ...], options: RunOptions) -> Spare
     for path in (box_dir, *sides):
         path.mkdir(parents=True)
     (box_dir / SPARE_OPTIONS_NAME).write_text(json.dumps(to_json(options)))   # what it warms up for
-    spec = child_box(box_dir, options.build_cache_dir, sides, hidden)
+    spec = child_box(box_dir, options, sides, hidden)
     proc = box.popen(spec, child_command(box_dir / REQUEST_NAME, box_dir / RESULT_NAME, spare=True),
                      cwd=box_dir, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.PIPE,
                      text=True, errors="replace", start_new_session=True, env=child_env())

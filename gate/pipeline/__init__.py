@@ -11,7 +11,9 @@ Child side (`python -m gate.runner`, imports only gate.domain, gate.pipeline, to
                                                  own objects, compiled per manifest arch
     build.build_extension(kernel, src_dir, cache_dir, out_dir, nvcc=) -> BuildResult
                                                  one compile step for both: objects; object cache:
-                                                 build_cache; compilers and their flags: toolchain
+                                                 build_cache; compilers and their flags: toolchain;
+                                                 torch's headers precompiled: torch_pch (made by the
+                                                 parent, `gate pch`: torch_pch_make)
     build.load_module(path)                      each build under its own import name (pybind11 3
                                                  caches modules by name: two revisions would share one)
     workloads.get_workload(kernel, src_dir) -> Workload                attention | gemm | module:callable

@@ -140,7 +140,8 @@ class Ahead:
             # the CUDA context: on a cold cache the compile is the longest wait of the job.
             for side, checkout in sides:
                 build.prefetch(kernel, Path(checkout.path), self.cache_dir, artifacts / side / Stage.BUILD,
-                               self.pool, nvcc=options.nvcc_path)
+                               self.pool, nvcc=options.nvcc_path,
+                               pch_dir=Path(options.pch_dir) if options.pch_dir else None)
             if not self.gpu_ready():
                 self.note = "no GPU stages here"
                 self._cancel_sessions()

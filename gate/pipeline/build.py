@@ -35,6 +35,7 @@ from gate.domain import BuildResult, KernelSpec, StageStatus
 from gate.errors import ManifestError, ToolMissingError
 from gate.pipeline import objects
 from gate.pipeline import toolchain as tc
+from gate.pipeline import torch_pch
 from gate.pipeline.build_cache import ObjectCache
 from gate.pipeline.compile_pool import CompilePool
 
@@ -85,25 +86,33 @@ def compile_jobs(kernel: KernelSpec, src_dir: Path, tools: tc.Tools,
 
 
 def prefetch(kernel: KernelSpec, src_dir: Path, cache_dir: Path, out_dir: Path, pool: CompilePool, *,
-             nvcc: str = "nvcc") -> None:
+             nvcc: str = "nvcc", pch_dir: Path | None = None) -> None:
     """Start compiling the build's host sources (the `.cpp` binding, the slow one: torch's headers)
     in `pool` now, without waiting: the build joins those compiles (`build_extension(pool=)`). The
     `.cu` objects are the static stage's. A manifest the build will reject is left to the build."""
     src_dir = Path(src_dir).resolve()
     try:
-        jobs = compile_jobs(kernel, src_dir, tc.discover(nvcc), None)
+        tools = tc.discover(nvcc)
+        jobs = compile_jobs(kernel, src_dir, tools, None)
     except (ManifestError, ToolMissingError):
         return
     cache = ObjectCache(Path(cache_dir))
+    pch = _precompiled(pch_dir, tools)
     for rel, command, key in jobs:
         pool.submit(key, lambda rel=rel, command=command, key=key: objects.compile_object(
-            rel, command, key, src_dir, out_dir, cache, kernel.timeout_s), for_the_build=True)
+            rel, command, key, src_dir, out_dir, cache, kernel.timeout_s, pch), for_the_build=True)
+
+
+def _precompiled(pch_dir: Path | None, tools: tc.Tools) -> torch_pch.Precompiled | None:
+    """The precompiled torch headers a host compile may use (`torch_pch`); None: compile without."""
+    return torch_pch.Precompiled(Path(pch_dir).resolve(), tools.versions) if pch_dir else None
 
 
 def build_extension(kernel: KernelSpec, src_dir: Path, cache_dir: Path, out_dir: Path, *,
-                    nvcc: str = "nvcc", pool: CompilePool | None = None) -> BuildResult:
+                    nvcc: str = "nvcc", pool: CompilePool | None = None, pch_dir: Path | None = None) -> BuildResult:
     """Compile `kernel.sources` (relative to `src_dir`) and link `out_dir/<name>.so`; in `pool`
-    (the job's, shared with the static stage and `prefetch`) when given."""
+    (the job's, shared with the static stage and `prefetch`) when given. `pch_dir`: the precompiled
+    torch headers (`torch_pch`) its host sources may use."""
     start = time.perf_counter()
     src_dir, out_dir = Path(src_dir).resolve(), Path(out_dir)
     tools = tc.discover(nvcc)
@@ -113,8 +122,11 @@ def build_extension(kernel: KernelSpec, src_dir: Path, cache_dir: Path, out_dir:
     archs = tc.target_archs(kernel.arch)
     jobs = compile_jobs(kernel, src_dir, tools, archs)
 
+    pch = _precompiled(pch_dir, tools)
+
     def compile_one(job: tuple[str, list[str], str]) -> objects.CompiledObject:
-        return objects.compile_object(*job, src_dir, out_dir, cache, kernel.timeout_s)
+        host = not job[0].endswith(".cu")
+        return objects.compile_object(*job, src_dir, out_dir, cache, kernel.timeout_s, pch if host else None)
 
     with contextlib.ExitStack() as stack:
         if pool is None:
@@ -150,7 +162,7 @@ def build_extension(kernel: KernelSpec, src_dir: Path, cache_dir: Path, out_dir:
 
 def _provenance(compiled: objects.CompiledObject) -> str:
     if not compiled.hit:
-        return "compiled"
+        return f"compiled, {compiled.pch}" if compiled.pch else "compiled"
     return "cache hit" if compiled.ok else "cached compile failure"
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from gate.manifest import compile_flags, module_name
 from gate.pipeline import toolchain as tc
+from gate.pipeline import torch_pch
 from gate.pipeline.build_cache import ObjectCache, Toolchain, local_includes, object_key
 
 # Headers only a torch install provides: a source that reaches one through its includes needs the
@@ -30,6 +31,7 @@ class CompiledObject:
     obj: Path | None
     log: str                      # compiler output: ptxas -v lines for a .cu
     limit: str = ""               # the gate's limit that stopped it (`ToolRun.limit`): not the source's fault
+    pch: str = ""                 # a precompiled torch header offered to this compile, or why not (`torch_pch`)
 
 
 # The extension's import name: the manifest's `module`, the sources' `PyInit_<name>`, or derived.
@@ -71,9 +73,10 @@ def cu_job(path: Path, rel: str, src_dir: Path, archs: list[str], name: str, fla
 
 
 def compile_object(rel: str, command: list[str], key: str, src_dir: Path, out_dir: Path, cache: ObjectCache,
-                   timeout_s: float) -> CompiledObject:
+                   timeout_s: float, pch: torch_pch.Precompiled | None = None) -> CompiledObject:
     """`command -c rel` in `src_dir`, or the cached object (or cached failure) of `key`; the log comes
-    with either."""
+    with either. `pch`: precompiled torch headers the compile may use; `key` is the same either way
+    (the object is: `torch_pch`)."""
     cached = cache.get(key)
     if cached is not None:
         return CompiledObject(rel, True, True, cached, cache.log(key))
@@ -81,10 +84,16 @@ def compile_object(rel: str, command: list[str], key: str, src_dir: Path, out_di
         return CompiledObject(rel, False, True, None, failed_log)
     tmp_obj = out_dir / "obj" / f"{key}.o"
     tmp_obj.parent.mkdir(parents=True, exist_ok=True)
+    offered = pch.offer(command, src_dir / rel, src_dir) if pch is not None else torch_pch.Offer(command)
     # Relative source path and cwd = checkout: no absolute checkout path ends up in the object.
-    run = tc.run_tool([*command, "-c", rel, "-o", str(tmp_obj)], cwd=src_dir, timeout_s=timeout_s)
+    run = tc.run_tool([*offered.command, "-c", rel, "-o", str(tmp_obj)], cwd=src_dir, timeout_s=timeout_s)
+    if not run.ok and offered.command != command and not (run.timed_out or run.out_of_memory):
+        # A failure is stored and judged as the source's: it must not rest on the precompiled header.
+        run = tc.run_tool([*command, "-c", rel, "-o", str(tmp_obj)], cwd=src_dir, timeout_s=timeout_s)
+        offered = torch_pch.Offer(command, f"{offered.note}; the compile failed, and failed again without it"
+                                  if not run.ok else f"{offered.note}; the compile failed with it, not without")
     if not run.ok:
         if not (run.timed_out or run.out_of_memory):   # the machine's limits are not facts about the source
             cache.put_failure(key, run.output)
-        return CompiledObject(rel, False, False, None, run.output, limit=run.limit)
-    return CompiledObject(rel, True, False, cache.put(key, tmp_obj, run.output), run.output)
+        return CompiledObject(rel, False, False, None, run.output, limit=run.limit, pch=offered.note)
+    return CompiledObject(rel, True, False, cache.put(key, tmp_obj, run.output), run.output, pch=offered.note)

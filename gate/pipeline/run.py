@@ -200,7 +200,7 @@ def _measure_on_gpu(request: JobRequest, result: JobResult, emit: Emit,
 
     def build_side(side: Side, src: Path) -> BuildResult:
         res = build.build_extension(kernel, src, cache, artifacts / side / Stage.BUILD, nvcc=options.nvcc_path,
-                                    pool=pool)
+                                    pool=pool, pch_dir=Path(options.pch_dir) if options.pch_dir else None)
         if res.status is StageStatus.PASSED:
             # Said before the import: a static initialiser that aborts the process (a second
             # TORCH_LIBRARY of one namespace is SIGABRT) leaves this as the stage's last word.

@@ -34,7 +34,9 @@ def wait_for(predicate: Callable[[], Any], timeout_s: float = 60.0, what: str = 
 
 def gate_env(**settings: str) -> dict[str, str]:
     """The environment of a `gate` child: this checkout importable, no token, the given GATE_* values."""
-    env = {**os.environ, **settings,
+    # No precompiled torch headers (`gate pch` in the background) unless a test asks: with torch
+    # installed, a minute of compiling beside a test that times the server's answers on 2 cores.
+    env = {**os.environ, "GATE_TORCH_PCH": "off", **settings,
            "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "tests"), str(ROOT / "tests" / "api")])}
     env.pop("GATE_API_TOKEN", None)
     return env

@@ -30,7 +30,7 @@ def _fake_compiles(tmp_path, monkeypatch, compiled: list):
     obj = tmp_path / "obj.o"
     obj.write_bytes(b"\x7fELF")
 
-    def compile_object(rel, command, key, src_dir, out_dir, cache, timeout_s):
+    def compile_object(rel, command, key, src_dir, out_dir, cache, timeout_s, pch=None):
         compiled.append(rel)
         return objects.CompiledObject(rel, True, False, obj, "ptxas info    : Used 8 registers")
     monkeypatch.setattr(objects, "compile_object", compile_object)

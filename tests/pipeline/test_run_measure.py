@@ -81,7 +81,7 @@ def fake_gpu(monkeypatch, static_passes):
     paced: list = []                     # per bench: whether every repetition was to be synchronous
     fakes = {
         "build": types.SimpleNamespace(
-            build_extension=lambda kernel, src, cache, out, nvcc="nvcc", pool=None: calls.append(("build", src.name)) or
+            build_extension=lambda kernel, src, cache, out, nvcc="nvcc", pool=None, pch_dir=None: calls.append(("build", src.name)) or
             fake_build_args.append((cache, nvcc)) or BuildResult(
                 P, module_path=f"{src.name}.so"),
             load_module=lambda path: f"module:{path}",
@@ -263,7 +263,7 @@ def isolated_gpu(tmp_path, fake_gpu, side_host_env, monkeypatch):
     fakes["build"].registers_torch_ops = lambda kernel, src: src.name == "base"   # one side is enough
     module = tmp_path / "base_module.py"
     module.write_text("")
-    fakes["build"].build_extension = lambda kernel, src, cache, out, nvcc="nvcc", pool=None: calls.append(("build", src.name)) or \
+    fakes["build"].build_extension = lambda kernel, src, cache, out, nvcc="nvcc", pool=None, pch_dir=None: calls.append(("build", src.name)) or \
         BuildResult(P, module_path=str(module) if src.name == "base" else f"{src.name}.so")
     start = SideHostClient.start.__func__
     monkeypatch.setattr(SideHostClient, "start",

@@ -1,6 +1,6 @@
 // Torch binding of the gate-quality subject: checks, allocates the output, launches on the current stream.
+#include <torch/extension.h>  // first: the gate's precompiled header (docs/design.md)
 #include <ATen/cuda/CUDAContext.h>
-#include <torch/extension.h>
 
 void launch_fma_chain(const float* x, float* y, int n, int iters, cudaStream_t stream);
 
