@@ -8,7 +8,8 @@ variants change only `GATE_EXTRA_PCT` (more arithmetic, identical memory traffic
 
   1. cold and warm verdict time for one kernel on 3 shapes through the real pipeline (`gate_job`:
      git checkout, the GPU child, static, build of both sides, correctness, bench, profile, verdict);
-     cold = empty data dir and object cache, warm = the next kernel-only commit with the binding
+     cold = empty data dir and object cache, first without precompiled torch headers, then with them
+     made beforehand (`gate pch`, as serve, worker and demo do when they start; its time is printed), warm = the next kernel-only commit with the binding
      cached, against the cold job's candidate (whose profile it takes: docs/reuse.md), 10 s later,
      its GPU child started when the cold job's ended (a spare, as the service's executor keeps one);
      then the same kind of commit with the child started by the job itself, as `gate run` does;
@@ -115,11 +116,12 @@ def subject_repo(work: Path) -> tuple[Path, dict[int, str]]:
 
 
 def verdict_time(data_dir: Path, repo: Path, sha: str, base: str, label: str, history: list,
-                 spares: object = None) -> dict:
+                 spares: object = None, pch_dir: Path | None = None) -> dict:
     """One whole verdict through `gate_job`, as the service runs it; seconds in all and per stage.
     `history` (the outcomes of the jobs before, appended to) answers as the service's would whether
     the baseline's profile was measured already as an earlier job's candidate (docs/reuse.md).
-    `spares`: the service's child started ahead of the next job (gate/executors/spare.py), or None."""
+    `spares`: the service's child started ahead of the next job (gate/executors/spare.py), or None.
+    `pch_dir`: the precompiled torch headers (gate/pipeline/torch_pch.py), or None for none."""
     from gate.domain.reuse import Provenance, ReusedProfile
     from gate.executors.job import gate_job
     from gate.sources.mirror import Mirror
@@ -132,7 +134,8 @@ def verdict_time(data_dir: Path, repo: Path, sha: str, base: str, label: str, hi
         return None
 
     options = RunOptions(ncu_path=shutil.which("ncu") or "/usr/local/cuda/bin/ncu", ncu_clock_control="none",
-                         build_cache_dir=str(data_dir / "build-cache"), bench_budget_s=5.0)
+                         build_cache_dir=str(data_dir / "build-cache"), bench_budget_s=5.0,
+                         pch_dir=str(pch_dir or ""))
     timeline: list[str] = []     # "seconds stage/side state": where the verdict's time goes
     t0 = time.perf_counter()
 
@@ -151,7 +154,8 @@ def verdict_time(data_dir: Path, repo: Path, sha: str, base: str, label: str, hi
               if getattr(r, stage, None) is not None}
     stages["bench"] = res.bench.duration_s if res.bench else 0.0
     build_c = res.candidate.build
-    return {"label": label, "total_s": total, "verdict": outcome.report.verdict.value,
+    binding = re.search(r"^== (\S+\.cpp) \(([^)]*)\)", build_c.log if build_c else "", re.M)
+    return {"label": label, "binding": f"{binding[1]}: {binding[2]}" if binding else "", "total_s": total, "verdict": outcome.report.verdict.value,
             "reason": outcome.report.reason, "stages_s": stages,
             # a reused baseline profile keeps the duration of the job that measured it: not this job's time
             "profile_s": stages.get("profile_candidate", 0.0) + (stages.get("profile_baseline", 0.0) if not any(
@@ -200,7 +204,7 @@ def naive_ab(fn_a, fn_b, reps: int = 200) -> float:
 
 
 SECTIONS = ("verdict", "aa", "det", "sdpa", "spread")
-VERDICT_JOBS = ("cold", "warm", "warm_own")
+VERDICT_JOBS = ("cold_no_pch", "pch", "cold", "warm", "warm_own")
 EDIT_PAUSE_S = 10.0     # between the cold and the warm job: the engineer's next edit (the spare child loads)
 SPREAD_JOBS = int(os.environ.get("GATE_SPREAD_JOBS", "5"))
 BIAS_PCT = 0.2          # issue 14: no significant A/A shift beyond this, in either direction
@@ -308,19 +312,38 @@ def main(argv: list[str]) -> int:
         repo, shas = subject_repo(work)
         data_dir = work / "data"
         history: list = []
+        # The same cold job without precompiled headers, in a data folder of its own, for the comparison.
         from gate.executors.spare import Spares
 
+        no_pch = work / "data-no-pch"
+        spares = Spares(no_pch / "spares", hidden=(no_pch,))    # its child started as the cold job's is
+        try:
+            report["cold_no_pch"] = verdict_time(no_pch, repo, shas[3], shas[0], "cold, no precompiled headers", [],
+                                                 spares)
+        finally:
+            spares.close()
+        # What serve, worker and demo start when they start (`gate pch`), before the first job.
+        from gate.pipeline import toolchain as tc
+        from gate.pipeline.torch_pch_make import make
+
+        pch_dir = data_dir / "torch-pch"
+        t_pch = time.perf_counter()
+        made = make(pch_dir, tc.discover("nvcc"), ["torch/extension.h"])
+        report["pch"] = {"label": "gate pch (at start)", "total_s": time.perf_counter() - t_pch,
+                         "made": [f"{m.header}: {m.state}" for m in made]}
         spares = Spares(data_dir / "spares", hidden=(data_dir,))   # as the service's executor holds them
         try:
-            report["cold"] = verdict_time(data_dir, repo, shas[3], shas[0], "cold (empty cache)", history, spares)
+            report["cold"] = verdict_time(data_dir, repo, shas[3], shas[0], "cold (empty cache)", history, spares,
+                                          pch_dir)
             time.sleep(EDIT_PAUSE_S)
             # The next edit: its baseline is the cold job's candidate, whose profile is not taken again.
             report["warm"] = verdict_time(data_dir, repo, shas[5], shas[3], "warm (kernel-only change)", history,
-                                          spares)
+                                          spares, pch_dir)
         finally:
             spares.close()                      # no idle context beside the sections that time
         # The same kind of edit, its child started by the job itself (`gate run`, GATE_SPARE_CHILD=0).
-        report["warm_own"] = verdict_time(data_dir, repo, shas[4], shas[3], "warm, no spare child", history)
+        report["warm_own"] = verdict_time(data_dir, repo, shas[4], shas[3], "warm, no spare child", history,
+                                          pch_dir=pch_dir)
         print("verdict times:", json.dumps({k: report[k] for k in VERDICT_JOBS}, default=str), flush=True)
 
     sizes = {"large": LARGE, "small": SMALL}
@@ -377,8 +400,12 @@ def _table(r: dict) -> None:
         if key not in r:
             continue
         v = r[key]
+        if "made" in v:        # the precompiled headers, made before the cold job
+            print(f"{v['label']:<28} {v['total_s']:6.1f} s  {', '.join(v['made'])}")
+            continue
         print(f"{v['label']:<28} {v['total_s']:6.1f} s  verdict {v['verdict']} (ratios {v['ratios']}); "
               f"candidate build hits/misses {v['cand_cache']}; child: {v.get('child', '?')}")
+        print(f"  binding: {v.get('binding', '')}")
         print("  stages (s): " + ", ".join(f"{k} {t:.1f}" for k, t in v["stages_s"].items()))
         print("  timeline (s): " + " | ".join(v.get("timeline", [])))
         print("  profile: " + v.get("profile_reason", ""))
