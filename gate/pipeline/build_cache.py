@@ -1,7 +1,8 @@
 """Content-addressed cache of compiled objects (`.o`), the core of `build.py`.
 
 An object's key is the sha256 of everything that can change the bytes the compiler writes:
-the source, every local header it reaches through `#include "..."` (recursively), the exact
+the source, every header of the checkout it reaches through `#include "..."` or `#include <...>`
+(recursively), with any precompiled `.gch` the compiler would look at first, the exact
 compiler command line (flags, defines, include paths, target arch) and the versions of torch,
 the CUDA toolkit and the compiler. Equal keys mean equal objects, so two revisions that differ
 only in a kernel `.cu` share the binding's object, and a job on another worktree of the same repo
@@ -27,7 +28,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-_LOCAL_INCLUDE = re.compile(rb'^\s*#\s*include\s*"([^"]+)"', re.MULTILINE)
+_INCLUDE = re.compile(rb'^\s*#\s*include\s*(?:"([^"]+)"|<([^>]+)>)', re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -40,25 +41,42 @@ class Toolchain:
 
 
 def local_includes(source: Path, include_dirs: list[Path], root: Path) -> list[Path]:
-    """Every file reached from `source` through `#include "..."`, in a stable order.
+    """Every file of the checkout (`root`) reached from `source` through its includes, in a stable order.
 
-    Quoted includes are looked up next to the including file, then in `include_dirs`, as the
-    compilers do. Files outside `root` (system or torch headers) are not followed: the toolchain
-    versions stand for them in the key.
+    Quoted includes are looked up next to the including file, then in `include_dirs`; angle includes
+    in `include_dirs` only, as the compilers do (a checkout's `-I` folders hold vendored headers such
+    as CUTLASS's, included with `<...>`). Files outside `root` (system or torch headers) are not
+    followed: the toolchain versions stand for them in the key. GCC reads `<dir>/<name>.gch` (a file,
+    or a folder of them) before `<dir>/<name>` in every folder it searches, whether or not the header
+    is there, so such a precompiled header in the checkout is part of what the compile read: a
+    submission cannot make an object that its sources alone do not account for and leave it in the
+    shared cache for others.
     """
     seen: dict[Path, None] = {}
     pending = [source.resolve()]
     root = root.resolve()
+
+    def keep(path: Path) -> None:
+        if path.is_relative_to(root) and path not in seen:
+            seen[path] = None
+            pending.append(path)
+
     while pending:
         current = pending.pop()
-        for name in _LOCAL_INCLUDE.findall(current.read_bytes()):
-            rel = name.decode(errors="replace")
-            for base in [current.parent, *include_dirs]:
+        if current.suffix == ".gch" or current.is_dir():
+            continue                                   # keyed by its bytes, never parsed
+        for quoted, angled in _INCLUDE.findall(current.read_bytes()):
+            rel = (quoted or angled).decode(errors="replace")
+            for base in ([current.parent] if quoted else []) + list(include_dirs):
+                gch = (base / f"{rel}.gch").resolve()
+                if gch.is_file():
+                    keep(gch)
+                elif gch.is_dir():
+                    for one in sorted(p for p in gch.rglob("*") if p.is_file()):
+                        keep(one.resolve())
                 candidate = (base / rel).resolve()
                 if candidate.is_file():
-                    if candidate.is_relative_to(root) and candidate not in seen:
-                        seen[candidate] = None
-                        pending.append(candidate)
+                    keep(candidate)
                     break
     return sorted(seen)
 

@@ -155,3 +155,63 @@ def test_a_damaged_sass_entry_is_ignored_not_trusted(tmp_path, text):
     cache.put_sass("ab" * 32, "s", {})
     (tmp_path / "cache" / "ab" / f"{'ab' * 32}.sass.json").write_text(text)
     assert cache.sass("ab" * 32, "s") is None
+
+
+def test_angle_includes_of_the_checkouts_own_headers_are_keyed(repo):
+    """A vendored library under an `-I` folder of the checkout (CUTLASS's `<cute/tensor.hpp>`)."""
+    vendored = repo / "third_party" / "include" / "lib"
+    vendored.mkdir(parents=True)
+    (vendored / "tile.hpp").write_text("#pragma once\n#include <lib/detail.hpp>\n")
+    (vendored / "detail.hpp").write_text("#define TILE 64\n")
+    (repo / "kernels" / "k.cu").write_text("#include <lib/tile.hpp>\n#include <vector>\n__global__ void k() {}\n")
+    dirs = [repo, repo / "third_party" / "include"]
+    assert [p.name for p in local_includes(repo / "kernels" / "k.cu", dirs, repo)] == ["detail.hpp", "tile.hpp"]
+    before = object_key(repo / "kernels/k.cu", CMD, TOOLS, dirs, repo)
+    (vendored / "detail.hpp").write_text("#define TILE 128\n")
+    assert object_key(repo / "kernels/k.cu", CMD, TOOLS, dirs, repo) != before
+
+
+def test_an_angle_include_is_not_looked_up_beside_the_including_file(repo):
+    (repo / "kernels" / "vector").write_text("// not the standard library\n")
+    (repo / "kernels" / "k.cu").write_text("#include <vector>\n")
+    assert local_includes(repo / "kernels" / "k.cu", [repo], repo) == []
+
+
+def test_a_precompiled_header_the_compiler_would_read_first_is_keyed(repo):
+    """GCC takes `<dir>/<name>.gch` before `<dir>/<name>`, even where the header is not in that folder:
+    a submission's planted `.gch` changes what the object holds, so it must change the key."""
+    before = key(repo, "extension/bind.cpp")
+    (repo / "kernels" / "params.h.gch").write_bytes(b"planted")
+    with_beside = key(repo, "extension/bind.cpp")
+    assert with_beside != before
+    (repo / "torch").mkdir()
+    (repo / "torch" / "extension.h.gch").write_bytes(b"planted too")   # found through -I<repo>
+    assert key(repo, "extension/bind.cpp") not in (before, with_beside)
+    assert {p.name for p in local_includes(repo / "extension" / "bind.cpp", [repo], repo)} == {
+        "deep.h", "params.h", "params.h.gch", "extension.h.gch"}
+
+
+def test_a_folder_of_precompiled_headers_is_keyed_by_its_files(repo):
+    (repo / "kernels" / "params.h.gch").mkdir()
+    (repo / "kernels" / "params.h.gch" / "c++17.gch").write_bytes(b"one")
+    before = key(repo, "extension/bind.cpp")
+    (repo / "kernels" / "params.h.gch" / "c++17.gch").write_bytes(b"two")
+    assert key(repo, "extension/bind.cpp") != before
+
+
+@pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is not on PATH")
+def test_gcc_really_compiles_from_a_planted_precompiled_header(tmp_path):
+    """Why `.gch` files enter the key: the same source and header make a different object."""
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "a.h").write_text("static const int kValue = 1;\n")
+    (src / "main.cpp").write_text('#include "a.h"\nint value() { return kValue; }\n')
+    cmd = ["g++", "-O2", "-c", "main.cpp"]
+    subprocess.run([*cmd, "-o", "plain.o"], cwd=src, check=True)
+    planted = tmp_path / "planted"
+    planted.mkdir()
+    (planted / "a.h").write_text("static const int kValue = 2;\n")
+    subprocess.run(["g++", "-O2", "-x", "c++-header", "a.h", "-o", str(src / "a.h.gch")], cwd=planted, check=True)
+    subprocess.run([*cmd, "-o", "with_gch.o"], cwd=src, check=True)
+    assert (src / "plain.o").read_bytes() != (src / "with_gch.o").read_bytes()
+    assert "a.h.gch" in {p.name for p in local_includes(src / "main.cpp", [src], src)}
