@@ -3,7 +3,7 @@
 A cold job's torch binding compile is mostly GCC reading torch's headers; with them precompiled
 it takes about half as long (gate/pipeline/torch_pch.py). `gate serve` (with its executor),
 `gate worker` and `gate demo` start this in the background, at a lower priority, when they start
-(`precompile_in_background`); run it by hand to have them before the first job, e.g. before
+on a machine with a GPU, where alone the build stage compiles bindings (`precompile_in_background`); run it by hand to have them before the first job, e.g. before
 `gate run`. Headers already made for this toolchain are left alone, so it is cheap to repeat; one
 that did not compile is tried again only when run by hand (the background maker leaves it).
 """

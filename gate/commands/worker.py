@@ -26,8 +26,9 @@ def main(args: argparse.Namespace) -> int:
     from gate.storage.db import make_session_factory
 
     settings, engine = start()
-    precompile_in_background(settings)
     gpus = local_gpus()
+    if gpus:        # bindings compile in the build stage, which runs only where a GPU is
+        precompile_in_background(settings)
     kind = args.gpu_kind or (gpus[0] if gpus else "cpu")
     env = JobEnvironment(session_factory=make_session_factory(engine), gate_job=load_gate_job(),
                          data_dir=settings.data_dir, options=settings.run_options(),
