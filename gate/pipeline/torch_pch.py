@@ -115,12 +115,10 @@ class Precompiled:
         folder = Path(self.root) / key(command, self.versions)
         if header is None or not valid_header(header) or not (folder / f"{header}.gch").is_file():
             return Offer(command)
-        try:
-            made = json.loads((folder / f"{header}.json").read_text())
-            deps = [(str(p), int(size), int(mtime)) for p, size, mtime in made["deps"]]
-        except (OSError, ValueError, KeyError, TypeError):
+        deps = made_from(folder / f"{header}.json")
+        if deps is None:
             return Offer(command, f"precompiled {header} unreadable: not used")
-        if changed := _changed(deps):
+        if changed := changed_since(deps):
             return Offer(command, f"precompiled {header} not used: {changed} changed since it was made")
         if shadow := _shadowed([p for p, _, _ in deps], command, cwd):
             return Offer(command, f"precompiled {header} not used: the checkout's {shadow} comes before torch's")
@@ -129,7 +127,17 @@ class Precompiled:
                      f"precompiled {header} offered")
 
 
-def _changed(deps: list[tuple[str, int, int]]) -> str | None:
+def made_from(made: Path) -> list[tuple[str, int, int]] | None:
+    """The files a `.gch` was made from, with their sizes and times (its `<header>.json`); None
+    when that record is missing or unreadable."""
+    try:
+        return [(str(p), int(size), int(mtime)) for p, size, mtime in json.loads(made.read_text())["deps"]]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def changed_since(deps: list[tuple[str, int, int]]) -> str | None:
+    """The first of `deps` whose size or time is not what it was when the `.gch` was made."""
     for path, size, mtime in deps:
         try:
             st = os.stat(path)

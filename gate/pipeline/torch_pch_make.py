@@ -100,11 +100,8 @@ def _one(folder: Path, command: list[str], header: str, retry: bool) -> Made:
 
 
 def _fresh(made: Path) -> bool:
-    try:
-        deps = json.loads(made.read_text())["deps"]
-        return all(os.stat(p).st_size == size and os.stat(p).st_mtime_ns == mtime for p, size, mtime in deps)
-    except (OSError, ValueError, KeyError, TypeError):
-        return False
+    deps = torch_pch.made_from(made)
+    return deps is not None and torch_pch.changed_since(deps) is None
 
 
 def _dependencies(text: str) -> list[str]:

@@ -715,9 +715,9 @@ cudaError_t launch(const FlashParams& p, bool one_per_tile, cudaStream_t stream)
   // SMs; a grid that fits in one wave keeps one block per tile, its most parallel form.
   const int m_blocks = (p.seqlen_q + C::kBlockM - 1) / C::kBlockM;
   const long long units = static_cast<long long>(p.batch) * p.heads * ((m_blocks + 1) / 2);
-  const bool persistent =
-      C::kPersistent && !one_per_tile && static_cast<long long>(p.batch) * p.heads * m_blocks > sm_count();
-  const dim3 grid = persistent ? dim3(static_cast<unsigned>(units < sm_count() ? units : sm_count()))
+  const int sms = sm_count();
+  const bool persistent = C::kPersistent && !one_per_tile && static_cast<long long>(p.batch) * p.heads * m_blocks > sms;
+  const dim3 grid = persistent ? dim3(static_cast<unsigned>(units < sms ? units : sms))
                                : dim3(m_blocks, p.batch * p.heads);
   kernel<<<grid, C::kThreads, C::kSmemBytes, stream>>>(p, maps, persistent);
   return cudaGetLastError();
