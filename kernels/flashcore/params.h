@@ -8,7 +8,9 @@
 #include <cstdint>
 #include <cuda_runtime_api.h>
 
-enum class FlashDtype : int { kFloat16 = 0, kBFloat16 = 1 };
+// kFloat8E4M3: q, k and v are float8_e4m3fn, o is bfloat16; only flashcore_wgmma takes it (the other
+// kernels return cudaErrorNotSupported).
+enum class FlashDtype : int { kFloat16 = 0, kBFloat16 = 1, kFloat8E4M3 = 2 };
 
 struct FlashParams {
   // Tensors are [B, H, S, D] with D contiguous (stride 1); other strides are in elements.
@@ -30,7 +32,12 @@ struct FlashParams {
 
   float softmax_scale;  // usually 1/sqrt(D)
   bool causal;          // top-left aligned, as torch SDPA's is_causal: query i sees keys j <= i
-  FlashDtype dtype;     // q, k, v and o share it
+  FlashDtype dtype;     // q, k, v and o share it (but see kFloat8E4M3)
+
+  // kFloat8E4M3 only: v is Vᵀ, [B, H, D, vt_keys] with the keys contiguous (v_row_stride is the
+  // stride between d rows), vt_keys = S_k rounded up to 16 with zero keys after S_k, and inside every
+  // 16 keys the order of the 8-bit wgmma A fragment: position 4 t + 2 h + l holds key 2 t + 8 h + l.
+  int vt_keys;
 };
 
 // Launches the kernel on `stream`; returns the launch error (cudaSuccess if it was queued).

@@ -116,6 +116,7 @@ cudaError_t launch(const FlashParams& p, cudaStream_t stream) {
 }  // namespace flashcore
 
 cudaError_t flashcore_forward(const FlashParams& p, cudaStream_t stream) {
+  if (p.dtype == FlashDtype::kFloat8E4M3) return cudaErrorNotSupported;  // flashcore_wgmma only
   const bool bf16 = p.dtype == FlashDtype::kBFloat16;
   if (p.head_dim == 64) return bf16 ? flashcore::launch<64, true>(p, stream) : flashcore::launch<64, false>(p, stream);
   if (p.head_dim == 128) return bf16 ? flashcore::launch<128, true>(p, stream) : flashcore::launch<128, false>(p, stream);

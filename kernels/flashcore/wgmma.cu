@@ -27,6 +27,7 @@
 #include "params.h"
 #include "config_override.h"
 #include "sm_count.h"
+#include "wgmma_ptx.h"
 
 #include <cuda.h>  // CUtensorMap and its enums (header only: the encoder is fetched at run time)
 #include <cudaTypedefs.h>
@@ -39,12 +40,16 @@ namespace flashcore {
 constexpr float kLog2e = 1.4426950408889634f;
 
 // A tile configuration: kConsumers warpgroups of 64 query rows each (kBlockM rows per block) and
-// kBlockN keys per K/V tile.
-template <int D_, int kConsumers_, int kBlockN_, bool kPingpong_ = false>
+// kBlockN keys per K/V tile; kFp8: e4m3 inputs (the output stays 16-bit, bf16).
+template <int D_, int kConsumers_, int kBlockN_, bool kPingpong_ = false, bool kFp8_ = false>
 struct Cfg {
   static constexpr int D = D_;
   static constexpr int kConsumers = kConsumers_;
   static constexpr int kBlockN = kBlockN_;
+  // FP8 (e4m3) inputs: Q Kᵀ and P V run as k32 wgmmas with both operands K-major, so V arrives
+  // transposed (Vᵀ, [D][keys], from the binding) and P is packed to e4m3 in registers.
+  static constexpr bool kFp8 = kFp8_;
+  static_assert(!kFp8 || kBlockN == 128, "e4m3: a Vᵀ tile row is kBlockN bytes, one 128-byte swizzle row");
   // Ping-pong (FA3 "inter-warpgroup overlap", two consumers only): the consumers take turns to issue
   // their wgmmas, so one warpgroup's softmax runs while the other's matrix work occupies the tensor cores.
   static constexpr bool kPingpong = kPingpong_;
@@ -55,13 +60,20 @@ struct Cfg {
   static constexpr int kProducerRegs = 24;
   static constexpr int kConsumerRegs = kConsumers == 3 ? 160 : 240;
   static_assert(128 * kProducerRegs + 128 * kConsumers * kConsumerRegs <= 65536, "register file");
-  // K/V ring depth: tiles loaded or in flight while the consumers still read the oldest. The gate's
-  // demo sets it to 1 on this line to make a slower revision (docs/kernels.md, the wgmma demo hook).
-  static constexpr int kStages = D == 64 ? 3 : 2;
-  static constexpr int kChunks = D / 64;           // 64-half (128 B) column chunks, one swizzle width
-  static constexpr int kQBytes = kBlockM * D * 2;
-  static constexpr int kKVBytes = kBlockN * D * 2;
-  static constexpr int kOBytes = kQBytes;  // the output tile, staged for its TMA store
+  // K/V ring depth: tiles loaded or in flight while the consumers still read the oldest: 3 where a
+  // key row is 128 bytes or less (D=64, or e4m3), else 2. The gate's demo sets it to 1 on this line to
+  // make a slower revision (docs/kernels.md, the wgmma demo hook).
+  static constexpr int kStages = D * (kFp8 ? 1 : 2) <= 128 ? 3 : 2;
+  static constexpr int kInBytes = kFp8 ? 1 : 2;  // bytes per input element
+  // Q and K (and 16-bit V) are stored in column chunks one swizzled row wide: 128 B (64 halves, or
+  // 128 e4m3 at D=128), or 64 B for e4m3 at D=64 (64-byte swizzle).
+  static constexpr int kRowBytes = D * kInBytes < 128 ? D * kInBytes : 128;
+  static constexpr int kChunkElems = kRowBytes / kInBytes;
+  static constexpr int kChunks = D / kChunkElems;
+  static constexpr int kQBytes = kBlockM * D * kInBytes;
+  static constexpr int kKVBytes = kBlockN * D * kInBytes;
+  static constexpr int kOChunks = D / 64;           // the output: 16-bit, 64-column (128 B) chunks
+  static constexpr int kOBytes = kBlockM * D * 2;  // the output tile, staged for its TMA store
   // +1024: the dynamic shared-memory base is aligned up to the 1024 B swizzle atom by hand.
   static constexpr int kSmemBytes = 1024 + kQBytes + 2 * kStages * kKVBytes + kOBytes;
   static_assert(kSmemBytes <= 227 * 1024, "shared memory per block");
@@ -77,263 +89,6 @@ struct TmaMaps {
   CUtensorMap q, k, v, o;
 };
 
-// ---- PTX wrappers (PTX ISA: "mbarrier", "cp.async.bulk.tensor", "wgmma", "setmaxnreg") ----
-
-__device__ __forceinline__ uint32_t smem_addr(const void* p) {
-  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
-}
-
-__device__ __forceinline__ void mbar_init(uint32_t bar, int count) {
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count));
-}
-__device__ __forceinline__ void mbar_expect_tx(uint32_t bar, uint32_t bytes) {
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
-}
-__device__ __forceinline__ void mbar_arrive(uint32_t bar) {
-  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
-}
-// Spins until the phase with parity `phase` has completed.
-__device__ __forceinline__ void mbar_wait(uint32_t bar, int phase) {
-  uint32_t done;
-  do {
-    asm volatile(
-        "{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
-        : "=r"(done)
-        : "r"(bar), "r"(phase)
-        : "memory");
-  } while (!done);
-}
-
-// TMA 4-D tile load (coordinates innermost first: d, row, head, batch) completing on `bar`.
-__device__ __forceinline__ void tma_load(uint32_t dst, const CUtensorMap* map, uint32_t bar, int c0, int c1, int c2,
-                                         int c3) {
-  asm volatile(
-      "cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4, %5}], "
-      "[%6];\n" ::"r"(dst),
-      "l"(map), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(bar)
-      : "memory");
-}
-// TMA 4-D tile store; the box is clipped to the tensor's bounds.
-__device__ __forceinline__ void tma_store(const CUtensorMap* map, uint32_t src, int c0, int c1, int c2, int c3) {
-  asm volatile("cp.async.bulk.tensor.4d.global.shared::cta.tile.bulk_group [%0, {%2, %3, %4, %5}], [%1];\n" ::"l"(map),
-               "r"(src), "r"(c0), "r"(c1), "r"(c2), "r"(c3)
-               : "memory");
-}
-
-__device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
-__device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
-template <int N>
-__device__ __forceinline__ void wgmma_wait() {
-  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
-}
-// Keeps the compiler from moving accesses of registers that an in-flight wgmma reads or writes
-// across the wgmma_wait that precedes this call.
-template <int N>
-__device__ __forceinline__ void reg_fence(float (&r)[N]) {
-#pragma unroll
-  for (int i = 0; i < N; ++i) asm volatile("" : "+f"(r[i])::"memory");
-}
-template <int N>
-__device__ __forceinline__ void reg_fence(uint32_t (&r)[N]) {
-#pragma unroll
-  for (int i = 0; i < N; ++i) asm volatile("" : "+r"(r[i])::"memory");
-}
-
-// Shared-memory matrix descriptor (PTX ISA "Matrix Descriptor Format"), 128-byte swizzle.
-// K-major operands (Q, K): rows of 128 B, 8-row atoms 1024 B apart (SBO); LBO unused (1).
-// MN-major operand (V, transposed B): 8 key rows of 128 B per atom, atoms along the keys 1024 B
-// apart (SBO), 64-wide column chunks along D `lbo` bytes apart (LBO).
-__device__ __forceinline__ uint64_t smem_desc(uint32_t addr, uint32_t lbo, uint32_t sbo) {
-  uint64_t d = (addr & 0x3FFFF) >> 4;
-  d |= static_cast<uint64_t>((lbo & 0x3FFFF) >> 4) << 16;
-  d |= static_cast<uint64_t>((sbo & 0x3FFFF) >> 4) << 32;
-  d |= static_cast<uint64_t>(1) << 62;  // layout type 1: 128-byte swizzle
-  return d;
-}
-
-template <int N>
-struct Wgmma;
-
-template <>
-struct Wgmma<64> {
-  // D[64x64] (+)= A[64x16] · B[16x64], A and B from shared memory (descriptors).
-  template <bool kBf16, int kTransB>
-  static __device__ __forceinline__ void ss(float (&d)[32], uint64_t a, uint64_t b, int scale_d) {
-    if constexpr (kBf16) {
-      asm volatile(
-          "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
-          "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, %32, %33, p, 1, 1, 0, %35;\n}\n"
-          : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
-          : "l"(a), "l"(b), "r"(scale_d), "n"(kTransB));
-    } else {
-      asm volatile(
-          "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
-          "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, %32, %33, p, 1, 1, 0, %35;\n}\n"
-          : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
-          : "l"(a), "l"(b), "r"(scale_d), "n"(kTransB));
-    }
-  }
-  // D[64x64] += A[64x16] · B[16x64], A from registers (4 x 2 halves per thread), B from shared memory.
-  template <bool kBf16, int kTransB>
-  static __device__ __forceinline__ void rs(float (&d)[32], const uint32_t (&a)[4], uint64_t b, int scale_d) {
-    if constexpr (kBf16) {
-      asm volatile(
-          "{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
-          "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, {%32, %33, %34, %35}, %36, p, 1, 1, %38;\n}\n"
-          : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
-          : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(scale_d), "n"(kTransB));
-    } else {
-      asm volatile(
-          "{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
-          "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, {%32, %33, %34, %35}, %36, p, 1, 1, %38;\n}\n"
-          : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
-          : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(scale_d), "n"(kTransB));
-    }
-  }
-};
-
-template <>
-struct Wgmma<128> {
-  // D[64x128] (+)= A[64x16] · B[16x128], A and B from shared memory (descriptors).
-  template <bool kBf16, int kTransB>
-  static __device__ __forceinline__ void ss(float (&d)[64], uint64_t a, uint64_t b, int scale_d) {
-    if constexpr (kBf16) {
-      asm volatile(
-          "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
-          "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, %64, %65, p, 1, 1, 0, %67;\n}\n"
-          : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
-          : "l"(a), "l"(b), "r"(scale_d), "n"(kTransB));
-    } else {
-      asm volatile(
-          "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
-          "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, %64, %65, p, 1, 1, 0, %67;\n}\n"
-          : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
-          : "l"(a), "l"(b), "r"(scale_d), "n"(kTransB));
-    }
-  }
-  // D[64x128] += A[64x16] · B[16x128], A from registers (4 x 2 halves per thread), B from shared memory.
-  template <bool kBf16, int kTransB>
-  static __device__ __forceinline__ void rs(float (&d)[64], const uint32_t (&a)[4], uint64_t b, int scale_d) {
-    if constexpr (kBf16) {
-      asm volatile(
-          "{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
-          "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, {%64, %65, %66, %67}, %68, p, 1, 1, %70;\n}\n"
-          : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
-          : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(scale_d), "n"(kTransB));
-    } else {
-      asm volatile(
-          "{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
-          "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, {%64, %65, %66, %67}, %68, p, 1, 1, %70;\n}\n"
-          : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
-          : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(scale_d), "n"(kTransB));
-    }
-  }
-};
-
-template <>
-struct Wgmma<176> {
-  // D[64x176] (+)= A[64x16] · B[16x176], A and B from shared memory (descriptors).
-  template <bool kBf16, int kTransB>
-  static __device__ __forceinline__ void ss(float (&d)[88], uint64_t a, uint64_t b, int scale_d) {
-    if constexpr (kBf16) {
-      asm volatile(
-          "{\n.reg .pred p;\nsetp.ne.b32 p, %90, 0;\n"
-          "wgmma.mma_async.sync.aligned.m64n176k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87}, %88, %89, p, 1, 1, 0, %91;\n}\n"
-          : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87])
-          : "l"(a), "l"(b), "r"(scale_d), "n"(kTransB));
-    } else {
-      asm volatile(
-          "{\n.reg .pred p;\nsetp.ne.b32 p, %90, 0;\n"
-          "wgmma.mma_async.sync.aligned.m64n176k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87}, %88, %89, p, 1, 1, 0, %91;\n}\n"
-          : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87])
-          : "l"(a), "l"(b), "r"(scale_d), "n"(kTransB));
-    }
-  }
-  // D[64x176] += A[64x16] · B[16x176], A from registers (4 x 2 halves per thread), B from shared memory.
-  template <bool kBf16, int kTransB>
-  static __device__ __forceinline__ void rs(float (&d)[88], const uint32_t (&a)[4], uint64_t b, int scale_d) {
-    if constexpr (kBf16) {
-      asm volatile(
-          "{\n.reg .pred p;\nsetp.ne.b32 p, %93, 0;\n"
-          "wgmma.mma_async.sync.aligned.m64n176k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87}, {%88, %89, %90, %91}, %92, p, 1, 1, %94;\n}\n"
-          : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87])
-          : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(scale_d), "n"(kTransB));
-    } else {
-      asm volatile(
-          "{\n.reg .pred p;\nsetp.ne.b32 p, %93, 0;\n"
-          "wgmma.mma_async.sync.aligned.m64n176k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87}, {%88, %89, %90, %91}, %92, p, 1, 1, %94;\n}\n"
-          : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87])
-          : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(scale_d), "n"(kTransB));
-    }
-  }
-};
-
-template <>
-struct Wgmma<192> {
-  // D[64x192] (+)= A[64x16] · B[16x192], A and B from shared memory (descriptors).
-  template <bool kBf16, int kTransB>
-  static __device__ __forceinline__ void ss(float (&d)[96], uint64_t a, uint64_t b, int scale_d) {
-    if constexpr (kBf16) {
-      asm volatile(
-          "{\n.reg .pred p;\nsetp.ne.b32 p, %98, 0;\n"
-          "wgmma.mma_async.sync.aligned.m64n192k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95}, %96, %97, p, 1, 1, 0, %99;\n}\n"
-          : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95])
-          : "l"(a), "l"(b), "r"(scale_d), "n"(kTransB));
-    } else {
-      asm volatile(
-          "{\n.reg .pred p;\nsetp.ne.b32 p, %98, 0;\n"
-          "wgmma.mma_async.sync.aligned.m64n192k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95}, %96, %97, p, 1, 1, 0, %99;\n}\n"
-          : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95])
-          : "l"(a), "l"(b), "r"(scale_d), "n"(kTransB));
-    }
-  }
-  // D[64x192] += A[64x16] · B[16x192], A from registers (4 x 2 halves per thread), B from shared memory.
-  template <bool kBf16, int kTransB>
-  static __device__ __forceinline__ void rs(float (&d)[96], const uint32_t (&a)[4], uint64_t b, int scale_d) {
-    if constexpr (kBf16) {
-      asm volatile(
-          "{\n.reg .pred p;\nsetp.ne.b32 p, %101, 0;\n"
-          "wgmma.mma_async.sync.aligned.m64n192k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95}, {%96, %97, %98, %99}, %100, p, 1, 1, %102;\n}\n"
-          : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95])
-          : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(scale_d), "n"(kTransB));
-    } else {
-      asm volatile(
-          "{\n.reg .pred p;\nsetp.ne.b32 p, %101, 0;\n"
-          "wgmma.mma_async.sync.aligned.m64n192k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95}, {%96, %97, %98, %99}, %100, p, 1, 1, %102;\n}\n"
-          : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95])
-          : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(scale_d), "n"(kTransB));
-    }
-  }
-};
-
-// 2^x on the MUFU unit, flushing denormal results to zero (exp2f adds a range check and rescale).
-__device__ __forceinline__ float exp2_ftz(float x) {
-  float y;
-  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
-  return y;
-}
-
-// Named barriers (ids 0-15; 0 is __syncthreads): 1 + w for warpgroup w's epilogue, 3 + w for the
-// ping-pong turn of consumer w.
-__device__ __forceinline__ void named_sync(int id, int threads) {
-  asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
-}
-__device__ __forceinline__ void named_arrive(int id, int threads) {
-  asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
-}
-
-// Two floats -> one 32-bit register of two halves, `lo` in the low half (lower column index).
-template <bool kBf16>
-__device__ __forceinline__ uint32_t pack2(float lo, float hi) {
-  uint32_t r;
-  if constexpr (kBf16) {
-    asm("cvt.rn.bf16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
-  } else {
-    asm("cvt.rn.f16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
-  }
-  return r;
-}
-
 template <class C, bool kBf16>
 struct Consumer {
   static constexpr int D = C::D;
@@ -342,9 +97,14 @@ struct Consumer {
   static constexpr int kSRegs = kBlockN / 2;  // S accumulators per thread (m64 x kBlockN / 128 threads)
   static constexpr int kORegs = D / 2;
 
+  // Keys per wgmma k-step: 16 halves or 32 e4m3, 32 B of a swizzled row either way.
+  static constexpr int kK = C::kFp8 ? 32 : 16;
+  static constexpr int kStepsPerRow = C::kRowBytes / 32;
+
   float s[kSRegs];
   float o[kORegs];
-  uint32_t pf[kBlockN / 4];  // P as half2: pf[4 kk + i] is register i of the A fragment of k-step kk
+  // P in the A-fragment layout of P V: pf[4 kk + i] is register i of k-step kk (two halves or four e4m3).
+  uint32_t pf[kBlockN / kK * 4];
   float row_max[2];
   float row_sum[2];  // per-thread partial sums; reduced across the quad at the end
 
@@ -352,22 +112,33 @@ struct Consumer {
   __device__ __forceinline__ void issue_qk(uint32_t q_base, uint32_t k_base) {
     wgmma_fence();
 #pragma unroll
-    for (int kk = 0; kk < D / 16; ++kk) {
-      const uint32_t off = (kk % 4) * 32;  // k16 = 32 B inside the 128 B swizzled row
-      const uint64_t a = smem_desc(q_base + (kk / 4) * kBlockM * 128 + off, 16, 1024);
-      const uint64_t b = smem_desc(k_base + (kk / 4) * kBlockN * 128 + off, 16, 1024);
-      Wgmma<kBlockN>::template ss<kBf16, 0>(s, a, b, kk > 0);
+    for (int kk = 0; kk < D / kK; ++kk) {
+      constexpr int kRow = C::kRowBytes;
+      const uint32_t off = (kk % kStepsPerRow) * 32;  // one k-step = 32 B inside the swizzled row
+      const int chunk = kk / kStepsPerRow;
+      const uint64_t a = smem_desc(q_base + chunk * kBlockM * kRow + off, 16, 8 * kRow, kRow);
+      const uint64_t b = smem_desc(k_base + chunk * kBlockN * kRow + off, 16, 8 * kRow, kRow);
+      if constexpr (C::kFp8) {
+        Wgmma8<kBlockN>::ss(s, a, b, kk > 0);
+      } else {
+        Wgmma<kBlockN>::template ss<kBf16, 0>(s, a, b, kk > 0);
+      }
     }
     wgmma_commit();
   }
 
-  // O += P V_t (asynchronous). V is [keys][D] with D contiguous: the MN-major B operand.
+  // O += P V_t (asynchronous). 16-bit: V is [keys][D] with D contiguous, the MN-major B operand.
+  // e4m3: Vᵀ is [D][keys], one 128 B swizzled row of keys per d: K-major, like K in Q Kᵀ.
   __device__ __forceinline__ void issue_pv(uint32_t v_base) {
     wgmma_fence();
 #pragma unroll
-    for (int kk = 0; kk < kBlockN / 16; ++kk) {
+    for (int kk = 0; kk < kBlockN / kK; ++kk) {
       const uint32_t a[4] = {pf[4 * kk], pf[4 * kk + 1], pf[4 * kk + 2], pf[4 * kk + 3]};
-      Wgmma<D>::template rs<kBf16, 1>(o, a, smem_desc(v_base + kk * 16 * 128, kBlockN * 128, 1024), 1);
+      if constexpr (C::kFp8) {
+        Wgmma8<D>::rs(o, a, smem_desc(v_base + kk * 32, 16, 1024), 1);
+      } else {
+        Wgmma<D>::template rs<kBf16, 1>(o, a, smem_desc(v_base + kk * 16 * 128, kBlockN * 128, 1024), 1);
+      }
     }
     wgmma_commit();
   }
@@ -424,8 +195,27 @@ struct Consumer {
     // ==== FLASHCORE EXTRA-WORK SPOT (docs/kernels.md) =========================================
     // Intentionally empty. Runs once per (warpgroup, key tile) between the softmax and P·V.
     // ==== END EXTRA-WORK SPOT ==================================================================
+    if constexpr (C::kFp8) {
+      // The 8-bit A fragment of k-step kk holds keys 4 t4 .. 4 t4 + 3 (+16) of rows g and g+8, but this
+      // thread's S holds keys 2 t4, 2 t4 + 1, 8 + 2 t4, 9 + 2 t4 (+16) of each n8 tile pair. The binding
+      // lays Vᵀ's keys out in that order inside every 16 (docs/kernels.md, "FP8"), so the register
+      // bytes go to P V as they are: register 4 kk + 2 h + r is row g + 8 r, n8 tiles 4 kk + 2 h, +1.
 #pragma unroll
-    for (int i = 0; i < kBlockN / 4; ++i) pf[i] = pack2<kBf16>(s[2 * i], s[2 * i + 1]);
+      for (int kk = 0; kk < kBlockN / 32; ++kk) {
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const int j = 4 * kk + 2 * h;
+#pragma unroll
+          for (int r = 0; r < 2; ++r) {
+            pf[4 * kk + 2 * h + r] = pack4_e4m3(s[4 * j + 2 * r], s[4 * j + 2 * r + 1], s[4 * (j + 1) + 2 * r],
+                                                s[4 * (j + 1) + 2 * r + 1]);
+          }
+        }
+      }
+    } else {
+#pragma unroll
+      for (int i = 0; i < kBlockN / 4; ++i) pf[i] = pack2<kBf16>(s[2 * i], s[2 * i + 1]);
+    }
   }
 };
 
@@ -474,10 +264,11 @@ __global__ void __launch_bounds__(C::kThreads, 1)
   extern __shared__ uint8_t smem_raw[];
   // full_q, empty_q, full_k[], full_v[], empty_k[], empty_v[]
   __shared__ __align__(8) uint64_t bars[2 + 4 * kStages];
-  const uint32_t sQ = (smem_addr(smem_raw) + 1023) & ~1023u;  // [kChunks][kBlockM][64]
-  const uint32_t sK = sQ + C::kQBytes;                          // [kStages][kChunks][kBlockN][64]
-  const uint32_t sV = sK + kStages * C::kKVBytes;               // [kStages][kChunks][kBlockN][64]
-  const uint32_t sO = sV + kStages * C::kKVBytes;               // [kChunks][kBlockM][64]
+  constexpr int kRow = C::kRowBytes;
+  const uint32_t sQ = (smem_addr(smem_raw) + 1023) & ~1023u;  // [kChunks][kBlockM][kRow bytes]
+  const uint32_t sK = sQ + C::kQBytes;                          // [kStages][kChunks][kBlockN][kRow bytes]
+  const uint32_t sV = sK + kStages * C::kKVBytes;               // as K; e4m3: [kStages][D][kBlockN bytes]
+  const uint32_t sO = sV + kStages * C::kKVBytes;               // [kOChunks][kBlockM][64 halves]
   const uint32_t full_q = smem_addr(&bars[0]);
   const uint32_t empty_q = smem_addr(&bars[1]);
   auto full_k = [&](int s) { return smem_addr(&bars[2 + s]); };
@@ -522,7 +313,9 @@ __global__ void __launch_bounds__(C::kThreads, 1)
         mbar_wait(empty_q, (nth & 1) ^ 1);  // a fresh barrier counts as having completed phase 1
         mbar_expect_tx(full_q, C::kQBytes);
 #pragma unroll
-        for (int c = 0; c < C::kChunks; ++c) tma_load(sQ + c * kBlockM * 128, &maps.q, full_q, c * 64, m0, h, b);
+        for (int c = 0; c < C::kChunks; ++c) {
+          tma_load(sQ + c * kBlockM * kRow, &maps.q, full_q, c * C::kChunkElems, m0, h, b);
+        }
         for (int t = 0; t < n_tiles; ++t, ++it) {
           const int s = it % kStages;
           const int phase = (it / kStages) & 1;
@@ -530,13 +323,18 @@ __global__ void __launch_bounds__(C::kThreads, 1)
           mbar_expect_tx(full_k(s), C::kKVBytes);
 #pragma unroll
           for (int c = 0; c < C::kChunks; ++c) {
-            tma_load(sK + s * C::kKVBytes + c * kBlockN * 128, &maps.k, full_k(s), c * 64, t * kBlockN, h, b);
+            tma_load(sK + s * C::kKVBytes + c * kBlockN * kRow, &maps.k, full_k(s), c * C::kChunkElems, t * kBlockN, h,
+                     b);
           }
           mbar_wait(empty_v(s), phase ^ 1);
           mbar_expect_tx(full_v(s), C::kKVBytes);
+          if constexpr (C::kFp8) {
+            tma_load(sV + s * C::kKVBytes, &maps.v, full_v(s), t * kBlockN, 0, h, b);  // Vᵀ: keys innermost
+          } else {
 #pragma unroll
-          for (int c = 0; c < C::kChunks; ++c) {
-            tma_load(sV + s * C::kKVBytes + c * kBlockN * 128, &maps.v, full_v(s), c * 64, t * kBlockN, h, b);
+            for (int c = 0; c < C::kChunks; ++c) {
+              tma_load(sV + s * C::kKVBytes + c * kBlockN * 128, &maps.v, full_v(s), c * 64, t * kBlockN, h, b);
+            }
           }
         }
       }
@@ -550,7 +348,7 @@ __global__ void __launch_bounds__(C::kThreads, 1)
     const int g = lane / 4;
     const int t4 = lane % 4;
     const float scale_log2 = p.softmax_scale * kLog2e;
-    const uint32_t q_base = sQ + w * 64 * 128;
+    const uint32_t q_base = sQ + w * 64 * kRow;
     // Ping-pong turns: wait for ours before issuing wgmmas, hand the turn over after. Consumer 0
     // goes first; both have the same turns (n_tiles + 1 per output tile), and consumer 1 hands over
     // none after its last of the block.
@@ -655,7 +453,7 @@ __global__ void __launch_bounds__(C::kThreads, 1)
       named_sync(1 + w, 128);
       if (tid == 0) {
 #pragma unroll
-        for (int c = 0; c < C::kChunks; ++c) tma_store(&maps.o, sO + c * kBlockM * 128 + w * 64 * 128, c * 64, m0 + w * 64, h, b);
+        for (int c = 0; c < C::kOChunks; ++c) tma_store(&maps.o, sO + c * kBlockM * 128 + w * 64 * 128, c * 64, m0 + w * 64, h, b);
         asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
       }
     }
@@ -680,32 +478,56 @@ PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder() {
   return fn;
 }
 
-// 4-D map of a [B][H][S][D] tensor (strides in elements), box = 64 columns x `box_rows` rows of one
-// (b, h), 128-byte swizzle, zero fill out of bounds.
-bool make_map(CUtensorMap* map, const void* ptr, const FlashParams& p, int seqlen, int64_t row_stride,
-              int64_t head_stride, int64_t batch_stride, int box_rows) {
+// How TMA sees one tensor: its element type and the swizzled row its boxes are stored in.
+struct MapKind {
+  CUtensorMapDataType type;
+  int elem_bytes;
+  int row_bytes;  // box width in bytes, and the swizzle: 128 or 64
+};
+
+MapKind map_kind(FlashDtype dtype, int row_bytes) {
+  switch (dtype) {
+    case FlashDtype::kBFloat16: return {CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, row_bytes};
+    case FlashDtype::kFloat8E4M3: return {CU_TENSOR_MAP_DATA_TYPE_UINT8, 1, row_bytes};
+    default: return {CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 2, row_bytes};
+  }
+}
+
+// 4-D map of a [B][H][rows][inner] tensor (strides in elements), box = one swizzled row's width of
+// `inner` x `box_rows` rows of one (b, h), zero fill out of bounds.
+bool make_map(CUtensorMap* map, MapKind kind, const void* ptr, const FlashParams& p, int inner, int rows,
+              int64_t row_stride, int64_t head_stride, int64_t batch_stride, int box_rows) {
   auto encode = tensor_map_encoder();
   if (!encode) return false;
-  const cuuint64_t dims[4] = {static_cast<cuuint64_t>(p.head_dim), static_cast<cuuint64_t>(seqlen),
+  const cuuint64_t dims[4] = {static_cast<cuuint64_t>(inner), static_cast<cuuint64_t>(rows),
                               static_cast<cuuint64_t>(p.heads), static_cast<cuuint64_t>(p.batch)};
-  const cuuint64_t strides[3] = {static_cast<cuuint64_t>(row_stride) * 2, static_cast<cuuint64_t>(head_stride) * 2,
-                                 static_cast<cuuint64_t>(batch_stride) * 2};
-  const cuuint32_t box[4] = {64, static_cast<cuuint32_t>(box_rows), 1, 1};
+  const cuuint64_t e = static_cast<cuuint64_t>(kind.elem_bytes);
+  const cuuint64_t strides[3] = {static_cast<cuuint64_t>(row_stride) * e, static_cast<cuuint64_t>(head_stride) * e,
+                                 static_cast<cuuint64_t>(batch_stride) * e};
+  const cuuint32_t box[4] = {static_cast<cuuint32_t>(kind.row_bytes / kind.elem_bytes), static_cast<cuuint32_t>(box_rows),
+                             1, 1};
   const cuuint32_t elem_strides[4] = {1, 1, 1, 1};
-  const CUtensorMapDataType type =
-      p.dtype == FlashDtype::kBFloat16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
-  return encode(map, type, 4, const_cast<void*>(ptr), dims, strides, box, elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
-                CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+  const CUtensorMapSwizzle swizzle = kind.row_bytes == 64 ? CU_TENSOR_MAP_SWIZZLE_64B : CU_TENSOR_MAP_SWIZZLE_128B;
+  return encode(map, kind.type, 4, const_cast<void*>(ptr), dims, strides, box, elem_strides,
+                CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
                 CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
 }
 
 template <class C, bool kBf16>
 cudaError_t launch(const FlashParams& p, bool one_per_tile, cudaStream_t stream) {
   TmaMaps maps;
-  if (!make_map(&maps.q, p.q, p, p.seqlen_q, p.q_row_stride, p.q_head_stride, p.q_batch_stride, C::kBlockM) ||
-      !make_map(&maps.k, p.k, p, p.seqlen_k, p.k_row_stride, p.k_head_stride, p.k_batch_stride, C::kBlockN) ||
-      !make_map(&maps.v, p.v, p, p.seqlen_k, p.v_row_stride, p.v_head_stride, p.v_batch_stride, C::kBlockN) ||
-      !make_map(&maps.o, p.o, p, p.seqlen_q, p.o_row_stride, p.o_head_stride, p.o_batch_stride, 64)) {
+  const MapKind in = map_kind(p.dtype, C::kRowBytes);
+  const MapKind out = map_kind(kBf16 ? FlashDtype::kBFloat16 : FlashDtype::kFloat16, 128);
+  const int d = p.head_dim;
+  // 16-bit V is [keys][D] like K; e4m3 Vᵀ is [D][vt_keys] (the binding's layout, params.h).
+  const bool v_ok = C::kFp8 ? make_map(&maps.v, map_kind(p.dtype, 128), p.v, p, p.vt_keys, d, p.v_row_stride,
+                                       p.v_head_stride, p.v_batch_stride, d)
+                            : make_map(&maps.v, in, p.v, p, d, p.seqlen_k, p.v_row_stride, p.v_head_stride,
+                                       p.v_batch_stride, C::kBlockN);
+  if (!v_ok ||
+      !make_map(&maps.q, in, p.q, p, d, p.seqlen_q, p.q_row_stride, p.q_head_stride, p.q_batch_stride, C::kBlockM) ||
+      !make_map(&maps.k, in, p.k, p, d, p.seqlen_k, p.k_row_stride, p.k_head_stride, p.k_batch_stride, C::kBlockN) ||
+      !make_map(&maps.o, out, p.o, p, d, p.seqlen_q, p.o_row_stride, p.o_head_stride, p.o_batch_stride, 64)) {
     return cudaErrorInvalidValue;
   }
   auto kernel = flashcore_wgmma_fwd_kernel<C, kBf16>;
@@ -734,22 +556,25 @@ struct Choice {
   bool one_per_tile;
 };
 
-template <int D, bool kBf16>
+template <int D, bool kBf16, bool kFp8>
 cudaError_t launch_config(Choice choice, const FlashParams& p, cudaStream_t stream) {
   const bool t = choice.one_per_tile;
   switch (choice.config) {
-    case Config::kC1N128: return launch<Cfg<D, 1, 128>, kBf16>(p, t, stream);
-    case Config::kC2N128: return launch<Cfg<D, 2, 128>, kBf16>(p, t, stream);
-    case Config::kC2N128P: return launch<Cfg<D, 2, 128, true>, kBf16>(p, t, stream);
-    // A 176-key ring of D=128 and its output tile do not fit in shared memory: D=64 only.
+    case Config::kC1N128: return launch<Cfg<D, 1, 128, false, kFp8>, kBf16>(p, t, stream);
+    case Config::kC2N128: return launch<Cfg<D, 2, 128, false, kFp8>, kBf16>(p, t, stream);
+    case Config::kC2N128P: return launch<Cfg<D, 2, 128, true, kFp8>, kBf16>(p, t, stream);
+    // A 176-key ring of D=128 and its output tile do not fit in shared memory: D=64 only. An e4m3
+    // Vᵀ tile row is its keys, one 128-byte swizzle row: 128 keys only.
     case Config::kC2N176:
-      if constexpr (D == 64) return launch<Cfg<64, 2, 176>, kBf16>(p, t, stream);
-      return launch<Cfg<D, 2, 128>, kBf16>(p, t, stream);
+      if constexpr (D == 64 && !kFp8) return launch<Cfg<64, 2, 176>, kBf16>(p, t, stream);
+      return launch<Cfg<D, 2, 128, false, kFp8>, kBf16>(p, t, stream);
     case Config::kC2N176P:
-      if constexpr (D == 64) return launch<Cfg<64, 2, 176, true>, kBf16>(p, t, stream);
-      return launch<Cfg<D, 2, 128, true>, kBf16>(p, t, stream);
+      if constexpr (D == 64 && !kFp8) return launch<Cfg<64, 2, 176, true>, kBf16>(p, t, stream);
+      return launch<Cfg<D, 2, 128, true, kFp8>, kBf16>(p, t, stream);
     // Three consumers get 160 registers each: S, O and P of D=128 do not fit, so D=64 only.
-    case Config::kC3N128: return D == 64 ? launch<Cfg<64, 3, 128>, kBf16>(p, t, stream) : launch<Cfg<D, 2, 128>, kBf16>(p, t, stream);
+    case Config::kC3N128:
+      if constexpr (D == 64) return launch<Cfg<64, 3, 128, false, kFp8>, kBf16>(p, t, stream);
+      return launch<Cfg<D, 2, 128, false, kFp8>, kBf16>(p, t, stream);
   }
   return cudaErrorInvalidValue;
 }
@@ -780,8 +605,15 @@ Choice choose_config(const FlashParams& p) {
 cudaError_t flashcore_forward(const FlashParams& p, cudaStream_t stream) {
   using namespace flashcore;
   const Choice c = choose_config(p);
-  const bool bf16 = p.dtype == FlashDtype::kBFloat16;
-  if (p.head_dim == 64) return bf16 ? launch_config<64, true>(c, p, stream) : launch_config<64, false>(c, p, stream);
-  if (p.head_dim == 128) return bf16 ? launch_config<128, true>(c, p, stream) : launch_config<128, false>(c, p, stream);
+  const bool d64 = p.head_dim == 64;
+  if (p.head_dim != 64 && p.head_dim != 128) return cudaErrorInvalidValue;
+  switch (p.dtype) {
+    case FlashDtype::kFloat16:
+      return d64 ? launch_config<64, false, false>(c, p, stream) : launch_config<128, false, false>(c, p, stream);
+    case FlashDtype::kBFloat16:
+      return d64 ? launch_config<64, true, false>(c, p, stream) : launch_config<128, true, false>(c, p, stream);
+    case FlashDtype::kFloat8E4M3:  // e4m3 in, bf16 out
+      return d64 ? launch_config<64, true, true>(c, p, stream) : launch_config<128, true, true>(c, p, stream);
+  }
   return cudaErrorInvalidValue;
 }

@@ -477,6 +477,7 @@ Config choose_config(const FlashParams& p) {
 cudaError_t flashcore_forward(const FlashParams& p, cudaStream_t stream) {
   using namespace flashcore;
   const Config c = choose_config(p);
+  if (p.dtype == FlashDtype::kFloat8E4M3) return cudaErrorNotSupported;  // flashcore_wgmma only
   const bool bf16 = p.dtype == FlashDtype::kBFloat16;
   if (p.head_dim == 64) return bf16 ? launch_config<64, true>(c, p, stream) : launch_config<64, false>(c, p, stream);
   if (p.head_dim == 128) return bf16 ? launch_config<128, true>(c, p, stream) : launch_config<128, false>(c, p, stream);
