@@ -148,7 +148,7 @@ def _good(dtype=torch.float16, d=64, device="cuda"):
 @pytest.mark.parametrize(
     "mutate, match",
     [
-        (lambda q, k, v: (q.float(), k, v), r"q must be float16 or bfloat16"),
+        (lambda q, k, v: (q.float(), k, v), r"q must be float16, bfloat16 or float8_e4m3fn, got Float"),
         (lambda q, k, v: (q, k.bfloat16(), v), r"k must have the dtype of q"),
         (lambda q, k, v: (q.cpu(), k, v), r"q must be a CUDA tensor"),
         (lambda q, k, v: (q, k, v.cpu()), r"v must be a CUDA tensor"),
@@ -256,3 +256,67 @@ def test_the_demo_one_stage_wgmma_is_slower_not_wrong(one_stage_wgmma, monkeypat
     dtype = torch.bfloat16 if causal else torch.float16
     check_one_call(one_stage_wgmma, f"one-stage flashcore_wgmma[{config}]", shape, dtype, causal,
                    ("one-stage", config, causal, shape))
+
+
+# float8_e4m3fn (flashcore_wgmma only): q, k, v in e4m3, the output bf16. P is rounded to e4m3 before
+# P·V, as FlashAttention-3's FP8 forward does, so the bound is absolute, not a multiple of PyTorch's
+# error (PyTorch has no e4m3 attention to compare with): an emulation of that rounding (128-key
+# tiles, running max, bf16 output) on the CPU gave at most 0.021 x max(1, max|ref|) over S 17-2048,
+# causal or not, D 64 and 128, so 0.05 leaves room without hiding a wrong key order (errors of O(1)).
+E4M3_TOL = 5e-2
+E4M3_SHAPES = [
+    (2, 16, 4096, 4096, 64),
+    (2, 16, 4096, 4096, 128),
+    (3, 5, 17, 17, 128),     # one partial key tile: Vᵀ padded to 32 keys
+    (2, 3, 100, 300, 64),    # S_k not a multiple of 16
+    (2, 3, 300, 100, 128),
+    (4, 17, 1000, 1000, 64), # persistent blocks, an odd tile count per head
+    (1, 2, 4097, 4097, 128),
+]
+
+
+def check_e4m3_call(mod, label: str, shape, causal: bool, seed_key) -> None:
+    q, k, v = (t.to(torch.float8_e4m3fn) for t in random_qkv(shape, torch.float16, zlib.crc32(repr(seed_key).encode())))
+    ref = reference(q.float(), k.float(), v.float(), causal)
+    out = torch.full(q.shape, float("nan"), dtype=torch.bfloat16, device="cuda")
+    mod.forward(q, k, v, causal, out=out)
+    torch.cuda.synchronize()
+    assert not out.isnan().any(), f"{label}: NaN in output (unwritten or bad softmax)"
+    err = (out.float() - ref).abs()
+    scale = max(1.0, ref.abs().max().item())
+    print(f"{label} {shape} e4m3 causal={causal}: max_err={err.max().item():.3e} mean={err.mean().item():.3e} scale={scale:.2f}")
+    assert err.max().item() <= E4M3_TOL * scale
+    assert err.mean().item() <= 1e-2
+
+
+@pytest.mark.parametrize("causal", [False, True], ids=["noncausal", "causal"])
+@pytest.mark.parametrize("shape", E4M3_SHAPES, ids=lambda s: "B{}H{}Sq{}Sk{}D{}".format(*s))
+def test_wgmma_e4m3_matches_fp32_reference(modules, causal, shape):
+    check_e4m3_call(module(modules, "flashcore_wgmma"), "flashcore_wgmma", shape, causal, ("e4m3", causal, shape))
+
+
+@pytest.mark.parametrize("config", ["c1n128", "c2n128", "c2n128p", "c3n128", "c2n176p", "c2n128-tiles"])
+@pytest.mark.parametrize("causal", [False, True], ids=["noncausal", "causal"])
+@pytest.mark.parametrize("shape", [(2, 3, 300, 257, 64), (1, 2, 200, 333, 128), (3, 20, 1100, 900, 128)],
+                         ids=["D64", "D128", "D128persistent"])
+def test_every_wgmma_e4m3_tile_config(modules, monkeypatch, config, causal, shape):
+    mod = module(modules, "flashcore_wgmma")
+    monkeypatch.setenv("FLASHCORE_WGMMA_CONFIG", config)
+    check_e4m3_call(mod, f"flashcore_wgmma[{config}]", shape, causal, ("e4m3", config, causal, shape))
+
+
+@pytest.mark.parametrize("kernel", [k for k in KERNELS if k != "flashcore_wgmma"])
+def test_only_wgmma_takes_e4m3(modules, kernel):
+    q, k, v = (t.to(torch.float8_e4m3fn) for t in _good())
+    with pytest.raises(RuntimeError, match=r"this kernel does not take Float8_e4m3fn inputs \(flashcore_wgmma does\)"):
+        modules[kernel].forward(q, k, v, False)
+
+
+def test_e4m3_output_is_bf16(modules):
+    mod = module(modules, "flashcore_wgmma")
+    q, k, v = (t.to(torch.float8_e4m3fn) for t in _good())
+    assert mod.forward(q, k, v, False).dtype == torch.bfloat16
+    with pytest.raises(RuntimeError, match=r"out must be BFloat16 for Float8_e4m3fn inputs, got Half"):
+        mod.forward(q, k, v, False, out=torch.empty(q.shape, dtype=torch.float16, device="cuda"))
+    with pytest.raises(RuntimeError, match=r"k must have the dtype of q \(Float8_e4m3fn\), got Half"):
+        mod.forward(q, k.half(), v, False)
