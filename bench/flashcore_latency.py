@@ -5,6 +5,10 @@ writes it as JSON. Timing (METHOD.md, DESIGN.md "Measurement principles"): CUDA 
 repetition after warm-up, the L2 flushed (a 256 MB buffer written) before every repetition. Small
 shapes run as CUDA graphs of GRAPH_CALLS calls, each on its own input set, to remove launch gaps.
 FLOPs = 4·B·H·S²·D (two matmuls), half of that when causal.
+
+Rows named `... e4m3` take float8_e4m3fn q, k, v (converted once from the same fp16 inputs) and give
+a bf16 output: flashcore_wgmma's FP8 forward (its Vᵀ copy in the binding included) and SDPA's cuDNN
+backend, which is timed if this torch accepts e4m3 inputs and otherwise listed with its refusal.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "extension"))
 import flashcore_build  # noqa: E402
 
 GRAPH_CALLS = 20
+E4M3 = torch.float8_e4m3fn
 FLUSH_BYTES = 256 << 20
 SDPA_BACKENDS = {
     "sdpa_flash": SDPBackend.FLASH_ATTENTION,
@@ -121,15 +126,17 @@ def time_fn(fn, shape: Shape, flush: torch.Tensor, budget_s: float) -> tuple[lis
 
 
 def bench_shape(shape: Shape, impls: dict, flush: torch.Tensor, budget_s: float) -> list[Row]:
-    sets = make_inputs(shape, GRAPH_CALLS if shape.use_graph else 1)
+    fp16 = make_inputs(shape, GRAPH_CALLS if shape.use_graph else 1)
+    by_dtype = {torch.float16: fp16, E4M3: [tuple(t.to(E4M3) for t in qkv) for qkv in fp16]}
     rows = []
-    for name, (fn, ctx) in impls.items():
+    for name, (fn, ctx, dtype) in impls.items():
+        sets = by_dtype[dtype]
         try:
             with ctx():
                 fn(*sets[0], shape.causal)  # raises here if the backend refuses the shape
                 torch.cuda.synchronize()
                 times, reps = time_fn(lambda i: fn(*sets[i], shape.causal), shape, flush, budget_s)
-        except RuntimeError as exc:
+        except (RuntimeError, TypeError) as exc:
             msg = str(exc).strip().splitlines()[0][:120] if str(exc).strip() else type(exc).__name__
             rows.append(Row(shape.label, name, None, None, None, None, 0, f"skipped: {msg}"))
             continue
@@ -147,9 +154,10 @@ def implementations(configs: dict[str, list[str]]) -> dict:
     arch = flashcore_build.default_arch()
     for name in flashcore_build.kernels_for(arch):  # flashcore_wgmma only on sm_90
         mod = flashcore_build.load_kernel(name, arch)
-        impls[name] = (lambda q, k, v, c, mod=mod: mod.forward(q, k, v, c), nullcontext)
+        impls[name] = (lambda q, k, v, c, mod=mod: mod.forward(q, k, v, c), nullcontext, torch.float16)
         env = f"{name.upper()}_CONFIG"  # FLASHCORE_WMMA_CONFIG, FLASHCORE_WGMMA_CONFIG
-        for cfg in configs.get(name, []):
+        for cfg, dtype in [(c, torch.float16) for c in configs.get(name, [])] + [
+                (c, E4M3) for c in configs.get(f"{name} e4m3", [])]:
 
             def forced(q, k, v, c, mod=mod, cfg=cfg, env=env):
                 os.environ[env] = cfg  # read by the launcher at each call
@@ -158,22 +166,25 @@ def implementations(configs: dict[str, list[str]]) -> dict:
                 finally:
                     del os.environ[env]
 
-            impls[f"{name}[{cfg}]"] = (forced, nullcontext)
+            impls[f"{name}[{cfg}]{' e4m3' if dtype == E4M3 else ''}"] = (forced, nullcontext, dtype)
+        if name == "flashcore_wgmma":
+            impls[f"{name} e4m3"] = (impls[name][0], nullcontext, E4M3)
+    sdpa = lambda q, k, v, c: F.scaled_dot_product_attention(q, k, v, is_causal=c)  # noqa: E731
     for name, backend in SDPA_BACKENDS.items():
-        sdpa = lambda q, k, v, c: F.scaled_dot_product_attention(q, k, v, is_causal=c)  # noqa: E731
-        impls[name] = (sdpa, lambda backend=backend: sdpa_kernel(backend))
+        impls[name] = (sdpa, lambda backend=backend: sdpa_kernel(backend), torch.float16)
+    impls["sdpa_cudnn e4m3"] = (sdpa, lambda: sdpa_kernel(SDPBackend.CUDNN_ATTENTION), E4M3)
     return impls
 
 
 def format_table(device: str, rows: list[Row]) -> str:
-    lines = [f"FlashCore latency on {device} (fp16, median of reps, L2 flushed; small shape via CUDA graphs)"]
-    lines.append(f"{'shape':<26} {'impl':<24} {'median_us':>10} {'p10_us':>9} {'p90_us':>9} {'TFLOP/s':>8} {'reps':>5}")
+    lines = [f"FlashCore latency on {device} (fp16 unless e4m3, median of reps, L2 flushed; small shape via CUDA graphs)"]
+    lines.append(f"{'shape':<26} {'impl':<36} {'median_us':>10} {'p10_us':>9} {'p90_us':>9} {'TFLOP/s':>8} {'reps':>5}")
     for r in rows:
         if r.median_us is None:
-            lines.append(f"{r.shape:<26} {r.impl:<24} {r.note}")
+            lines.append(f"{r.shape:<26} {r.impl:<36} {r.note}")
         else:
             lines.append(
-                f"{r.shape:<26} {r.impl:<24} {r.median_us:>10.2f} {r.p10_us:>9.2f} {r.p90_us:>9.2f} "
+                f"{r.shape:<26} {r.impl:<36} {r.median_us:>10.2f} {r.p10_us:>9.2f} {r.p90_us:>9.2f} "
                 f"{r.tflops:>8.1f} {r.reps:>5}"
             )
     return "\n".join(lines)
@@ -185,6 +196,7 @@ def main() -> int:
     ap.add_argument("--budget-s", type=float, default=0.3, help="timed seconds per (shape, impl), roughly")
     ap.add_argument("--wmma-configs", default="", help="comma list of forced wmma tile configs to time too")
     ap.add_argument("--wgmma-configs", default="", help="comma list of forced wgmma tile configs to time too")
+    ap.add_argument("--e4m3-configs", default="", help="comma list of forced wgmma tile configs to time with e4m3 inputs")
     ap.add_argument("--no-scalar", action="store_true", help="leave the slow scalar kernel out")
     args = ap.parse_args()
 
@@ -195,6 +207,7 @@ def main() -> int:
         {
             "flashcore_wmma": [c for c in args.wmma_configs.split(",") if c],
             "flashcore_wgmma": [c for c in args.wgmma_configs.split(",") if c],
+            "flashcore_wgmma e4m3": [c for c in args.e4m3_configs.split(",") if c],
         }
     )
     if args.no_scalar:
