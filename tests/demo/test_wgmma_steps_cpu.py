@@ -47,6 +47,9 @@ def test_without_a_gpu_the_wgmma_commits_are_incomplete_with_hgmma_and_no_spills
         assert {f.arch for f in result.candidate.static.functions} == {"sm_90a"}
         # What the kernel page charts for it without a GPU: its SASS opcode families, stored per arch.
         stored = {m.name: m.value for m in extract_metrics(result) if m.series == "sm_90a"}
-        hgmma = sum(f.sass_opcodes.get("HGMMA", 0) for f in result.candidate.static.functions)
-        assert stored["sass_tensor_core"] == hgmma > 0
+        # 16-bit instantiations run HGMMA, the e4m3 ones QGMMA: both are the tensor-core family.
+        hgmma, qgmma = (sum(f.sass_opcodes.get(op, 0) for f in result.candidate.static.functions)
+                        for op in ("HGMMA", "QGMMA"))
+        assert hgmma > 0 and qgmma > 0
+        assert stored["sass_tensor_core"] == hgmma + qgmma
         assert stored["sass_async_copy"] > 0 and stored["sass_barrier"] > 0     # TMA loads on mbarriers
