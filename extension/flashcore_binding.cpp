@@ -64,23 +64,6 @@ bool aligned_16(const at::Tensor& x) {
   return addr % 16 == 0 && x.stride(0) * e % 16 == 0 && x.stride(1) * e % 16 == 0 && x.stride(2) * e % 16 == 0;
 }
 
-// float8_e4m3fn: 8-bit wgmma reads both operands K-major, so P·V needs Vᵀ with the keys contiguous.
-// Returns Vᵀ as [B, H, D, S_k rounded up to 16] (zero keys after S_k), the keys inside every 16 in
-// the kernel's P-fragment order: position 4 t + 2 h + l holds key 2 t + 8 h + l (params.h). One
-// copy of V on the current stream, part of the call.
-at::Tensor e4m3_v_transposed(const at::Tensor& v) {
-  const int64_t B = v.size(0), H = v.size(1), S = v.size(2), D = v.size(3);
-  const int64_t S16 = (S + 15) / 16 * 16;
-  at::Tensor bytes = v.view(at::kByte);  // e4m3 0.0 is byte 0: padding with zero bytes pads with zeros
-  if (S16 != S) bytes = at::constant_pad_nd(bytes, {0, 0, 0, S16 - S}, 0);
-  // [B][H][S16/16][h 2][t 4][l 2][D] -> [B][H][D][S16/16][t][h][l]
-  return bytes.reshape({B, H, S16 / 16, 2, 4, 2, D})
-      .permute({0, 1, 6, 2, 4, 3, 5})
-      .contiguous()
-      .view({B, H, D, S16})
-      .view(at::kFloat8_e4m3fn);
-}
-
 at::Tensor as_aligned(const at::Tensor& x) { return aligned_16(x) ? x : x.contiguous().clone(); }
 
 at::Tensor forward(const at::Tensor& q_in, const at::Tensor& k_in, const at::Tensor& v_in, bool causal,
@@ -115,8 +98,11 @@ at::Tensor forward(const at::Tensor& q_in, const at::Tensor& k_in, const at::Ten
   const c10::cuda::CUDAGuard guard(q_in.device());
   const at::Tensor q = as_aligned(q_in);
   const at::Tensor k = as_aligned(k_in);
+  const at::Tensor v = as_aligned(v_in);
+  // float8_e4m3fn: the kernel writes Vᵀ here first (8-bit wgmma reads P·V's B only K-major, params.h).
   const bool e4m3 = q.scalar_type() == at::kFloat8_e4m3fn;
-  const at::Tensor v = e4m3 ? e4m3_v_transposed(v_in) : as_aligned(v_in);
+  const int64_t vt_keys = (S_k + 15) / 16 * 16;
+  const at::Tensor vt = e4m3 ? at::empty({B, H, D, vt_keys}, q.options().dtype(at::kByte)) : at::Tensor();
 
   FlashParams p{};
   p.q = q.data_ptr();
@@ -144,7 +130,8 @@ at::Tensor forward(const at::Tensor& q_in, const at::Tensor& k_in, const at::Ten
   p.causal = causal;
   p.dtype = e4m3 ? FlashDtype::kFloat8E4M3
                  : q.scalar_type() == at::kBFloat16 ? FlashDtype::kBFloat16 : FlashDtype::kFloat16;
-  p.vt_keys = e4m3 ? static_cast<int>(v.size(3)) : 0;
+  p.vt = e4m3 ? vt.data_ptr() : nullptr;
+  p.vt_keys = e4m3 ? static_cast<int>(vt_keys) : 0;
 
   const cudaError_t err = flashcore_forward(p, at::cuda::getCurrentCUDAStream());
   TORCH_CHECK(err != cudaErrorNotSupported, msg({"this kernel does not take ", dtype(q), " inputs (flashcore_wgmma does)"}));

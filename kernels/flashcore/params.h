@@ -34,9 +34,11 @@ struct FlashParams {
   bool causal;          // top-left aligned, as torch SDPA's is_causal: query i sees keys j <= i
   FlashDtype dtype;     // q, k, v and o share it (but see kFloat8E4M3)
 
-  // kFloat8E4M3 only: v is Vᵀ, [B, H, D, vt_keys] with the keys contiguous (v_row_stride is the
-  // stride between d rows), vt_keys = S_k rounded up to 16 with zero keys after S_k, and inside every
-  // 16 keys the order of the 8-bit wgmma A fragment: position 4 t + 2 h + l holds key 2 t + 8 h + l.
+  // kFloat8E4M3 only: a contiguous [B, H, D, vt_keys] byte buffer (vt_keys = S_k rounded up to 16)
+  // that the kernel fills with Vᵀ before it uses it: keys contiguous, zero keys after S_k, and inside
+  // every 16 keys the order of the 8-bit wgmma A fragment (position 4 t + 2 h + l holds key
+  // 2 t + 8 h + l). The binding allocates it; its contents on entry do not matter.
+  void* vt;
   int vt_keys;
 };
 

@@ -462,6 +462,48 @@ __global__ void __launch_bounds__(C::kThreads, 1)
   }
 }
 
+// Vᵀ for the e4m3 forward (params.h, `vt`): one block per 64 keys of one (b, h), staged in shared
+// memory. It reads V's rows (D bytes each) and writes Vᵀ's rows (64 keys of one d), every 16 keys in
+// the A-fragment order of P (position 4 t + 2 h + l holds key 2 t + 8 h + l); keys from S_k on are 0.
+template <int D>
+__global__ void __launch_bounds__(256) e4m3_v_transposed(const __grid_constant__ FlashParams p) {
+  constexpr int kKeys = 64;
+  __shared__ __align__(16) uint8_t tile[kKeys][D + 16];
+  const int bh = blockIdx.y;
+  const int k0 = blockIdx.x * kKeys;
+  const uint8_t* v = static_cast<const uint8_t*>(p.v) + static_cast<int64_t>(bh / p.heads) * p.v_batch_stride +
+                     static_cast<int64_t>(bh % p.heads) * p.v_head_stride;
+  for (int i = threadIdx.x; i < kKeys * D / 16; i += blockDim.x) {
+    const int r = i / (D / 16);
+    const int c = i % (D / 16);
+    uint4 val = make_uint4(0, 0, 0, 0);
+    if (k0 + r < p.seqlen_k) val = *reinterpret_cast<const uint4*>(v + static_cast<int64_t>(k0 + r) * p.v_row_stride + c * 16);
+    *reinterpret_cast<uint4*>(&tile[r][c * 16]) = val;
+  }
+  __syncthreads();
+  uint8_t* vt = static_cast<uint8_t*>(p.vt) + static_cast<int64_t>(bh) * D * p.vt_keys;
+  for (int i = threadIdx.x; i < D * (kKeys / 16); i += blockDim.x) {
+    const int d = i / (kKeys / 16);
+    const int g = i % (kKeys / 16);  // 16 keys: positions [16 g, 16 g + 16) of this block's 64
+    if (k0 + 16 * g >= p.vt_keys) continue;
+    uint32_t w[4];
+#pragma unroll
+    for (int t = 0; t < 4; ++t) {
+      w[t] = 0;
+#pragma unroll
+      for (int e = 0; e < 4; ++e) w[t] |= static_cast<uint32_t>(tile[16 * g + 2 * t + 8 * (e >> 1) + (e & 1)][d]) << (8 * e);
+    }
+    *reinterpret_cast<uint4*>(vt + static_cast<int64_t>(d) * p.vt_keys + k0 + 16 * g) = make_uint4(w[0], w[1], w[2], w[3]);
+  }
+}
+
+template <int D>
+cudaError_t launch_e4m3_v_transposed(const FlashParams& p, cudaStream_t stream) {
+  const dim3 grid((p.vt_keys + 63) / 64, p.batch * p.heads);
+  e4m3_v_transposed<D><<<grid, 256, 0, stream>>>(p);
+  return cudaGetLastError();
+}
+
 // ---- host side ----
 
 PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder() {
@@ -519,9 +561,10 @@ cudaError_t launch(const FlashParams& p, bool one_per_tile, cudaStream_t stream)
   const MapKind in = map_kind(p.dtype, C::kRowBytes);
   const MapKind out = map_kind(kBf16 ? FlashDtype::kBFloat16 : FlashDtype::kFloat16, 128);
   const int d = p.head_dim;
-  // 16-bit V is [keys][D] like K; e4m3 Vᵀ is [D][vt_keys] (the binding's layout, params.h).
-  const bool v_ok = C::kFp8 ? make_map(&maps.v, map_kind(p.dtype, 128), p.v, p, p.vt_keys, d, p.v_row_stride,
-                                       p.v_head_stride, p.v_batch_stride, d)
+  // 16-bit V is [keys][D] like K; e4m3 reads Vᵀ, [D][vt_keys] (e4m3_v_transposed, params.h).
+  const int64_t vt_head = static_cast<int64_t>(d) * p.vt_keys;
+  const bool v_ok = C::kFp8 ? make_map(&maps.v, map_kind(p.dtype, 128), p.vt, p, p.vt_keys, d, p.vt_keys, vt_head,
+                                       vt_head * p.heads, d)
                             : make_map(&maps.v, in, p.v, p, d, p.seqlen_k, p.v_row_stride, p.v_head_stride,
                                        p.v_batch_stride, C::kBlockN);
   if (!v_ok ||
@@ -584,8 +627,11 @@ Config per_shape_config(const FlashParams& p) {
   // 64-row blocks (B1 H8 S512 D64: 7.2 us against 10.1 us); otherwise two consumers, taking turns
   // (ping-pong) at D=64, where the softmax is the larger share (642 us against 731 us at
   // B4 H16 S4096); at D=128 ping-pong measured within the run-to-run spread, so it stays off.
+  // e4m3 at D=64 holds P in half the registers, so three consumers fit: c3n128 measured 530 us against
+  // 594 (c2n128) and 645 (c2n128p) on an H200 (docs/kernels.md, "FP8 (e4m3)").
   const long long bh = static_cast<long long>(p.batch) * p.heads;
   if (bh * ((p.seqlen_q + 127) / 128) < sm_count()) return Config::kC1N128;
+  if (p.dtype == FlashDtype::kFloat8E4M3) return p.head_dim == 64 ? Config::kC3N128 : Config::kC2N128;
   return p.head_dim == 64 ? Config::kC2N128P : Config::kC2N128;
 }
 
@@ -612,8 +658,11 @@ cudaError_t flashcore_forward(const FlashParams& p, cudaStream_t stream) {
       return d64 ? launch_config<64, false, false>(c, p, stream) : launch_config<128, false, false>(c, p, stream);
     case FlashDtype::kBFloat16:
       return d64 ? launch_config<64, true, false>(c, p, stream) : launch_config<128, true, false>(c, p, stream);
-    case FlashDtype::kFloat8E4M3:  // e4m3 in, bf16 out
+    case FlashDtype::kFloat8E4M3: {  // e4m3 in, bf16 out; Vᵀ first, on the same stream
+      const cudaError_t err = d64 ? launch_e4m3_v_transposed<64>(p, stream) : launch_e4m3_v_transposed<128>(p, stream);
+      if (err != cudaSuccess) return err;
       return d64 ? launch_config<64, true, true>(c, p, stream) : launch_config<128, true, true>(c, p, stream);
+    }
   }
   return cudaErrorInvalidValue;
 }
