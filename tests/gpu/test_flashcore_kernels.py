@@ -297,8 +297,8 @@ def test_wgmma_e4m3_matches_fp32_reference(modules, causal, shape):
 
 @pytest.mark.parametrize("config", ["c1n128", "c2n128", "c2n128p", "c3n128", "c2n176p", "c2n128-tiles"])
 @pytest.mark.parametrize("causal", [False, True], ids=["noncausal", "causal"])
-@pytest.mark.parametrize("shape", [(2, 3, 300, 257, 64), (1, 2, 200, 333, 128), (3, 20, 1100, 900, 128)],
-                         ids=["D64", "D128", "D128persistent"])
+@pytest.mark.parametrize("shape", [(2, 3, 300, 257, 64), (1, 2, 200, 333, 128), (3, 20, 1100, 900, 128),
+                                   (4, 17, 1000, 1000, 64)], ids=["D64", "D128", "D128persistent", "D64persistent"])
 def test_every_wgmma_e4m3_tile_config(modules, monkeypatch, config, causal, shape):
     mod = module(modules, "flashcore_wgmma")
     monkeypatch.setenv("FLASHCORE_WGMMA_CONFIG", config)
