@@ -5,7 +5,6 @@ results stay comparable. Needs torch (CPU is enough); skipped without it."""
 
 from __future__ import annotations
 
-import math
 import re
 import types
 
@@ -14,6 +13,7 @@ import pytest
 from gate.domain import KernelSpec, Shape, StageStatus
 from gate.pipeline import correctness, workloads
 from gate.pipeline.timed_checks import TimedChecks
+from tests.fakes.fp8_attention import fa3_forward, float32_forward, garbage_forward, just_over_forward
 
 torch = pytest.importorskip("torch")
 
@@ -103,34 +103,6 @@ def test_e4m3_attention_moves_one_byte_in_and_two_out_per_element():
     assert att.dram_bytes(shape, E4M3) == elems * (3 * 1 + 2)
     assert att.dram_bytes(shape, "float16") == 4.0 * elems * 2      # unchanged: in and out in the input dtype
     assert att.dram_bytes(shape, "float32") == 4.0 * elems * 4
-
-
-def float32_forward(q, k, v, causal):
-    """Attention in float32 from the e4m3 values, rounded once into bfloat16."""
-    qf, kf, vf = (t.float() for t in (q, k, v))
-    return torch.nn.functional.scaled_dot_product_attention(qf, kf, vf, is_causal=causal).to(torch.bfloat16)
-
-
-def fa3_forward(q, k, v, causal):
-    """FlashAttention-3's FP8 numerics: P rounded to e4m3 before P·V, row sums from the unrounded P."""
-    qf, kf, vf = (t.float() for t in (q, k, v))
-    scores = qf @ kf.transpose(-1, -2) / math.sqrt(q.shape[-1])
-    if causal:
-        s = scores.shape[-1]
-        scores = scores.masked_fill(torch.ones(s, s, dtype=torch.bool).triu(1), float("-inf"))
-    p = torch.exp(scores - scores.amax(-1, keepdim=True))
-    out = (p.to(torch.float8_e4m3fn).float() @ vf) / p.sum(-1, keepdim=True)
-    return out.to(torch.bfloat16)
-
-
-def garbage_forward(q, k, v, causal):
-    return torch.randn(q.shape, generator=torch.Generator().manual_seed(0)).to(torch.bfloat16)
-
-
-def just_over_forward(q, k, v, causal):
-    """Right, then shifted by 6 % of max(1, max|out|): above e4m3's 5 % tolerance, under its 2**-3 floor."""
-    out = fa3_forward(q, k, v, causal).float()
-    return (out + 0.06 * max(1.0, out.abs().max().item())).to(torch.bfloat16)
 
 
 class OnCpu(workloads.Attention):
