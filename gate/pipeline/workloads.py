@@ -156,6 +156,11 @@ def _torch_dtype(dtype: str) -> Any:
     return getattr(torch, dtype)
 
 
+def _dtype_name(dtype: Any) -> str:
+    """torch's dtype as the manifest names it: torch.float8_e4m3fn -> "float8_e4m3fn"."""
+    return str(dtype).removeprefix("torch.")
+
+
 # Canary elements on each side of every built-in input: NaN, so a read past either end poisons the
 # output. 16384 elements (32 KiB in fp16) covers a stray K slice or row of any built-in shape.
 GUARD_ELEMS = 16384
@@ -223,11 +228,6 @@ def refill_normal(inputs: Inputs, seed: int) -> None:
                 tensor.normal_(generator=gen)
 
 
-def dtype_name(dtype: Any) -> str:
-    """torch's dtype as the manifest names it: torch.float8_e4m3fn -> "float8_e4m3fn"."""
-    return str(dtype).removeprefix("torch.")
-
-
 class Attention:
     """float8_e4m3fn inputs give a bfloat16 output (`OUTPUT_DTYPES`), as FlashAttention-3's FP8 forward
     does; every other dtype's output is in the input's dtype."""
@@ -286,7 +286,7 @@ class Attention:
 
         causal = bool(shape.params.get("causal", False))
         q, k, v = (inputs[n] for n in "qkv")
-        out_dtype = _torch_dtype(self.output_dtype(dtype_name(q.dtype)))
+        out_dtype = _torch_dtype(self.output_dtype(_dtype_name(q.dtype)))
         q, k, v = (t.to(out_dtype) for t in (q, k, v))      # no copy when the dtype is already it
         return F.scaled_dot_product_attention(q, k, v, is_causal=causal)
 
