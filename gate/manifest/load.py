@@ -35,9 +35,16 @@ KNOWN_ARCHS = frozenset({
     "sm_75", "sm_80", "sm_86", "sm_87", "sm_89", "sm_90", "sm_90a",
     "sm_100", "sm_100a", "sm_103", "sm_103a", "sm_120", "sm_120a",
 })
-KNOWN_DTYPES = frozenset({"float16", "bfloat16", "float32"})
+KNOWN_DTYPES = frozenset({"float16", "bfloat16", "float32", "float8_e4m3fn"})
 WORKLOAD_DIMS = {"attention": ("b", "h", "s", "d"), "gemm": ("m", "n", "k")}
 WORKLOAD_FLAGS = {"attention": ("causal",), "gemm": ()}
+# Dtypes a built-in workload cannot feed, and why; refused here rather than crashing in the GPU job. A
+# custom workload's `make_inputs` decides for itself.
+WORKLOAD_REFUSED_DTYPES = {
+    "gemm": {"float8_e4m3fn": "its low-precision reference and its cuBLAS peer are `a @ b.T` in the run's "
+                              "dtype, and PyTorch has no float8 matmul on CUDA (only torch._scaled_mm, with "
+                              "scales); a custom workload (module:callable) can feed one"},
+}
 _CALLABLE = re.compile(r"^([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*):([A-Za-z_]\w*)$")
 _NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
 _OPCODE = re.compile(r"^[A-Z][A-Z0-9_]*$")
@@ -146,6 +153,11 @@ def _kernel(check: _Checker, table: Any, key: str, root: Path) -> KernelSpec:
         spec.arch = _choices(check, table["arch"], f"{key}.arch", KNOWN_ARCHS)
     if "dtypes" in table:
         spec.dtypes = _choices(check, table["dtypes"], f"{key}.dtypes", KNOWN_DTYPES)
+        refused = WORKLOAD_REFUSED_DTYPES.get(workload, {})
+        for i, dtype in enumerate(spec.dtypes):
+            if dtype in refused:
+                raise check.fail(f"{key}.dtypes[{i}]", f"kernel {name!r}: the built-in {workload} workload "
+                                                       f"cannot take {dtype}: {refused[dtype]}")
     for flag in ("profile", "own_process"):
         if flag in table:
             if not isinstance(table[flag], bool):

@@ -6,7 +6,9 @@ Peaks are the vendor's datasheet figures (dense, boost clock), the best any kern
 kernel reaches 60-80 % of them, so a measured time below the floor is not fast but false (work hidden
 from the timer, a stale result returned). The tensor peak of a dtype is the fastest *dense* path that
 can still pass correctness on inputs of that dtype: fp16/bf16 tensor cores for 16-bit inputs, TF32
-tensor cores for float32 (fp8 and 2:4 sparsity cannot meet the error bound on dense normal data).
+tensor cores for float32, FP8 tensor cores for float8 inputs (fp8 for wider inputs, and 2:4 sparsity,
+cannot meet the error bound on dense normal data). A GPU without FP8 tensor cores (A100) multiplies
+float8 inputs at its 16-bit rate, after converting them.
 
 The memory term applies to every method. Event-timed samples start from a flushed L2 with inputs the
 kernel has not just seen, so every byte comes from DRAM at least once. Graph-timed samples (launch-
@@ -16,13 +18,13 @@ bytes count at `WARM_L2_SPEEDUP` x the DRAM peak, chosen above what L2 can serve
 nothing (0.02 µs, its launches on a default stream) with no floor at all when its workload declared
 no FLOPs (issue 25).
 
-Sources (all dense, SXM unless named):
-  H100 SXM5: 989.4 TFLOP/s fp16/bf16, 494.7 TF32, 3.35 TB/s   (NVIDIA H100 Tensor Core GPU datasheet)
-  H100 PCIe: 756.5 / 378 TFLOP/s, 2.0 TB/s                    (same datasheet)
-  H100 NVL : 835.5 / 417.5 TFLOP/s, 3.9 TB/s                  (same datasheet)
-  H200     : 989.4 / 494.7 TFLOP/s, 4.8 TB/s                  (NVIDIA H200 Tensor Core GPU datasheet)
-  A100 SXM : 312 / 156 TFLOP/s, 2.039 TB/s (80 GB)            (NVIDIA A100 datasheet)
-  L40S     : 362.05 / 183 TFLOP/s, 0.864 TB/s                 (NVIDIA L40S datasheet)
+Sources (all dense, SXM unless named; the datasheets print FP8 with sparsity, twice the dense figure):
+  H100 SXM5: 989.4 TFLOP/s fp16/bf16, 494.7 TF32, 1978.9 FP8, 3.35 TB/s   (NVIDIA H100 Tensor Core GPU datasheet)
+  H100 PCIe: 756.5 / 378 / 1513 TFLOP/s, 2.0 TB/s                         (same datasheet)
+  H100 NVL : 835.5 / 417.5 / 1670.5 TFLOP/s, 3.9 TB/s                     (same datasheet)
+  H200     : 989.4 / 494.7 / 1978.9 TFLOP/s, 4.8 TB/s                     (NVIDIA H200 Tensor Core GPU datasheet)
+  A100 SXM : 312 / 156 TFLOP/s, no FP8, 2.039 TB/s (80 GB)                (NVIDIA A100 datasheet)
+  L40S     : 362.05 / 183 / 733 TFLOP/s, 0.864 TB/s                       (NVIDIA L40S datasheet)
 Order matters: the first pattern found in the device name wins ("H100 NVL" before "H100").
 """
 
@@ -39,16 +41,19 @@ class Peak:
     tflops_16bit: float        # dense fp16/bf16 tensor-core throughput
     tflops_32bit: float        # dense TF32 tensor-core throughput (the fastest float32 path)
     dram_tb_s: float           # peak DRAM bandwidth, 1e12 bytes/s
+    tflops_8bit: float         # dense FP8 tensor-core throughput (the 16-bit figure where there is none)
 
 
 PEAKS: tuple[tuple[str, Peak], ...] = (
-    ("H200", Peak(989.4, 494.7, 4.8)),
-    ("H100 NVL", Peak(835.5, 417.5, 3.9)),
-    ("H100 PCIe", Peak(756.5, 378.0, 2.0)),
-    ("H100", Peak(989.4, 494.7, 3.35)),
-    ("A100", Peak(312.0, 156.0, 2.039)),
-    ("L40S", Peak(362.05, 183.0, 0.864)),
+    ("H200", Peak(989.4, 494.7, 4.8, tflops_8bit=1978.9)),
+    ("H100 NVL", Peak(835.5, 417.5, 3.9, tflops_8bit=1670.5)),
+    ("H100 PCIe", Peak(756.5, 378.0, 2.0, tflops_8bit=1513.0)),
+    ("H100", Peak(989.4, 494.7, 3.35, tflops_8bit=1978.9)),
+    ("A100", Peak(312.0, 156.0, 2.039, tflops_8bit=312.0)),
+    ("L40S", Peak(362.05, 183.0, 0.864, tflops_8bit=733.0)),
 )
+# Inputs of these dtypes are multiplied on the FP8 tensor cores (`Peak.tflops_8bit`).
+FP8_DTYPES = frozenset({"float8_e4m3fn", "float8_e5m2"})
 
 
 def model_peak(gpu_name: str) -> tuple[str, Peak] | None:
@@ -75,7 +80,8 @@ def floor_us(peak: Peak, dtype: str, flops: float | None, dram_bytes: float | No
              warm_memory: bool = False) -> Floor | None:
     """The floor of one call, or None when the workload declares neither FLOPs nor bytes.
     `warm_memory`: the call may read its bytes from L2 (graph replays), at `WARM_L2_SPEEDUP` x DRAM."""
-    tflops = peak.tflops_32bit if dtype == "float32" else peak.tflops_16bit
+    tflops = (peak.tflops_32bit if dtype == "float32" else
+              peak.tflops_8bit if dtype in FP8_DTYPES else peak.tflops_16bit)
     terms: list[tuple[float, str]] = []
     if flops:
         terms.append((flops / (tflops * 1e12) * 1e6, f"compute {flops / 1e9:.3g} GFLOP at {tflops:g} TFLOP/s"))

@@ -28,8 +28,9 @@ The protocol, and why each part is there:
   check and of `perturb_one` (`read_only`). An op registered with `TORCH_LIBRARY` is reached through
   `torch_op("ns::op")` once the extension is loaded; torch keeps one registry per process, so such
   a kernel's baseline is loaded in a process of its own (`side_host`, docs/manifest.md). `reference` (float32/float64)
-  and `lowp_reference` (PyTorch in the input dtype) are what correctness compares against (k x
-  PyTorch's own error, see `correctness`).
+  and `lowp_reference` (PyTorch in the input dtype; for float8_e4m3fn attention, which PyTorch lacks,
+  bfloat16 on the upcast inputs) are what correctness compares against (k x PyTorch's own error, see
+  `correctness`).
 - `flops(shape)` and `dram_bytes(shape, dtype)` (the compulsory DRAM traffic: every input read once,
   the output written once) give the physical floor of a call (`roofline`); a custom workload without
   them gets no floor.
@@ -71,7 +72,7 @@ class Workload(Protocol):
 
 REQUIRED_METHODS = ("make_inputs", "refill", "call", "reference", "lowp_reference")
 
-# Problems up to this many multiply-adds get a float64 reference; larger fp16/bf16 ones float32 (still
+# Problems up to this many multiply-adds get a float64 reference; larger fp16/bf16/e4m3 ones float32 (still
 # far more precise than the kernels under test, and float64 is ~60x slower on H100). A float32 run
 # always gets float64: a float32 reference would be the very computation of `lowp_reference`, so
 # PyTorch's own error would read 0 and every correct float32 kernel would fail (seen on the device
@@ -88,7 +89,8 @@ def _float64_reference(macs: int, dtype: Any) -> bool:
 
 
 # Bytes per element of the dtypes a workload may allocate (torch's names): the run's dtypes
-# (`float16`, `bfloat16`, `float32`) and those of the index, scale and accumulator tensors beside them.
+# (`float16`, `bfloat16`, `float32`, `float8_e4m3fn`) and those of the index, scale and accumulator
+# tensors beside them.
 DTYPE_BYTES = {"float64": 8, "float32": 4, "float16": 2, "bfloat16": 2, "float8_e4m3fn": 1, "float8_e5m2": 1,
                "int64": 8, "int32": 4, "int16": 2, "int8": 1, "uint8": 1, "bool": 1}
 
@@ -154,6 +156,11 @@ def _torch_dtype(dtype: str) -> Any:
     return getattr(torch, dtype)
 
 
+def _dtype_name(dtype: Any) -> str:
+    """torch's dtype as the manifest names it: torch.float8_e4m3fn -> "float8_e4m3fn"."""
+    return str(dtype).removeprefix("torch.")
+
+
 # Canary elements on each side of every built-in input: NaN, so a read past either end poisons the
 # output. 16384 elements (32 KiB in fp16) covers a stray K slice or row of any built-in shape.
 GUARD_ELEMS = 16384
@@ -196,12 +203,17 @@ def perturb_one(inputs: Inputs, seed: int) -> str:
     name = rng.choice(names)
     flat = inputs[name].view(-1)
     index = rng.randrange(flat.numel())
-    flat[index] = float(flat[index]) + 1.0 + rng.random()   # normal(0,1) data: a change of >= 1
+    # normal(0,1) data: a change of >= 1. Rounded to float8_e4m3fn (3 mantissa bits: steps of 0.5 below 8,
+    # where the new value lies) it moves by at most 0.25: still a change of >= 0.75.
+    flat[index] = float(flat[index]) + 1.0 + rng.random()
     return f"{name}[{index}]"
 
 
 def refill_normal(inputs: Inputs, seed: int) -> None:
-    """New normal(0, 1) values into every tensor of `inputs`, in place, from one seeded generator."""
+    """New normal(0, 1) values into every tensor of `inputs`, in place, from one seeded generator.
+    A 1-byte float (float8_e4m3fn) gets float32 draws from the same generator, rounded into it:
+    torch has no `normal_` for float8. Every other dtype draws in place, as it always has, so the
+    values of a seed stay what they were."""
     import torch
 
     gen = None
@@ -209,11 +221,23 @@ def refill_normal(inputs: Inputs, seed: int) -> None:
         if isinstance(tensor, torch.Tensor) and tensor.is_floating_point():
             if gen is None:
                 gen = torch.Generator(device=tensor.device).manual_seed(seed)
-            tensor.normal_(generator=gen)
+            if tensor.element_size() == 1:
+                draws = torch.empty(tensor.shape, dtype=torch.float32, device=tensor.device)
+                tensor.copy_(draws.normal_(generator=gen))
+            else:
+                tensor.normal_(generator=gen)
 
 
 class Attention:
+    """float8_e4m3fn inputs give a bfloat16 output (`OUTPUT_DTYPES`), as FlashAttention-3's FP8 forward
+    does; every other dtype's output is in the input's dtype."""
+
     name = "attention"
+    OUTPUT_DTYPES = {"float8_e4m3fn": "bfloat16"}
+
+    def output_dtype(self, dtype: str) -> str:
+        """The dtype of the kernel's output for inputs in `dtype`."""
+        return self.OUTPUT_DTYPES.get(dtype, dtype)
 
     def make_inputs(self, shape: Shape, dtype: str, seed: int, device: str) -> Inputs:
 
@@ -254,10 +278,17 @@ class Attention:
             return F.scaled_dot_product_attention(q.float(), k.float(), v.float(), is_causal=causal)
 
     def lowp_reference(self, shape: Shape, inputs: Inputs) -> Any:
+        """SDPA in the output's dtype: the inputs' own for 16/32-bit runs. PyTorch has no e4m3 attention
+        (SDPA finds no kernel for float8), so a float8_e4m3fn run gets bfloat16 SDPA on the upcast e4m3
+        values: "k x PyTorch's error" is then bfloat16's, far below e4m3's, and the dtype's epsilon
+        floor (`correctness.DTYPE_EPSILON`) is what carries the rule."""
         import torch.nn.functional as F
 
         causal = bool(shape.params.get("causal", False))
-        return F.scaled_dot_product_attention(inputs["q"], inputs["k"], inputs["v"], is_causal=causal)
+        q, k, v = (inputs[n] for n in "qkv")
+        out_dtype = _torch_dtype(self.output_dtype(_dtype_name(q.dtype)))
+        q, k, v = (t.to(out_dtype) for t in (q, k, v))      # no copy when the dtype is already it
+        return F.scaled_dot_product_attention(q, k, v, is_causal=causal)
 
     def flops(self, shape: Shape) -> float:
         p = shape.params
@@ -266,7 +297,8 @@ class Attention:
 
     def dram_bytes(self, shape: Shape, dtype: str) -> float:
         p = shape.params
-        return 4.0 * int(p["b"]) * int(p["h"]) * int(p["s"]) * int(p["d"]) * dtype_bytes(dtype)  # q, k, v, out
+        elems = float(int(p["b"]) * int(p["h"]) * int(p["s"]) * int(p["d"]))
+        return elems * (3 * dtype_bytes(dtype) + dtype_bytes(self.output_dtype(dtype)))   # q, k, v in; out
 
     def peers(self, shape: Shape, inputs: Inputs) -> dict[str, Callable[[], Any]]:
         """PyTorch SDPA's flash, cuDNN and efficient backends; a backend that refuses is skipped."""

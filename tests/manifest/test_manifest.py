@@ -117,6 +117,24 @@ def test_gemm_shapes_need_m_n_k(repo):
     assert refused(repo, text).key == "kernel[0].shapes[0].k"
 
 
+def test_attention_takes_float8_e4m3fn(repo):
+    text = GOOD.replace('dtypes = ["float16", "bfloat16"]', 'dtypes = ["float8_e4m3fn", "bfloat16"]')
+    (kernel,) = load_manifest(write(repo, text)).kernels
+    assert kernel.dtypes == ["float8_e4m3fn", "bfloat16"]
+
+
+def test_gemm_refuses_float8_e4m3fn_naming_the_kernel_the_dtype_and_why(repo):
+    text = GOOD.replace('workload = "attention"', 'workload = "gemm"').replace(
+        "shapes = [{b=1, h=8, s=512, d=64, causal=false}, {b=4, h=16, s=4096, d=64, causal=true}]",
+        "shapes = [{m=64, n=64, k=64}]").replace('absolute_shapes = ["b4_h16_s4096_d64_causal"]', "").replace(
+        'dtypes = ["float16", "bfloat16"]', 'dtypes = ["float16", "float8_e4m3fn"]')
+    err = refused(repo, text)
+    assert err.key == "kernel[0].dtypes[1]"
+    assert ("kernel 'flashcore_wmma': the built-in gemm workload cannot take float8_e4m3fn: "
+            "its low-precision reference and its cuBLAS peer are `a @ b.T`") in str(err)
+    assert "no float8 matmul on CUDA" in str(err)
+
+
 def test_duplicate_kernel_names_are_refused(repo):
     second = GOOD.split("[kernel.gates]")[0]
     err = refused(repo, GOOD + second)

@@ -45,3 +45,10 @@ def test_a_missing_or_unreadable_callable_is_refused_naming_the_key(tmp_path, mo
         load_manifest(repo_with(tmp_path, "bench.wl:make", module))
     assert info.value.key == "kernel[0].workload"
     assert words in str(info.value)
+
+
+def test_a_custom_workload_may_declare_float8_e4m3fn(tmp_path):
+    repo = repo_with(tmp_path, "bench.wl:make", "def make():\n    return object()\n")
+    (repo / "gate.toml").write_text(MANIFEST.format(workload="bench.wl:make") + 'dtypes = ["float8_e4m3fn"]\n')
+    (kernel,) = load_manifest(repo).kernels
+    assert kernel.dtypes == ["float8_e4m3fn"]          # its make_inputs decides what it can feed

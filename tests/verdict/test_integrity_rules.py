@@ -89,6 +89,19 @@ def test_the_h100_floor_of_a_2048_gemm_is_compute_bound():
     assert floor.basis.startswith("compute")
 
 
+def test_float8_inputs_are_floored_at_the_fp8_tensor_peak():
+    # FlashAttention-3's FP8 forward runs at ~1.2 PFLOP/s on an H100: above the 16-bit peak, so a floor
+    # at that peak would call an honest e4m3 kernel false
+    flops = 4.0 * 4 * 16 * 4096**2 * 128
+    honest_us = flops / 1.2e15 * 1e6
+    h200 = roofline.peak_for("NVIDIA H200")
+    floor = roofline.floor_us(h200, "float8_e4m3fn", flops, None)
+    assert floor.floor_us == pytest.approx(flops / 1978.9e12 * 1e6) and floor.floor_us < honest_us
+    assert roofline.floor_us(h200, "bfloat16", flops, None).floor_us > honest_us
+    a100 = roofline.peak_for("NVIDIA A100-SXM4-80GB")         # no FP8 tensor cores: its 16-bit rate
+    assert roofline.floor_us(a100, "float8_e4m3fn", flops, None) == roofline.floor_us(a100, "float16", flops, None)
+
+
 def test_a_memory_bound_call_keeps_a_memory_floor_for_every_method():
     peak = roofline.peak_for("NVIDIA H200")
     cold = roofline.floor_us(peak, "float32", 1e6, 1e9)
