@@ -23,6 +23,27 @@ tiny PyTorch error does not demand more than the format can hold. For float8_e4m
 side is bfloat16 SDPA (it has no e4m3 attention): the floor, 2**-3, lies above the dtype tolerance, so
 the absolute bound alone judges them.
 
+A stale output is judged by itself, not by its error: one changed input element can move the exact
+answer by less than the tolerance (by its error alone, the checksum-caching fake of
+tests/fakes/caching.py passed e4m3 attention at b1 h2 s1024 d64 in 20 of 20 random draws, bfloat16 in
+4 of 20). So every case after the first of a shape x dtype also fails when its judged copy is bit for
+bit the previous case's while the reference, rounded to the output's dtype, changed in at least
+`STALE_MIN_MOVED_ELEMS` elements: "returned the previous case's output unchanged although input
+q[123] changed and the reference rounded to bfloat16 moved in 4096 elements: a result cached by a
+checksum of the inputs or their pointers?" (after a refill: "although every input was refilled").
+A wrong type or shape, modified inputs, damaged canaries, a late write and NaN/Inf keep their reasons
+before it; the error bounds come after it.
+
+What that check covers: an output kept from the previous call, whatever the cache is keyed on (a
+checksum, the pointers, a call count), at every dtype and for every workload, built-in or custom, on
+each case where it is returned; a kernel that caches only some of the time is caught on a case where
+it does (with the default 3 seeds, `RunOptions.correctness_seeds`, that is the one-element case or the
+refilled one of some shape x dtype). What it does not cover: the previous output with even one element
+changed (nudged, re-rounded), or an output from further back: only the error bounds judge those; a
+case where the rounded reference moved in fewer elements (a change that reaches few outputs, e.g. v
+in one of the last rows of causal attention, or none, q of row 0 there); a cache used only while
+timed, which the bench's rotating input sets (`bench.INPUT_SETS`) defeat instead.
+
 A CUDA fault (illegal address, launch failure) leaves the CUDA context unusable: the stage ends at
 once, FAILED, with `reason` starting with `CUDA_FAULT_PREFIX`; the caller must run no further GPU
 stage in this process.
@@ -32,6 +53,7 @@ from __future__ import annotations
 
 import secrets
 import time
+from dataclasses import dataclass
 from typing import Any
 
 from gate.domain import CorrectnessCase, CorrectnessResult, KernelSpec, Shape, StageStatus
@@ -56,6 +78,23 @@ LATE_WRITE_WAIT_S = 0.005
 # mantissa bits: 2**-3, above its tolerance, so k x bfloat16 SDPA's small error never rejects a correct
 # e4m3 kernel and the tolerance alone decides.
 DTYPE_EPSILON = {"float16": 2.0**-10, "bfloat16": 2.0**-7, "float32": 2.0**-23, "float8_e4m3fn": 2.0**-3}
+# A case's output is stale when it is bit for bit the previous case's while the reference, rounded to
+# the output's dtype, changed in at least this many elements. Why a count: an honest kernel is off the
+# exact answer by its own error, so where the exact answer moved by less than one ulp of the output,
+# the reference's rounding may cross a boundary while the kernel's stays put: one element, or a few,
+# prove nothing. Where it moved by an ulp or more, a kernel that computes from its inputs moves too
+# (every interval of one ulp holds a rounding boundary). Worst case for an honest kernel: every move is
+# under an ulp and its value's place within the ulp is independent of the reference's. Then each
+# element crosses for the kernel as often as for the reference, both counts are Poisson of one mean,
+# and the chance that the reference crosses in 32 or more elements while the kernel crosses in none is
+# at most 3e-11 per case (at the worst mean, 16); for a kernel that sees only half of each move, 4e-7.
+# Measured on the CPU (the fakes of tests/fakes/fp8_attention.py, float32 and float16 SDPA; e4m3,
+# float16, bfloat16; S 77..1024; 60 one-element changes each): honest kernels changed in at least 55 %
+# as many elements as the rounded reference, never in none; the reference changed in fewer than 32
+# elements only at S=77 causal (15 % of its changes: v in the last rows), where the error bounds alone
+# judge the case.
+STALE_MIN_MOVED_ELEMS = 32
+STALE_PREFIX = "returned the previous case's output unchanged"
 
 
 def is_cuda_fault(exc: BaseException) -> bool:
@@ -63,6 +102,14 @@ def is_cuda_fault(exc: BaseException) -> bool:
     cudaError_t: illegal address, misaligned address, launch failure, illegal instruction, assert)."""
     text = str(exc).lower()
     return any(s in text for s in _STICKY_ERRORS)
+
+
+@dataclass(frozen=True)
+class _Judged:
+    """What the next case's staleness check keeps of a judged case: no more than these two tensors."""
+
+    out: Any                      # the judged copy of the output
+    ref_rounded: Any              # the reference rounded to the output's dtype
 
 
 def check(kernel: KernelSpec, module: Any, workload: Any, seeds: int) -> CorrectnessResult:
@@ -77,23 +124,29 @@ def check(kernel: KernelSpec, module: Any, workload: Any, seeds: int) -> Correct
         for dtype in kernel.dtypes:
             base_seed = secrets.randbits(31)   # fresh per check; recorded per case to reproduce
             inputs = None
+            previous: _Judged | None = None
             for i in range(seeds):
                 seed = base_seed + i
                 try:
                     note = ""
                     if inputs is None:
                         inputs = workload.make_inputs(shape, dtype, seed, "cuda")
+                        change = ""
                     elif i % 2 == 1:
                         changed = perturb_one(read_only(workload, inputs), seed)   # never an output argument
                         note = f" (inputs differ from the previous case only in {changed})"
+                        change = f"input {changed} changed"
                     else:
                         workload.refill(inputs, seed)
-                    case = _one_case(kernel, module, workload, shape, dtype, seed, inputs)
-                    if not case.passed:
+                        change = "every input was refilled"
+                    case, previous = _one_case(kernel, module, workload, shape, dtype, seed, inputs,
+                                               previous, change)
+                    if not case.passed and not case.reason.startswith(STALE_PREFIX):   # it names the change
                         case.reason += note
                 except GateError:        # the workload breaks the protocol (`outputs`): error, not reject
                     raise
                 except Exception as exc:  # noqa: BLE001  the kernel's exception is evidence, not a crash
+                    previous = None
                     fault = is_cuda_fault(exc)
                     reason = f"{CUDA_FAULT_PREFIX}: {exc}" if fault else f"raised {type(exc).__name__}: {exc}"
                     cases.append(CorrectnessCase(shape.label, dtype, seed, False, reason=reason[:2000]))
@@ -113,7 +166,10 @@ def check(kernel: KernelSpec, module: Any, workload: Any, seeds: int) -> Correct
 
 
 def _one_case(kernel: KernelSpec, module: Any, workload: Any, shape: Shape, dtype: str, seed: int,
-              inputs: dict[str, Any]) -> CorrectnessCase:
+              inputs: dict[str, Any], previous: _Judged | None,
+              change: str) -> tuple[CorrectnessCase, _Judged | None]:
+    """One call judged, and what the next case compares with (None when no output was judged).
+    `previous` is the case before on the same buffers, `change` how the inputs differ from it."""
     import torch
 
     ref = workload.reference(shape, inputs).float()
@@ -138,24 +194,25 @@ def _one_case(kernel: KernelSpec, module: Any, workload: Any, shape: Shape, dtyp
     if not isinstance(out, torch.Tensor) or held is None:
         hint = " (for a function that writes into an output argument, `call` returns that tensor)" \
             if out is None else ""
-        return case(False, f"returned {type(out).__name__}, not a tensor{hint}")
+        return case(False, f"returned {type(out).__name__}, not a tensor{hint}"), None
     if tuple(out.shape) != tuple(ref.shape):
-        return case(False, f"output shape {tuple(out.shape)}, expected {tuple(ref.shape)}")
+        return case(False, f"output shape {tuple(out.shape)}, expected {tuple(ref.shape)}"), None
     changed = [n for n, t in snapshot.items() if not torch.equal(t, inputs[n])]
     if changed:
-        return case(False, f"inputs modified: {', '.join(changed)}")
+        return case(False, f"inputs modified: {', '.join(changed)}"), None
     damaged = guard_damage(inputs)
     if damaged:
-        return case(False, f"wrote out of bounds: the canaries around {', '.join(damaged)} changed")
+        return case(False, f"wrote out of bounds: the canaries around {', '.join(damaged)} changed"), None
     late = int(((held != out) & ~(held.isnan() & out.isnan())).sum())
     if late:
         return case(False, f"{late} output elements written after the call returned (work left on "
-                           f"another stream or thread, not ordered on the caller's stream)")
+                           f"another stream or thread, not ordered on the caller's stream)"), None
     out = held
     bad = int((~torch.isfinite(out)).sum())
     if bad:
         where = "the poisoned output block" if out.data_ptr() == poison_ptr else "the output"
-        return case(False, f"{bad} NaN/Inf elements in {where} (unwritten elements?)")
+        return case(False, f"{bad} NaN/Inf elements in {where} (unwritten elements?)"), None
+    judged = _Judged(out, ref.to(out.dtype) if out.is_floating_point() else ref.round().to(out.dtype))
     err = (out.float() - ref).abs()
     max_err, mean_err = float(err.max()), float(err.mean())
     scale = max(1.0, float(ref.abs().max()))
@@ -164,8 +221,36 @@ def _one_case(kernel: KernelSpec, module: Any, workload: Any, shape: Shape, dtyp
     dtype_tol = tolerances.get(dtype, 1e-2) * scale
     ratio_tol = max(kernel.gates.max_error_ratio * torch_err, DTYPE_EPSILON.get(dtype, 1e-3) * scale)
     tol = min(dtype_tol, ratio_tol)
+    stale = _stale_reason(previous, judged, change)
+    if stale:
+        return case(False, stale, max_err, mean_err, tol), judged
     if max_err > tol:
         rule = f"{kernel.gates.max_error_ratio:g} x PyTorch's {torch_err:.3g}" if tol == ratio_tol \
             else f"{dtype} tolerance {dtype_tol:.3g}"
-        return case(False, f"max error {max_err:.3g} > {rule}", max_err, mean_err, tol)
-    return case(True, "", max_err, mean_err, tol)
+        return case(False, f"max error {max_err:.3g} > {rule}", max_err, mean_err, tol), judged
+    return case(True, "", max_err, mean_err, tol), judged
+
+
+def _stale_reason(previous: _Judged | None, now: _Judged, change: str) -> str:
+    """Why `now` is the previous case's output kept, or "" (see `STALE_MIN_MOVED_ELEMS`)."""
+    import torch
+
+    if previous is None or previous.out.dtype != now.out.dtype or \
+            not torch.equal(_bits(previous.out), _bits(now.out)):
+        return ""
+    moved = int((_bits(previous.ref_rounded) != _bits(now.ref_rounded)).sum())
+    if moved < STALE_MIN_MOVED_ELEMS:
+        return ""
+    one_element = change.startswith("input ")
+    cache = "a checksum of the inputs or their pointers" if one_element else "the inputs' pointers"
+    dtype = str(now.out.dtype).removeprefix("torch.")
+    return (f"{STALE_PREFIX} although {change} and the reference rounded to {dtype} moved in {moved} "
+            f"elements: a result cached by {cache}?")
+
+
+def _bits(t: Any) -> Any:
+    """A floating tensor's bits as integers of its width (-0.0 is not 0.0, a NaN equals itself)."""
+    import torch
+
+    widths = {1: torch.int8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
+    return t.view(widths[t.element_size()]) if t.is_floating_point() else t

@@ -20,6 +20,8 @@ The protocol, and why each part is there:
 - `refill(inputs, seed)` writes new values into the *same* buffers: a kernel that caches results by
   pointer returns the old answer and fails. `perturb_one` changes one element only: a kernel that
   caches by a cheap checksum of its inputs (a few sampled values) returns the old answer and fails.
+  Either way it fails as unchanged while the reference moved (`correctness.STALE_MIN_MOVED_ELEMS`),
+  not by its error, which one element may move by less than the tolerance.
 - `call(module, function_name, inputs)` runs the kernel on the caller's current stream and returns
   its output. A function that writes into an output argument and returns None is fed an output the
   workload allocates in `make_inputs` and names in its `outputs` attribute; `call` returns that
