@@ -23,4 +23,6 @@ export GATE_TEST_POSTGRES_URL="${GATE_TEST_POSTGRES_URL:-postgresql+psycopg://po
 
 # The architecture's never-rules (docs/design.md) are import-linter contracts in pyproject.toml.
 .venv/bin/lint-imports
-exec .venv/bin/python -m pytest -q "$@"
+# Most tests wait on nvcc, servers, Chromium or git: four pytest-xdist workers keep both cores busy.
+# `loadgroup` keeps each `xdist_group` (tests/browser/conftest.py says which and why) on one worker.
+exec .venv/bin/python -m pytest -q -n 4 --dist loadgroup "$@"

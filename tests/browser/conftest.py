@@ -1,4 +1,10 @@
-"""A real `gate serve` on a free port over a seeded SQLite history, and headless Debian Chromium."""
+"""A real `gate serve` on a free port over a seeded SQLite history, and headless Debian Chromium.
+
+Under pytest-xdist (scripts/test.sh) every worker makes its own session and module fixtures, so each
+module here names an `xdist_group` and `--dist loadgroup` runs a group on one worker: the seeded
+server is made once for the four modules that read it, the wheel is built once (in this checkout's
+build/ folder, which two builds at a time would share), and `gate demo --sample` is started once.
+"""
 
 from __future__ import annotations
 

@@ -6,7 +6,7 @@ from urllib.parse import urlparse
 
 import pytest
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("served-history")]   # conftest.py says why
 
 
 def _offline_page(browser, server: str):  # noqa: ANN001, ANN202

@@ -7,7 +7,7 @@ from __future__ import annotations
 import httpx
 import pytest
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("served-history")]   # conftest.py says why
 
 H100 = "NVIDIA H100 80GB HBM3"
 KERNEL_PAGE = "/kernels/flashcore_wmma?gpu=NVIDIA+H100+80GB+HBM3"

@@ -16,7 +16,7 @@ import pytest
 from scripts.png_text import read_text
 from tests.browser.conftest import CHROMIUM, REPO, _free_port
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("demo-sample")]   # conftest.py says why
 
 
 @pytest.fixture(scope="module")

@@ -24,7 +24,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("installed-wheel")]   # conftest.py says why
 
 REPO = Path(__file__).resolve().parents[2]
 INSTALL = REPO / "scripts" / "install-wheel.sh"

@@ -6,7 +6,7 @@ from __future__ import annotations
 import httpx
 import pytest
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("served-history")]   # conftest.py says why
 
 PAGES = {"overview": "/", "kernel": "/kernels/flashcore_wmma?gpu=NVIDIA+H100+80GB+HBM3",
          "revision": "/revisions/{rejected}", "compare": "/compare?a={before}&b={after}"}

@@ -1,9 +1,13 @@
 """A real Celery worker process for the kill test: `python celery_worker_process.py DB_URL KIND MODE DATA_DIR`.
-MODE `hang` holds every job (the test kills this process mid-job); `run` finishes jobs at once."""
+MODE `hang` holds every job (the test kills this process mid-job); `run` finishes jobs at once.
+Once it consumes its queue it writes DATA_DIR/worker-<pid>.ready, so the test can wait for it."""
 
+import os
 import sys
 import threading
 from pathlib import Path
+
+from celery.signals import worker_ready
 
 from service_fakes import FakePipeline
 
@@ -20,5 +24,6 @@ if __name__ == "__main__":
     env = JobEnvironment(session_factory=make_session_factory(make_engine(url)), gate_job=pipeline,
                          data_dir=Path(data_dir), options=RunOptions(), heartbeat_s=0.5)
     executor = CeleryExecutor(env, BROKER)
+    worker_ready.connect(lambda **_: (Path(data_dir) / f"worker-{os.getpid()}.ready").touch(), weak=False)
     executor.app.worker_main(["worker", "--pool=solo", "--concurrency=1", "--loglevel=WARNING",
                               f"--queues={queue_name(kind)}", "--without-gossip", "--without-mingle"])
