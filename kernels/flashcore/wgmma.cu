@@ -50,10 +50,10 @@ struct Cfg {
   // transposed (Vᵀ, [D][keys], from the binding) and P is packed to e4m3 in registers.
   static constexpr bool kFp8 = kFp8_;
   static_assert(!kFp8 || kBlockN == 128, "e4m3: a Vᵀ tile row is kBlockN bytes, one 128-byte swizzle row");
-  // Ping-pong (FA3 "inter-warpgroup overlap", two consumers only): the consumers take turns to issue
-  // their wgmmas, so one warpgroup's softmax runs while the other's matrix work occupies the tensor cores.
+  // Ping-pong (FA3 "inter-warpgroup overlap"): the consumers take turns, in round robin, to issue
+  // their wgmmas, so one warpgroup's softmax runs while another's matrix work occupies the tensor cores.
   static constexpr bool kPingpong = kPingpong_;
-  static_assert(!kPingpong || kConsumers == 2, "ping-pong needs exactly two consumer warpgroups");
+  static_assert(!kPingpong || kConsumers >= 2, "ping-pong needs two or three consumer warpgroups");
   static constexpr int kBlockM = 64 * kConsumers;
   static constexpr int kThreads = 128 * (kConsumers + 1);
   // setmaxnreg budgets: 128 x producer + kThreads-128 x consumer <= 65536 registers per SM.
@@ -349,19 +349,21 @@ __global__ void __launch_bounds__(C::kThreads, 1)
     const int t4 = lane % 4;
     const float scale_log2 = p.softmax_scale * kLog2e;
     const uint32_t q_base = sQ + w * 64 * kRow;
-    // Ping-pong turns: wait for ours before issuing wgmmas, hand the turn over after. Consumer 0
-    // goes first; both have the same turns (n_tiles + 1 per output tile), and consumer 1 hands over
-    // none after its last of the block.
+    // Ping-pong turns: wait for ours before issuing wgmmas, hand the turn to the next consumer after
+    // (round robin; barrier 1 + kConsumers + w is consumer w's turn, 1 .. kConsumers are the epilogue's).
+    // Consumer 0 goes first: the last consumer hands it the first turn and none after its own last of
+    // the block. Every consumer has the same turns (n_tiles + 1 per output tile).
+    constexpr int kTurnBar = 1 + kConsumers;
     auto take_turn = [&] {
-      if constexpr (C::kPingpong) named_sync(3 + w, 256);
+      if constexpr (C::kPingpong) named_sync(kTurnBar + w, 256);
     };
     auto pass_turn = [&](bool last) {
       if constexpr (C::kPingpong) {
-        if (!(last && w == 1)) named_arrive(3 + (w ^ 1), 256);
+        if (!(last && w == kConsumers - 1)) named_arrive(kTurnBar + (w + 1) % kConsumers, 256);
       }
     };
     if constexpr (C::kPingpong) {
-      if (w == 1) named_arrive(3, 256);
+      if (w == kConsumers - 1) named_arrive(kTurnBar, 256);
     }
 
     Consumer<C, kBf16> cs;
@@ -589,8 +591,8 @@ cudaError_t launch(const FlashParams& p, bool one_per_tile, cudaStream_t stream)
 }
 
 // Tile configurations, named c<consumer warpgroups>n<keys per tile>: block = 64 x consumers query rows.
-// A trailing p: ping-pong between the two consumers.
-enum class Config { kC1N128, kC2N128, kC2N128P, kC2N176, kC2N176P, kC3N128 };
+// A trailing p: the consumers take turns (ping-pong).
+enum class Config { kC1N128, kC2N128, kC2N128P, kC2N176, kC2N176P, kC3N128, kC3N128P };
 
 // A configuration and, for benchmarks only, one block per tile where its blocks would be persistent
 // (the config's name with "-tiles": the persistent grid against the one it replaced, in one run).
@@ -618,21 +620,25 @@ cudaError_t launch_config(Choice choice, const FlashParams& p, cudaStream_t stre
     case Config::kC3N128:
       if constexpr (D == 64) return launch<Cfg<64, 3, 128, false, kFp8>, kBf16>(p, t, stream);
       return launch<Cfg<D, 2, 128, false, kFp8>, kBf16>(p, t, stream);
+    case Config::kC3N128P:
+      if constexpr (D == 64) return launch<Cfg<64, 3, 128, true, kFp8>, kBf16>(p, t, stream);
+      return launch<Cfg<D, 2, 128, true, kFp8>, kBf16>(p, t, stream);
   }
   return cudaErrorInvalidValue;
 }
 
 Config per_shape_config(const FlashParams& p) {
   // From the H100 sweep in docs/kernels.md: grids of 128-row blocks that cannot fill the SMs run
-  // 64-row blocks (B1 H8 S512 D64: 7.2 us against 10.1 us); otherwise two consumers, taking turns
-  // (ping-pong) at D=64, where the softmax is the larger share (642 us against 731 us at
-  // B4 H16 S4096); at D=128 ping-pong measured within the run-to-run spread, so it stays off.
+  // 64-row blocks (B1 H8 S512 D64: 7.2 us against 10.1 us); otherwise, at D=128, two consumers
+  // (ping-pong measured within the run-to-run spread there, so it stays off).
   // e4m3 at D=64 holds P in half the registers, so three consumers fit: c3n128 measured 530 us against
-  // 594 (c2n128) and 645 (c2n128p) on an H200 (docs/kernels.md, "FP8 (e4m3)").
+  // 594 (c2n128) and 645 (c2n128p) on an H200 (docs/kernels.md, "FP8 (e4m3)"). 16-bit at D=64: three
+  // consumers taking turns, FA3's choice there (596-608 us against 639-643 for the best two-consumer
+  // config, causal 344 against 358, on an H200: docs/kernels.md, "Three consumers taking turns").
   const long long bh = static_cast<long long>(p.batch) * p.heads;
   if (bh * ((p.seqlen_q + 127) / 128) < sm_count()) return Config::kC1N128;
   if (p.dtype == FlashDtype::kFloat8E4M3) return p.head_dim == 64 ? Config::kC3N128 : Config::kC2N128;
-  return p.head_dim == 64 ? Config::kC2N128P : Config::kC2N128;
+  return p.head_dim == 64 ? Config::kC3N128P : Config::kC2N128;
 }
 
 Choice choose_config(const FlashParams& p) {
@@ -642,7 +648,8 @@ Choice choose_config(const FlashParams& p) {
       {"c2n128p", {Config::kC2N128P, false}},      {"c2n176", {Config::kC2N176, false}},
       {"c2n176p", {Config::kC2N176P, false}},      {"c3n128", {Config::kC3N128, false}},
       {"c2n128-tiles", {Config::kC2N128, true}},   {"c2n128p-tiles", {Config::kC2N128P, true}},
-      {"c3n128-tiles", {Config::kC3N128, true}}};
+      {"c3n128p", {Config::kC3N128P, false}},     {"c3n128-tiles", {Config::kC3N128, true}},
+      {"c3n128p-tiles", {Config::kC3N128P, true}}};
   return config_override("FLASHCORE_WGMMA_CONFIG", kNames, Choice{per_shape_config(p), false});
 }
 

@@ -199,7 +199,7 @@ def test_every_wmma_tile_config(modules, monkeypatch, config, causal, shape):
                    (config, causal, shape))
 
 
-@pytest.mark.parametrize("config", ["c1n128", "c2n128", "c2n128p", "c2n176", "c2n176p", "c3n128"])
+@pytest.mark.parametrize("config", ["c1n128", "c2n128", "c2n128p", "c2n176", "c2n176p", "c3n128", "c3n128p"])
 @pytest.mark.parametrize("causal", [False, True], ids=["noncausal", "causal"])
 @pytest.mark.parametrize("shape", [(2, 3, 300, 257, 64), (1, 2, 200, 333, 128), (1, 2, 700, 700, 64)], ids=["D64", "D128", "D64long"])
 def test_every_wgmma_tile_config(modules, monkeypatch, config, causal, shape):
@@ -216,7 +216,7 @@ def test_every_wgmma_tile_config(modules, monkeypatch, config, causal, shape):
 PERSISTENT_SHAPES = [(4, 17, 1000, 1000, 64), (3, 20, 1100, 900, 128), (2, 40, 700, 500, 64), (2, 20, 500, 500, 64)]
 
 
-@pytest.mark.parametrize("config", ["c1n128", "c2n128", "c2n128p", "c3n128", "c2n176p", "c2n128p-tiles", "c3n128-tiles"])
+@pytest.mark.parametrize("config", ["c1n128", "c2n128", "c2n128p", "c3n128", "c3n128p", "c2n176p", "c2n128p-tiles", "c3n128-tiles", "c3n128p-tiles"])
 @pytest.mark.parametrize("causal", [False, True], ids=["noncausal", "causal"])
 @pytest.mark.parametrize("shape", PERSISTENT_SHAPES, ids=["D64odd", "D128tails", "D64sq>sk", "D64pairs<sms"])
 def test_persistent_blocks_and_one_block_per_tile(modules, monkeypatch, config, causal, shape):
@@ -295,7 +295,7 @@ def test_wgmma_e4m3_matches_fp32_reference(modules, causal, shape):
     check_e4m3_call(module(modules, "flashcore_wgmma"), "flashcore_wgmma", shape, causal, ("e4m3", causal, shape))
 
 
-@pytest.mark.parametrize("config", ["c1n128", "c2n128", "c2n128p", "c3n128", "c2n176p", "c2n128-tiles"])
+@pytest.mark.parametrize("config", ["c1n128", "c2n128", "c2n128p", "c3n128", "c3n128p", "c2n176p", "c2n128-tiles"])
 @pytest.mark.parametrize("causal", [False, True], ids=["noncausal", "causal"])
 @pytest.mark.parametrize("shape", [(2, 3, 300, 257, 64), (1, 2, 200, 333, 128), (3, 20, 1100, 900, 128),
                                    (4, 17, 1000, 1000, 64)], ids=["D64", "D128", "D128persistent", "D64persistent"])
