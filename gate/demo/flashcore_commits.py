@@ -8,12 +8,14 @@
     6. step 5 reverted                        -> accept
     7. the Hopper kernel (wgmma + TMA)        -> accept (new kernel) on an sm_90 GPU
     8. persistent blocks                      -> accept (faster: the next tile's loads overlap this one's end)
-    9. K/V ring cut to one stage              -> reject by max_latency_regression_pct (loads no longer overlap)
+    9. three consumers taking turns at D=64   -> accept (faster: the tensor cores idle less)
+   10. K/V ring cut to one stage              -> reject by max_latency_regression_pct (loads no longer overlap)
 
-The kernels come from this repository's `kernels/` and `extension/`; steps 3, 5 and 8 are edits of the
-real `wmma.cu` and `wgmma.cu` at the lines the kernels mark for it (`kSmemPad`, the EXTRA-WORK SPOT,
-`kPersistent`, `kStages`): step 7 adds `wgmma.cu` with one block per output tile, as it was first
-written, and step 8 turns on the persistent blocks this repository's kernel has. Step 6 exists because the gate judges against the last accepted revision: without it the
+The kernels come from this repository's `kernels/` and `extension/`; steps 3, 5, 8, 9 and 10 are edits of
+the real `wmma.cu` and `wgmma.cu` at the lines the kernels mark for it (`kSmemPad`, the EXTRA-WORK SPOT,
+`kPersistent`, the launcher's D=64 choice, `kStages`): step 7 adds `wgmma.cu` with one block per output
+tile and two consumers taking turns at D=64, as it was first written, and steps 8 and 9 turn on what this
+repository's kernel has. Step 6 exists because the gate judges against the last accepted revision: without it the
 extra work of step 5 would still be in every later commit and reject each of them. `flashcore_wgmma`
 targets sm_90a only: on any other GPU (and without one) steps 7 and 8 are `incomplete` for it, with
 the reason, never a reject.
@@ -35,6 +37,8 @@ PAD_LINE = re.compile(r"constexpr int kSmemPad = \d+;")
 EXTRA_WORK_END = "// ==== END EXTRA-WORK SPOT"
 STAGES_LINE = re.compile(r"static constexpr int kStages = [^;\n]+;")
 PERSISTENT_LINE = re.compile(r"static constexpr bool kPersistent = (?:true|false);")
+# The launcher's 16-bit choice at D=64 (`per_shape_config` in wgmma.cu); D=128 stays `c2n128`.
+D64_CHOICE_LINE = re.compile(r"^  return p\.head_dim == 64 \? Config::kC\w+ : Config::kC2N128;", re.M)
 # The "clearer" code of the slower commit: each probability recomputed through two more exponentials
 # that are 1 at run time (the compiler cannot fold `0 * x`), so the results stay exact. Exponentials
 # run on the SFU, the unit FlashAttention's softmax already leans on, so this costs real time.
@@ -142,6 +146,7 @@ def _wmma(src: Path, repo: Path) -> None:
 def _wgmma(src: Path, repo: Path) -> None:
     _copy(src, repo, "kernels/flashcore/wgmma.cu")
     _set_persistent(False)(src, repo)
+    _set_d64_choice("kC2N128P")(src, repo)
     (repo / "gate.toml").write_text(SCALAR_MANIFEST + WMMA_MANIFEST + WGMMA_MANIFEST)
 
 
@@ -154,6 +159,20 @@ def _set_persistent(on: bool) -> Callable[[Path, Path], None]:
                                        path.read_text())
         if n != 1:
             raise GateError(f"{path}: expected one `static constexpr bool kPersistent = ...;` line, found {n}")
+        path.write_text(text)
+    return apply
+
+
+def _set_d64_choice(config: str) -> Callable[[Path, Path], None]:
+    """The tile config `wgmma.cu`'s launcher takes for 16-bit inputs at D=64 on a grid that fills the GPU:
+    `kC2N128P` (two consumer warpgroups taking turns) as first written, `kC3N128P` (three, in round robin)."""
+    def apply(_src: Path, repo: Path) -> None:
+        path = repo / "kernels/flashcore/wgmma.cu"
+        text, n = D64_CHOICE_LINE.subn(f"  return p.head_dim == 64 ? Config::{config} : Config::kC2N128;",
+                                       path.read_text())
+        if n != 1:
+            raise GateError(f"{path}: expected one `return p.head_dim == 64 ? Config::... : Config::kC2N128;` "
+                            f"line, found {n}")
         path.write_text(text)
     return apply
 
@@ -218,6 +237,12 @@ STEPS: tuple[Step, ...] = (
               "with nothing else to do. Now the producer loads the next tile's Q, K and V while the consumers\n"
               "finish the last one, and tiles go to blocks in pairs (m, last - m) of one head, so a causal\n"
               "block's pairs each hold the same number of key tiles."),
+    Step("Three consumer warpgroups take turns at D=64: 192-row blocks, the tensor cores idle less",
+         _set_d64_choice("kC3N128P"), {},
+         body="With two consumers, one warpgroup's softmax (the exponentials take about as long as its two\n"
+              "matrix products at D=64) did not cover the other's wgmmas, so the tensor cores waited. Three\n"
+              "warpgroups of 160 registers take turns in round robin, as FlashAttention-3 does at this head\n"
+              "dimension: while one runs its softmax, the other two keep the tensor cores busy."),
     Step("Shrink the K/V ring to one stage: 64 KB less shared memory per block", _one_stage,
          {"flashcore_wgmma": "reject: latency regression"},
          body="Nothing reads more than one K and one V tile at a time, so the extra stages looked like waste.\n"

@@ -34,16 +34,16 @@ def demo(tmp_path_factory):
     return repo, [sha for sha, _ in build_demo_repo(repo)]
 
 
-def test_the_demo_repo_commits_scalar_wmma_unpadded_fixed_slower_reverted_wgmma_persistent_and_one_stage(demo):
+def test_the_demo_repo_commits_scalar_wmma_unpadded_fixed_slower_reverted_wgmma_persistent_turns_and_one_stage(demo):
     repo, shas = demo
-    assert len(shas) == len(STEPS) == 9
+    assert len(shas) == len(STEPS) == 10
     log = subprocess.run(["git", "log", "--format=%s", "--reverse"], cwd=repo, capture_output=True,
                          text=True, check=True).stdout.splitlines()
     assert log == [step.message for step in STEPS]
     assert "flashcore_wmma" not in show(repo, shas[0], "gate.toml")
     assert "flashcore_wmma" in show(repo, shas[1], "gate.toml")
     pads = [show(repo, sha, WMMA).count("constexpr int kSmemPad = 8;") for sha in shas[1:]]
-    assert pads == [1, 0, 1, 1, 1, 1, 1, 1]           # dropped in commit 3, restored in commit 4
+    assert pads == [1, 0, 1, 1, 1, 1, 1, 1, 1]           # dropped in commit 3, restored in commit 4
     assert "constexpr int kSmemPad = 0;" in show(repo, shas[2], WMMA)
     assert "Recompute the probabilities from their exponents" in show(repo, shas[4], WMMA)
     assert "Recompute the probabilities" not in show(repo, shas[3], WMMA)
@@ -52,19 +52,24 @@ def test_the_demo_repo_commits_scalar_wmma_unpadded_fixed_slower_reverted_wgmma_
 
 PERSISTENT_ON = "static constexpr bool kPersistent = true;"
 PERSISTENT_OFF = "static constexpr bool kPersistent = false;"
+THREE_TURNS = "\n  return p.head_dim == 64 ? Config::kC3N128P : Config::kC2N128;"
+TWO_TURNS = "\n  return p.head_dim == 64 ? Config::kC2N128P : Config::kC2N128;"
 
 
-def test_the_hopper_kernel_arrives_in_commit_7_with_one_block_per_tile_and_commit_8_makes_it_this_repositorys(demo):
+def test_the_hopper_kernel_arrives_in_commit_7_as_first_written_and_commits_8_9_make_it_this_repositorys(demo):
     repo, shas = demo
-    assert [exists(repo, sha, WGMMA) for sha in shas] == [False] * 6 + [True] * 3
+    assert [exists(repo, sha, WGMMA) for sha in shas] == [False] * 6 + [True] * 4
     ours = (project_root() / WGMMA).read_text()
-    assert ours.count(PERSISTENT_ON) == 1
-    assert show(repo, shas[6], WGMMA) == ours.replace(PERSISTENT_ON, PERSISTENT_OFF)
-    assert show(repo, shas[7], WGMMA) == ours
+    assert ours.count(PERSISTENT_ON) == 1 and ours.count(THREE_TURNS) == 1
+    two_turns = ours.replace(THREE_TURNS, TWO_TURNS)
+    assert show(repo, shas[6], WGMMA) == two_turns.replace(PERSISTENT_ON, PERSISTENT_OFF)
+    assert show(repo, shas[7], WGMMA) == two_turns
+    assert show(repo, shas[8], WGMMA) == ours
     assert STEPS[6].message.startswith("Add the Hopper kernel: wgmma + TMA")
     assert STEPS[6].expect == {"flashcore_wgmma": "accept (new kernel)"}
     assert STEPS[7].message.startswith("Persistent blocks") and STEPS[7].expect == {}
-    assert STEPS[8].expect == {"flashcore_wgmma": "reject: latency regression"}
+    assert STEPS[8].message.startswith("Three consumer warpgroups take turns") and STEPS[8].expect == {}
+    assert STEPS[9].expect == {"flashcore_wgmma": "reject: latency regression"}
 
 
 def test_the_persistent_edit_needs_exactly_one_marked_line(tmp_path):
@@ -77,22 +82,32 @@ def test_the_persistent_edit_needs_exactly_one_marked_line(tmp_path):
             persistent(tmp_path, tmp_path)
 
 
-def test_commit_9_changes_only_the_ring_depth_of_wgmma(demo):
+def test_the_turns_edit_needs_exactly_one_marked_line(tmp_path):
+    turns = STEPS[8].apply
+    (tmp_path / "kernels/flashcore").mkdir(parents=True)
+    path = tmp_path / WGMMA
+    for text in ("// no launcher here\n", f"{TWO_TURNS}{TWO_TURNS}\n"):
+        path.write_text(text)
+        with pytest.raises(GateError, match=r"expected one `return p.head_dim == 64 \? Config::"):
+            turns(tmp_path, tmp_path)
+
+
+def test_commit_10_changes_only_the_ring_depth_of_wgmma(demo):
     repo, shas = demo
-    before, after = show(repo, shas[7], WGMMA), show(repo, shas[8], WGMMA)
+    before, after = show(repo, shas[8], WGMMA), show(repo, shas[9], WGMMA)
     assert before.count("static constexpr int kStages = D * (kFp8 ? 1 : 2) <= 128 ? 3 : 2;") == 1
     assert after.count("static constexpr int kStages = 1;") == 1
     assert after == before.replace("static constexpr int kStages = D * (kFp8 ? 1 : 2) <= 128 ? 3 : 2;", "static constexpr int kStages = 1;")
-    diff = subprocess.run(["git", "diff", "--stat", shas[7], shas[8]], cwd=repo, capture_output=True, text=True,
+    diff = subprocess.run(["git", "diff", "--stat", shas[8], shas[9]], cwd=repo, capture_output=True, text=True,
                           check=True).stdout
     assert WGMMA in diff and "1 file changed" in diff
-    body = subprocess.run(["git", "log", "-1", "--format=%b", shas[8]], cwd=repo, capture_output=True, text=True,
+    body = subprocess.run(["git", "log", "-1", "--format=%b", shas[9]], cwd=repo, capture_output=True, text=True,
                           check=True).stdout
     assert "Why it is slower" in body                 # the commit says what the gate will find
 
 
 def test_the_one_stage_edit_needs_exactly_one_marked_line(tmp_path):
-    one_stage = STEPS[8].apply
+    one_stage = STEPS[9].apply
     (tmp_path / "kernels/flashcore").mkdir(parents=True)
     path = tmp_path / WGMMA
     for text in ("// no ring here\n", "static constexpr int kStages = 2;\nstatic constexpr int kStages = 3;\n"):
