@@ -1,8 +1,11 @@
 // FlashCore Hopper forward kernel, FlashAttention-3 style (Shah et al., "FlashAttention-3", 2024):
 // wgmma.mma_async for S = Q Kᵀ and O += P V, TMA loads completing on mbarriers, a producer warpgroup
-// and two consumer warpgroups (warp specialisation, setmaxnreg), FP32 accumulators, online softmax.
+// and one to three consumer warpgroups (warp specialisation, setmaxnreg), FP32 accumulators, online
+// softmax.
 //
-// Block: kBlockM = 128 query rows of one (batch, head) at a time, 3 warpgroups (384 threads). Where
+// Block: kBlockM = 64 x consumers query rows of one (batch, head) at a time (the tile configs at the end
+// of this file; the launcher's usual choice is two consumers, 384 threads, or three taking turns at
+// D=64, 512 threads). Where
 // there are more output tiles than SMs, the blocks are persistent: one per SM walks a list of tiles
 // (TileSchedule), and the producer loads the next tile's Q, K and V while the consumers finish the
 // last one and store its output from a staging tile of its own.
@@ -11,8 +14,8 @@
 //     each stage guarded by a "full" mbarrier (TMA completes its transaction bytes) and an "empty"
 //     mbarrier (every consumer thread arrives when it no longer reads the stage). K and V have their
 //     own barriers, so S = Q Kᵀ of a tile can start before its V has landed.
-//   - Warpgroups 1 and 2, consumers: raise to 240 registers; each owns 64 query rows (one wgmma
-//     m64 row block), so row statistics stay inside the warp (quad shuffles only).
+//   - Warpgroups 1.., consumers: raise to 240 registers (160 with three); each owns 64 query rows (one
+//     wgmma m64 row block), so row statistics stay inside the warp (quad shuffles only).
 // Shared-memory tiles are stored as TMA writes them with 128-byte swizzle: [D/64][rows][64 halves],
 // 128 B per row, 1024 B swizzle atoms; the wgmma descriptors read them in place: Q and K K-major
 // (k16 steps advance the start address by 32 B inside the atom), V MN-major (transpose-B).
