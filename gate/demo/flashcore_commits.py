@@ -150,41 +150,37 @@ def _wgmma(src: Path, repo: Path) -> None:
     (repo / "gate.toml").write_text(SCALAR_MANIFEST + WMMA_MANIFEST + WGMMA_MANIFEST)
 
 
+def _set_line(rel: str, pattern: re.Pattern[str], line: str, shown: str) -> Callable[[Path, Path], None]:
+    """An edit of the demo repository's `rel`: its one line matching `pattern` becomes `line`. A file
+    with none or several such lines is an error that quotes the line (`shown`)."""
+    def apply(_src: Path, repo: Path) -> None:
+        path = repo / rel
+        text, n = pattern.subn(line, path.read_text())
+        if n != 1:
+            raise GateError(f"{path}: expected one `{shown}` line, found {n}")
+        path.write_text(text)
+    return apply
+
+
 def _set_persistent(on: bool) -> Callable[[Path, Path], None]:
     """`wgmma.cu`'s grid: one block per output tile (off), or one block per SM walking the tiles (on),
     where the next tile's Q, K and V load while a block finishes the last one."""
-    def apply(_src: Path, repo: Path) -> None:
-        path = repo / "kernels/flashcore/wgmma.cu"
-        text, n = PERSISTENT_LINE.subn(f"static constexpr bool kPersistent = {'true' if on else 'false'};",
-                                       path.read_text())
-        if n != 1:
-            raise GateError(f"{path}: expected one `static constexpr bool kPersistent = ...;` line, found {n}")
-        path.write_text(text)
-    return apply
+    return _set_line("kernels/flashcore/wgmma.cu", PERSISTENT_LINE,
+                     f"static constexpr bool kPersistent = {'true' if on else 'false'};",
+                     "static constexpr bool kPersistent = ...;")
 
 
 def _set_d64_choice(config: str) -> Callable[[Path, Path], None]:
     """The tile config `wgmma.cu`'s launcher takes for 16-bit inputs at D=64 on a grid that fills the GPU:
     `kC2N128P` (two consumer warpgroups taking turns) as first written, `kC3N128P` (three, in round robin)."""
-    def apply(_src: Path, repo: Path) -> None:
-        path = repo / "kernels/flashcore/wgmma.cu"
-        text, n = D64_CHOICE_LINE.subn(f"  return p.head_dim == 64 ? Config::{config} : Config::kC2N128;",
-                                       path.read_text())
-        if n != 1:
-            raise GateError(f"{path}: expected one `return p.head_dim == 64 ? Config::... : Config::kC2N128;` "
-                            f"line, found {n}")
-        path.write_text(text)
-    return apply
+    return _set_line("kernels/flashcore/wgmma.cu", D64_CHOICE_LINE,
+                     f"  return p.head_dim == 64 ? Config::{config} : Config::kC2N128;",
+                     "return p.head_dim == 64 ? Config::... : Config::kC2N128;")
 
 
 def _set_pad(halves: int) -> Callable[[Path, Path], None]:
-    def apply(_src: Path, repo: Path) -> None:
-        path = repo / "kernels/flashcore/wmma.cu"
-        text, n = PAD_LINE.subn(f"constexpr int kSmemPad = {halves};", path.read_text())
-        if n != 1:
-            raise GateError(f"{path}: expected one `constexpr int kSmemPad = N;` line, found {n}")
-        path.write_text(text)
-    return apply
+    return _set_line("kernels/flashcore/wmma.cu", PAD_LINE, f"constexpr int kSmemPad = {halves};",
+                     "constexpr int kSmemPad = N;")
 
 
 def _extra_work(_src: Path, repo: Path) -> None:
@@ -205,17 +201,13 @@ def _revert_extra_work(_src: Path, repo: Path) -> None:
     path.write_text(text.replace(EXTRA_WORK, ""))
 
 
-def _one_stage(_src: Path, repo: Path) -> None:
-    """The K/V ring of `wgmma.cu` cut to one stage. Still correct (every wait and arrive keeps its
-    phase), but the producer can load tile t+1 only once every consumer has released tile t, and it
-    issues loads in order (K_t, V_t, K_t+1): V_t waits for the release of V_t-1 at the end of the
-    consumers' iteration t, so K_t+1 starts only then and iteration t+1 begins by waiting for the whole
-    TMA latency. With 2-3 stages those loads ran under the previous tiles' matrix work and softmax."""
-    path = repo / "kernels/flashcore/wgmma.cu"
-    text, n = STAGES_LINE.subn("static constexpr int kStages = 1;", path.read_text())
-    if n != 1:
-        raise GateError(f"{path}: expected one `static constexpr int kStages = ...;` line, found {n}")
-    path.write_text(text)
+# The K/V ring of `wgmma.cu` cut to one stage. Still correct (every wait and arrive keeps its phase), but
+# the producer can load tile t+1 only once every consumer has released tile t, and it issues loads in order
+# (K_t, V_t, K_t+1): V_t waits for the release of V_t-1 at the end of the consumers' iteration t, so K_t+1
+# starts only then and iteration t+1 begins by waiting for the whole TMA latency. With 2-3 stages those
+# loads ran under the previous tiles' matrix work and softmax.
+_one_stage = _set_line("kernels/flashcore/wgmma.cu", STAGES_LINE, "static constexpr int kStages = 1;",
+                       "static constexpr int kStages = ...;")
 
 
 STEPS: tuple[Step, ...] = (

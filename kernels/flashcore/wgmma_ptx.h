@@ -292,8 +292,8 @@ __device__ __forceinline__ float exp2_ftz(float x) {
   return y;
 }
 
-// Named barriers (ids 0-15; 0 is __syncthreads): 1 + w for warpgroup w's epilogue, 3 + w for the
-// ping-pong turn of consumer w.
+// Named barriers (ids 0-15; 0 is __syncthreads): 1 + w for warpgroup w's epilogue, 1 + consumers + w
+// for the ping-pong turn of consumer w.
 __device__ __forceinline__ void named_sync(int id, int threads) {
   asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
 }

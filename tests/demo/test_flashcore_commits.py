@@ -72,24 +72,21 @@ def test_the_hopper_kernel_arrives_in_commit_7_as_first_written_and_commits_8_9_
     assert STEPS[9].expect == {"flashcore_wgmma": "reject: latency regression"}
 
 
-def test_the_persistent_edit_needs_exactly_one_marked_line(tmp_path):
-    persistent = STEPS[7].apply
+@pytest.mark.parametrize(("step", "texts", "match"), [
+    (7, ("// no grid choice here\n", f"{PERSISTENT_OFF}\n{PERSISTENT_OFF}\n"),
+     "expected one `static constexpr bool kPersistent"),
+    (8, ("// no launcher here\n", f"{TWO_TURNS}{TWO_TURNS}\n"), r"expected one `return p.head_dim == 64 \? Config::"),
+    (9, ("// no ring here\n", "static constexpr int kStages = 2;\nstatic constexpr int kStages = 3;\n"),
+     "expected one `static constexpr int kStages"),
+], ids=["persistent", "turns", "one_stage"])
+def test_each_wgmma_edit_needs_exactly_one_marked_line(tmp_path, step, texts, match):
+    edit = STEPS[step].apply
     (tmp_path / "kernels/flashcore").mkdir(parents=True)
     path = tmp_path / WGMMA
-    for text in ("// no grid choice here\n", f"{PERSISTENT_OFF}\n{PERSISTENT_OFF}\n"):
+    for text in texts:
         path.write_text(text)
-        with pytest.raises(GateError, match="expected one `static constexpr bool kPersistent"):
-            persistent(tmp_path, tmp_path)
-
-
-def test_the_turns_edit_needs_exactly_one_marked_line(tmp_path):
-    turns = STEPS[8].apply
-    (tmp_path / "kernels/flashcore").mkdir(parents=True)
-    path = tmp_path / WGMMA
-    for text in ("// no launcher here\n", f"{TWO_TURNS}{TWO_TURNS}\n"):
-        path.write_text(text)
-        with pytest.raises(GateError, match=r"expected one `return p.head_dim == 64 \? Config::"):
-            turns(tmp_path, tmp_path)
+        with pytest.raises(GateError, match=match):
+            edit(tmp_path, tmp_path)
 
 
 def test_commit_10_changes_only_the_ring_depth_of_wgmma(demo):
@@ -104,16 +101,6 @@ def test_commit_10_changes_only_the_ring_depth_of_wgmma(demo):
     body = subprocess.run(["git", "log", "-1", "--format=%b", shas[9]], cwd=repo, capture_output=True, text=True,
                           check=True).stdout
     assert "Why it is slower" in body                 # the commit says what the gate will find
-
-
-def test_the_one_stage_edit_needs_exactly_one_marked_line(tmp_path):
-    one_stage = STEPS[9].apply
-    (tmp_path / "kernels/flashcore").mkdir(parents=True)
-    path = tmp_path / WGMMA
-    for text in ("// no ring here\n", "static constexpr int kStages = 2;\nstatic constexpr int kStages = 3;\n"):
-        path.write_text(text)
-        with pytest.raises(GateError, match="expected one `static constexpr int kStages"):
-            one_stage(tmp_path, tmp_path)
 
 
 def test_every_demo_manifest_validates_and_gates_wgmma_on_sm_90a_only(demo, tmp_path):

@@ -6,13 +6,13 @@ results stay comparable. Needs torch (CPU is enough); skipped without it."""
 from __future__ import annotations
 
 import re
-import types
 
 import pytest
 
 from gate.domain import KernelSpec, Shape, StageStatus
 from gate.pipeline import correctness, workloads
 from gate.pipeline.timed_checks import TimedChecks
+from tests.fakes.cpu_correctness import cpu_correctness
 from tests.fakes.fp8_attention import fa3_forward, float32_forward, garbage_forward, just_over_forward
 
 torch = pytest.importorskip("torch")
@@ -105,23 +105,11 @@ def test_e4m3_attention_moves_one_byte_in_and_two_out_per_element():
     assert att.dram_bytes(shape, "float32") == 4.0 * elems * 4
 
 
-class OnCpu(workloads.Attention):
-    """The attention workload with its inputs on the CPU, whatever device the stage asks for."""
-
-    def make_inputs(self, shape, dtype, seed, device):
-        return super().make_inputs(shape, dtype, seed, "cpu")
-
-
 @pytest.fixture
 def judged(monkeypatch):
     """`correctness.check` of one forward over `SHAPES` in e4m3, on the CPU."""
-    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
-    monkeypatch.setattr(torch.cuda, "synchronize", lambda *args, **kwargs: None)
-
-    def check(forward, seeds=4):
-        kernel = KernelSpec(name="fp8", sources=["k.cu"], shapes=SHAPES, dtypes=[E4M3])
-        return correctness.check(kernel, types.SimpleNamespace(forward=forward), OnCpu(), seeds)
-    return check
+    check = cpu_correctness(monkeypatch)
+    return lambda forward, seeds=4: check(forward, SHAPES, E4M3, seeds)
 
 
 @pytest.mark.parametrize("forward", [float32_forward, fa3_forward])

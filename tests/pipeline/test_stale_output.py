@@ -1,19 +1,19 @@
 """The correctness stage catches a result kept from the previous case by design, at every dtype: a kernel
 whose output is bit for bit the previous case's while the reference moved fails with a reason naming
 the change, even where the stale output lies inside the tolerance (e4m3 and float16 attention at
-S=1024). `correctness.check` runs on the CPU with CUDA's two calls stubbed, as in
+S=1024). `correctness.check` runs on the CPU with CUDA's two calls stubbed (tests/fakes/cpu_correctness.py), as in
 test_float8_attention.py. Needs torch (CPU is enough); skipped without it."""
 
 from __future__ import annotations
 
 import re
-import types
 
 import pytest
 
-from gate.domain import KernelSpec, Shape, StageStatus
+from gate.domain import Shape, StageStatus
 from gate.pipeline import correctness, workloads
 from tests.fakes.caching import ChecksumCached
+from tests.fakes.cpu_correctness import OnCpu, cpu_correctness
 from tests.fakes.fp8_attention import fa3_forward, float32_forward
 
 torch = pytest.importorskip("torch")
@@ -34,25 +34,10 @@ def sdpa_float32(q, k, v, causal):
     return torch.nn.functional.scaled_dot_product_attention(qf, kf, vf, is_causal=causal).to(q.dtype)
 
 
-class OnCpu(workloads.Attention):
-    """The attention workload with its inputs on the CPU, whatever device the stage asks for."""
-
-    def make_inputs(self, shape, dtype, seed, device):
-        return super().make_inputs(shape, dtype, seed, "cpu")
-
-
 @pytest.fixture
 def judged(monkeypatch):
     """`correctness.check` of one forward on the CPU; `base_seed` fixes the stage's random draw."""
-    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
-    monkeypatch.setattr(torch.cuda, "synchronize", lambda *args, **kwargs: None)
-
-    def check(forward, shapes, dtype, seeds, base_seed=None, workload=None):
-        if base_seed is not None:
-            monkeypatch.setattr(correctness.secrets, "randbits", lambda bits: base_seed)
-        kernel = KernelSpec(name="k", sources=["k.cu"], shapes=shapes, dtypes=[dtype])
-        return correctness.check(kernel, types.SimpleNamespace(forward=forward), workload or OnCpu(), seeds)
-    return check
+    return cpu_correctness(monkeypatch)
 
 
 def perturbed_by(shape, dtype, base_seed):
