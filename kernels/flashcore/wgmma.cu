@@ -85,6 +85,10 @@ struct Cfg {
   // block starting by waiting for its first loads. The gate's demo sets it to false on this line for
   // the first Hopper revision (docs/kernels.md, the wgmma demo hooks).
   static constexpr bool kPersistent = true;
+  // Causal tiles start early, so the short remainder tile of a head holds its first rows and sees few keys
+  // (TileSchedule, `lead`). The gate's demo sets it to false on this line for the revisions before it
+  // (docs/kernels.md, the wgmma demo hooks).
+  static constexpr bool kCausalLead = true;
 };
 
 // Tensor maps of one launch, passed by value as a __grid_constant__ parameter (TMA reads them there).
@@ -222,37 +226,62 @@ struct Consumer {
   }
 };
 
-// The output tiles one block computes, in order. A tile is (m_block, b·H + h). Persistent blocks walk
-// units of two tiles of one head, m and num_m − 1 − m, the heavier first: under a causal mask every
-// unit then holds the same number of key tiles, so a static round-robin over units stays balanced
-// (FA3 balances causal work with an atomic tile counter instead, which a kernel run on several
-// streams at once could share). Units run head by head, so the blocks running at one time read the
-// K and V of a few heads, which stay in L2. Without persistence, block (x, y) is tile
-// (gridDim.x − 1 − x, y): the heaviest causal tiles first, so the tail of the grid is short work.
+// The output tiles one block computes, in order. A tile is (m_block, b·H + h): rows [m0, m0 + kBlockM)
+// of one head. Persistent blocks (one per SM) take the tiles of one list in rounds: in round r, block
+// i takes list position r·G + i, or r·G + G − 1 − i when r is odd (G = gridDim.x, a "snake"). Tiles,
+// not pairs of tiles, are the unit: B4 H16 S4096 at 192 rows is 1408 tiles, 11 rounds on 132 SMs
+// (pairs took 12).
+//   - Without the mask every tile costs the same; the list runs head by head, so the blocks running at
+//     one time read the K and V of a few heads, which stay in L2.
+//   - Causal tiles cost their key range, so the list is heaviest first (longest-processing-time
+//     order): the last rounds hand out the shortest tiles and the blocks finish together, and the
+//     snake gives each block a heavier and a lighter tile in every two rounds. It runs in bands of two
+//     rows of tiles (m and m − 1 of head 0, of head 1, ...): neighbouring blocks read the same K and V
+//     at the same time. (FA3 balances causal work with an atomic tile counter instead, which a kernel
+//     run on several streams at once could share.)
+//   - Causal tiles start `lead` rows early (Cfg::kCausalLead): the rows the last tile would hang past
+//     S_q, rounded down to 64. Tile 0 then holds the short remainder and sees one or two key tiles,
+//     where the last tile would have seen every key for its few valid rows. Tile 0 still computes
+//     kBlockM rows; those from kBlockM − lead on belong to tile 1, so their warpgroups do not store them.
+// Without persistence, block (x, y) is tile (gridDim.x − 1 − x, y): the heaviest causal tiles first, so
+// the tail of the grid is short work.
 struct TileSchedule {
-  int num_m, per_head, units;
-  int unit, second;  // the current unit and which of its tiles (0: the heavier)
-  bool persistent;
+  int num_m, heads, total, block_m, lead;
+  int round, k;      // round, and this block's list position in it
+  int m_blk, bh_;    // the tile at that position
+  bool persistent, causal;
 
-  __device__ TileSchedule(int seqlen_q, int block_m, int bh, bool persistent_)
-      : num_m((seqlen_q + block_m - 1) / block_m), per_head((num_m + 1) / 2), units(bh * per_head),
-        unit(persistent_ ? blockIdx.x : 0), second(0), persistent(persistent_) {}
-
-  __device__ bool valid() const { return unit < (persistent ? units : 1); }
-  __device__ int m_block() const {
-    if (!persistent) return gridDim.x - 1 - blockIdx.x;
-    const int k = unit % per_head;
-    return second ? k : num_m - 1 - k;
+  __device__ TileSchedule(const FlashParams& p, int block_m_, bool persistent_, bool causal_lead)
+      : num_m((p.seqlen_q + block_m_ - 1) / block_m_), heads(p.batch * p.heads), total(num_m * heads),
+        block_m(block_m_), lead(p.causal && causal_lead ? (num_m * block_m_ - p.seqlen_q) / 64 * 64 : 0), round(0),
+        k(blockIdx.x), persistent(persistent_), causal(p.causal) {
+    locate();
   }
-  __device__ int bh() const { return persistent ? unit / per_head : blockIdx.y; }
-  __device__ void advance() {
-    const int k = unit % per_head;
-    if (persistent && !second && k != num_m - 1 - k) {
-      second = 1;
+
+  __device__ void locate() {
+    if (!persistent) {
+      m_blk = gridDim.x - 1 - blockIdx.x;
+      bh_ = blockIdx.y;
+    } else if (!causal) {
+      m_blk = k % num_m;
+      bh_ = k / num_m;
     } else {
-      second = 0;
-      unit += persistent ? gridDim.x : 1;
+      const int band = k / (2 * heads);              // rows of tiles num_m − 1 − 2 band and the one below
+      const int width = min(2, num_m - 2 * band);  // the last band of an odd num_m has one
+      const int i = k - band * 2 * heads;
+      m_blk = num_m - 1 - 2 * band - i % width;
+      bh_ = i / width;
     }
+  }
+  __device__ bool valid() const { return persistent ? k < total : round == 0; }
+  __device__ int bh() const { return bh_; }
+  __device__ int m0() const { return m_blk == 0 ? 0 : m_blk * block_m - lead; }
+  // Whether the 64 rows from row0 (of this tile) are this tile's to store.
+  __device__ bool owns(int row0) const { return row0 < (m_blk + 1) * block_m - lead; }
+  __device__ void advance() {
+    ++round;
+    k = round * gridDim.x + ((round & 1) ? gridDim.x - 1 - blockIdx.x : blockIdx.x);
+    if (valid()) locate();
   }
 };
 
@@ -278,10 +307,10 @@ __global__ void __launch_bounds__(C::kThreads, 1)
   auto full_v = [&](int s) { return smem_addr(&bars[2 + kStages + s]); };
   auto empty_k = [&](int s) { return smem_addr(&bars[2 + 2 * kStages + s]); };
   auto empty_v = [&](int s) { return smem_addr(&bars[2 + 3 * kStages + s]); };
-  // Keys the rows of tile m_block see. Causal (top-left): rows of the tile see keys < m0 + kBlockM;
+  // Keys the rows of the tile from row m0 see. Causal (top-left): rows of the tile see keys < m0 + kBlockM;
   // later key tiles are never loaded. >= 1 tile: S_k >= 1 and key 0 is seen by every row.
-  auto key_tiles = [&](int m_block) {
-    const int n_end = p.causal ? min(p.seqlen_k, (m_block + 1) * kBlockM) : p.seqlen_k;
+  auto key_tiles = [&](int m0) {
+    const int n_end = p.causal ? min(p.seqlen_k, m0 + kBlockM) : p.seqlen_k;
     return (n_end + kBlockN - 1) / kBlockN;
   };
   const int wg = threadIdx.x / 128;
@@ -308,11 +337,11 @@ __global__ void __launch_bounds__(C::kThreads, 1)
     if (tid == 0) {
       int it = 0;
       int nth = 0;
-      for (TileSchedule ts(p.seqlen_q, kBlockM, p.batch * p.heads, persistent); ts.valid(); ts.advance(), ++nth) {
-        const int m0 = ts.m_block() * kBlockM;
+      for (TileSchedule ts(p, kBlockM, persistent, C::kCausalLead); ts.valid(); ts.advance(), ++nth) {
+        const int m0 = ts.m0();
         const int b = ts.bh() / p.heads;
         const int h = ts.bh() % p.heads;
-        const int n_tiles = key_tiles(ts.m_block());
+        const int n_tiles = key_tiles(m0);
         mbar_wait(empty_q, (nth & 1) ^ 1);  // a fresh barrier counts as having completed phase 1
         mbar_expect_tx(full_q, C::kQBytes);
 #pragma unroll
@@ -372,11 +401,12 @@ __global__ void __launch_bounds__(C::kThreads, 1)
     Consumer<C, kBf16> cs;
     int it = 0;
     int nth = 0;
-    for (TileSchedule ts(p.seqlen_q, kBlockM, p.batch * p.heads, persistent); ts.valid(); ++nth) {
-      const int m0 = ts.m_block() * kBlockM;
+    for (TileSchedule ts(p, kBlockM, persistent, C::kCausalLead); ts.valid(); ++nth) {
+      const int m0 = ts.m0();
       const int b = ts.bh() / p.heads;
       const int h = ts.bh() % p.heads;
-      const int n_tiles = key_tiles(ts.m_block());
+      const int n_tiles = key_tiles(m0);
+      const bool store = ts.owns(m0 + w * 64);
       ts.advance();
       const bool last_tile = !ts.valid();
       // Accumulator layout (PTX ISA, wgmma .m64nNk16 D fragment): this thread holds rows g and g+8 of
@@ -456,7 +486,7 @@ __global__ void __launch_bounds__(C::kThreads, 1)
       }
       asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");  // make the stores visible to TMA
       named_sync(1 + w, 128);
-      if (tid == 0) {
+      if (tid == 0 && store) {
 #pragma unroll
         for (int c = 0; c < C::kOChunks; ++c) tma_store(&maps.o, sO + c * kBlockM * 128 + w * 64 * 128, c * 64, m0 + w * 64, h, b);
         asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
@@ -584,10 +614,10 @@ cudaError_t launch(const FlashParams& p, bool one_per_tile, cudaStream_t stream)
   // One block per SM (the register file holds one) walks the tiles when there are more tiles than
   // SMs; a grid that fits in one wave keeps one block per tile, its most parallel form.
   const int m_blocks = (p.seqlen_q + C::kBlockM - 1) / C::kBlockM;
-  const long long units = static_cast<long long>(p.batch) * p.heads * ((m_blocks + 1) / 2);
+  const long long tiles = static_cast<long long>(p.batch) * p.heads * m_blocks;
   const int sms = sm_count();
-  const bool persistent = C::kPersistent && !one_per_tile && static_cast<long long>(p.batch) * p.heads * m_blocks > sms;
-  const dim3 grid = persistent ? dim3(static_cast<unsigned>(units < sms ? units : sms))
+  const bool persistent = C::kPersistent && !one_per_tile && tiles > sms;
+  const dim3 grid = persistent ? dim3(static_cast<unsigned>(sms))
                                : dim3(m_blocks, p.batch * p.heads);
   kernel<<<grid, C::kThreads, C::kSmemBytes, stream>>>(p, maps, persistent);
   return cudaGetLastError();

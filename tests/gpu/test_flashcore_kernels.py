@@ -210,15 +210,18 @@ def test_every_wgmma_tile_config(modules, monkeypatch, config, causal, shape):
     check_one_call(mod, f"flashcore_wgmma[{config}]", shape, dtype, causal, (config, causal, shape))
 
 
-# Grids of more tiles than SMs run persistent blocks (one per SM, walking pairs of tiles m and
-# num_m - 1 - m of one head): an odd tile count per head (the middle tile alone), tails in S_q and
-# S_k, S_q != S_k under the causal mask, and fewer tile pairs than SMs (B2 H20 S500: 80 blocks).
-PERSISTENT_SHAPES = [(4, 17, 1000, 1000, 64), (3, 20, 1100, 900, 128), (2, 40, 700, 500, 64), (2, 20, 500, 500, 64)]
+# Grids of more tiles than SMs run persistent blocks (one per SM, taking tiles of one list in rounds;
+# causal tiles heaviest first and started `lead` rows early, so tile 0 holds the short remainder and
+# stores only its own rows): an odd tile count per head, tails in S_q and S_k, S_q != S_k under the
+# causal mask (both ways; at S_q 600 and 192-row tiles tile 0 owns one warpgroup's 64 rows), and
+# fewer tiles than SMs (B2 H20 S500: one block per tile, also started early when causal).
+PERSISTENT_SHAPES = [(4, 17, 1000, 1000, 64), (3, 20, 1100, 900, 128), (2, 40, 700, 500, 64), (3, 24, 600, 900, 64),
+                     (2, 20, 500, 500, 64)]
 
 
 @pytest.mark.parametrize("config", ["c1n128", "c2n128", "c2n128p", "c3n128", "c3n128p", "c2n176p", "c2n128p-tiles", "c3n128-tiles", "c3n128p-tiles"])
 @pytest.mark.parametrize("causal", [False, True], ids=["noncausal", "causal"])
-@pytest.mark.parametrize("shape", PERSISTENT_SHAPES, ids=["D64odd", "D128tails", "D64sq>sk", "D64pairs<sms"])
+@pytest.mark.parametrize("shape", PERSISTENT_SHAPES, ids=["D64odd", "D128tails", "D64sq>sk", "D64sq<sk", "D64tiles<sms"])
 def test_persistent_blocks_and_one_block_per_tile(modules, monkeypatch, config, causal, shape):
     """Every tile config with persistent blocks, and (`-tiles`) with the one-block-per-tile grid they replaced."""
     mod = module(modules, "flashcore_wgmma")
