@@ -2,7 +2,9 @@
 
 One run prints a table (median µs and TFLOP/s per shape and implementation) and, with --json,
 writes it as JSON. Timing (METHOD.md, DESIGN.md "Measurement principles"): CUDA events around each
-repetition after warm-up, the L2 flushed (a 256 MB buffer written) before every repetition. Small
+repetition after warm-up, the L2 flushed (a 256 MB buffer written) before every repetition, and the
+implementations of a shape timed in turns (ROUNDS rounds, order rotated), so a drift of the clocks
+reaches them alike and the ratios of one run are fair. Small
 shapes run as CUDA graphs of GRAPH_CALLS calls, each on its own input set, to remove launch gaps.
 FLOPs = 4·B·H·S²·D (two matmuls), half of that when causal.
 
@@ -29,6 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "extension"))
 import flashcore_build  # noqa: E402
 
 GRAPH_CALLS = 20
+ROUNDS = 10  # turns each implementation takes in a shape's timing (time_interleaved)
 E4M3 = torch.float8_e4m3fn
 FLUSH_BYTES = 256 << 20
 SDPA_BACKENDS = {
@@ -85,65 +88,93 @@ def make_inputs(shape: Shape, n: int, seed: int = 0):
     return [(mk(), mk(), mk()) for _ in range(n)]
 
 
-def time_fn(fn, shape: Shape, flush: torch.Tensor, budget_s: float) -> tuple[list[float], int]:
-    """Per-call times in µs of `fn(i)` (i = input-set index), L2 flushed before each repetition."""
+def prepare(fn, shape: Shape):
+    """Warm `fn(i)` (i = input-set index) up and return one repetition: a graph of GRAPH_CALLS calls for
+    small shapes, else one call."""
     calls = GRAPH_CALLS if shape.use_graph else 1
     for i in range(3):  # warm-up: module load, autotuning, allocator
         fn(i % calls)
     torch.cuda.synchronize()
-    if shape.use_graph:
-        side = torch.cuda.Stream()
-        side.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(side):
-            for i in range(calls):
-                fn(i)
-        torch.cuda.current_stream().wait_stream(side)
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph):
-            for i in range(calls):
-                fn(i)
-        run = graph.replay
-    else:
-        run = lambda: fn(0)  # noqa: E731
-    # Estimate one repetition to size the sample.
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    start.record()
-    run()
-    end.record()
-    torch.cuda.synchronize()
-    est_s = max(start.elapsed_time(end) / 1e3, 1e-6)
-    reps = int(min(100, max(5, budget_s / est_s)))
-    events = []
-    for _ in range(reps):
-        flush.zero_()
-        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        s.record()
-        run()
-        e.record()
-        events.append((s, e))
-    torch.cuda.synchronize()
-    return [s.elapsed_time(e) * 1e3 / calls for s, e in events], reps
+    if not shape.use_graph:
+        return lambda: fn(0)
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for i in range(calls):
+            fn(i)
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        for i in range(calls):
+            fn(i)
+    return graph.replay
+
+
+def time_interleaved(runs: dict, shape: Shape, flush: torch.Tensor, budget_s: float) -> dict[str, list[float]]:
+    """Per-call times in µs of each prepared repetition in `runs` (name -> (repetition, the context it
+    runs in)), the L2 flushed before each.
+
+    The implementations take turns: ROUNDS rounds, each timing every implementation for its share of
+    repetitions, the order rotated from round to round. A drift of the GPU's clocks over the run
+    (power, temperature) then reaches every implementation alike, and their ratios stay fair.
+    """
+    calls = GRAPH_CALLS if shape.use_graph else 1
+    per_round = {}
+    for name, (run, ctx) in runs.items():  # estimate one repetition to size the sample
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        with ctx():
+            start.record()
+            run()
+            end.record()
+        torch.cuda.synchronize()
+        est_s = max(start.elapsed_time(end) / 1e3, 1e-6)
+        per_round[name] = -(-int(min(100, max(5, budget_s / est_s))) // ROUNDS)
+    events: dict[str, list] = {name: [] for name in runs}
+    names = list(runs)
+    for r in range(ROUNDS):
+        for name in names[r % len(names):] + names[: r % len(names)]:
+            run, ctx = runs[name]
+            with ctx():  # SDPA's backend choice holds while the call runs
+                for _ in range(per_round[name]):
+                    flush.zero_()
+                    s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                    s.record()
+                    run()
+                    e.record()
+                    events[name].append((s, e))
+        torch.cuda.synchronize()
+    return {name: [s.elapsed_time(e) * 1e3 / calls for s, e in ev] for name, ev in events.items()}
+
+
+def skipped(shape: Shape, name: str, exc: Exception) -> Row:
+    msg = str(exc).strip().splitlines()[0][:120] if str(exc).strip() else type(exc).__name__
+    return Row(shape.label, name, None, None, None, None, 0, f"skipped: {msg}")
 
 
 def bench_shape(shape: Shape, impls: dict, flush: torch.Tensor, budget_s: float) -> list[Row]:
     fp16 = make_inputs(shape, GRAPH_CALLS if shape.use_graph else 1)
     by_dtype = {torch.float16: fp16, E4M3: [tuple(t.to(E4M3) for t in qkv) for qkv in fp16]}
-    rows = []
+    runs, rows = {}, {}
     for name, (fn, ctx, dtype) in impls.items():
         sets = by_dtype[dtype]
         try:
             with ctx():
                 fn(*sets[0], shape.causal)  # raises here if the backend refuses the shape
                 torch.cuda.synchronize()
-                times, reps = time_fn(lambda i: fn(*sets[i], shape.causal), shape, flush, budget_s)
+                run = prepare(lambda i, fn=fn, sets=sets: fn(*sets[i], shape.causal), shape)
         except (RuntimeError, TypeError) as exc:
-            msg = str(exc).strip().splitlines()[0][:120] if str(exc).strip() else type(exc).__name__
-            rows.append(Row(shape.label, name, None, None, None, None, 0, f"skipped: {msg}"))
+            rows[name] = skipped(shape, name, exc)
             continue
-        q = statistics.quantiles(times, n=10)
-        med = statistics.median(times)
-        rows.append(Row(shape.label, name, med, q[0], q[-1], shape.flops / (med * 1e-6) / 1e12, reps))
-    return rows
+        runs[name] = (run, ctx)
+    try:
+        times = time_interleaved(runs, shape, flush, budget_s)
+    except (RuntimeError, TypeError) as exc:  # a backend that accepted the first call but fails later
+        return [skipped(shape, name, exc) if name in runs else rows[name] for name in impls]
+    for name, t in times.items():
+        q = statistics.quantiles(t, n=10)
+        med = statistics.median(t)
+        rows[name] = Row(shape.label, name, med, q[0], q[-1], shape.flops / (med * 1e-6) / 1e12, len(t))
+    return [rows[name] for name in impls]
 
 
 def implementations(configs: dict[str, list[str]]) -> dict:
@@ -190,6 +221,23 @@ def format_table(device: str, rows: list[Row]) -> str:
     return "\n".join(lines)
 
 
+def ratio_lines(rows: list[Row]) -> list[str]:
+    """Per shape: the fastest flashcore_wgmma row (launcher's choice or a forced config) against SDPA's
+    cuDNN backend in the same run, fp16, and e4m3 where both ran."""
+    lines = []
+    for shape in dict.fromkeys(r.shape for r in rows):
+        timed = [r for r in rows if r.shape == shape and r.median_us is not None]
+        for suffix in ("", " e4m3"):
+            ours = [r for r in timed if r.impl.startswith("flashcore_wgmma") and r.impl.endswith(suffix)
+                    and (suffix or not r.impl.endswith(" e4m3"))]
+            ref = [r for r in timed if r.impl == f"sdpa_cudnn{suffix}"]
+            if ours and ref:
+                best = min(ours, key=lambda r: r.median_us)
+                lines.append(f"{shape + suffix:<32} {best.impl:<36} / sdpa_cudnn{suffix}: "
+                             f"{best.median_us / ref[0].median_us:.3f}")
+    return lines
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description="FlashCore vs SDPA latency table")
     ap.add_argument("--json", type=Path, help="also write the table as JSON here")
@@ -231,6 +279,8 @@ def main() -> int:
             )
         )
     print(format_table(device, rows))
+    print("\nbest flashcore_wgmma / cuDNN, same run (median µs ratio; below 1: faster than cuDNN)")
+    print("\n".join(ratio_lines(rows)))
     return 0
 
 
