@@ -9,13 +9,14 @@
     7. the Hopper kernel (wgmma + TMA)        -> accept (new kernel) on an sm_90 GPU
     8. persistent blocks                      -> accept (faster: the next tile's loads overlap this one's end)
     9. three consumers taking turns at D=64   -> accept (faster: the tensor cores idle less)
-   10. K/V ring cut to one stage              -> reject by max_latency_regression_pct (loads no longer overlap)
+   10. causal tiles started early             -> accept (faster causal: the short tile sees few keys)
+   11. K/V ring cut to one stage              -> reject by max_latency_regression_pct (loads no longer overlap)
 
-The kernels come from this repository's `kernels/` and `extension/`; steps 3, 5, 8, 9 and 10 are edits of
-the real `wmma.cu` and `wgmma.cu` at the lines the kernels mark for it (`kSmemPad`, the EXTRA-WORK SPOT,
-`kPersistent`, the launcher's D=64 choice, `kStages`): step 7 adds `wgmma.cu` with one block per output
-tile and two consumers taking turns at D=64, as it was first written, and steps 8 and 9 turn on what this
-repository's kernel has. Step 6 exists because the gate judges against the last accepted revision: without it the
+The kernels come from this repository's `kernels/` and `extension/`; steps 3, 5, 8, 9, 10 and 11 are
+edits of the real `wmma.cu` and `wgmma.cu` at the lines the kernels mark for it (`kSmemPad`, the
+EXTRA-WORK SPOT, `kPersistent`, the launcher's D=64 choice, `kCausalLead`, `kStages`): step 7 adds
+`wgmma.cu` with one block per output tile, two consumers taking turns at D=64 and causal tiles from
+row 0, as it was first written, and steps 8, 9 and 10 turn on what this repository's kernel has. Step 6 exists because the gate judges against the last accepted revision: without it the
 extra work of step 5 would still be in every later commit and reject each of them. `flashcore_wgmma`
 targets sm_90a only: on any other GPU (and without one) steps 7 and 8 are `incomplete` for it, with
 the reason, never a reject.
@@ -37,6 +38,7 @@ PAD_LINE = re.compile(r"constexpr int kSmemPad = \d+;")
 EXTRA_WORK_END = "// ==== END EXTRA-WORK SPOT"
 STAGES_LINE = re.compile(r"static constexpr int kStages = [^;\n]+;")
 PERSISTENT_LINE = re.compile(r"static constexpr bool kPersistent = (?:true|false);")
+CAUSAL_LEAD_LINE = re.compile(r"static constexpr bool kCausalLead = (?:true|false);")
 # The launcher's 16-bit choice at D=64 (`per_shape_config` in wgmma.cu); D=128 stays `c2n128`.
 D64_CHOICE_LINE = re.compile(r"^  return p\.head_dim == 64 \? Config::kC\w+ : Config::kC2N128;", re.M)
 # The "clearer" code of the slower commit: each probability recomputed through two more exponentials
@@ -147,6 +149,7 @@ def _wgmma(src: Path, repo: Path) -> None:
     _copy(src, repo, "kernels/flashcore/wgmma.cu")
     _set_persistent(False)(src, repo)
     _set_d64_choice("kC2N128P")(src, repo)
+    _set_causal_lead(False)(src, repo)
     (repo / "gate.toml").write_text(SCALAR_MANIFEST + WMMA_MANIFEST + WGMMA_MANIFEST)
 
 
@@ -168,6 +171,14 @@ def _set_persistent(on: bool) -> Callable[[Path, Path], None]:
     return _set_line("kernels/flashcore/wgmma.cu", PERSISTENT_LINE,
                      f"static constexpr bool kPersistent = {'true' if on else 'false'};",
                      "static constexpr bool kPersistent = ...;")
+
+
+def _set_causal_lead(on: bool) -> Callable[[Path, Path], None]:
+    """`wgmma.cu`'s causal tiles: from row 0 (off), so a head's last tile holds the rows left over and
+    sees every key for them, or started early (on), so that short tile is the first and sees few keys."""
+    return _set_line("kernels/flashcore/wgmma.cu", CAUSAL_LEAD_LINE,
+                     f"static constexpr bool kCausalLead = {'true' if on else 'false'};",
+                     "static constexpr bool kCausalLead = ...;")
 
 
 def _set_d64_choice(config: str) -> Callable[[Path, Path], None]:
@@ -227,14 +238,20 @@ STEPS: tuple[Step, ...] = (
          _set_persistent(True), {},
          body="Each block used to start by waiting for its first Q and K tiles and end by storing its output\n"
               "with nothing else to do. Now the producer loads the next tile's Q, K and V while the consumers\n"
-              "finish the last one, and tiles go to blocks in pairs (m, last - m) of one head, so a causal\n"
-              "block's pairs each hold the same number of key tiles."),
+              "finish the last one. The blocks take the tiles of one list in rounds, the causal ones heaviest\n"
+              "first, so they all run out of work at about the same time."),
     Step("Three consumer warpgroups take turns at D=64: 192-row blocks, the tensor cores idle less",
          _set_d64_choice("kC3N128P"), {},
          body="With two consumers, one warpgroup's softmax (the exponentials take about as long as its two\n"
               "matrix products at D=64) did not cover the other's wgmmas, so the tensor cores waited. Three\n"
               "warpgroups of 160 registers take turns in round robin, as FlashAttention-3 does at this head\n"
               "dimension: while one runs its softmax, the other two keep the tensor cores busy."),
+    Step("Start causal tiles early: the short tile of each head becomes its first, which sees few keys",
+         _set_causal_lead(True), {},
+         body="192-row tiles do not divide S=4096: each head's last tile held 64 rows and still computed every\n"
+              "key for all 192 of its rows, because under the causal mask the last rows see the most keys.\n"
+              "Started 128 rows early, the tiles leave the remainder to tile 0, which sees one or two key tiles;\n"
+              "it computes rows that belong to tile 1 too but stores only its own."),
     Step("Shrink the K/V ring to one stage: 64 KB less shared memory per block", _one_stage,
          {"flashcore_wgmma": "reject: latency regression"},
          body="Nothing reads more than one K and one V tile at a time, so the extra stages looked like waste.\n"

@@ -25,7 +25,7 @@ def test_without_a_gpu_the_wgmma_commits_are_incomplete_with_hgmma_and_no_spills
     monkeypatch.setattr(run, "cuda_available", lambda: False)
     repo = tmp_path / "flashcore"
     commits = build_demo_repo(repo)
-    (add_sha, _), (slow_sha, _) = commits[-3], commits[-1]     # the Hopper kernel added; its ring cut
+    (add_sha, _), (slow_sha, _) = commits[6], commits[-1]     # the Hopper kernel added; its ring cut
     dirs = {}
     for name, sha in (("add", add_sha), ("slow", slow_sha)):
         dirs[name] = tmp_path / name
