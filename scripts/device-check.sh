@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The one script for the GPU machine: carried wheels, versions, then the parts asked for, a short
-# table last. Usage (repo root): scripts/device-check.sh [tests] [quality] [spread] [drift] [streams] [cost] [demo] [latency] [reuse]
+# table last. Usage (repo root): scripts/device-check.sh [tests] [quality] [spread] [drift] [streams] [cost] [demo] [latency] [reuse] [ab]
 # (no argument = all; one device call runs at most 10 minutes, so the parts are split across calls).
 #   quality  bench/gate_quality.py sections GATE_QUALITY_SECTIONS (default verdict,aa,det,sdpa: ~6 min
 #            on an H100; `aa` alone prints the A/A bias at both sizes)
@@ -10,6 +10,9 @@
 #   reuse    bench/reuse_cost.py: ten kernels, one changed, against that one alone; a shared header (~6 min)
 #   latency  bench/flashcore_latency.py, with FLASHCORE_LATENCY_ARGS (e.g. "--no-scalar --wgmma-configs
 #            c2n128p-tiles,c3n128") and a limit of FLASHCORE_LATENCY_LIMIT_S (default 180 s)
+#   ab       bench/kernel_ab.py KERNEL_AB_ARGS: flashcore_wgmma revisions built side by side and timed in
+#            turns with cuDNN (e.g. ".carry/ab/before . --configs c2n128p"; the script's header says how
+#            to carry a revision); a limit of KERNEL_AB_LIMIT_S (default 300 s). Not part of "all".
 #   cost     bench/verdict_cost.py: the warm verdict beside the gate before the defences (~4 min); needs
 #            that gate's tree carried in .carry/before: git archive c381cf8 | tar -x -C .carry/before
 # Logs and JSON go to $OUT (default ./device-out).
@@ -62,9 +65,10 @@ for part in "${parts[@]}"; do
              GATE_BENCH_BUDGET_S="${GATE_BENCH_BUDGET_S:-3}" step demo "${GATE_DEMO_LIMIT_S:-480}" python3 -m gate.cli demo --no-serve
              cp /tmp/gate-demo/gate.db "$OUT/demo-gate.db" 2>/dev/null ;;   # for scripts/screenshots.py
     reuse)   step reuse-cost 580 python3 bench/reuse_cost.py ;;
+    ab)      step kernel-ab "${KERNEL_AB_LIMIT_S:-300}" python3 bench/kernel_ab.py ${KERNEL_AB_ARGS:-.} ;;
     latency) step flashcore-latency "${FLASHCORE_LATENCY_LIMIT_S:-180}" \
                python3 bench/flashcore_latency.py --json "$OUT/flashcore_latency.json" ${FLASHCORE_LATENCY_ARGS:-} ;;
-    *) echo "unknown part: $part (tests, quality, spread, drift, streams, cost, demo, latency, reuse)"; exit 2 ;;
+    *) echo "unknown part: $part (tests, quality, spread, drift, streams, cost, demo, latency, reuse, ab)"; exit 2 ;;
   esac
 done
 
@@ -77,4 +81,5 @@ echo; echo "== device check: ${parts[*]}"
 [ -f "$OUT/verdict-cost.log" ] && sed -n '/^== verdict cost/,$p' "$OUT/verdict-cost.log"
 [ -f "$OUT/reuse-cost.log" ] && sed -n '/^== reuse cost/,$p' "$OUT/reuse-cost.log"
 [ -f "$OUT/demo.log" ] && sed -n '/^commit /,$p' "$OUT/demo.log"
+[ -f "$OUT/kernel-ab.log" ] && sed -n '/^median \/ cuDNN/,$p' "$OUT/kernel-ab.log"
 for k in "${!STATUS[@]}"; do printf '%-18s %s\n' "$k" "${STATUS[$k]}"; done
