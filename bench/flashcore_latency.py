@@ -189,22 +189,30 @@ def implementations(configs: dict[str, list[str]]) -> dict:
         env = f"{name.upper()}_CONFIG"  # FLASHCORE_WMMA_CONFIG, FLASHCORE_WGMMA_CONFIG
         for cfg, dtype in [(c, torch.float16) for c in configs.get(name, [])] + [
                 (c, E4M3) for c in configs.get(f"{name} e4m3", [])]:
-
-            def forced(q, k, v, c, mod=mod, cfg=cfg, env=env):
-                os.environ[env] = cfg  # read by the launcher at each call
-                try:
-                    return mod.forward(q, k, v, c)
-                finally:
-                    del os.environ[env]
-
-            impls[f"{name}[{cfg}]{' e4m3' if dtype == E4M3 else ''}"] = (forced, nullcontext, dtype)
+            impls[f"{name}[{cfg}]{' e4m3' if dtype == E4M3 else ''}"] = (forced(mod, env, cfg), nullcontext, dtype)
         if name == "flashcore_wgmma":
             impls[f"{name} e4m3"] = (impls[name][0], nullcontext, E4M3)
-    sdpa = lambda q, k, v, c: F.scaled_dot_product_attention(q, k, v, is_causal=c)  # noqa: E731
     for name, backend in SDPA_BACKENDS.items():
-        impls[name] = (sdpa, lambda backend=backend: sdpa_kernel(backend), torch.float16)
-    impls["sdpa_cudnn e4m3"] = (sdpa, lambda: sdpa_kernel(SDPBackend.CUDNN_ATTENTION), E4M3)
+        impls[name] = sdpa_impl(backend, torch.float16)
+    impls["sdpa_cudnn e4m3"] = sdpa_impl(SDPBackend.CUDNN_ATTENTION, E4M3)
     return impls
+
+
+def forced(mod, env: str, cfg: str):
+    """`mod.forward` with tile config `cfg` forced through `env` (read by the launcher at each call)."""
+    def call(q, k, v, causal):
+        os.environ[env] = cfg
+        try:
+            return mod.forward(q, k, v, causal)
+        finally:
+            del os.environ[env]
+    return call
+
+
+def sdpa_impl(backend: SDPBackend, dtype: torch.dtype) -> tuple:
+    """An implementations() entry: torch SDPA held to `backend`."""
+    return (lambda q, k, v, c: F.scaled_dot_product_attention(q, k, v, is_causal=c),
+            lambda: sdpa_kernel(backend), dtype)
 
 
 def format_table(device: str, rows: list[Row]) -> str:

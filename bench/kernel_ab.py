@@ -20,11 +20,8 @@ and, per shape, each entry's median over cuDNN's. The builds run in parallel pro
 from __future__ import annotations
 
 import argparse
-import hashlib
 import multiprocessing
-import os
 import sys
-import tempfile
 import time
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import nullcontext
@@ -52,18 +49,13 @@ def sources(rev: Path) -> list[Path]:
 
 def build(rev: Path):
     """Build (or reuse) revision `rev`'s wgmma.cu with its binding; returns the module."""
-    from torch.utils.cpp_extension import load
-
     import flashcore_build
 
-    root = rev.resolve()
-    sources_ = sources(rev)
-    digest = hashlib.sha256(b"".join(p.read_bytes() for p in [*sources_, *sorted((root / "kernels/flashcore").glob("*.h"))]))
-    name = f"flashcore_wgmma_ab_{digest.hexdigest()[:12]}"   # one module name per source tree
-    out = Path(os.environ.get("FLASHCORE_BUILD_ROOT", Path(tempfile.gettempdir()) / "flashcore-build")) / name
-    out.mkdir(parents=True, exist_ok=True)
-    return load(name=name, sources=[str(s) for s in sources_], extra_cuda_cflags=flashcore_build.cuda_flags("sm_90a"),
-                build_directory=str(out))
+    kernel, binding = sources(rev)
+    # One module name per source tree: two revisions cannot share an import name in one process.
+    arch = flashcore_build.ARCH_SPECIFIC["flashcore_wgmma"][1]   # sm_90a
+    name = f"flashcore_wgmma_ab_{flashcore_build.sources_digest(kernel, binding, arch)}"
+    return flashcore_build.load_sources(name, kernel, binding, arch)
 
 
 def _build_timed(rev: Path) -> float:
@@ -86,8 +78,7 @@ def main() -> int:
         sources(rev)
 
     import torch
-    import torch.nn.functional as F
-    from torch.nn.attention import SDPBackend, sdpa_kernel
+    from torch.nn.attention import SDPBackend
 
     import flashcore_latency as fl
 
@@ -101,17 +92,10 @@ def main() -> int:
     impls = {}
     for name, rev in zip(names, args.revisions):
         mod = build(rev)   # the extension just built: loaded, not compiled again
-        for cfg in ["", *[c for c in args.configs.split(",") if c]]:
-            def call(q, k, v, causal, mod=mod, cfg=cfg):
-                if cfg:
-                    os.environ[ENV] = cfg   # read by the launcher at each call
-                try:
-                    return mod.forward(q, k, v, causal)
-                finally:
-                    os.environ.pop(ENV, None)
-            impls[f"{name}:{cfg}" if cfg else name] = (call, nullcontext, torch.float16)
-    impls["sdpa_cudnn"] = (lambda q, k, v, c: F.scaled_dot_product_attention(q, k, v, is_causal=c),
-                           lambda: sdpa_kernel(SDPBackend.CUDNN_ATTENTION), torch.float16)
+        impls[name] = (mod.forward, nullcontext, torch.float16)
+        for cfg in [c for c in args.configs.split(",") if c]:
+            impls[f"{name}:{cfg}"] = (fl.forced(mod, ENV, cfg), nullcontext, torch.float16)
+    impls["sdpa_cudnn"] = fl.sdpa_impl(SDPBackend.CUDNN_ATTENTION, torch.float16)
     fl.ROUNDS = args.rounds
     flush = torch.empty(fl.FLUSH_BYTES, dtype=torch.uint8, device="cuda")
     rows = []

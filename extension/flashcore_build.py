@@ -62,32 +62,44 @@ def cuda_flags(arch: str) -> list[str]:
     return ["-O3", f"-gencode=arch=compute_{num},code=sm_{num}", "-Xptxas", "-v", "-lineinfo"]
 
 
-def build_dir(name: str, arch: str) -> Path:
+def sources_digest(kernel: Path, binding: Path, arch: str) -> str:
+    """12 hex digits naming one build: the kernel, the binding, the headers beside the kernel, the flags."""
     h = hashlib.sha256()
-    for src in (KERNELS[name], BINDING, *sorted(KERNELS[name].parent.glob("*.h"))):
+    for src in (kernel, binding, *sorted(kernel.parent.glob("*.h"))):
         h.update(src.read_bytes())
     h.update(" ".join(cuda_flags(arch)).encode())
+    return h.hexdigest()[:12]
+
+
+def build_dir(name: str, arch: str, kernel: Path | None = None, binding: Path = BINDING) -> Path:
+    """The build directory of kernel `name` (its source: `kernel`, default this checkout's)."""
+    digest = sources_digest(kernel or KERNELS[name], binding, arch)
     root = Path(os.environ.get("FLASHCORE_BUILD_ROOT", Path(tempfile.gettempdir()) / "flashcore-build"))
-    path = root / f"{name}-{arch}-{h.hexdigest()[:12]}"
+    path = root / f"{name}-{arch}-{digest}"
     path.mkdir(parents=True, exist_ok=True)
     return path
 
 
-def load_kernel(name: str, arch: str | None = None, verbose: bool = False) -> ModuleType:
-    """Build (or reuse) and import the extension for kernel `name`; returns the module."""
+def load_sources(name: str, kernel: Path, binding: Path, arch: str, verbose: bool = False) -> ModuleType:
+    """Build (or reuse) and import extension `name` from one kernel .cu and a binding, for `arch`."""
     from torch.utils.cpp_extension import load
 
+    return load(
+        name=name,
+        sources=[str(kernel), str(binding)],
+        extra_cuda_cflags=cuda_flags(arch),
+        build_directory=str(build_dir(name, arch, kernel, binding)),
+        verbose=verbose,
+    )
+
+
+def load_kernel(name: str, arch: str | None = None, verbose: bool = False) -> ModuleType:
+    """Build (or reuse) and import the extension for kernel `name`; returns the module."""
     device_arch = arch or default_arch()
     arch = kernel_arch(name, device_arch)
     if arch is None:
         raise RuntimeError(f"{name} needs a {ARCH_SPECIFIC[name][0]} GPU (built for {ARCH_SPECIFIC[name][1]}), not {device_arch}")
-    return load(
-        name=name,
-        sources=[str(KERNELS[name]), str(BINDING)],
-        extra_cuda_cflags=cuda_flags(arch),
-        build_directory=str(build_dir(name, arch)),
-        verbose=verbose,
-    )
+    return load_sources(name, KERNELS[name], BINDING, arch, verbose)
 
 
 def ptxas_summary(log: str) -> list[str]:
