@@ -92,7 +92,7 @@ def prefetch(kernel: KernelSpec, src_dir: Path, cache_dir: Path, out_dir: Path, 
     `.cu` objects are the static stage's. A manifest the build will reject is left to the build."""
     src_dir = Path(src_dir).resolve()
     try:
-        tools = tc.discover(nvcc)
+        tools = tc.discover(nvcc, pch_dir)      # torch's saved facts lie beside its headers
         jobs = compile_jobs(kernel, src_dir, tools, None)
     except (ManifestError, ToolMissingError):
         return
@@ -115,7 +115,7 @@ def build_extension(kernel: KernelSpec, src_dir: Path, cache_dir: Path, out_dir:
     torch headers (`torch_pch`) its host sources may use."""
     start = time.perf_counter()
     src_dir, out_dir = Path(src_dir).resolve(), Path(out_dir)
-    tools = tc.discover(nvcc)
+    tools = tc.discover(nvcc, pch_dir)
     name = extension_name(kernel, src_dir)
     cache = ObjectCache(Path(cache_dir))
     out_dir.mkdir(parents=True, exist_ok=True)   # the link writes here even when every object is a hit

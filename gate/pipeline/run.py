@@ -169,7 +169,8 @@ def _static_sides(request: JobRequest, result: JobResult, emit: Emit, pool: Comp
             say(ProgressEvent(stage=Stage.STATIC, side=side, state="running", detail=detail))
         return _stage(say, Stage.STATIC, side, StaticResult, lambda: static.run_static(
             kernel, Path(checkout.path), artifacts / side / Stage.STATIC, nvcc=options.nvcc_path,
-            cache_dir=object_cache_dir(request), on_compiled=compiled, pool=pool))
+            cache_dir=object_cache_dir(request), on_compiled=compiled, pool=pool,
+            facts=Path(options.pch_dir) if options.pch_dir else None))
 
     sides = [(Side.CANDIDATE, request.candidate, result.candidate)]
     if request.baseline and result.baseline:

@@ -92,13 +92,14 @@ def parse_ptxas(log: str) -> list[FunctionResources]:
 
 def run_static(kernel: KernelSpec, src_dir: Path, out_dir: Path, nvcc: str = "nvcc",
                cache_dir: Path | None = None, on_compiled: Callable[[str], None] | None = None,
-               pool: CompilePool | None = None) -> StaticResult:
+               pool: CompilePool | None = None, facts: Path | None = None) -> StaticResult:
     """Compile every `.cu` source of `kernel` for every manifest arch, in `pool` (shared by both sides
     of a job; default: one of this call's own), with the build's command line into the build's object
     cache (`cache_dir`; default: a private one under `out_dir`), and read the figures from those objects.
 
     `on_compiled` hears, from this thread, of every object compiled now (not taken from the cache):
     a large extension's first compile runs for minutes, and `gate run` shows each source as it lands.
+    `facts`: where torch's saved facts may lie (`toolchain.discover`), for sources that include torch.
 
     Where torch is not importable, a source that includes torch headers cannot be compiled as the
     build would: it is left to the build, and the stage is NOT_RUN (so the verdict is at most
@@ -159,7 +160,7 @@ def run_static(kernel: KernelSpec, src_dir: Path, out_dir: Path, nvcc: str = "nv
             add(source_name)
         if with_torch := [s for s, needs in torch_needed.items() if needs]:
             try:
-                tools = tc.discover(nvcc_path)
+                tools = tc.discover(nvcc_path, facts)
             except ToolMissingError as exc:   # torch (or the host compiler) missing: left to the build
                 no_torch = str(exc)
                 deferred.extend(with_torch)

@@ -18,13 +18,13 @@ import subprocess
 import sys
 import sysconfig
 import threading
-import warnings
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
 from gate.errors import ToolMissingError
 from gate import box
+from gate.pipeline import torch_facts
 from gate.pipeline.build_cache import Toolchain
 
 # Flags common to every compile. -Xptxas -v: ptxas's register/smem/spill report goes into the log.
@@ -153,6 +153,14 @@ class Tools:
     torch_nvcc_flags: tuple[str, ...]
     torch_std: str                      # -std=c++17 (torch <= 2.11) or -std=c++20 (newer)
     cuda_includes: tuple[str, ...]
+    torch_file: str = ""                # torch/__init__.py ("": not known, as in tests' stand-ins)
+
+    def torch_facts(self) -> torch_facts.TorchFacts:
+        """What of these tools came from torch (`torch_facts`: saved for fresh processes)."""
+        return torch_facts.TorchFacts(
+            torch_version=self.versions.torch_version, cuda_version=self.versions.cuda_version,
+            torch_file=self.torch_file, includes=self.torch_includes, libs=self.torch_libs,
+            defines=self.torch_defines, nvcc_flags=self.torch_nvcc_flags)
 
     def _torch_flags(self, name: str) -> list[str]:
         py_include = sysconfig.get_paths()["include"]
@@ -224,48 +232,46 @@ def _export_cuda_home(cuda_home: Path) -> None:
     os.environ["CUDA_HOME"] = str(cuda_home)
 
 
-# `discover` answers once per process. Both sides' static stages ask at the same moment (their
-# threads start together), and `functools.cache` alone lets both miss and run every probe twice.
+# `discover` answers once per process and facts folder. Both sides' static stages ask at the same
+# moment (their threads start together), and `functools.cache` alone lets both miss and run every
+# probe twice.
 _DISCOVERING = threading.Lock()
 
 
-def discover(nvcc: str = "nvcc") -> Tools:
+def discover(nvcc: str = "nvcc", facts: Path | None = None) -> Tools:
     """Find nvcc, the host compiler and torch; raise `ToolMissingError` naming what is missing.
-    The first call of a process imports torch (about 2 s on the device): both sides' static stages
-    wait for that one import, so each side's stage time counts it (docs/reuse.md)."""
+    `facts`: the folder of the gate's saved torch facts (`torch_facts`, beside the precompiled
+    headers), which spare a fresh process its torch import where they still hold. Without them the
+    first call of a process imports torch (2 to 5 s): both sides' static stages wait for that one
+    import, so each side's stage time counts it (docs/reuse.md)."""
     with _DISCOVERING:
-        return _discovered(nvcc)
+        return _discovered(nvcc, Path(facts).resolve() if facts else None)
 
 
 @cache
-def _discovered(nvcc: str) -> Tools:
+def _discovered(nvcc: str, facts_dir: Path | None) -> Tools:
     nvcc_path = find_nvcc(nvcc)
     cxx = shutil.which("c++") or shutil.which("g++")
     if cxx is None:
         raise ToolMissingError("no host C++ compiler (c++ / g++) on PATH")
     cuda_home = _cuda_home(nvcc_path)
     _export_cuda_home(cuda_home)
-    try:
-        import torch
-        import torch.utils.cpp_extension as ext
-    except ImportError as exc:
-        raise ToolMissingError(f"torch is not importable: {exc}") from exc
-    with warnings.catch_warnings():  # torch >= 2.9 warns that these flags are internal to pybind11
-        warnings.simplefilter("ignore")
-        pybind_flags = list(getattr(ext, "_get_pybind11_abi_build_flags", list)())
-    defines = ["-DTORCH_API_INCLUDE_EXTENSION_H",
-               f"-D_GLIBCXX_USE_CXX11_ABI={int(torch._C._GLIBCXX_USE_CXX11_ABI)}", *pybind_flags]
+    facts = torch_facts.load(facts_dir) if facts_dir else None
+    if facts is None:
+        try:
+            facts = torch_facts.from_torch()
+        except ImportError as exc:
+            raise ToolMissingError(f"torch is not importable: {exc}") from exc
     versions = Toolchain(
-        torch_version=torch.__version__,
-        cuda_version=str(torch.version.cuda),
+        torch_version=facts.torch_version,
+        cuda_version=facts.cuda_version,
         compiler_version=_version([nvcc_path, "--version"]) + "\n" + _version([cxx, "--version"]).splitlines()[0]
         + f"\npython {sys.version_info.major}.{sys.version_info.minor}",
     )
-    torch_includes = ext.include_paths(device_type="cpu")
     return Tools(
         nvcc=nvcc_path, cxx=cxx, cuda_home=cuda_home, versions=versions,
-        torch_includes=tuple(torch_includes), torch_std=_torch_std(torch_includes),
-        cuda_includes=tuple(_cuda_includes(cuda_home, torch.__file__)),
-        torch_libs=tuple(ext.library_paths(device_type="cpu")),
-        torch_defines=tuple(defines), torch_nvcc_flags=tuple(ext.COMMON_NVCC_FLAGS),
+        torch_includes=facts.includes, torch_std=_torch_std(list(facts.includes)),
+        cuda_includes=tuple(_cuda_includes(cuda_home, facts.torch_file)),
+        torch_libs=facts.libs, torch_defines=facts.defines, torch_nvcc_flags=facts.nvcc_flags,
+        torch_file=facts.torch_file,
     )

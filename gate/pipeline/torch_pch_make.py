@@ -28,7 +28,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from gate.pipeline import torch_pch
+from gate.pipeline import torch_facts, torch_pch
 from gate.pipeline.toolchain import Tools
 
 MAKE_TIMEOUT_S = 1800
@@ -45,10 +45,14 @@ class Made:
 
 def make(root: Path, tools: Tools, headers: list[str] | tuple[str, ...], *, retry: bool = False) -> list[Made]:
     """Every header of `headers` precompiled under `root` for `tools`' binding command. A header
-    that did not compile for this key is not tried again unless `retry` (a person asked)."""
+    that did not compile for this key is not tried again unless `retry` (a person asked). First,
+    torch's facts go to `root` (`torch_facts`): a job's child then starts its binding compile
+    without importing torch, made headers or not."""
     command = torch_pch.base_command(tools.cxx_command("pch"))
     folder = Path(root) / torch_pch.key(command, tools.versions)
     _mkdir(folder)
+    if tools.torch_file:
+        torch_facts.save(root, tools.torch_facts())
     with open(folder / ".lock", "a") as lock:
         try:
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)

@@ -28,7 +28,7 @@ def test_every_object_a_cache_hit_still_links_into_an_existing_folder(tmp_path, 
     (tmp_path / "src" / "k.cu").write_text("__global__ void k() {}\n")
     cached = tmp_path / "cached.o"
     cached.write_bytes(b"\x7fELF")
-    monkeypatch.setattr(tc, "discover", lambda nvcc="nvcc": FakeTools())
+    monkeypatch.setattr(tc, "discover", lambda nvcc="nvcc", facts=None: FakeTools())
     monkeypatch.setattr(tc, "target_archs", lambda archs: ["sm_90"])
     monkeypatch.setattr(tc, "nvcc_versions", lambda nvcc: Toolchain("none", "none", "x"))
     monkeypatch.setattr(objects, "compile_object",

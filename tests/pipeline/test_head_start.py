@@ -45,7 +45,7 @@ def test_a_source_without_torch_headers_compiles_while_torch_is_imported(tmp_pat
     _fake_compiles(tmp_path, monkeypatch, compiled)
     released = threading.Event()
 
-    def slow_import(nvcc="nvcc"):
+    def slow_import(nvcc="nvcc", facts=None):
         assert released.wait(10)
         return FakeTools()
     monkeypatch.setattr(tc, "discover", slow_import)
@@ -59,7 +59,7 @@ def test_a_source_with_torch_headers_waits_for_torch_and_gets_its_flags(tmp_path
     (tmp_path / "k.cu").write_text("#include <torch/extension.h>\n__global__ void k() {}\n")
     compiled: list = []
     _fake_compiles(tmp_path, monkeypatch, compiled)
-    monkeypatch.setattr(tc, "discover", lambda nvcc="nvcc": FakeTools())
+    monkeypatch.setattr(tc, "discover", lambda nvcc="nvcc", facts=None: FakeTools())
     res = static.run_static(KernelSpec(name="k", sources=["k.cu"], arch=["sm_90"]), tmp_path, tmp_path / "out",
                             cache_dir=tmp_path / "cache")
     assert res.status is StageStatus.PASSED and "-torch" in res.log
@@ -79,7 +79,7 @@ def _kernel_with_binding(tmp_path, monkeypatch) -> tuple[KernelSpec, list]:
     (tmp_path / "b.cpp").write_text("#include <torch/extension.h>\n")
     compiled: list = []
     _fake_compiles(tmp_path, monkeypatch, compiled)
-    monkeypatch.setattr(tc, "discover", lambda nvcc="nvcc": FakeTools())
+    monkeypatch.setattr(tc, "discover", lambda nvcc="nvcc", facts=None: FakeTools())
     monkeypatch.setattr(tc, "target_archs", lambda archs: ["sm_90"])
     monkeypatch.setattr(tc, "run_tool", lambda command, cwd, timeout_s: tc.ToolRun(True, ""))
     spec = KernelSpec(name="k", sources=["k.cu", "b.cpp"], arch=["sm_90"])

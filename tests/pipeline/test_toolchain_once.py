@@ -14,7 +14,7 @@ def test_two_sides_asking_at_once_share_one_probe(monkeypatch):
     probes: list[str] = []
     both_waiting = threading.Barrier(2)
 
-    def probe(nvcc: str) -> str:
+    def probe(nvcc: str, facts_dir) -> str:
         probes.append(nvcc)
         time.sleep(0.2)                 # a probe takes a while (nvcc --dryrun, torch's import)
         return f"tools of {nvcc}"

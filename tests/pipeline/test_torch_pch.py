@@ -187,13 +187,15 @@ def test_a_box_reads_the_precompiled_headers_and_cannot_change_them(tmp_path):
     pch = tmp_path / "data" / "torch-pch"
     pch.mkdir(parents=True)
     (pch / "torch.h.gch").write_text("made by the gate")
+    (pch / "torch-facts.json").write_text("{}")       # torch's flags, which a fresh child compiles with
     options = RunOptions(build_cache_dir=str(tmp_path / "data" / "build-cache"), pch_dir=str(pch))
     spec = child_box(tmp_path / "job", options, (), hidden=(tmp_path / "data",))
     (tmp_path / "job").mkdir()
-    run = box.run(spec, ["sh", "-c", f"cat {pch}/torch.h.gch; echo changed > {pch}/torch.h.gch"],
+    run = box.run(spec, ["sh", "-c", f"cat {pch}/torch.h.gch; echo changed > {pch}/torch.h.gch; "
+                         f"echo x > facts; mv facts {pch}/torch-facts.json; rm {pch}/torch-facts.json"],
                   cwd=tmp_path / "job", timeout_s=60)
-    assert run.stdout == "made by the gate" and "Read-only file system" in run.stderr
-    assert (pch / "torch.h.gch").read_text() == "made by the gate"
+    assert run.stdout == "made by the gate" and run.stderr.count("Read-only file system") == 3, run.stderr
+    assert (pch / "torch.h.gch").read_text() == "made by the gate" and (pch / "torch-facts.json").read_text() == "{}"
     inside = RunOptions(build_cache_dir=str(tmp_path / "cache"), pch_dir=str(tmp_path / "cache" / "pch"))
     with pytest.raises(box.BoxError, match="must not lie inside a folder a job writes"):
         child_box(tmp_path / "job", inside, (), ())
