@@ -25,7 +25,10 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
+import threading
 import time
+from contextlib import AbstractContextManager, nullcontext
+from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
@@ -120,23 +123,65 @@ def start_session(out_dir: Path, options: RunOptions, *, arch: str | None = None
                                 clock_control=options.ncu_clock_control, workload_factory=workload_factory)
 
 
+class Turns:
+    """The sides' turns on the GPU, one after another in the order of their numbers (`turn(i)`), so
+    that one side's report is read while the next side runs under ncu. A turn is handed on when its
+    holder leaves it, or at the latest when `release` is called (a profile that never took it)."""
+
+    def __init__(self) -> None:
+        self._next = 0
+        self._cond = threading.Condition()
+
+    def turn(self, number: int) -> Turn:
+        return Turn(self, number)
+
+    def _wait(self, number: int) -> None:
+        with self._cond:
+            self._cond.wait_for(lambda: self._next >= number)
+
+    def _hand_on(self, number: int) -> None:
+        with self._cond:
+            self._next = max(self._next, number + 1)
+            self._cond.notify_all()
+
+
+@dataclass
+class Turn:
+    turns: Turns
+    number: int
+
+    def __enter__(self) -> Turn:
+        self.turns._wait(self.number)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+    def release(self) -> None:
+        self.turns._hand_on(self.number)
+
+
 def profile(kernel: KernelSpec, module_path: str, src_dir: Path, out_dir: Path,
             options: RunOptions, *, arch: str | None = None,
-            workload_factory: str = DEFAULT_WORKLOAD_FACTORY, session: ProfileSession | None = None) -> ProfileResult:
+            workload_factory: str = DEFAULT_WORKLOAD_FACTORY, session: ProfileSession | None = None,
+            turn: AbstractContextManager = nullcontext()) -> ProfileResult:
     """Profile `kernel` (built at `module_path`) on the local GPU, in `session` when one was started
-    ahead (`start_session`), else in one started now. See the module docstring."""
+    ahead (`start_session`), else in one started now. `turn` is held while the GPU is in use (the
+    session's start and ncu's run), not while the report is read. See the module docstring."""
     start = time.monotonic()
-    if session is None:
-        session = start_session(out_dir, options, arch=arch, workload_factory=workload_factory)
     try:
-        return _profiled(kernel, session, module_path, src_dir, options, start)
+        with turn:
+            if session is None:
+                session = start_session(out_dir, options, arch=arch, workload_factory=workload_factory)
+            returncode, output = session.run(module_path, kernel, src_dir, options.stage_timeout_s)
+        return _profiled(session, src_dir, returncode, output, start)
     finally:
-        session.cancel()
+        if session is not None:
+            session.cancel()
 
 
-def _profiled(kernel: KernelSpec, session: ProfileSession, module_path: str, src_dir: Path,
-              options: RunOptions, start: float) -> ProfileResult:
-    returncode, output = session.run(module_path, kernel, src_dir, options.stage_timeout_s)
+def _profiled(session: ProfileSession, src_dir: Path, returncode: int, output: str, start: float) -> ProfileResult:
+    """The stage's result from ncu's run and its report."""
     status_path = session.status_path
     status = read_status(status_path)
     version = ncu_version(session.ncu)

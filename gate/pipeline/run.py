@@ -46,6 +46,7 @@ from gate.pipeline import static
 from gate.pipeline import toolchain as tc
 from gate.pipeline.ahead import Ahead
 from gate.pipeline.compile_pool import CompilePool, compile_workers
+from gate.pipeline.profile import Turns
 
 NO_DEVICE = "not run: no CUDA device"
 Emit = Callable[[ProgressEvent], None]
@@ -304,9 +305,24 @@ def _profile_sides(request: JobRequest, result: JobResult, emit: Emit, save: Cal
     if request.baseline and result.baseline and result.baseline.build \
             and result.baseline.build.status is StageStatus.PASSED and request.profile_baseline:
         sides.append((Side.BASELINE, request.baseline, result.baseline))
-    for side, checkout, target in sides:
-        module_path = target.build.module_path
-        session = ahead.session(side)
-        target.profile = _stage(emit, Stage.PROFILE, side, ProfileResult, lambda: run_profile(
-            kernel, module_path, Path(checkout.path), artifacts / side / Stage.PROFILE, options, session=session))
-        save(result)
+    # One side under ncu at a time, in this order; each side's report is read beside the next one's run.
+    turns, lock = Turns(), threading.Lock()
+
+    def say(event: ProgressEvent) -> None:
+        with lock:
+            emit(event)
+
+    def one_side(number: int, side: Side, checkout: Checkout, target: SideResults) -> None:
+        turn = turns.turn(number)
+        try:
+            target.profile = _stage(say, Stage.PROFILE, side, ProfileResult, lambda: run_profile(
+                kernel, target.build.module_path, Path(checkout.path), artifacts / side / Stage.PROFILE, options,
+                session=ahead.session(side), turn=turn))
+        finally:
+            turn.release()          # a profile that never took its turn hands it on
+        with lock:
+            save(result)
+
+    with ThreadPoolExecutor(max_workers=len(sides), thread_name_prefix="profile-side") as per_side:
+        for future in [per_side.submit(one_side, i, *side) for i, side in enumerate(sides)]:
+            future.result()

@@ -79,6 +79,11 @@ def fake_gpu(monkeypatch, static_passes):
     kept: list = []
     pinned_at: list = []                 # how many stage calls had run when the timer was pinned
     paced: list = []                     # per bench: whether every repetition was to be synchronous
+    def profiled(turn, path) -> ProfileResult:
+        with turn:                  # on the GPU one side at a time, in order (`profile.Turns`)
+            calls.append(("profile", path))
+        return ProfileResult(P)
+
     fakes = {
         "build": types.SimpleNamespace(
             build_extension=lambda kernel, src, cache, out, nvcc="nvcc", pool=None, pch_dir=None: calls.append(("build", src.name)) or
@@ -95,7 +100,7 @@ def fake_gpu(monkeypatch, static_passes):
             kept.append(kept_methods) or paced.append(synchronous) or BenchResult(P)),
         "pinned": types.SimpleNamespace(pin=lambda: pinned_at.append(len(calls))),
         "profile": types.SimpleNamespace(
-            profile=lambda kernel, path, src, out, options, session=None: calls.append(("profile", path)) or ProfileResult(P)),
+            profile=lambda kernel, path, src, out, options, session=None, turn=None: profiled(turn, path)),
         "fingerprint": types.SimpleNamespace(collect=lambda ncu: Fingerprint(gpu_name="Fake GPU")),
     }
     for name, fake in fakes.items():
