@@ -168,9 +168,9 @@ def profile(kernel: KernelSpec, module_path: str, src_dir: Path, out_dir: Path,
     """Profile `kernel` (built at `module_path`) on the local GPU, in `session` when one was started
     ahead (`start_session`), else in one started now. `turn` is held while the GPU is in use (the
     session's start and ncu's run), not while the report is read. See the module docstring."""
-    start = time.monotonic()
     try:
         with turn:
+            start = time.monotonic()        # the stage's own time: not the wait for the other side's run
             if session is None:
                 session = start_session(out_dir, options, arch=arch, workload_factory=workload_factory)
             returncode, output = session.run(module_path, kernel, src_dir, options.stage_timeout_s)

@@ -86,3 +86,32 @@ def test_turns_let_their_holders_in_by_number():
     for thread in threads:
         thread.join(10)
     assert order == [0, 1, 2]
+
+
+def test_a_sides_stage_time_leaves_out_its_wait_for_the_turn(tmp_path, monkeypatch):
+    from contextlib import contextmanager
+    from types import SimpleNamespace
+
+    from gate.domain.job import RunOptions
+    from gate.pipeline import profile
+
+    clock = [1000.0]
+
+    class Session:
+        def run(self, *args):
+            clock[0] += 3.0         # its own ncu run
+            return 0, ""
+
+        def cancel(self):
+            pass
+
+    @contextmanager
+    def turn_after_the_other_side():
+        clock[0] += 100.0           # the other side's ncu run
+        yield
+
+    monkeypatch.setattr(profile, "time", SimpleNamespace(monotonic=lambda: clock[0]))
+    monkeypatch.setattr(profile, "_profiled", lambda session, src, rc, out, start: clock[0] - start)
+    own_s = profile.profile(KernelSpec(name="k", sources=["k.cu"]), "k.so", tmp_path, tmp_path, RunOptions(),
+                            session=Session(), turn=turn_after_the_other_side())
+    assert own_s == 3.0
