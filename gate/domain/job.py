@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from gate.domain.manifest import KernelSpec
 from gate.domain.results import JobResult
@@ -32,6 +33,11 @@ class RunOptions:
     pch_dir: str = ""              # precompiled torch headers (pipeline/torch_pch.py), read-only in the box; "": none
     reuse_max_age_h: float = 168.0 # an earlier job's figures stand for unchanged inputs this long; 0: never
     stage_timeout_s: float = 300.0
+
+    @property
+    def pch_path(self) -> Path | None:
+        """`pch_dir` as a path (the precompiled headers and torch's saved facts); None: none."""
+        return Path(self.pch_dir) if self.pch_dir else None
 
 
 def method_key(shape: str, dtype: str) -> str:

@@ -76,7 +76,7 @@ def child_box(box_dir: Path, options: RunOptions, checkouts: tuple[Path, ...], h
     precompiled torch headers. Those only read: every later job's binding compiles with them
     (pipeline/torch_pch.py), so no job's code may change them."""
     writable = (Path(box_dir), *((Path(options.build_cache_dir),) if options.build_cache_dir else ()))
-    pch = Path(options.pch_dir) if options.pch_dir else None
+    pch = options.pch_path
     if pch is not None and any(pch.resolve().is_relative_to(w.resolve()) for w in writable):
         raise box.BoxError(f"the precompiled headers ({pch}) must not lie inside a folder a job writes")
     readable = (*checkouts, *((pch,) if pch is not None and pch.is_dir() else ()))

@@ -141,7 +141,7 @@ class Ahead:
             for side, checkout in sides:
                 build.prefetch(kernel, Path(checkout.path), self.cache_dir, artifacts / side / Stage.BUILD,
                                self.pool, nvcc=options.nvcc_path,
-                               pch_dir=Path(options.pch_dir) if options.pch_dir else None)
+                               pch_dir=options.pch_path)
             if not self.gpu_ready():
                 self.note = "no GPU stages here"
                 self._cancel_sessions()

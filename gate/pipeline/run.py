@@ -82,6 +82,14 @@ def _stage(emit: Emit, stage: Stage, side: Side, result_type: type, run: Callabl
     return res
 
 
+def _one_at_a_time(emit: Emit, lock: threading.Lock) -> Emit:
+    """`emit` for stages of both sides running in threads: one event at a time, under `lock`."""
+    def say(event: ProgressEvent) -> None:
+        with lock:
+            emit(event)
+    return say
+
+
 def _not_run(emit: Emit, stage: Stage, side: Side, result_type: type, reason: str) -> Any:
     emit(ProgressEvent(stage=stage, side=side, state=StageStatus.NOT_RUN.value, detail=reason))
     return result_type(status=StageStatus.NOT_RUN, reason=reason)
@@ -159,11 +167,7 @@ def _static_sides(request: JobRequest, result: JobResult, emit: Emit, pool: Comp
     once). Their events go out one line at a time through a lock."""
     kernel, options = request.kernel, request.options
     artifacts = Path(request.artifacts_dir)
-    lock = threading.Lock()
-
-    def say(event: ProgressEvent) -> None:
-        with lock:
-            emit(event)
+    say = _one_at_a_time(emit, threading.Lock())
 
     def one_side(side: Side, checkout: Checkout) -> StaticResult:
         def compiled(detail: str) -> None:
@@ -171,7 +175,7 @@ def _static_sides(request: JobRequest, result: JobResult, emit: Emit, pool: Comp
         return _stage(say, Stage.STATIC, side, StaticResult, lambda: static.run_static(
             kernel, Path(checkout.path), artifacts / side / Stage.STATIC, nvcc=options.nvcc_path,
             cache_dir=object_cache_dir(request), on_compiled=compiled, pool=pool,
-            facts=Path(options.pch_dir) if options.pch_dir else None))
+            facts=options.pch_path))
 
     sides = [(Side.CANDIDATE, request.candidate, result.candidate)]
     if request.baseline and result.baseline:
@@ -202,7 +206,7 @@ def _measure_on_gpu(request: JobRequest, result: JobResult, emit: Emit,
 
     def build_side(side: Side, src: Path) -> BuildResult:
         res = build.build_extension(kernel, src, cache, artifacts / side / Stage.BUILD, nvcc=options.nvcc_path,
-                                    pool=pool, pch_dir=Path(options.pch_dir) if options.pch_dir else None)
+                                    pool=pool, pch_dir=options.pch_path)
         if res.status is StageStatus.PASSED:
             # Said before the import: a static initialiser that aborts the process (a second
             # TORCH_LIBRARY of one namespace is SIGABRT) leaves this as the stage's last word.
@@ -307,10 +311,7 @@ def _profile_sides(request: JobRequest, result: JobResult, emit: Emit, save: Cal
         sides.append((Side.BASELINE, request.baseline, result.baseline))
     # One side under ncu at a time, in this order; each side's report is read beside the next one's run.
     turns, lock = Turns(), threading.Lock()
-
-    def say(event: ProgressEvent) -> None:
-        with lock:
-            emit(event)
+    say = _one_at_a_time(emit, lock)
 
     def one_side(number: int, side: Side, checkout: Checkout, target: SideResults) -> None:
         turn = turns.turn(number)

@@ -179,7 +179,7 @@ def run_static(kernel: KernelSpec, src_dir: Path, out_dir: Path, nvcc: str = "nv
         cached = (" (object cache hit)" if compiled.ok else " (cached compile failure)") if compiled.hit else ""
         logs.append(f"$ {' '.join([*command, '-c', source_name])}" + cached)
         logs.append(compiled.log)
-        if not compiled.ok and tools and (missing := _missing_under_torch(compiled.log, tools.torch_includes)):
+        if not compiled.ok and tools and (missing := _missing_under_torch(compiled.log, tools.torch.includes)):
             if source_name not in deferred:   # e.g. c10/cuda headers in a CPU-only torch
                 deferred.append(source_name)
             no_torch = (f"torch's headers include {missing}, which is not installed (a CPU-only torch, or a CUDA "

@@ -147,25 +147,14 @@ class Tools:
     cxx: str
     cuda_home: Path
     versions: Toolchain
-    torch_includes: tuple[str, ...]
-    torch_libs: tuple[str, ...]
-    torch_defines: tuple[str, ...]
-    torch_nvcc_flags: tuple[str, ...]
+    torch: torch_facts.TorchFacts       # what torch tells a compile (saved for fresh processes)
     torch_std: str                      # -std=c++17 (torch <= 2.11) or -std=c++20 (newer)
     cuda_includes: tuple[str, ...]
-    torch_file: str = ""                # torch/__init__.py ("": not known, as in tests' stand-ins)
-
-    def torch_facts(self) -> torch_facts.TorchFacts:
-        """What of these tools came from torch (`torch_facts`: saved for fresh processes)."""
-        return torch_facts.TorchFacts(
-            torch_version=self.versions.torch_version, cuda_version=self.versions.cuda_version,
-            torch_file=self.torch_file, includes=self.torch_includes, libs=self.torch_libs,
-            defines=self.torch_defines, nvcc_flags=self.torch_nvcc_flags)
 
     def _torch_flags(self, name: str) -> list[str]:
         py_include = sysconfig.get_paths()["include"]
-        return [self.torch_std, *(f"-I{p}" for p in self.torch_includes), f"-I{py_include}",
-                *(f"-I{p}" for p in self.cuda_includes), *self.torch_defines,
+        return [self.torch_std, *(f"-I{p}" for p in self.torch.includes), f"-I{py_include}",
+                *(f"-I{p}" for p in self.cuda_includes), *self.torch.defines,
                 f"-DTORCH_EXTENSION_NAME={name}"]
 
     def nvcc_command(self, archs: list[str], name: str, uses_torch: bool, extra: list[str] | None = None) -> list[str]:
@@ -173,7 +162,7 @@ class Tools:
         manifest's `nvcc_flags` (`extra`), in a `CUDAExtension`'s order: a `-U` there undoes torch's `-D`."""
         cmd = plain_nvcc_command(self.nvcc, archs)
         if uses_torch:  # torch's own defines (and C++ standard) for .cu files that include its headers
-            cmd += [*self.torch_nvcc_flags, *self._torch_flags(name)]
+            cmd += [*self.torch.nvcc_flags, *self._torch_flags(name)]
         return cmd + list(extra or [])
 
     def cxx_command(self, name: str, extra: list[str] | None = None) -> list[str]:
@@ -182,7 +171,7 @@ class Tools:
     def link_command(self, objects: list[str], output: str) -> list[str]:
         # Objects before libraries: with --as-needed (the default of several distributions) a
         # library named before the objects that use it is dropped.
-        libs = [f"-L{p}" for p in self.torch_libs]
+        libs = [f"-L{p}" for p in self.torch.libs]
         return [self.cxx, "-shared", "-Wl,-Bsymbolic", *objects, "-o", output, *libs, f"-L{self.cuda_home / 'lib64'}",
                 "-lc10", "-lc10_cuda", "-ltorch", "-ltorch_cpu", "-ltorch_cuda", "-ltorch_python",
                 "-lcudart"]
@@ -269,9 +258,6 @@ def _discovered(nvcc: str, facts_dir: Path | None) -> Tools:
         + f"\npython {sys.version_info.major}.{sys.version_info.minor}",
     )
     return Tools(
-        nvcc=nvcc_path, cxx=cxx, cuda_home=cuda_home, versions=versions,
-        torch_includes=facts.includes, torch_std=_torch_std(list(facts.includes)),
-        cuda_includes=tuple(_cuda_includes(cuda_home, facts.torch_file)),
-        torch_libs=facts.libs, torch_defines=facts.defines, torch_nvcc_flags=facts.nvcc_flags,
-        torch_file=facts.torch_file,
+        nvcc=nvcc_path, cxx=cxx, cuda_home=cuda_home, versions=versions, torch=facts,
+        torch_std=_torch_std(list(facts.includes)), cuda_includes=tuple(_cuda_includes(cuda_home, facts.torch_file)),
     )

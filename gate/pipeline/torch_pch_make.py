@@ -51,8 +51,8 @@ def make(root: Path, tools: Tools, headers: list[str] | tuple[str, ...], *, retr
     command = torch_pch.base_command(tools.cxx_command("pch"))
     folder = Path(root) / torch_pch.key(command, tools.versions)
     _mkdir(folder)
-    if tools.torch_file:
-        torch_facts.save(root, tools.torch_facts())
+    if tools.torch.torch_file:          # "": a stand-in's, read from no torch
+        torch_facts.save(root, tools.torch)
     with open(folder / ".lock", "a") as lock:
         try:
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)

@@ -11,6 +11,7 @@ from gate.pipeline import objects
 from gate.pipeline.build_cache import Toolchain
 from gate.manifest.load import load_manifest
 from gate.pipeline.toolchain import Tools
+from gate.pipeline.torch_facts import TorchFacts
 
 HEAD = """
 [[kernel]]
@@ -83,9 +84,10 @@ def test_a_flags_value_must_be_a_list_of_strings(repo):
 
 
 def test_the_manifests_flags_come_after_torchs_so_a_minus_u_undoes_its_minus_d():
-    tools = Tools(nvcc="nvcc", cxx="c++", cuda_home=Path("/cuda"), versions=Toolchain("t", "c", "n"),
-                  torch_includes=(), torch_libs=(), torch_defines=(),
-                  torch_nvcc_flags=("-D__CUDA_NO_HALF_OPERATORS__",), torch_std="-std=c++17", cuda_includes=())
+    torch = TorchFacts(torch_version="t", cuda_version="c", torch_file="", includes=(), libs=(), defines=(),
+                       nvcc_flags=("-D__CUDA_NO_HALF_OPERATORS__",))
+    tools = Tools(nvcc="nvcc", cxx="c++", cuda_home=Path("/cuda"), versions=Toolchain("t", "c", "n"), torch=torch,
+                  torch_std="-std=c++17", cuda_includes=())
     command = tools.nvcc_command(["sm_90"], "ext", True, ["-U__CUDA_NO_HALF_OPERATORS__"])
     assert command.index("-U__CUDA_NO_HALF_OPERATORS__") > command.index("-D__CUDA_NO_HALF_OPERATORS__")
     assert tools.cxx_command("ext", ["-DNDEBUG"])[-1] == "-DNDEBUG"

@@ -89,8 +89,8 @@ def test_without_a_torch_to_find_nothing_is_saved_or_loaded(tmp_path, monkeypatc
 def test_discover_takes_the_facts_without_importing_torch(tmp_path, fake_torch):
     torch_facts.save(tmp_path, facts_of(fake_torch))
     tools = tc.discover("nvcc", tmp_path)         # the fake's import would raise: it never ran
-    assert tools.torch_facts() == facts_of(fake_torch)
-    assert tools.torch_includes == FACTS.includes and tools.versions.torch_version == "9.9.9+fake"
+    assert tools.torch == facts_of(fake_torch)
+    assert tools.torch.includes == FACTS.includes and tools.versions.torch_version == "9.9.9+fake"
     assert "-D_GLIBCXX_USE_CXX11_ABI=1" in tools.cxx_command("ext") and "-I/fake/include/api" in tools.cxx_command("ext")
 
 
@@ -129,6 +129,6 @@ def test_a_fresh_process_gets_torchs_own_command_lines_from_the_facts(tmp_path):
 
     from_torch = answer()
     assert from_torch[-1] is True
-    torch_facts.save(tmp_path, tc.discover("nvcc").torch_facts())
+    torch_facts.save(tmp_path, tc.discover("nvcc").torch)
     from_facts = answer(str(tmp_path))
     assert from_facts[:-1] == from_torch[:-1] and from_facts[-1] is False     # the same, and torch never imported

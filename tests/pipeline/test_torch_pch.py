@@ -20,6 +20,7 @@ import pytest
 from gate.pipeline import objects, torch_pch
 from gate.pipeline import toolchain as tc
 from gate.pipeline.build_cache import ObjectCache, Toolchain
+from gate.pipeline.torch_facts import TorchFacts
 from gate.pipeline.torch_pch_make import make
 
 pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++")
@@ -55,9 +56,10 @@ def small_torch(tmp_path: Path) -> tc.Tools:
     (inc / "c10" / "value.h").write_text("#pragma once\n#define C10_VALUE 7\n")
     cxx = shutil.which("g++")
     version = subprocess.run([cxx, "--version"], capture_output=True, text=True).stdout.splitlines()[0]
+    torch = TorchFacts(torch_version="small", cuda_version="none", torch_file="", includes=(str(inc),), libs=(),
+                       defines=("-DTORCH_API_INCLUDE_EXTENSION_H",), nvcc_flags=())
     return tc.Tools(nvcc="nvcc", cxx=cxx, cuda_home=tmp_path, versions=Toolchain("small", "none", version),
-                    torch_includes=(str(inc),), torch_libs=(), torch_defines=("-DTORCH_API_INCLUDE_EXTENSION_H",),
-                    torch_nvcc_flags=(), torch_std="-std=c++17", cuda_includes=())
+                    torch=torch, torch_std="-std=c++17", cuda_includes=())
 
 
 def checkout(tmp_path: Path, name: str, binding: str = BINDING, **files: str) -> Path:
