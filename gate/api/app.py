@@ -18,7 +18,8 @@ from gate.api.routes import artifacts, github, health, kernels, revisions
 from gate.api.telemetry import make_registry
 from gate.config import Settings, get_settings
 from gate.domain import routes
-from gate.executors.base import Executor, GateJob, JobEnvironment, load_gate_job
+from gate.domain.executor import Executor
+from gate.executors.base import GateJob, JobEnvironment, load_gate_job
 from gate.notify.listeners import notifier_for
 from gate.services.outbox import start_sweeper
 from gate.services.planner import Planner

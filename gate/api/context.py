@@ -11,7 +11,7 @@ from sqlalchemy import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
 from gate.config import Settings
-from gate.executors.base import Executor
+from gate.domain.executor import Executor
 from gate.notify import Notifier
 from gate.services.planner import Planner
 from gate.services.sources import SourceReader

@@ -33,20 +33,6 @@ log = logging.getLogger(__name__)
 TEST_PIPELINE_ENV = "GATE_TEST_PIPELINE"
 
 
-class Executor(Protocol):
-    def start(self) -> None:
-        """Begin taking jobs (and recover those a previous run left behind)."""
-
-    def stop(self) -> None:
-        """Stop taking jobs; a job in progress is finished first."""
-
-    def wake(self) -> None:
-        """New jobs were queued: look now rather than at the next poll."""
-
-    def cancel(self, job_ids: list[int]) -> None:
-        """These jobs were cancelled: stop the children of those this process runs, now."""
-
-
 class GateJob(Protocol):
     """`gate.executors.job.gate_job`: one kernel of one revision, through every stage, to a verdict."""
 

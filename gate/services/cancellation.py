@@ -16,7 +16,7 @@ import logging
 
 from sqlalchemy.orm import Session
 
-from gate.executors.base import Executor
+from gate.domain.executor import Executor
 from gate.notify import Notifier
 from gate.services.announce import announce
 from gate.storage.cancellation import CancelResult, cancel_revision
