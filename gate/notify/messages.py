@@ -23,8 +23,8 @@ Mapping (DESIGN.md: only `accept` may ever read as passing):
 from __future__ import annotations
 
 from gate.domain.line_wording import as_markdown
+from gate.domain.rule_catalog import Bound, spec_of
 from gate.domain.verdict import RuleOutcome, RuleRow, Verdict, VerdictReport
-from gate.verdict.catalog import Bound, spec_of
 
 DESCRIPTION_MAX_CHARS = 140       # GitHub's limit for a commit status description
 SUMMARY_MAX_CHARS = 65_535        # GitHub's limit for a Check Run output.summary
