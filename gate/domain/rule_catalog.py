@@ -177,17 +177,12 @@ Rule = StrEnum("Rule", [(name.upper(), name) for name in (*(s.value for s in STA
                module=__name__)
 CATALOG: tuple[RuleSpec, ...] = tuple(replace(spec, rule=Rule(spec.rule)) for spec in _ROWS)
 
-BY_RULE: dict[str, RuleSpec] = {spec.rule: spec for spec in CATALOG}
+BY_RULE: dict[str, RuleSpec] = {spec.rule: spec for spec in CATALOG}     # no stage's row (`build`, `profile`)
 BY_KEY: dict[str, RuleSpec] = {spec.key: spec for spec in CATALOG if spec.key is not None}
 
 
-def spec_of(rule: str) -> RuleSpec | None:
-    """The catalogue row of a rule table's row name; None for a stage's row (`build`, `profile`)."""
-    return BY_RULE.get(rule)
-
-
-def of_kind(kind: Kind, catalog: tuple[RuleSpec, ...] = CATALOG) -> tuple[RuleSpec, ...]:
-    return tuple(spec for spec in catalog if kind in spec.kinds)
+def of_kind(kind: Kind) -> tuple[RuleSpec, ...]:
+    return tuple(spec for spec in CATALOG if kind in spec.kinds)
 
 
 def manifest_table(catalog: tuple[RuleSpec, ...] = CATALOG) -> str:

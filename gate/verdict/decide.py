@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from gate.domain.manifest import Gates, profile_rules_set, threshold_of
 from gate.domain.names import Stage
 from gate.domain.results import BenchResult, JobResult, ProfileResult, StageStatus, StaticResult
-from gate.domain.rule_catalog import Kind, Rule, RuleSpec, of_kind, spec_of
+from gate.domain.rule_catalog import BY_RULE, Kind, Rule, RuleSpec, of_kind
 from gate.domain.verdict import RuleOutcome, RuleRow, Verdict, VerdictReport
 from gate.verdict.rules import (STATUS_OUTCOME, correctness_rows, integrity_rows, latency_rows, ncu_absolute_rows,
                                 ncu_relative_rows, smem_launch_rows)
@@ -148,7 +148,7 @@ _FIRST_CAUSES = (Rule.STATIC, Rule.BUILD, Rule.TIMED_OUTPUTS)   # a wrong timed 
 
 
 def cause_rank(rule: str) -> int:
-    spec = spec_of(rule)
+    spec = BY_RULE.get(rule)
     if rule in _FIRST_CAUSES or (spec is not None and spec.kind is Kind.CORRECTNESS):
         return 0
     return 2 if spec is not None and spec.kind is Kind.LATENCY else 1
