@@ -4,10 +4,9 @@ follow it."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import dataclasses
 import typing
+from pathlib import Path
 
 import pytest
 
