@@ -18,7 +18,8 @@ from gate.domain.results import (
     StaticResult,
     TimingSamples,
 )
-from gate.domain.names import Direction, Metric, Rule, Side, Stage
+from gate.domain.names import Direction, Metric, Side, Stage
+from gate.domain.rule_catalog import Rule
 from gate.domain.verdict import RuleOutcome, RuleRow, Verdict, VerdictReport, worst_verdict
 
 __all__ = [

@@ -1,8 +1,12 @@
-"""The manifest's types (`gate.toml`). Validation lives in `gate.manifest.load`."""
+"""The manifest's types (`gate.toml`), and the bound it sets for a rule. Validation lives in `gate.manifest.load`."""
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
+from typing import Any
+
+from gate.domain.rule_catalog import CATALOG, SETTINGS, Kind, RuleSpec
 
 
 ShapeValue = int | float | bool | str
@@ -40,27 +44,28 @@ def _toml_value(value: ShapeValue) -> str:
     return repr(value)
 
 
-@dataclass
-class Gates:
-    """Accept/reject thresholds. `None` switches a rule off."""
+def _field(spec: RuleSpec) -> tuple[str, Any, Any]:
+    """A SASS row's key lists opcodes; any other's is a number, None (off) unless the row has a default."""
+    if spec.kind is Kind.SASS:
+        return spec.key, list[str], field(default_factory=list)
+    number = int if spec.integer else float
+    return spec.key, number if spec.default is not None else number | None, spec.default
 
-    max_latency_regression_pct: float | None = None   # candidate/baseline median, significant only
-    min_tensor_pipe_pct: float | None = None           # sm__pipe_tensor_*cycles_active, % of peak
-    max_bank_conflict_pct: float | None = None         # shared ld/st conflicts / wavefronts, %
-    min_warps_active_pct: float | None = None          # sm__warps_active, % of peak
-    min_dram_pct: float | None = None                  # gpu__dram_throughput, % of peak
-    max_registers: int | None = None                   # ptxas, per thread
-    max_spill_bytes: int | None = None                 # ptxas spill stores + loads
-    max_smem_bytes: int | None = None                  # per block: ptxas static, and static + dynamic per launch
-    max_registers_increase: int | None = None          # registers per thread above the baseline's
-    max_spill_bytes_increase: int | None = None        # spill bytes above the baseline's
-    max_smem_bytes_increase: int | None = None         # static shared memory above the baseline's
-    require_sass: list[str] = field(default_factory=list)   # opcodes that must appear, e.g. HMMA
-    max_tensor_pipe_drop_pct: float | None = None      # relative: points below the baseline's
-    max_bank_conflict_increase_pct: float | None = None  # relative: points above the baseline's
-    max_global_sectors_per_request: float | None = None  # l1tex global-load sectors / requests
-    absolute_shapes: list[str] = field(default_factory=list)  # shape labels for min_* rules; [] = all
-    max_error_ratio: float = 4.0                       # error <= k x PyTorch's own low-precision error
+
+Gates = dataclasses.make_dataclass(
+    "Gates", [_field(s) for s in CATALOG if s.key] + [(k, list[str], field(default_factory=list)) for k in SETTINGS],
+    namespace={"__module__": __name__, "__doc__": "Accept/reject thresholds: a field per manifest key of the rule "
+               "catalogue, typed and defaulted by its row, then the settings. `None` switches a rule off."})
+
+
+def threshold_of(spec: RuleSpec, gates: Gates) -> float | int | list[str] | None:
+    """The manifest's bound for `spec`; None (or []) when the rule is off or has no key."""
+    return getattr(gates, spec.key) if spec.key is not None else None
+
+
+def profile_rules_set(gates: Gates) -> bool:
+    """Whether a rule reads the Nsight Compute profile: without one, the profile stage is optional."""
+    return any(threshold_of(s, gates) is not None for s in CATALOG if s.kind in (Kind.NCU_ABSOLUTE, Kind.NCU_RELATIVE))
 
 
 @dataclass

@@ -1,6 +1,7 @@
-"""The gate's vocabulary, defined once: stages, sides, rule names, metric names (with unit and
-direction) and the order of verdicts by severity. Every other module, the GPU child, the storage,
-the pages and the messages, names these things through this module and never by a string literal.
+"""The gate's vocabulary, defined once: stages, sides and metric names (with unit and direction).
+Every other module, the GPU child, the storage, the pages and the messages, names these things
+through this module and never by a string literal; rule names (`Rule`) come from the rule catalogue
+(`gate.domain.rule_catalog`), the verdicts' severity order from `gate.domain.verdict`.
 
 The values are the strings stored in the database and sent in JSON: they are part of the public
 contract (docs/design.md), so a value never changes; a new member may be added.
@@ -30,43 +31,6 @@ class Side(StrEnum):
     CANDIDATE = "candidate"
     BASELINE = "baseline"
     JOINT = "joint"
-
-
-class Rule(StrEnum):
-    """Rows of a verdict's rule table. A stage that failed as a whole (it did not build, or did not
-    run) has a row named after the stage; every other rule is named after its `Gates` field."""
-
-    STATIC = "static"
-    BUILD = "build"
-    CORRECTNESS = "correctness"
-    BENCH = "bench"
-    PROFILE = "profile"
-    MAX_LATENCY_REGRESSION_PCT = "max_latency_regression_pct"
-    MIN_TENSOR_PIPE_PCT = "min_tensor_pipe_pct"
-    MAX_BANK_CONFLICT_PCT = "max_bank_conflict_pct"
-    MIN_WARPS_ACTIVE_PCT = "min_warps_active_pct"
-    MIN_DRAM_PCT = "min_dram_pct"
-    MAX_REGISTERS = "max_registers"
-    MAX_SPILL_BYTES = "max_spill_bytes"
-    MAX_SMEM_BYTES = "max_smem_bytes"
-    REQUIRE_SASS = "require_sass"
-    MAX_TENSOR_PIPE_DROP_PCT = "max_tensor_pipe_drop_pct"
-    MAX_BANK_CONFLICT_INCREASE_PCT = "max_bank_conflict_increase_pct"
-    MAX_GLOBAL_SECTORS_PER_REQUEST = "max_global_sectors_per_request"
-    ALL_STREAMS_TIME = "all_streams_time"      # integrity: the call's work on every stream was timed
-    PHYSICAL_FLOOR = "physical_floor"          # integrity: not faster than the hardware allows
-    MAX_REGISTERS_INCREASE = "max_registers_increase"
-    MAX_SPILL_BYTES_INCREASE = "max_spill_bytes_increase"
-    MAX_SMEM_BYTES_INCREASE = "max_smem_bytes_increase"
-    STATIC_DELTA = "static_delta"   # what changed against the baseline's build: shown, never decisive
-    # Issue 25, the timing's own integrity (gate/verdict/timing_integrity.py):
-    TIMED_OUTPUTS = "timed_outputs"                    # the timed calls' outputs, checked, were right
-    TIMING_METHODS_AGREE = "timing_methods_agree"      # the timed figure vs eager vs device-wide
-    TIMER_UNTOUCHED = "timer_untouched"                # submitted code replaced none of the timer
-    PROFILE_MATCHES_TIMING = "profile_matches_timing"  # ncu's durations describe the timed program
-
-
-# What each rule reads and how it is judged is its row in `gate.verdict.catalog`.
 
 
 class Direction(StrEnum):

@@ -5,14 +5,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from gate.domain.names import Metric, Rule, Side
+from gate.domain.names import Metric, Side
+from gate.domain.rule_catalog import CATALOG, Kind, Rule, RuleSpec
 from gate.domain.verdict import RuleRow
 from gate.figures.like_with_like import change_points, cycle_traces, mark_environments
 from gate.figures.palette import VERDICT_COLOR, VERDICT_MARK
 from gate.figures.series_charts import HistoryChart, Line, history_figure, peak_drawn
 from gate.nvidia.sass_families import SASS_METRICS
 from gate.read_models.kernel_series import KernelHistory, SeriesHistory
-from gate.verdict.catalog import CATALOG, Kind, RuleSpec
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,6 @@ is measured on (shapes x dtypes x archs); `timeout_s` is at most `MAX_TIMEOUT_S`
 from __future__ import annotations
 
 import ast
-import dataclasses
 import math
 import re
 import tomllib
@@ -23,10 +22,10 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from gate.domain.manifest import Gates, KernelSpec, Manifest, Shape, ShapeValue
+from gate.domain.rule_catalog import BY_KEY, SETTINGS, Kind
 from gate.errors import ManifestError
 from gate.manifest import compile_flags, module_name
 from gate.manifest.workload_file import workload_module_file
-from gate.verdict.catalog import BY_KEY, Kind
 
 MANIFEST_NAME = "gate.toml"
 
@@ -353,8 +352,7 @@ def _choices(check: _Checker, value: Any, key: str, allowed: frozenset[str]) -> 
 def _gates(check: _Checker, table: Any, key: str, shape_labels: set[str]) -> Gates:
     if not isinstance(table, dict):
         raise check.fail(key, "expected a table")
-    fields = {f.name: f for f in dataclasses.fields(Gates)}
-    check.only_keys(table, tuple(fields), key)
+    check.only_keys(table, (*BY_KEY, *SETTINGS), key)     # the catalogue's keys, then the settings
     values: dict[str, Any] = {}
     for name, value in table.items():
         where = f"{key}.{name}"

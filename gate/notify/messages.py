@@ -23,8 +23,8 @@ Mapping (DESIGN.md: only `accept` may ever read as passing):
 from __future__ import annotations
 
 from gate.domain.line_wording import as_markdown
+from gate.domain.rule_catalog import BY_RULE, Bound
 from gate.domain.verdict import RuleOutcome, RuleRow, Verdict, VerdictReport
-from gate.verdict.catalog import Bound, spec_of
 
 DESCRIPTION_MAX_CHARS = 140       # GitHub's limit for a commit status description
 SUMMARY_MAX_CHARS = 65_535        # GitHub's limit for a Check Run output.summary
@@ -160,7 +160,7 @@ def _operator(row: RuleRow) -> str:
     """How the value stood against the threshold: the rule's bound in the catalogue (a stage's row,
     which has none, reads `vs`)."""
     failed = row.outcome is RuleOutcome.FAIL
-    spec = spec_of(row.rule)
+    spec = BY_RULE.get(row.rule)
     if spec is not None and spec.bound is Bound.CEILING:
         return ">" if failed else "<="
     if spec is not None and spec.bound is Bound.FLOOR:

@@ -6,9 +6,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from gate.domain.names import Metric, Side
+from gate.domain.rule_catalog import CATALOG, Bound
 from gate.domain.wording import display_unit
 from gate.read_models.revision import RevisionMetric
-from gate.verdict.catalog import CATALOG, Bound
 
 NOTICEABLE_PCT = 1.0     # a change smaller than this reads as no change (no colour)
 

@@ -10,13 +10,13 @@ from typing import Any
 from gate.domain import RuleOutcome, RuleRow, Verdict
 from gate.domain.codec import from_json, to_json
 from gate.verdict import decide
-from gate.verdict.catalog import BY_RULE, Bound, Kind
 from gate.verdict.rules import bound_sentence
 from gate.sample.kernel_model import KernelModel, Outcome
 from gate.sample.kernels import A100_SLOWDOWN, FLOPS, PEERS_ON_A100, SHAPES
 from gate.sample.stage_payloads import NO_NCU, stage_payloads, static_result
 from gate.sample.story import StoryEvent
-from gate.domain.names import Metric, Rule, Side
+from gate.domain.names import Metric, Side
+from gate.domain.rule_catalog import BY_RULE, Bound, Kind, Rule
 from gate.storage.recording import static_metrics
 
 

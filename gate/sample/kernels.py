@@ -7,7 +7,7 @@ with ~1 % noise, the way an interleaved benchmark reports them (`gate.sample.jud
 from __future__ import annotations
 
 from dataclasses import dataclass
-from gate.domain.names import Rule
+from gate.domain.rule_catalog import Rule
 
 SHAPES = {
     "attention": ["b1_h8_s512_d64", "b4_h16_s4096_d64_causal"],

@@ -13,87 +13,103 @@ threshold is inconclusive (the bench reruns with more samples before this is rep
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import replace
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 
-from gate.domain.manifest import Gates
-from gate.domain.names import Rule, Stage
-from gate.domain.results import JobResult, StageStatus, StaticResult
+from gate.domain.manifest import Gates, profile_rules_set, threshold_of
+from gate.domain.names import Stage
+from gate.domain.results import BenchResult, JobResult, ProfileResult, StageStatus, StaticResult
+from gate.domain.rule_catalog import BY_RULE, Kind, Rule, RuleSpec, of_kind
 from gate.domain.verdict import RuleOutcome, RuleRow, Verdict, VerdictReport
-from gate.verdict.catalog import Kind, cause_rank, of_kind, profile_rules_set, threshold_of
-from gate.verdict.rules import correctness_rows, integrity_rows, latency_rows, profile_rows, smem_launch_rows
-from gate.verdict.static_rules import static_delta_rows, static_rows
+from gate.verdict.rules import (STATUS_OUTCOME, correctness_rows, integrity_rows, latency_rows, ncu_absolute_rows,
+                                ncu_relative_rows, smem_launch_rows)
 from gate.verdict.static_rows import collapse_unchanged
-from gate.verdict.static_scope import StaticScope, aligned, launched_names, scoped, static_scope, unpaired
+from gate.verdict.static_rules import sass_rows, static_delta_rows, static_limit_rows
+from gate.verdict.static_scope import StaticScope, Unpaired, aligned, launched_names, scoped, static_scope, unpaired
 from gate.verdict.timing_integrity import distrust_profile, timing_integrity_rows
 
 O = RuleOutcome
 SIGNIFICANCE = 0.05          # Mann-Whitney p-value below which a difference is significant
-_STATUS_OUTCOME = {StageStatus.PASSED: O.PASS, StageStatus.FAILED: O.FAIL,
-                   StageStatus.NOT_RUN: O.NOT_RUN, StageStatus.ERROR: O.ERROR}
 
 
 def decide(result: JobResult, gates: Gates, kernels: list[str] | None = None) -> VerdictReport:
     """The verdict of one job with its rule table; reads nothing but its arguments. `kernels` is the
     manifest's list of judged kernels (`static_scope`): without it, the ones the profile saw launched."""
-    cand, base = result.candidate, result.baseline
-    launched = launched_names(cand.profile)
+    cand, launched = result.candidate, launched_names(result.candidate.profile)
     scope = static_scope(cand.static, launched, kernels or []) if cand.static else None
-    rows: list[RuleRow] = []
-    rows += _stage_row(Stage.STATIC, cand.static, required=True, scope=scope)
-    rows += static_rows(scoped(cand.static, scope), gates)
-    base_static = aligned(scoped(base.static, scope), cand.static) if base else None
-    one_sided = unpaired(cand.static, scope, base, launched, kernels or [])   # each side by its own launches
-    rows += collapse_unchanged(static_delta_rows(scoped(cand.static, scope), base_static, gates, result.new_kernel,
-                                                 unpaired=one_sided))
-    rows += _stage_row(Stage.BUILD, cand.build, required=True)
-    rows += correctness_rows(cand.correctness)
-    bench_needed = gates.max_latency_regression_pct is not None
-    if result.bench is not None and result.bench.status is StageStatus.PASSED and bench_needed:
-        watch = result.bench.gpu_watch
-        unsteady = watch is not None and bool(watch.problems)
-        margin = watch.boost_spread_pct if unsteady and watch.boost_spread_pct else 0.0
-        latency = latency_rows(result.bench, gates.max_latency_regression_pct, SIGNIFICANCE, result.new_kernel,
-                               margin)
-        rows += _untrusted(latency, watch.problems) if unsteady and not margin else latency
-    else:
-        rows += _stage_row(Stage.BENCH, result.bench, required=bench_needed)
-    if result.bench is not None and result.bench.status is StageStatus.PASSED:
-        watch = result.bench.gpu_watch
-        integrity = integrity_rows(result.bench)
-        rows += _untrusted_streams(integrity, watch.problems) if watch is not None and watch.problems else integrity
-    rows += timing_integrity_rows(result)      # issue 25: timed work checked, methods agree, timer intact
-    profile_needed = profile_rules_set(gates)
-    if cand.profile is not None and cand.profile.status is StageStatus.PASSED and profile_needed:
-        base_profile = result.baseline.profile if result.baseline else None
-        rows += profile_rows(cand.profile, base_profile, gates, result.new_kernel)
-    else:
-        rows += _stage_row(Stage.PROFILE, cand.profile, required=profile_needed)
-    for spec in of_kind(Kind.LAUNCH_CONFIG):
-        bound = threshold_of(spec, gates)
-        if bound is not None and cand.profile is not None and cand.profile.status is StageStatus.PASSED:
-            rows += smem_launch_rows(cand.profile, bound)
-    rows = distrust_profile(rows)
+    one_sided = unpaired(cand.static, scope, result.baseline, launched, kernels or [])   # each by its own launches
+    job = _Job(result, gates, scope, one_sided, scoped(cand.static, scope), _passed(result.bench),
+               _passed(cand.profile))
+    rows = distrust_profile([row for kind in Kind for row in BUILDERS[kind](job, of_kind(kind))])
     return VerdictReport(*verdict_of(rows), rules=rows)
 
 
-def _untrusted(latency: list[RuleRow], problems: list[str]) -> list[RuleRow]:
-    """Latency rows timed on a GPU that another process used or that slowed down for heat or a
-    hardware reason: inconclusive with the reason, never a verdict (a pass or a fail) on such data.
-    (Clocks that GPU Boost merely moved leave the verdict standing: `latency_rows` notes them.)"""
-    why = "GPU not steady while timing: " + "; ".join(problems)
-    return [replace(r, outcome=O.INCONCLUSIVE, reason=f"{why} ({r.reason})")
-            if r.outcome in (O.PASS, O.FAIL) and r.baseline is not None else r for r in latency]
+def _passed(stage: BenchResult | ProfileResult | None) -> BenchResult | ProfileResult | None:
+    return stage if stage is not None and stage.status is StageStatus.PASSED else None
 
 
-def _untrusted_streams(integrity: list[RuleRow], problems: list[str]) -> list[RuleRow]:
-    """The all-streams check compares a short eager window of wall time with the median of the
-    interleaved events: another process time-slicing the GPU, or clocks that moved, lengthen one and
-    not the other, so on such a GPU its failure is inconclusive, not a reject. The physical floor
-    stays: no sharing makes a kernel faster than the hardware allows."""
-    why = "GPU not steady while timing: " + "; ".join(problems)
-    return [replace(r, outcome=O.INCONCLUSIVE, reason=f"{why} ({r.reason})")
-            if r.rule == Rule.ALL_STREAMS_TIME and r.outcome is O.FAIL else r for r in integrity]
+@dataclass(frozen=True)
+class _Job:
+    """One job as the builders read it, a builder per kind of rule. A builder also writes the row of the
+    stage its rules read where that stage decides alone: the static stage's before the static limits,
+    the build's before correctness, the bench's and the profile's where their rules cannot be judged."""
+
+    result: JobResult
+    gates: Gates
+    scope: StaticScope | None
+    unpaired: list[Unpaired]     # judged functions of one revision only
+    static: StaticResult | None  # the candidate's, scoped to the judged functions
+    bench: BenchResult | None    # when it passed
+    profile: ProfileResult | None  # the candidate's, when it passed
+
+    def static_limits(self, specs: tuple[RuleSpec, ...]) -> list[RuleRow]:
+        stage = _stage_row(Stage.STATIC, self.result.candidate.static, required=True, scope=self.scope)
+        return stage + static_limit_rows(self.static, self.gates, specs)
+
+    def sass(self, specs: tuple[RuleSpec, ...]) -> list[RuleRow]:
+        return sass_rows(self.static, self.gates, specs)
+
+    def static_increases(self, specs: tuple[RuleSpec, ...]) -> list[RuleRow]:
+        cand, base = self.result.candidate, self.result.baseline
+        base_static = aligned(scoped(base.static, self.scope), cand.static) if base else None
+        return collapse_unchanged(static_delta_rows(self.static, base_static, self.gates, self.result.new_kernel,
+                                                    specs, unpaired=self.unpaired))
+
+    def correctness(self, specs: tuple[RuleSpec, ...]) -> list[RuleRow]:
+        cand = self.result.candidate
+        return _stage_row(Stage.BUILD, cand.build, required=True) + correctness_rows(cand.correctness)
+
+    def latency(self, specs: tuple[RuleSpec, ...]) -> list[RuleRow]:
+        (spec,) = specs
+        pct = threshold_of(spec, self.gates)
+        if self.bench is None or pct is None:
+            return _stage_row(Stage.BENCH, self.result.bench, required=pct is not None)
+        return latency_rows(self.bench, pct, SIGNIFICANCE, self.result.new_kernel)
+
+    def integrity(self, specs: tuple[RuleSpec, ...]) -> list[RuleRow]:
+        # the bench's own checks, then issue 25's: the timed work checked, the methods agree, the timer intact
+        return (integrity_rows(self.bench) if self.bench is not None else []) + timing_integrity_rows(self.result)
+
+    def ncu_absolute(self, specs: tuple[RuleSpec, ...]) -> list[RuleRow]:
+        if self.profile is None:
+            return _stage_row(Stage.PROFILE, self.result.candidate.profile, required=profile_rules_set(self.gates))
+        return ncu_absolute_rows(self.profile, self.gates, specs)
+
+    def ncu_relative(self, specs: tuple[RuleSpec, ...]) -> list[RuleRow]:
+        base = self.result.baseline.profile if self.result.baseline else None
+        return ncu_relative_rows(self.profile, base, self.gates, self.result.new_kernel, specs) if self.profile else []
+
+    def launch_config(self, specs: tuple[RuleSpec, ...]) -> list[RuleRow]:
+        bounds = [bound for spec in specs if (bound := threshold_of(spec, self.gates)) is not None]
+        return [row for bound in bounds for row in smem_launch_rows(self.profile, bound)] if self.profile else []
+
+
+# Every kind's builder; `decide` runs them in `Kind`'s order (a test checks that every kind has one).
+BUILDERS: dict[Kind, Callable[[_Job, tuple[RuleSpec, ...]], list[RuleRow]]] = {
+    Kind.STATIC_LIMIT: _Job.static_limits, Kind.SASS: _Job.sass, Kind.STATIC_INCREASE: _Job.static_increases,
+    Kind.CORRECTNESS: _Job.correctness, Kind.LATENCY: _Job.latency, Kind.INTEGRITY: _Job.integrity,
+    Kind.NCU_ABSOLUTE: _Job.ncu_absolute, Kind.NCU_RELATIVE: _Job.ncu_relative, Kind.LAUNCH_CONFIG: _Job.launch_config,
+}
 
 
 def _stage_row(stage: Stage, res: object | None, *, required: bool, scope: StaticScope | None = None) -> list[RuleRow]:
@@ -109,7 +125,7 @@ def _stage_row(stage: Stage, res: object | None, *, required: bool, scope: Stati
         return [_static_checked(res, scope)]
     reason = res.reason or ("built and imported" if status is StageStatus.PASSED else status.value)
     value = round(res.duration_s, 2) if status is StageStatus.PASSED else None
-    return [RuleRow(Rule(stage), _STATUS_OUTCOME[status], reason, value=value, unit="s" if value is not None else "")]
+    return [RuleRow(Rule(stage), STATUS_OUTCOME[status], reason, value=value, unit="s" if value is not None else "")]
 
 
 def _static_checked(static: StaticResult, scope: StaticScope | None) -> RuleRow:
@@ -124,6 +140,18 @@ def _static_checked(static: StaticResult, scope: StaticScope | None) -> RuleRow:
         judged, rest = len({f.function for f in scope.judged}), len({f.function for f in scope.not_judged})
         reason += f"; judged {judged}, {scope.basis}; {rest} not judged"
     return RuleRow(Rule.STATIC, O.PASS, reason, value=len(static.functions), unit="functions")
+
+
+# Of several failing rules the reason names the cause before the symptom: a broken build or a wrong
+# answer, then what the compiler and the profiler measured, then the latency they explain.
+_FIRST_CAUSES = (Rule.STATIC, Rule.BUILD, Rule.TIMED_OUTPUTS)   # a wrong timed call is a wrong answer
+
+
+def cause_rank(rule: str) -> int:
+    spec = BY_RULE.get(rule)
+    if rule in _FIRST_CAUSES or (spec is not None and spec.kind is Kind.CORRECTNESS):
+        return 0
+    return 2 if spec is not None and spec.kind is Kind.LATENCY else 1
 
 
 def _severity(row: RuleRow) -> float:

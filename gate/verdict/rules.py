@@ -4,11 +4,11 @@ functions; the ncu rows are generic over the catalogue's `ncu absolute` and `ncu
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import replace
 
 from gate.domain.launches import by_shape, shape_figure
-from gate.domain.manifest import Gates
-from gate.domain.names import Rule
+from gate.domain.manifest import Gates, threshold_of
 from gate.domain.results import (
     BenchResult,
     CorrectnessCase,
@@ -17,12 +17,14 @@ from gate.domain.results import (
     ShapeTiming,
     StageStatus,
 )
+from gate.domain.rule_catalog import Bound, Kind, Rule, RuleSpec, of_kind
 from gate.domain.verdict import RuleOutcome, RuleRow
 from gate.domain.wording import format_value
 from gate.nvidia.symbols import kernel_name
-from gate.verdict.catalog import CATALOG, Bound, Kind, RuleSpec, of_kind, threshold_of
 
 O = RuleOutcome
+STATUS_OUTCOME = {StageStatus.PASSED: O.PASS, StageStatus.FAILED: O.FAIL,        # a stage's row
+                  StageStatus.NOT_RUN: O.NOT_RUN, StageStatus.ERROR: O.ERROR}
 
 
 def bound_sentence(label: str, value: float, limit: float, unit: str, *, minimum: bool) -> tuple[bool, str]:
@@ -44,8 +46,7 @@ def correctness_rows(res: CorrectnessResult | None) -> list[RuleRow]:
     stage_level = res.status in (StageStatus.NOT_RUN, StageStatus.ERROR) or not res.cases or (
         res.status is StageStatus.FAILED and all(c.passed for c in res.cases))   # e.g. a crash mid-run
     if stage_level:
-        outcome = {StageStatus.PASSED: O.PASS, StageStatus.FAILED: O.FAIL,
-                   StageStatus.NOT_RUN: O.NOT_RUN, StageStatus.ERROR: O.ERROR}[res.status]
+        outcome = STATUS_OUTCOME[res.status]
         if outcome is O.PASS:
             outcome, why = O.NOT_RUN, "passed without a single case"
         else:
@@ -85,22 +86,35 @@ def _case_reason(case: CorrectnessCase, n: int) -> str:
 
 
 NEW_KERNEL = "new kernel: no baseline revision declares it, nothing to regress against"
+UNSTEADY = "GPU not steady while timing: "
 
 
 def latency_rows(bench: BenchResult, max_regression_pct: float, alpha: float,
-                 new_kernel: bool = False, boost_spread_pct: float = 0.0) -> list[RuleRow]:
-    """Per shape: fail only when the whole 95 % interval is above the threshold and p < alpha. A
-    `boost_spread_pct` (GPU Boost moved the clocks while timing: `GpuWatch.boost_spread_pct`) is
-    stated on every row that judged."""
+                 new_kernel: bool = False) -> list[RuleRow]:
+    """Per shape: fail only when the whole 95 % interval is above the threshold and p < alpha. On a GPU
+    that was not steady while timing (`GpuWatch.problems`: another process, heat, a hardware slowdown)
+    a row that judged is inconclusive, never a pass or a fail on such data, unless GPU Boost merely
+    moved the clocks (`boost_spread_pct`), on both interleaved sides: then the row says so and stands."""
     rows = [_latency_row(st, max_regression_pct, alpha, new_kernel) for st in bench.shapes]
-    if boost_spread_pct:
-        note = f"; clocks moved by up to {boost_spread_pct:g} % (GPU Boost), on both interleaved sides"
-        rows = [replace(r, reason=r.reason + note) if r.outcome in (O.PASS, O.FAIL) and r.baseline is not None
-                else r for r in rows]
+    watch = bench.gpu_watch
+    if watch is not None and watch.problems and watch.boost_spread_pct:
+        note = f"; clocks moved by up to {watch.boost_spread_pct:g} % (GPU Boost), on both interleaved sides"
+        rows = [replace(r, reason=r.reason + note) if _compared(r) else r for r in rows]
+    elif watch is not None and watch.problems:
+        rows = inconclusive(rows, UNSTEADY + "; ".join(watch.problems), _compared)
     return rows or [RuleRow(Rule.MAX_LATENCY_REGRESSION_PCT, O.NOT_RUN, "bench timed no shape")]
 
 
-def _about(st: ShapeTiming) -> dict[str, str]:
+def _compared(row: RuleRow) -> bool:
+    return row.outcome in (O.PASS, O.FAIL) and row.baseline is not None
+
+
+def inconclusive(rows: list[RuleRow], why: str, judged: Callable[[RuleRow], bool]) -> list[RuleRow]:
+    """`rows` with those `judged` picks made inconclusive, `why` told before their own reason."""
+    return [replace(r, outcome=O.INCONCLUSIVE, reason=f"{why} ({r.reason})") if judged(r) else r for r in rows]
+
+
+def about(st: ShapeTiming) -> dict[str, str]:
     """A row timed per shape and dtype says which (`RuleRow.where`)."""
     return {"shape": st.shape, "dtype": st.dtype}
 
@@ -109,12 +123,12 @@ def _latency_row(st: ShapeTiming, pct: float, alpha: float, new_kernel: bool) ->
     rule, limit = Rule.MAX_LATENCY_REGRESSION_PCT, 1.0 + pct / 100.0
     cand = st.candidate.median_us
     if st.baseline is None and new_kernel:
-        return RuleRow(rule, O.PASS, NEW_KERNEL, **_about(st), value=cand, threshold=pct, unit="us")
+        return RuleRow(rule, O.PASS, NEW_KERNEL, **about(st), value=cand, threshold=pct, unit="us")
     if st.baseline is None or st.ratio is None:
-        return RuleRow(rule, O.NOT_RUN, "no baseline timing to compare with", **_about(st),
+        return RuleRow(rule, O.NOT_RUN, "no baseline timing to compare with", **about(st),
                        value=cand, threshold=pct, unit="us")
     base = st.baseline.median_us
-    common = dict(**_about(st), value=cand, baseline=base, delta=cand - base,
+    common = dict(**about(st), value=cand, baseline=base, delta=cand - base,
                   threshold=round(base * limit, 3), unit="us")
     change = f"{(st.ratio - 1) * 100:+.1f} %"
     lo, hi, p = st.ratio_ci_low, st.ratio_ci_high, st.p_value
@@ -144,12 +158,14 @@ def integrity_rows(bench: BenchResult) -> list[RuleRow]:
     explains over the same calls (work hidden on a private stream), and its event time against the
     physical floor (a time no hardware allows). A shape without a floor (a custom workload declaring
     neither FLOPs nor bytes, an unknown GPU) gets no floor row. A hidden share smaller than the host's
-    enqueue time of a launch-bound call escapes the first rule; hiding all of it still meets the floor."""
+    enqueue time of a launch-bound call escapes the first rule; hiding all of it still meets the floor.
+    On an unsteady GPU a failure of the first is inconclusive (sharing or moving clocks lengthen its
+    eager window, not the events); the floor stands: no sharing makes a kernel faster than hardware allows."""
     rows = []
     for st in bench.shapes:
         events = st.candidate.median_us
         if st.all_streams_us is None:
-            rows.append(RuleRow(Rule.ALL_STREAMS_TIME, O.NOT_RUN, "no all-streams measure", **_about(st),
+            rows.append(RuleRow(Rule.ALL_STREAMS_TIME, O.NOT_RUN, "no all-streams measure", **about(st),
                                 value=events, unit="us"))
         else:
             if st.caller_stream_us is not None:
@@ -163,35 +179,44 @@ def integrity_rows(bench: BenchResult) -> list[RuleRow]:
             hidden = st.all_streams_us > limit
             rows.append(RuleRow(Rule.ALL_STREAMS_TIME, O.FAIL if hidden else O.PASS,
                                 f"work outside the caller's stream: {figures} (limit {limit:g} us)" if hidden
-                                else figures, **_about(st), value=round(st.all_streams_us, 3),
+                                else figures, **about(st), value=round(st.all_streams_us, 3),
                                 threshold=limit, baseline=round(explained, 3), unit="us"))
         if st.floor_us is not None:
             below = events < st.floor_us
             figures = f"{events:.3g} us vs floor {st.floor_us:.3g} us ({st.floor_basis})"
             rows.append(RuleRow(Rule.PHYSICAL_FLOOR, O.FAIL if below else O.PASS,
                                 f"faster than the hardware allows: {figures}" if below else figures,
-                                **_about(st), value=events, threshold=round(st.floor_us, 4),
+                                **about(st), value=events, threshold=round(st.floor_us, 4),
                                 unit="us"))
+    if bench.gpu_watch is not None and bench.gpu_watch.problems:
+        rows = inconclusive(rows, UNSTEADY + "; ".join(bench.gpu_watch.problems),
+                            lambda r: r.rule == Rule.ALL_STREAMS_TIME and r.outcome is O.FAIL)
     return rows
 
 
-def profile_rows(cand: ProfileResult, base: ProfileResult | None, gates: Gates,
-                 new_kernel: bool = False, catalog: tuple[RuleSpec, ...] = CATALOG) -> list[RuleRow]:
-    """The ncu rules of `catalog` the manifest sets, per shape: absolute ones against their bound
-    (floors on `absolute_shapes`, ceilings on every profiled shape), then relative ones against the
-    baseline's profile. Each reads its row's metric as `shape_figure` aggregates it over launches."""
+def ncu_absolute_rows(cand: ProfileResult, gates: Gates,
+                      specs: tuple[RuleSpec, ...] = of_kind(Kind.NCU_ABSOLUTE)) -> list[RuleRow]:
+    """The `ncu absolute` rules the manifest sets, per shape, against their bound: floors on
+    `absolute_shapes` (a floor may be out of reach on a small shape), ceilings on every profiled shape.
+    Each reads its row's metric as `shape_figure` aggregates it over launches."""
     shapes = by_shape(cand.kernels)
-    base_shapes = by_shape(base.kernels) if base and base.status is StageStatus.PASSED else {}
     rows: list[RuleRow] = []
-    for spec in of_kind(Kind.NCU_ABSOLUTE, catalog):
+    for spec in specs:
         bound = threshold_of(spec, gates)
         if bound is None or spec.metric is None:
             continue
-        # a floor may be out of reach on a small shape, so it applies where the manifest says
         targets = (gates.absolute_shapes or list(shapes)) if spec.bound is Bound.FLOOR else list(shapes)
-        for shape in targets:
-            rows.append(_compare(spec, shape, shape_figure(shapes.get(shape, []), spec.metric), bound))
-    for spec in of_kind(Kind.NCU_RELATIVE, catalog):
+        rows += [_compare(spec, shape, shape_figure(shapes.get(shape, []), spec.metric), bound) for shape in targets]
+    return rows
+
+
+def ncu_relative_rows(cand: ProfileResult, base: ProfileResult | None, gates: Gates, new_kernel: bool = False,
+                      specs: tuple[RuleSpec, ...] = of_kind(Kind.NCU_RELATIVE)) -> list[RuleRow]:
+    """The `ncu relative` rules the manifest sets, per profiled shape, against the baseline's profile."""
+    shapes = by_shape(cand.kernels)
+    base_shapes = by_shape(base.kernels) if base and base.status is StageStatus.PASSED else {}
+    rows: list[RuleRow] = []
+    for spec in specs:
         allowed = threshold_of(spec, gates)
         if allowed is None or spec.metric is None:
             continue

@@ -9,9 +9,8 @@ A row that changed (up or down) or failed is kept as it is. Pure.
 
 from __future__ import annotations
 
-from gate.domain.names import Rule
+from gate.domain.rule_catalog import Kind, Rule, of_kind
 from gate.domain.verdict import RuleOutcome, RuleRow
-from gate.verdict.catalog import Kind, of_kind
 
 # The catalogue's increase rules, less static_delta: its rows can read 0 registers while another figure changed.
 INCREASE_RULES = tuple(spec.rule for spec in of_kind(Kind.STATIC_INCREASE) if spec.rule is not Rule.STATIC_DELTA)

@@ -1,18 +1,18 @@
 """Rule rows of the static stage (ptxas figures and SASS), for `decide`. Pure functions.
 
 Which ptxas figures are judged, in what unit and words, is the catalogue's `static limit` and
-`static increase` rows (`gate.verdict.catalog`); each row's metric names the `FunctionResources`
+`static increase` rows (`gate.domain.rule_catalog`); each row's metric names the `FunctionResources`
 field it reads.
 """
 
 from __future__ import annotations
 
-from gate.domain.manifest import Gates
-from gate.domain.names import Rule, Side
+from gate.domain.manifest import Gates, threshold_of
+from gate.domain.names import Side
 from gate.domain.results import FunctionResources, StageStatus, StaticResult
+from gate.domain.rule_catalog import Kind, Rule, RuleSpec, of_kind
 from gate.domain.verdict import RuleOutcome, RuleRow
 from gate.nvidia.symbols import kernel_name
-from gate.verdict.catalog import CATALOG, Kind, RuleSpec, of_kind, threshold_of
 from gate.verdict.rules import NEW_KERNEL, bound_sentence
 from gate.verdict.static_scope import Unpaired
 
@@ -25,51 +25,62 @@ def _of(spec: RuleSpec, function: FunctionResources) -> int:
     return getattr(function, spec.metric)       # the ptxas figure of the same name
 
 
-def static_rows(static: StaticResult | None, gates: Gates, catalog: tuple[RuleSpec, ...] = CATALOG) -> list[RuleRow]:
-    """The static limits the manifest sets (worst function per arch) and require_sass."""
-    limits = [(spec, threshold_of(spec, gates)) for spec in of_kind(Kind.STATIC_LIMIT, catalog)]
-    limits = [(spec, bound) for spec, bound in limits if bound is not None]
-    sass = [spec for spec in of_kind(Kind.SASS, catalog) if threshold_of(spec, gates)]
-    wanted = [spec.rule for spec, _ in limits] + [spec.rule for spec in sass]
-    if not wanted:
-        return []
-    if static is None or static.status is not StageStatus.PASSED or not static.functions:
-        why = "no kernel functions compiled" if static and static.status is StageStatus.PASSED \
-            else "static stage did not pass"
-        return [RuleRow(name, O.NOT_RUN, why) for name in wanted]
+def static_limit_rows(static: StaticResult | None, gates: Gates,
+                      specs: tuple[RuleSpec, ...] = of_kind(Kind.STATIC_LIMIT)) -> list[RuleRow]:
+    """The static limits the manifest sets: the worst function per arch against each bound."""
+    limits = [(spec, bound) for spec in specs if (bound := threshold_of(spec, gates)) is not None]
+    if limits and (why := _unmeasured(static)):
+        return [RuleRow(spec.rule, O.NOT_RUN, why) for spec, _ in limits]
     rows: list[RuleRow] = []
-    archs = list(dict.fromkeys(f.arch for f in static.functions))
     for spec, bound in limits:
-        for arch in archs:
+        for arch in dict.fromkeys(f.arch for f in static.functions):
             worst = max((f for f in static.functions if f.arch == arch), key=lambda f: _of(spec, f))
             value = _of(spec, worst)
             ok, sentence = bound_sentence(spec.words, value, bound, spec.unit, minimum=False)
             rows.append(RuleRow(spec.rule, O.PASS if ok else O.FAIL, shape="",
                                 reason=f"{arch} {kernel_name(worst.function)}: {sentence}",
                                 value=value, threshold=bound, unit=spec.unit))
-    for spec in sass:
-        rows += _sass_rows(static, archs, threshold_of(spec, gates))
     return rows
 
 
-def _sass_rows(static: StaticResult, archs: list[str], required: list[str]) -> list[RuleRow]:
+def sass_rows(static: StaticResult | None, gates: Gates,
+              specs: tuple[RuleSpec, ...] = of_kind(Kind.SASS)) -> list[RuleRow]:
+    """`require_sass`: the opcodes it lists must each appear in every arch's code."""
+    rows: list[RuleRow] = []
+    for spec in specs:
+        required = threshold_of(spec, gates)
+        if required and (why := _unmeasured(static)):
+            rows.append(RuleRow(spec.rule, O.NOT_RUN, why))
+        elif required:
+            rows += _opcode_rows(spec, static, required)
+    return rows
+
+
+def _unmeasured(static: StaticResult | None) -> str | None:
+    """Why the static stage gave no functions to judge; None when it did."""
+    if static is None or static.status is not StageStatus.PASSED:
+        return "static stage did not pass"
+    return None if static.functions else "no kernel functions compiled"
+
+
+def _opcode_rows(spec: RuleSpec, static: StaticResult, required: list[str]) -> list[RuleRow]:
     if not static.sass_available:
-        return [RuleRow(Rule.REQUIRE_SASS, O.NOT_RUN, "no SASS: cuobjdump/nvdisasm not found",
+        return [RuleRow(spec.rule, O.NOT_RUN, "no SASS: cuobjdump/nvdisasm not found",
                         threshold=",".join(required))]
     rows = []
-    for arch in archs:
+    for arch in dict.fromkeys(f.arch for f in static.functions):
         counts = {op: sum(f.sass_opcodes.get(op, 0) for f in static.functions if f.arch == arch)
                   for op in required}
         missing = [op for op, n in counts.items() if n == 0]
         shown = ", ".join(f"{op} x{n}" for op, n in counts.items())
         reason = f"{arch}: missing {', '.join(missing)}" if missing else f"{arch}: {shown}"
-        rows.append(RuleRow(Rule.REQUIRE_SASS, O.FAIL if missing else O.PASS, reason,
+        rows.append(RuleRow(spec.rule, O.FAIL if missing else O.PASS, reason,
                             value=shown, threshold=",".join(required)))
     return rows
 
 
 def static_delta_rows(cand: StaticResult | None, base: StaticResult | None, gates: Gates,
-                      new_kernel: bool = False, catalog: tuple[RuleSpec, ...] = CATALOG,
+                      new_kernel: bool = False, specs: tuple[RuleSpec, ...] = of_kind(Kind.STATIC_INCREASE),
                       unpaired: list[Unpaired] | None = None) -> list[RuleRow]:
     """Against the baseline's static figures, per function and arch present in both: one
     `static_delta` row (always a pass: it shows what changed, e.g. `STS +32`) where anything did, and
@@ -79,7 +90,7 @@ def static_delta_rows(cand: StaticResult | None, base: StaticResult | None, gate
     its own figures, so a kernel whose template arguments changed (`k<16, 16>` -> `k<16, 4>`) reads
     as one gone and one new instead of nothing. The increase rules compare pairs only: such a function
     has no increase to judge (the static limits still judge the candidate's)."""
-    figures = [spec for spec in of_kind(Kind.STATIC_INCREASE, catalog) if spec.metric is not None]
+    figures = [spec for spec in specs if spec.metric is not None]
     wanted = [spec for spec in figures if threshold_of(spec, gates) is not None]
     if new_kernel:
         return [RuleRow(spec.rule, O.PASS, NEW_KERNEL) for spec in wanted]

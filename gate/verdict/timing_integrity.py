@@ -27,13 +27,11 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from gate.domain.launches import by_shape
-from gate.domain.names import Rule
 from gate.domain.results import BenchResult, JobResult, ShapeTiming, StageStatus
+from gate.domain.rule_catalog import Kind, Rule, of_kind
 from gate.domain.verdict import RuleOutcome, RuleRow
-from gate.verdict.catalog import Kind, of_kind
+from gate.verdict.rules import UNSTEADY, about, inconclusive
 
 _NCU_RULES = {spec.rule for kind in (Kind.NCU_ABSOLUTE, Kind.NCU_RELATIVE) for spec in of_kind(kind)}
 
@@ -43,17 +41,13 @@ DEVICE_BOUND_RATIO = 1.25        # device-wide time per call over the host's enq
 PROFILE_TIMING_FACTOR, PROFILE_TIMING_SLACK_US = 2.0, 2.0
 
 
-def _about(st: ShapeTiming) -> dict[str, str]:
-    return {"shape": st.shape, "dtype": st.dtype}
-
-
 def timed_output_row(st: ShapeTiming) -> RuleRow | None:
     if st.timed_checked is None:
         return None
     if st.timed_checked == 0:
-        return RuleRow(Rule.TIMED_OUTPUTS, O.NOT_RUN, "no timed call was checked", **_about(st))
+        return RuleRow(Rule.TIMED_OUTPUTS, O.NOT_RUN, "no timed call was checked", **about(st))
     outcome = O.FAIL if st.timed_wrong else O.PASS
-    return RuleRow(Rule.TIMED_OUTPUTS, outcome, st.timed_evidence, **_about(st), value=st.timed_wrong or 0,
+    return RuleRow(Rule.TIMED_OUTPUTS, outcome, st.timed_evidence, **about(st), value=st.timed_wrong or 0,
                    threshold=0, unit="wrong calls")
 
 
@@ -75,12 +69,12 @@ def timing_methods_row(st: ShapeTiming) -> RuleRow | None:
         return None
     timed = st.candidate.median_us
     if st.all_streams_us is None:
-        return RuleRow(Rule.TIMING_METHODS_AGREE, O.NOT_RUN, "no device-wide measure", **_about(st), value=timed,
+        return RuleRow(Rule.TIMING_METHODS_AGREE, O.NOT_RUN, "no device-wide measure", **about(st), value=timed,
                        unit="us")
     words = _method_words(st)
     device_bound = st.all_streams_us > DEVICE_BOUND_RATIO * (st.enqueue_us or 0.0)
     limit = round(TIMED_MIN_SHARE * st.all_streams_us, 4)
-    common = dict(**_about(st), value=timed, baseline=round(st.all_streams_us, 3), unit="us")
+    common = dict(**about(st), value=timed, baseline=round(st.all_streams_us, 3), unit="us")
     if not device_bound:
         return RuleRow(Rule.TIMING_METHODS_AGREE, O.PASS, f"{words}; the device-wide batch was paced by the "
                        f"host ({st.enqueue_us or 0:.3g} us to enqueue a call) and bounds nothing", **common)
@@ -112,12 +106,12 @@ def profile_rows(result: JobResult) -> list[RuleRow]:
         durations = [k.duration_ns for k in ks if k.duration_ns is not None]
         if not ks:
             rows.append(RuleRow(Rule.PROFILE_MATCHES_TIMING, O.FAIL, f"the profiled call of this shape launched "
-                                f"no kernel, the timed one took {timed:.3g} us", **_about(st), value=0.0,
+                                f"no kernel, the timed one took {timed:.3g} us", **about(st), value=0.0,
                                 baseline=timed, unit="us"))
             continue
         if len(durations) < len(ks):
             rows.append(RuleRow(Rule.PROFILE_MATCHES_TIMING, O.NOT_RUN, "no kernel duration in the profile",
-                                **_about(st), baseline=timed, unit="us"))
+                                **about(st), baseline=timed, unit="us"))
             continue
         profiled = sum(durations) / 1e3
         low = timed / PROFILE_TIMING_FACTOR - PROFILE_TIMING_SLACK_US
@@ -127,7 +121,7 @@ def profile_rows(result: JobResult) -> list[RuleRow]:
                    f"caches, launch gaps)")
         ok = low <= profiled <= high
         rows.append(RuleRow(Rule.PROFILE_MATCHES_TIMING, O.PASS if ok else O.FAIL, figures if ok else
-                            f"the profiled program is not the timed one: {figures}", **_about(st),
+                            f"the profiled program is not the timed one: {figures}", **about(st),
                             value=round(profiled, 3), baseline=round(timed, 3), threshold=round(high, 3),
                             unit="us"))
     return rows
@@ -147,9 +141,8 @@ def timing_integrity_rows(result: JobResult) -> list[RuleRow]:
         rows += [r for r in (timed_output_row(st), timing_methods_row(st)) if r is not None]
     problems = bench.gpu_watch.problems if bench.gpu_watch is not None else []
     if problems:   # another process or moving clocks lengthen the device-wide window, not the timed one
-        why = "GPU not steady while timing: " + "; ".join(problems)
-        rows = [replace(r, outcome=O.INCONCLUSIVE, reason=f"{why} ({r.reason})")
-                if r.rule == Rule.TIMING_METHODS_AGREE and r.outcome is O.FAIL else r for r in rows]
+        rows = inconclusive(rows, UNSTEADY + "; ".join(problems),
+                            lambda r: r.rule == Rule.TIMING_METHODS_AGREE and r.outcome is O.FAIL)
     return rows + [timer_row(bench)] + profile_rows(result)
 
 
@@ -158,6 +151,5 @@ def distrust_profile(rows: list[RuleRow]) -> list[RuleRow]:
     their passes and failures become inconclusive, the `profile_matches_timing` failure decides."""
     if not any(r.rule == Rule.PROFILE_MATCHES_TIMING and r.outcome is O.FAIL for r in rows):
         return rows
-    why = "not judged: the profile does not describe the timed program"
-    return [replace(r, outcome=O.INCONCLUSIVE, reason=f"{why} ({r.reason})")
-            if r.rule in _NCU_RULES and r.outcome in (O.PASS, O.FAIL) else r for r in rows]
+    return inconclusive(rows, "not judged: the profile does not describe the timed program",
+                        lambda r: r.rule in _NCU_RULES and r.outcome in (O.PASS, O.FAIL))

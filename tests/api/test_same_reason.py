@@ -17,7 +17,7 @@ from service_fakes import FakeOutcome, job_result
 
 from gate.commands.run_report import render
 from gate.domain import Gates, KernelMetrics, ProfileResult, StageStatus
-from gate.domain.names import Rule
+from gate.domain.rule_catalog import Rule
 from gate.notify import messages
 from gate.verdict.decide import decide
 

@@ -10,7 +10,7 @@ import pytest
 
 from gate.demo.flashcore_commits import build_demo_repo
 from gate.domain.job import Checkout, JobRequest, RunOptions
-from gate.domain.names import Rule
+from gate.domain.rule_catalog import Rule
 from gate.domain.results import StageStatus
 from gate.domain.verdict import RuleOutcome, Verdict
 from gate.pipeline import run

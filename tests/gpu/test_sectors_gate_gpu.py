@@ -19,7 +19,7 @@ import pytest
 
 from gate.domain import Gates, KernelSpec, RuleOutcome, Shape, StageStatus
 from gate.domain.job import RunOptions
-from gate.domain.names import Rule
+from gate.domain.rule_catalog import Rule
 from tests.gate_env import with_pythonpath
 
 pytestmark = pytest.mark.gpu
@@ -116,12 +116,12 @@ def _summary(name: str, figures: dict) -> None:
 
 
 def test_the_gate_rejects_strided_global_loads_and_accepts_coalesced_ones(built, monkeypatch):
-    from gate.verdict.rules import profile_rows
+    from gate.verdict.rules import ncu_absolute_rows
 
     result = _profile(built, monkeypatch, "profile")
     assert result.status == StageStatus.PASSED, result.reason + "\n" + result.log
     by_shape = {k.shape: k for k in result.kernels}
-    rows = profile_rows(result, None, Gates(max_global_sectors_per_request=8))
+    rows = ncu_absolute_rows(result, Gates(max_global_sectors_per_request=8))
     _summary("verdict", {"kernels": {s: {"sectors": k.global_ld_sectors, "requests": k.global_ld_requests,
                                          "per_request": k.global_sectors_per_request, "passes": k.replay_passes,
                                          "missing": k.missing_metrics} for s, k in by_shape.items()},

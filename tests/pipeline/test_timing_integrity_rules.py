@@ -3,7 +3,7 @@ device-wide clock, the timer untouched, the profile describing the timed program
 
 from gate.domain import BenchResult, RuleOutcome, ShapeTiming, StageStatus, TimingSamples
 from gate.domain.manifest import Gates
-from gate.domain.names import Rule
+from gate.domain.rule_catalog import Rule
 from gate.domain.results import (
     BuildResult,
     CorrectnessCase,

@@ -101,7 +101,7 @@ def test_the_pooled_conflict_figure_the_rule_judges_is_stored():
     from gate.domain import KernelMetrics, ProfileResult
     from gate.domain.launches import by_shape, shape_figure
     from gate.domain.names import Metric
-    from gate.verdict.rules import profile_rows
+    from gate.verdict.rules import ncu_absolute_rows
     from gate.domain import Gates
 
     result = job_result()
@@ -116,7 +116,7 @@ def test_the_pooled_conflict_figure_the_rule_judges_is_stored():
     m = _index(extract_metrics(result))
     stored = m[("shared_conflict_pct", shape, "candidate")]
     assert stored.value == 3.0 and stored.direction == "lower"          # the worst launch, not a mean
-    (row,) = profile_rows(result.candidate.profile, None, Gates(max_bank_conflict_pct=10))
+    (row,) = ncu_absolute_rows(result.candidate.profile, Gates(max_bank_conflict_pct=10))
     assert row.value == round(stored.value, 3)
     assert shape_figure(by_shape(result.candidate.profile.kernels)[shape], Metric.SHARED_CONFLICT_PCT) == 3.0
     assert m[("st_bank_conflict_pct", shape, "candidate")].value == 18.0   # duration-weighted, not judged

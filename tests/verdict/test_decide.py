@@ -19,8 +19,9 @@ from gate.domain import (
     TimingSamples,
     Verdict,
 )
+from gate.domain.rule_catalog import Kind
 from gate.notify import messages
-from gate.verdict.decide import decide
+from gate.verdict.decide import BUILDERS, decide
 
 P, F, N = StageStatus.PASSED, StageStatus.FAILED, StageStatus.NOT_RUN
 FN = "_ZN16wmma_gemm_sample16wmma_gemm_kernelE10GemmParams"
@@ -61,6 +62,10 @@ def full(*, timings=None, cand_kernels=None, base_kernels=None, cases=None) -> J
 
 GATES = Gates(max_latency_regression_pct=3, max_bank_conflict_pct=10, max_spill_bytes=0,
               require_sass=["HMMA"], max_registers=128)
+
+
+def test_every_kind_has_a_builder_run_in_the_kinds_order():
+    assert list(BUILDERS) == list(Kind)
 
 
 def rows(report, rule):

@@ -4,7 +4,7 @@ import pytest
 
 from gate.domain import BenchResult, RuleOutcome, ShapeTiming, StageStatus, TimingSamples
 from gate.nvidia import roofline
-from gate.domain.names import Rule
+from gate.domain.rule_catalog import Rule
 from gate.verdict.rules import integrity_rows
 
 

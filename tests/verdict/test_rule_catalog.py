@@ -1,18 +1,22 @@
-"""The rule catalogue is the one place a rule is described: the manifest's keys, the docs' gate
-table, the messages' operators and the kernel page's charts all follow it."""
+"""The rule catalogue is the one place a rule is declared: the rule names, the manifest's keys, the
+docs' gate table, the messages' operators, the kernel page's charts and `decide`'s builders all
+follow it."""
 
 from __future__ import annotations
 
+import dataclasses
+import typing
 from pathlib import Path
 
 import pytest
 
 from gate.domain import FunctionResources, Gates, KernelMetrics, RuleOutcome, RuleRow
-from gate.domain.names import NCU_METRICS, Rule, Stage
+from gate.domain import rule_catalog as catalog
+from gate.domain.manifest import profile_rules_set
+from gate.domain.names import NCU_METRICS, Stage
+from gate.domain.rule_catalog import CATALOG, SETTINGS, STAGE_ROWS, Bound, Kind, Rule
 from gate.figures.kernel_page import GROUPS, rule_groups
 from gate.notify import messages
-from gate.verdict import catalog
-from gate.verdict.catalog import CATALOG, SETTINGS, Bound, Kind
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "manifest.md"
 
@@ -35,19 +39,23 @@ def test_the_docs_check_fails_when_a_row_is_removed():
         assert f"`{dropped.key}`" not in catalog.manifest_table(fewer)
 
 
-def test_every_gates_field_is_a_catalogue_key_or_a_setting():
+def test_gates_has_a_field_per_catalogue_key_then_the_settings_typed_by_its_row():
     keys = [s.key for s in CATALOG if s.key is not None]
     assert len(keys) == len(set(keys))
-    assert set(keys) | {key for key, _, _ in SETTINGS} == catalog.gates_keys()
+    assert [f.name for f in dataclasses.fields(Gates)] == keys + list(SETTINGS)
+    hints, gates = typing.get_type_hints(Gates), Gates()
+    assert hints["max_registers"] == int | None and hints["min_tensor_pipe_pct"] == float | None
+    assert hints["require_sass"] == hints["absolute_shapes"] == list[str]
+    assert (hints["max_error_ratio"], gates.max_error_ratio) == (float, 4.0)
+    assert all(getattr(gates, key) in (None, []) for key in keys if key != "max_error_ratio")
 
 
-def test_every_rule_but_a_stages_row_has_exactly_one_catalogue_row():
-    rules = [s.rule for s in CATALOG]
-    assert len(rules) == len(set(rules))
+def test_the_rule_names_are_the_stage_rows_and_the_catalogue_rows():
     # a stage that failed as a whole has a row named after it; correctness is also a rule, per shape
-    stage_rows = {Rule.STATIC, Rule.BUILD, Rule.BENCH, Rule.PROFILE}
-    assert {r.value for r in stage_rows} <= {s.value for s in Stage}
-    assert set(Rule) - stage_rows == set(rules)
+    assert {r.value for r in STAGE_ROWS} <= {s.value for s in Stage}
+    assert [r.value for r in Rule] == [s.value for s in STAGE_ROWS] + [s.rule for s in CATALOG]
+    assert all(spec.rule is Rule(spec.rule) for spec in CATALOG)
+    assert Rule.MAX_GLOBAL_SECTORS_PER_REQUEST == "max_global_sectors_per_request"
 
 
 def test_every_ncu_rule_reads_a_stored_per_shape_metric():
@@ -67,7 +75,7 @@ def test_static_rows_name_a_ptxas_field():
 def test_only_the_relative_ncu_rules_read_the_baselines_profile():
     reading = tuple(spec.rule for spec in catalog.CATALOG if spec.baseline_profile)
     assert reading == (Rule.MAX_TENSOR_PIPE_DROP_PCT, Rule.MAX_BANK_CONFLICT_INCREASE_PCT)
-    assert catalog.profile_rules_set(Gates(min_dram_pct=50)) and not catalog.profile_rules_set(Gates(max_registers=9))
+    assert profile_rules_set(Gates(min_dram_pct=50)) and not profile_rules_set(Gates(max_registers=9))
 
 
 @pytest.mark.parametrize(("rule", "outcome", "operator"), [
@@ -105,6 +113,6 @@ def test_bounds_are_what_decide_applies():
 
 
 def test_no_catalogue_text_breaks_the_docs_table():
-    assert not [spec.rule for spec in CATALOG if "|" in spec.reads + spec.meaning + spec.default]
+    assert not [spec.rule for spec in CATALOG if "|" in spec.reads + spec.meaning]
     cells = {line.count("|") for line in catalog.manifest_table().splitlines()}
     assert cells == {5}                                      # key, default, reads, meaning

@@ -6,11 +6,11 @@ from __future__ import annotations
 import pytest
 
 from gate.domain import Gates, KernelMetrics, ProfileResult, RuleOutcome, StageStatus
-from gate.domain.names import Rule
+from gate.domain.manifest import profile_rules_set
+from gate.domain.rule_catalog import Rule
 from gate.nvidia.ncu_catalog import requested_metrics
 from gate.nvidia.ncu_report import read_report
-from gate.verdict.catalog import profile_rules_set
-from gate.verdict.rules import profile_rows
+from gate.verdict.rules import ncu_absolute_rows
 
 SECTORS = "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum"
 REQUESTS = "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum"
@@ -38,20 +38,20 @@ def test_the_gate_rejects_the_worst_launch_over_its_limit_and_passes_the_rest(nc
     wmma, unpadded, padded = read_report(ncu_fixture("h200-wmma-transpose-full.ncu-rep"))
     gates = Gates(max_global_sectors_per_request=6)
     assert profile_rules_set(gates)                          # the profile stage becomes required
-    (gemm,) = profile_rows(_profile([wmma], "gemm"), None, gates)
+    (gemm,) = ncu_absolute_rows(_profile([wmma], "gemm"), gates)
     assert gemm.rule == Rule.MAX_GLOBAL_SECTORS_PER_REQUEST and gemm.outcome is RuleOutcome.FAIL
     assert gemm.reason == "global loads 8 sectors/request is over the limit of 6 sectors/request"
     assert (gemm.value, gemm.threshold, gemm.unit) == (8.0, 6, "sectors/request")
-    (transpose,) = profile_rows(_profile([unpadded, padded], "t"), None, gates)
+    (transpose,) = ncu_absolute_rows(_profile([unpadded, padded], "t"), gates)
     assert transpose.outcome is RuleOutcome.PASS and transpose.value == 4.0
-    (both,) = profile_rows(_profile([padded, wmma], "mixed"), None, gates)   # one bad launch is enough
+    (both,) = ncu_absolute_rows(_profile([padded, wmma], "mixed"), gates)   # one bad launch is enough
     assert both.outcome is RuleOutcome.FAIL and both.value == 8.0
 
 
 def test_a_report_without_the_counters_is_not_run_never_a_pass(ncu_fixture):
     kernels = read_report(ncu_fixture("h200-sdpa-gate-metrics.ncu-rep"))   # recorded before the gate
     assert all(k.global_sectors_per_request is None and SECTORS in k.missing_metrics for k in kernels)
-    (row,) = profile_rows(_profile(kernels, "s"), None, Gates(max_global_sectors_per_request=8))
+    (row,) = ncu_absolute_rows(_profile(kernels, "s"), Gates(max_global_sectors_per_request=8))
     assert row.outcome is RuleOutcome.NOT_RUN and row.reason == "metric not collected for this shape"
 
 
