@@ -56,8 +56,9 @@ def create_app(settings: Settings | None = None, *, gate_job: GateJob | None = N
     notifier = notifier_for(settings)      # GitHub statuses / Check Runs / webhooks, from the settings
 
     def env_factory() -> JobEnvironment:      # the executors' own sessions, until they go through the store
-        return JobEnvironment(session_factory=make_session_factory(store.engine), gate_job=gate_job or load_gate_job(),
-                              data_dir=settings.data_dir, options=settings.run_options(),
+        return JobEnvironment(session_factory=make_session_factory(store.engine),
+                              gate_job=gate_job or load_gate_job(), data_dir=settings.data_dir,
+                              options=settings.run_options(),
                               mirror=getattr(sources, "mirror", None), notifier=notifier,
                               spare_child=settings.spare_child)
 

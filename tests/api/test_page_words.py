@@ -17,7 +17,8 @@ KERNEL = "flashcore_wmma"
 
 def _seed(session_factory, revisions: int = 6) -> None:  # noqa: ANN001
     with session_factory() as session:
-        seed_judged_history(UnitOfWork(session), revisions=revisions, kernels=[KERNEL], a100=False, stages=True, queue=False)
+        seed_judged_history(UnitOfWork(session), revisions=revisions, kernels=[KERNEL], a100=False, stages=True,
+                            queue=False)
 
 
 def _revisions(client) -> list[dict]:  # noqa: ANN001
