@@ -28,33 +28,32 @@ from collections.abc import Callable
 from pathlib import Path
 
 from fastapi.testclient import TestClient
-from sqlalchemy.orm import Session
 
 from gate.api.app import create_app
 from gate.config import Settings
-from gate.sample import append_judged_revision, seed_judged_history
+from gate.sample import seed_judged_history
 from gate.storage import schema
-from gate.storage.db import make_engine
+from gate.storage.unit import Store
 
 KERNEL = "flashcore_wmma"
 
 
 def build(db: Path, revisions: int) -> None:
-    engine = make_engine(f"sqlite:///{db}")
-    schema.upgrade(engine)
-    with Session(engine) as session:
-        seed_judged_history(session, revisions=revisions, kernels=["flashcore_wmma"], a100=False,
+    store = Store.from_url(f"sqlite:///{db}")
+    schema.upgrade(store.engine)
+    with store.unit() as uow:
+        seed_judged_history(uow, revisions=revisions, kernels=["flashcore_wmma"], a100=False,
                             stages=False, queue=False)
-    engine.dispose()
+    store.dispose()
 
 
 def add_verdict(db: Path) -> None:
     """One more revision of the kernel: a copy of the newest one's job, verdict and metrics."""
-    engine = make_engine(f"sqlite:///{db}")
-    with Session(engine) as session:
-        append_judged_revision(session, KERNEL)
-        session.commit()
-    engine.dispose()
+    store = Store.from_url(f"sqlite:///{db}")
+    with store.unit() as uow:
+        uow.samples.append_judged_revision(KERNEL)
+        uow.commit()
+    store.dispose()
 
 
 def main() -> None:

@@ -21,6 +21,7 @@ from gate.executors.base import JobEnvironment  # noqa: E402
 from gate.executors.local import LocalExecutor  # noqa: E402
 from gate.services.submissions import plan_revision, submit_revision  # noqa: E402
 from gate.storage.db import make_engine, make_session_factory  # noqa: E402
+from gate.storage.unit import UnitOfWork  # noqa: E402
 from gate.storage.schema import upgrade  # noqa: E402
 
 
@@ -34,9 +35,10 @@ def main() -> int:
     upgrade(engine)
     sessions = make_session_factory(engine)
     with sessions() as s:
+        uow = UnitOfWork(s)
         for _ in range(args.jobs // 4):
-            revision = submit_revision(s, repo="/src/flash", sha="HEAD")
-            plan_revision(s, revision, sources=FakeSources(kernels=("a", "b", "c", "d")))
+            revision_id = submit_revision(uow, repo="/src/flash", sha="HEAD")
+            plan_revision(uow, revision_id, sources=FakeSources(kernels=("a", "b", "c", "d")))
     env = JobEnvironment(session_factory=sessions, gate_job=FakePipeline(), data_dir=scratch, options=RunOptions())
     started = time.perf_counter()
     ran = LocalExecutor(env, gpus=[]).drain()

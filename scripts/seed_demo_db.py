@@ -10,12 +10,10 @@ from __future__ import annotations
 import argparse
 import sys
 
-from sqlalchemy.orm import Session
 
 from gate.sample import seed_judged_history
 from gate.storage import schema
-from gate.storage.db import make_engine
-from gate.storage.samples import holds_revisions
+from gate.storage.unit import Store
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -25,13 +23,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--kernel", action="append", dest="kernels", default=None)
     p.add_argument("--no-stages", action="store_true", help="skip stage payloads (smaller, faster)")
     args = p.parse_args(argv)
-    engine = make_engine(args.database_url)
-    schema.upgrade(engine)
-    with Session(engine) as session:
-        if holds_revisions(session):
+    store = Store.from_url(args.database_url)
+    schema.upgrade(store.engine)
+    with store.unit() as uow:
+        if uow.samples.holds_revisions():
             print("refusing: the database already holds revisions", file=sys.stderr)
             return 1
-        summary = seed_judged_history(session, revisions=args.revisions, kernels=args.kernels,
+        summary = seed_judged_history(uow, revisions=args.revisions, kernels=args.kernels,
                                       stages=not args.no_stages)
     print(f"seeded {summary.revisions} revisions, {summary.jobs} jobs, {summary.metrics} metrics "
           "(synthetic sample data)")

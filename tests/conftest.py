@@ -98,9 +98,18 @@ def database_url(request: pytest.FixtureRequest, tmp_path) -> str:  # noqa: ANN0
 
 
 @pytest.fixture
-def session_factory(database_url: str):  # noqa: ANN201
-    from gate.storage.db import make_engine, make_session_factory
+def store(database_url: str):  # noqa: ANN201
+    """The door to the migrated database (`gate.storage.unit.Store`)."""
+    from gate.storage.unit import Store
 
-    engine = make_engine(database_url)
-    yield make_session_factory(engine)
-    engine.dispose()
+    store = Store.from_url(database_url)
+    yield store
+    store.dispose()
+
+
+@pytest.fixture
+def session_factory(store):  # noqa: ANN001, ANN201
+    """Sessions on the store's engine, for tests that write or read rows behind the door."""
+    from gate.storage.db import make_session_factory
+
+    return make_session_factory(store.engine)

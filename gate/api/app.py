@@ -25,8 +25,9 @@ from gate.services.outbox import start_sweeper
 from gate.services.planner import Planner
 from gate.services.sources import MirrorSources, SourceReader
 from gate.sources.policy import FetchPolicy
-from gate.storage.db import make_engine, make_session_factory
+from gate.storage.db import make_session_factory
 from gate.storage.series_cache import SeriesCache
+from gate.storage.unit import Store
 
 ROUTERS = [revisions.router, kernels.router, artifacts.router, github.router, health.router, pages.router]
 
@@ -49,28 +50,28 @@ def create_app(settings: Settings | None = None, *, gate_job: GateJob | None = N
     """The app. The schema must exist (`gate migrate`; `gate serve` migrates before it starts).
     `local_repos` is the default of GATE_ALLOW_LOCAL_REPOS: `gate serve` passes False."""
     settings = settings or get_settings(service=True)
-    engine = make_engine(settings.database_url)
-    session_factory = make_session_factory(engine)
+    store = Store.from_url(settings.database_url)
     policy = FetchPolicy.from_env(local_default=local_repos).protecting(settings.data_dir)
     sources = sources if sources is not None else MirrorSources(settings.data_dir, policy)
     notifier = notifier_for(settings)      # GitHub statuses / Check Runs / webhooks, from the settings
 
-    def env_factory() -> JobEnvironment:
-        return JobEnvironment(session_factory=session_factory, gate_job=gate_job or load_gate_job(),
-                              data_dir=settings.data_dir, options=settings.run_options(),
+    def env_factory() -> JobEnvironment:      # the executors' own sessions, until they go through the store
+        return JobEnvironment(session_factory=make_session_factory(store.engine),
+                              gate_job=gate_job or load_gate_job(), data_dir=settings.data_dir,
+                              options=settings.run_options(),
                               mirror=getattr(sources, "mirror", None), notifier=notifier,
                               spare_child=settings.spare_child)
 
-    store = SeriesCache()
-    warmup = SeriesWarmup(session_factory, store, max_points=pages.PAGE_POINTS)
-    gate = GateContext(settings=settings, engine=engine, session_factory=session_factory, sources=sources,
+    series_cache = SeriesCache()
+    warmup = SeriesWarmup(store, series_cache, max_points=pages.PAGE_POINTS)
+    gate = GateContext(settings=settings, store=store, sources=sources,
                        executor=executor or _executor(settings, env_factory, embedded_executor),
                        planner=Planner(settings.planner_workers, settings.planner_queue), policy=policy,
                        notifier=notifier)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        sweeper = start_sweeper(settings, session_factory, notifier)
+        sweeper = start_sweeper(settings, store, notifier)
         if settings.warm_history:
             warmup.start()
         else:
@@ -85,7 +86,7 @@ def create_app(settings: Settings | None = None, *, gate_job: GateJob | None = N
             await run_in_threadpool(warmup.stop)
             await run_in_threadpool(gate.executor.stop)
             await run_in_threadpool(sweeper.stop)
-            engine.dispose()
+            store.dispose()
 
     app = FastAPI(title="FlashCore Gate", version="0.1.0", lifespan=lifespan, docs_url=None, redoc_url=None,
                   description="Gates CUDA kernel revisions: build, correctness, timing, profile, verdict.")
@@ -95,9 +96,9 @@ def create_app(settings: Settings | None = None, *, gate_job: GateJob | None = N
     app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
     app.add_middleware(AuthBeforeBody, settings=settings)     # outermost: refusals before any body
     app.state.gate = gate
-    app.state.metrics_registry = make_registry(session_factory)
+    app.state.metrics_registry = make_registry(store)
     app.state.page_cache = PageCache()
-    app.state.series_cache = store
+    app.state.series_cache = series_cache
     app.state.series_warmup = warmup
     for router in ROUTERS:
         app.include_router(router)

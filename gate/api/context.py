@@ -7,9 +7,6 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 
-from sqlalchemy import Engine
-from sqlalchemy.orm import Session, sessionmaker
-
 from gate.config import Settings
 from gate.domain.executor import Executor
 from gate.notify import Notifier
@@ -17,7 +14,7 @@ from gate.services.planner import Planner
 from gate.services.sources import SourceReader
 from gate.services.submissions import PlanResult, plan_by_id
 from gate.sources.policy import FetchPolicy
-from gate.storage.revisions import unplanned_revision_ids
+from gate.storage.unit import Store
 
 log = logging.getLogger(__name__)
 
@@ -34,8 +31,7 @@ class NoExecutor:
 @dataclass
 class GateContext:
     settings: Settings
-    engine: Engine
-    session_factory: sessionmaker[Session]
+    store: Store
     sources: SourceReader
     executor: Executor
     planner: Planner
@@ -48,7 +44,7 @@ class GateContext:
         def task() -> PlanResult:
             if before is not None:
                 before()
-            result = plan_by_id(self.session_factory, revision_id, sources=self.sources, notifier=self.notifier)
+            result = plan_by_id(self.store, revision_id, sources=self.sources, notifier=self.notifier)
             self.executor.wake()
             return result
 
@@ -57,13 +53,13 @@ class GateContext:
     def recover(self) -> list[int]:
         """Start-up: queue what was submitted but never planned, on the planner's workers (the
         server answers meanwhile; one revision that fails to plan ends `error`, the others go on)."""
-        with self.session_factory() as session:
-            ids = unplanned_revision_ids(session)
+        with self.store.unit() as uow:
+            ids = uow.planning.unplanned_ids()
         if ids:
             log.warning("planning revisions left unplanned by a previous run: %s", ids)
             self.planner.feed([(lambda i=i: self._plan_now(i), f"revision {i}") for i in ids])
         return ids
 
     def _plan_now(self, revision_id: int) -> None:
-        plan_by_id(self.session_factory, revision_id, sources=self.sources, notifier=self.notifier)
+        plan_by_id(self.store, revision_id, sources=self.sources, notifier=self.notifier)
         self.executor.wake()

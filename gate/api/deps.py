@@ -1,4 +1,4 @@
-"""FastAPI dependencies as `Annotated` aliases: `def route(session: SessionDep, gate: GateDep)`."""
+"""FastAPI dependencies as `Annotated` aliases: `def route(uow: UnitDep, gate: GateDep)`."""
 
 from __future__ import annotations
 
@@ -6,12 +6,12 @@ from collections.abc import Iterator
 from typing import Annotated
 
 from fastapi import Depends, Request
-from sqlalchemy.orm import Session
 
 from gate.api.auth import require_write_token
 from gate.api.context import GateContext
 from gate.config import Settings
 from gate.storage.series_cache import SeriesCache
+from gate.storage.unit import UnitOfWork
 
 
 def get_gate(request: Request) -> GateContext:
@@ -22,9 +22,9 @@ def get_settings_dep(request: Request) -> Settings:
     return request.app.state.gate.settings
 
 
-def get_session(request: Request) -> Iterator[Session]:
-    with request.app.state.gate.session_factory() as session:
-        yield session
+def get_unit(request: Request) -> Iterator[UnitOfWork]:
+    with request.app.state.gate.store.unit() as uow:
+        yield uow
 
 
 def get_series_cache(request: Request) -> SeriesCache:
@@ -33,6 +33,6 @@ def get_series_cache(request: Request) -> SeriesCache:
 
 GateDep = Annotated[GateContext, Depends(get_gate)]
 SettingsDep = Annotated[Settings, Depends(get_settings_dep)]
-SessionDep = Annotated[Session, Depends(get_session)]
+UnitDep = Annotated[UnitOfWork, Depends(get_unit)]
 SeriesCacheDep = Annotated[SeriesCache, Depends(get_series_cache)]
 WriteAuth = Depends(require_write_token)

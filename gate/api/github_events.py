@@ -12,20 +12,20 @@ from dataclasses import dataclass
 from pydantic import BaseModel, Field, field_validator
 
 from gate.api.schemas import PRINTABLE, column_number, column_text, repository_name
-from gate.storage.limits import max_length
-from gate.storage.models import Repository, Revision
+from gate.storage import limits
+
 PR_ACTIONS = ("opened", "synchronize", "reopened")      # a new head sha to gate
 HANDLED_EVENTS = ("ping", "push", "pull_request", "issue_comment")
 _SHA = r"^[0-9a-f]{40}$"
 _ZERO_SHA = "0" * 40
 _BRANCH_REF = "refs/heads/"
-Number = column_number(Revision.pull_request)        # pull request and issue numbers
-Branch = column_text(Revision.branch)
-DefaultBranch = column_text(Repository.default_branch)
+Number = column_number(limits.PULL_REQUEST_RANGE)        # pull request and issue numbers
+Branch = column_text(limits.BRANCH_CHARS)
+DefaultBranch = column_text(limits.DEFAULT_BRANCH_CHARS)
 
 
 class RepositoryIn(BaseModel):
-    full_name: str = Field(pattern=r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$", max_length=max_length(Repository.name))
+    full_name: str = Field(pattern=r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$", max_length=limits.REPOSITORY_NAME_CHARS)
     clone_url: str = Field(min_length=1, pattern=PRINTABLE)
     default_branch: DefaultBranch = "main"
 
@@ -33,7 +33,7 @@ class RepositoryIn(BaseModel):
 
 
 class PushIn(BaseModel):
-    ref: str = Field(pattern=PRINTABLE, max_length=len(_BRANCH_REF) + max_length(Revision.branch))
+    ref: str = Field(pattern=PRINTABLE, max_length=len(_BRANCH_REF) + limits.BRANCH_CHARS)
     after: str = Field(pattern=_SHA)
     deleted: bool = False
     repository: RepositoryIn

@@ -1,7 +1,7 @@
 """A small in-process LRU for page data that is costly to build and changes only with new results.
 
 Callers key an entry by everything it depends on, including the data version
-(`kernel_series.data_version`: the kernel's verdict count and newest id), so a verdict stored by any process
+(`uow.history.data_version`: the kernel's verdict count and newest id), so a verdict stored by any process
 (an embedded executor, a remote worker) makes the old entry unreachable; it ages out of the LRU.
 Builds run outside the lock: two requests may build the same entry once each, never block on it.
 """

@@ -12,7 +12,6 @@ from datetime import UTC, datetime
 from typing import Annotated, Any, Union, get_args, get_origin, get_type_hints
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints, create_model, field_validator
-from sqlalchemy.orm import InstrumentedAttribute
 
 from gate.errors import SourceError
 from gate.read_models.kernel_series import HistoryPoint, KernelSummary, LatestVerdict
@@ -25,8 +24,7 @@ from gate.read_models.revision import (
     VerdictDetail,
 )
 from gate.services.submissions import canonical_repo
-from gate.storage.limits import int_range, max_length
-from gate.storage.models import Job, Metric, Repository, Revision
+from gate.storage import limits
 
 # Revisions and branch names reach git as arguments: no leading "-", no whitespace or control chars.
 REV_PATTERN = r"^[A-Za-z0-9_.][A-Za-z0-9_./~^@{}+-]*$"
@@ -35,23 +33,23 @@ NAME_PATTERN = r"^[A-Za-z0-9_.][A-Za-z0-9_.+-]*$"
 PRINTABLE = r"^[^\x00-\x1f\x7f]*$"
 
 
-def column_text(attribute: InstrumentedAttribute) -> Any:
-    """A string compared with or stored in `attribute`: printable, at most the column's length."""
-    return Annotated[str, StringConstraints(max_length=max_length(attribute), pattern=PRINTABLE)]
+def column_text(max_chars: int) -> Any:
+    """A string compared with or stored in a column of `max_chars`: printable, at most that long."""
+    return Annotated[str, StringConstraints(max_length=max_chars, pattern=PRINTABLE)]
 
 
 # What a kernel's history is asked by (an unknown name is a 404, an impossible one a 422).
-KernelName = column_text(Metric.kernel)
-GpuKind = column_text(Metric.gpu_kind)
-ShapeName = column_text(Metric.shape)
-MetricName = column_text(Metric.name)
-SeriesName = column_text(Metric.series)
+KernelName = column_text(limits.KERNEL_CHARS)
+GpuKind = column_text(limits.GPU_KIND_CHARS)
+ShapeName = column_text(limits.SHAPE_CHARS)
+MetricName = column_text(limits.METRIC_CHARS)
+SeriesName = column_text(limits.SERIES_CHARS)
 
 
-def column_number(attribute: InstrumentedAttribute) -> Any:
-    """A positive number (a pull request's) stored in `attribute`: 1 up to what it holds on both
-    databases."""
-    low, high = int_range(attribute)
+def column_number(value_range: tuple[int, int]) -> Any:
+    """A positive number (a pull request's) stored in a column holding `value_range` on both
+    databases: 1 up to its top."""
+    low, high = value_range
     return Annotated[int, Field(ge=max(low, 1), le=high)]
 
 
@@ -61,7 +59,7 @@ def repository_name(repo: str) -> str:
         _, name = canonical_repo(repo)
     except SourceError as exc:
         raise ValueError(str(exc)) from exc
-    limit = max_length(Repository.name)
+    limit = limits.REPOSITORY_NAME_CHARS
     if len(name) > limit:
         raise ValueError(f"the repository's name {name[:40]!r}... is {len(name)} characters; at most {limit}")
     return repo
@@ -108,12 +106,11 @@ class RevisionIn(BaseModel):
 
     repo: str = Field(min_length=1, max_length=2000, pattern=r"^[^-\x00-\x1f][^\x00-\x1f]*$",
                       description="local path or git URL of a repository with gate.toml")
-    sha: str = Field(min_length=1, max_length=max_length(Revision.sha), pattern=REV_PATTERN,
-                     description="sha or ref")
-    branch: str | None = Field(None, max_length=max_length(Revision.branch), pattern=REV_PATTERN)
-    base_sha: str | None = Field(None, max_length=max_length(Revision.base_sha), pattern=REV_PATTERN,
+    sha: str = Field(min_length=1, max_length=limits.SHA_CHARS, pattern=REV_PATTERN, description="sha or ref")
+    branch: str | None = Field(None, max_length=limits.BRANCH_CHARS, pattern=REV_PATTERN)
+    base_sha: str | None = Field(None, max_length=limits.BASE_SHA_CHARS, pattern=REV_PATTERN,
                                  description="baseline; default: last accepted revision, else the parent")
-    kernels: list[Annotated[str, Field(pattern=NAME_PATTERN, max_length=max_length(Job.kernel))]] | None = Field(
+    kernels: list[Annotated[str, Field(pattern=NAME_PATTERN, max_length=limits.JOB_KERNEL_CHARS)]] | None = Field(
         None, min_length=1, max_length=200, description="only these kernels of gate.toml (default: all)")
     force: bool = Field(False, description=(
         "store a new revision even when an identical submission (same repository, full commit sha, "

@@ -10,60 +10,58 @@ from collections.abc import Iterator
 
 from prometheus_client import CollectorRegistry
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
-from sqlalchemy.orm import Session, sessionmaker
 
-from gate.storage import telemetry_counts
-from gate.storage.models import JobState
+from gate.storage.telemetry_counts import TelemetryCounts
+from gate.storage.unit import Store
 
 STAGE_BUCKETS_S = (1.0, 5.0, 15.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1800.0)
 
 
 class DatabaseCollector:
-    def __init__(self, session_factory: sessionmaker[Session]):
-        self.session_factory = session_factory
+    def __init__(self, store: Store):
+        self.store = store
 
     def describe(self) -> list[Metric]:
         return []   # names are only known at collect time; skip registry-time collection
 
     def collect(self) -> Iterator[Metric]:
-        with self.session_factory() as session:
-            yield self._jobs(session)
-            yield self._revisions(session)
-            yield self._verdicts(session)
-            yield self._stage_durations(session)
+        with self.store.unit() as uow:
+            yield self._jobs(uow.telemetry)
+            yield self._revisions(uow.telemetry)
+            yield self._verdicts(uow.telemetry)
+            yield self._stage_durations(uow.telemetry)
 
     @staticmethod
-    def _jobs(session: Session) -> Metric:
-        counts = telemetry_counts.jobs_by_state(session)
+    def _jobs(counts: TelemetryCounts) -> Metric:
         g = GaugeMetricFamily("gate_jobs", "Jobs by state", labels=["state"])
-        for state in JobState:
-            g.add_metric([state.value], counts.get(state.value, 0))
+        for state, n in counts.jobs_by_state().items():
+            g.add_metric([state], n)
         return g
 
     @staticmethod
-    def _revisions(session: Session) -> Metric:
+    def _revisions(counts: TelemetryCounts) -> Metric:
         g = GaugeMetricFamily("gate_revisions", "Revisions by status", labels=["status"])
-        for status, n in telemetry_counts.revisions_by_status(session):
+        for status, n in counts.revisions_by_status():
             g.add_metric([status], n)
         return g
 
     @staticmethod
-    def _verdicts(session: Session) -> Metric:
+    def _verdicts(counts: TelemetryCounts) -> Metric:
         c = CounterMetricFamily("gate_verdicts", "Verdicts stored, by verdict", labels=["verdict"])
-        for verdict, n in telemetry_counts.verdicts_by_verdict(session):
+        for verdict, n in counts.verdicts_by_verdict():
             c.add_metric([verdict], n)
         return c
 
     @staticmethod
-    def _stage_durations(session: Session) -> Metric:
+    def _stage_durations(counts: TelemetryCounts) -> Metric:
         h = HistogramMetricFamily("gate_stage_duration_seconds", "Stage durations", labels=["stage"])
-        for stage, count, total, cumulative in telemetry_counts.stage_durations(session, STAGE_BUCKETS_S):
+        for stage, count, total, cumulative in counts.stage_durations(STAGE_BUCKETS_S):
             buckets = [(str(b), n) for b, n in zip(STAGE_BUCKETS_S, cumulative)]
             h.add_metric([stage], buckets + [("+Inf", int(count))], float(total))
         return h
 
 
-def make_registry(session_factory: sessionmaker[Session]) -> CollectorRegistry:
+def make_registry(store: Store) -> CollectorRegistry:
     registry = CollectorRegistry(auto_describe=True)
-    registry.register(DatabaseCollector(session_factory))
+    registry.register(DatabaseCollector(store))
     return registry

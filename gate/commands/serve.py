@@ -26,8 +26,8 @@ def main(args: argparse.Namespace) -> int:
     from gate.commands.startup import start
     from gate.executors.local import local_gpus
 
-    settings, engine = start()
-    engine.dispose()
+    settings, store = start()
+    store.dispose()
     if not args.no_executor and settings.executor == "local" and local_gpus():
         precompile_in_background(settings)       # this process's executor compiles jobs' bindings on its GPU
     # Answering the network: repositories on this disk only with GATE_ALLOW_LOCAL_REPOS=1.

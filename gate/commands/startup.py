@@ -5,25 +5,24 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from sqlalchemy import Engine
-
     from gate.config import Settings
+    from gate.storage.unit import Store
 
 
-def start() -> tuple[Settings, Engine]:
-    """Configure logging, read the settings and migrate the database; the caller owns the engine."""
+def start() -> tuple[Settings, Store]:
+    """Configure logging, read the settings and migrate the database; the caller owns the store."""
     import logging
 
     from gate.config import get_settings
-    from gate.storage.db import make_engine
     from gate.storage.schema import upgrade
+    from gate.storage.unit import Store
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     settings = get_settings(service=True)
-    engine = make_engine(settings.database_url)
-    upgrade(engine)
+    store = Store.from_url(settings.database_url)
+    upgrade(store.engine)
     _check_box(logging.getLogger("gate.box"))
-    return settings, engine
+    return settings, store
 
 
 def _check_box(log) -> None:  # noqa: ANN001

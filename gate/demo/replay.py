@@ -18,9 +18,9 @@ from gate.executors.base import GateJob, JobEnvironment, load_gate_job
 from gate.executors.local import LocalExecutor
 from gate.services.sources import MirrorSources
 from gate.services.submissions import plan_revision, submit_revision
-from gate.storage.db import make_engine, make_session_factory
-from gate.storage.samples import job_verdicts, revision_error
+from gate.storage.db import make_session_factory
 from gate.storage.schema import upgrade
+from gate.storage.unit import Store
 
 
 @dataclass
@@ -54,11 +54,10 @@ def replay(settings: Settings, out: TextIO, steps: tuple[Step, ...] | None = Non
     repo = data_dir.with_name(f"{data_dir.name}-demo") / "flashcore"
     commits = build_demo_repo(repo) if steps is None else build_demo_repo(repo, steps)
     print(f"Demo repository: {repo} ({len(commits)} commits)", file=out)
-    engine = make_engine(settings.database_url)
-    upgrade(engine)
-    session_factory = make_session_factory(engine)
+    store = Store.from_url(settings.database_url)
+    upgrade(store.engine)
     sources = MirrorSources(data_dir)
-    env = JobEnvironment(session_factory=session_factory, gate_job=_printing(load_gate_job(), out),
+    env = JobEnvironment(session_factory=make_session_factory(store.engine), gate_job=_printing(load_gate_job(), out),
                          data_dir=data_dir, options=settings.run_options(), mirror=sources.mirror,
                          spare_child=settings.spare_child)
     executor = LocalExecutor(env, role="demo")
@@ -66,27 +65,26 @@ def replay(settings: Settings, out: TextIO, steps: tuple[Step, ...] | None = Non
     try:
         for i, (sha, step) in enumerate(commits, 1):
             print(f"\n[{i}/{len(commits)}] {sha[:10]}  {step.message}", file=out, flush=True)
-            with session_factory() as session:
-                revision = submit_revision(session, repo=str(repo), sha=sha, branch="main", source="demo")
-                plan = plan_revision(session, revision, sources=sources)
-                revision_id = revision.id
+            with store.unit() as uow:
+                revision_id = submit_revision(uow, repo=str(repo), sha=sha, branch="main", source="demo")
+                plan = plan_revision(uow, revision_id, sources=sources)
             if plan.error:
                 print(f"      not planned: {plan.error}", file=out)
             executor.drain()
-            rows.append(DemoRow(revision_id, sha, step.message, step.expect, _verdicts(session_factory, revision_id)))
+            rows.append(DemoRow(revision_id, sha, step.message, step.expect, _verdicts(store, revision_id)))
             for kernel, verdict, reason in rows[-1].verdicts:
                 print(f"   => {kernel:<18} {verdict.upper():<12} {reason}", file=out, flush=True)
     finally:
         executor.close_spares()
-        engine.dispose()
+        store.dispose()
     return rows
 
 
-def _verdicts(session_factory: Any, revision_id: int) -> list[tuple[str, str, str]]:
-    with session_factory() as session:
-        found = job_verdicts(session, revision_id)
+def _verdicts(store: Store, revision_id: int) -> list[tuple[str, str, str]]:
+    with store.unit() as uow:
+        found = uow.samples.job_verdicts(revision_id)
         if not found:
-            return [("-", "error", revision_error(session, revision_id) or "no jobs")]
+            return [("-", "error", uow.samples.revision_error(revision_id) or "no jobs")]
     return [(k, v or "none", r or "") for k, v, r in found]
 
 

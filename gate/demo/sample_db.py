@@ -9,12 +9,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sqlalchemy.orm import Session
-
 from gate.sample import SeedSummary, seed_judged_history
-from gate.storage.db import make_engine
-from gate.storage.samples import sample_files, set_artifact_size
 from gate.storage.schema import upgrade
+from gate.storage.unit import Store, UnitOfWork
 
 SAMPLE_DB = Path("sample") / "gate.db"      # under GATE_DATA_DIR
 
@@ -27,22 +24,22 @@ def write_sample_db(data_dir: Path, revisions: int) -> tuple[str, SeedSummary]:
     for stale in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
         stale.unlink(missing_ok=True)
     url = f"sqlite:///{path}"
-    engine = make_engine(url)
+    store = Store.from_url(url)
     try:
-        upgrade(engine)
-        with Session(engine) as session:
-            summary = seed_judged_history(session, revisions=revisions)
-            write_sample_files(session, Path(data_dir))
-            session.commit()
+        upgrade(store.engine)
+        with store.unit() as uow:
+            summary = seed_judged_history(uow, revisions=revisions)
+            write_sample_files(uow, Path(data_dir))
+            uow.commit()
     finally:
-        engine.dispose()
+        store.dispose()
     return url, summary
 
 
-def write_sample_files(session: Session, data_dir: Path) -> None:
+def write_sample_files(uow: UnitOfWork, data_dir: Path) -> None:
     """The files the sample's rows name (build logs), so every link its pages show resolves."""
-    for artifact_id, relative, text in sample_files(session):
+    for artifact_id, relative, text in uow.samples.sample_files():
         target = data_dir / relative
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(text)
-        set_artifact_size(session, artifact_id, target.stat().st_size)
+        uow.samples.set_artifact_size(artifact_id, target.stat().st_size)

@@ -24,6 +24,7 @@ from gate.storage import claims, timing_methods
 from gate.storage.reuse import find_measured, find_profile
 from gate.storage.models import Job
 from gate.storage.outcomes import Outcome, store_error, store_outcome
+from gate.storage.unit import UnitOfWork
 
 if TYPE_CHECKING:
     from gate.executors.spare import Spares
@@ -130,7 +131,8 @@ def _run_and_store(env: JobEnvironment, job_id: int, attempt: int, call: dict, w
         log.exception("job %s failed in the gate", job_id)
         stop.set()
         with env.session_factory() as s:
-            announce(s, env.notifier, store_error(s, job_id, attempt, hide(f"{type(exc).__name__}: {exc}", env.data_dir)))
+            announce(UnitOfWork(s), env.notifier,
+                     store_error(s, job_id, attempt, hide(f"{type(exc).__name__}: {exc}", env.data_dir)))
         return
     finally:
         stop.set()
@@ -144,7 +146,7 @@ def _run_and_store(env: JobEnvironment, job_id: int, attempt: int, call: dict, w
             notice = store_error(s, job_id, attempt, hide(f"storing the result failed: {type(exc).__name__}: {exc}",
                                                            env.data_dir))
     with env.session_factory() as s:     # only now, with the verdict committed, does notify hear of it
-        announce(s, env.notifier, notice)
+        announce(UnitOfWork(s), env.notifier, notice)
 
 
 def _lookups(env: JobEnvironment, repository_id: int) -> dict[str, ReuseLookup | ProfileLookup]:

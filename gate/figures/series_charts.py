@@ -86,6 +86,25 @@ def history_figure(chart: HistoryChart) -> dict:
     raised = _raised_labels(sorted(changes), last_x)
     for x, cp in changes.items():
         _change_marker(layout, x, cp, raised=x in raised)
+    labels = _horizontal_lines(layout, chart, axis, reaches_peak)
+    data += _marked_points(chart, axis)
+    plot_px = layout["height"] - layout["margin"]["t"] - layout["margin"]["b"] - 24   # tick labels
+    y_range = fit_range(axis, values, plot_px)
+    if y_range is not None:
+        layout["yaxis"]["range"] = y_range
+        # Lines close in value would write their labels over each other: lift each clear of the one below.
+        for label, shift in zip(labels, spread_labels([a["y"] for a in labels], y_range, plot_px)):
+            if shift:
+                label["yshift"] = round(shift, 1)
+    if not data:
+        layout["annotations"].append({"text": "no data yet", "showarrow": False,
+                                      "xref": "paper", "yref": "paper", "x": 0.5, "y": 0.5})
+    return {"data": data, "layout": layout}
+
+
+def _horizontal_lines(layout: dict, chart: HistoryChart, axis: ValueAxis, reaches_peak: bool) -> list[dict]:
+    """Draw the thresholds, the references and the GPU's peak (a note under the axis when the values
+    are far below it) onto `layout`; the lines' labels."""
     labels = []
     for line in chart.thresholds:
         text = " ".join(part for part in ("limit", line.label, _shown(line.value, chart.unit, axis)) if part)
@@ -104,6 +123,12 @@ def history_figure(chart: HistoryChart) -> dict:
         layout["xaxis"]["title"]["text"] += (f"<br>{name} {_shown(chart.peak.value, chart.unit, axis)}"
                                              " is above this axis")
         layout["margin"]["b"] += 16
+    return labels
+
+
+def _marked_points(chart: HistoryChart, axis: ValueAxis) -> list[dict]:
+    """The rings over points beyond the GPU's peak and over reused figures."""
+    data = []
     if chart.peak is not None:
         beyond = [_beyond_trace(hist, chart.peak, axis) for hist in chart.series]
         data += [t for t in beyond if t is not None]
@@ -112,18 +137,7 @@ def history_figure(chart: HistoryChart) -> dict:
         for ring in rings[1:]:      # one legend entry for the rings, whatever the number of series
             ring["showlegend"] = False
         data += rings
-    plot_px = layout["height"] - layout["margin"]["t"] - layout["margin"]["b"] - 24   # tick labels
-    y_range = fit_range(axis, values, plot_px)
-    if y_range is not None:
-        layout["yaxis"]["range"] = y_range
-        # Lines close in value would write their labels over each other: lift each clear of the one below.
-        for label, shift in zip(labels, spread_labels([a["y"] for a in labels], y_range, plot_px)):
-            if shift:
-                label["yshift"] = round(shift, 1)
-    if not data:
-        layout["annotations"].append({"text": "no data yet", "showarrow": False,
-                                      "xref": "paper", "yref": "paper", "x": 0.5, "y": 0.5})
-    return {"data": data, "layout": layout}
+    return data
 
 
 PEAK_NEAR = 0.8     # the peak is drawn as a line once the kernel's own values reach this share of it

@@ -6,13 +6,17 @@ them, and neither of those imports the storage.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
 import numpy as np
 
+from gate.domain.verdict import RuleRow
+
 Trace = tuple[str, str, str]                          # (metric name, shape, series)
 RevisionMeta = tuple[str, datetime | None, str]       # sha, commit date, first line of the message
+TracesOf = Callable[[Sequence[str], Sequence[str]], list[Trace]]   # (shapes, archs) -> what a page draws
 
 
 @dataclass(frozen=True)
@@ -109,6 +113,20 @@ class KernelHistory:
     # revision id -> "reused from <sha> job <id>, <date>": revisions whose job measured nothing and
     # took an earlier job's figures (docs/reuse.md)
     reused: dict[int, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class KernelPage:
+    """What a kernel's page shows: one GPU kind, one shape or all, and the choices the page offers."""
+
+    kernel: str
+    gpu: str                    # the GPU kind shown
+    gpus: list[str]             # every GPU kind with a verdict, the newest first
+    shape: str                  # the shape shown; "" = every shape
+    shapes: list[str]
+    history: KernelHistory
+    rules: list[RuleRow]        # the newest verdict's rule table (its thresholds are drawn)
+    peers: dict[str, dict[tuple[str, str], float]]   # chart key -> (shape, peer) -> level
 
 
 def history_points(s: SeriesHistory, details: dict[int, RevisionMeta]) -> list[HistoryPoint]:

@@ -6,10 +6,10 @@ it writes carries `source="synthetic"` (the pages say so), so it never passes fo
 
 Modules, each importing only those before it: `kernels` (shapes, levels, gates), `story` (one event
 per commit), `kernel_model` (a kernel's accepted state), `stage_payloads`, `judging` (one job),
-`seed` (the whole history). The rows are written by `gate.storage.samples`.
+`seed` (the whole history). The rows are written through `uow.samples` (`gate.storage.samples`),
+which also appends one more judged revision to a history (`append_judged_revision`).
 """
 
 from gate.sample.seed import SeedSummary, seed_judged_history
-from gate.storage.samples import append_judged_revision
 
-__all__ = ["SeedSummary", "append_judged_revision", "seed_judged_history"]
+__all__ = ["SeedSummary", "seed_judged_history"]

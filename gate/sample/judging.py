@@ -24,17 +24,7 @@ def judge_commit(m: KernelModel, event: StoryEvent, gpu: str, sha: str) -> Outco
     """Gate one commit of `m`'s kernel on `gpu`; an accepted commit becomes `m`'s new state."""
     mine = event.target == m.name
     scale = A100_SLOWDOWN if "A100" in gpu else 1.0
-    factor, pipe, conflicts, regs = 1.0, m.tensor_pipe_pct, m.conflict_pct, m.registers
-    if mine and event.kind == "ldmatrix":
-        factor, pipe, conflicts, regs = 0.80, pipe + 14.0, 0.8, regs + 16
-    elif mine and event.kind == "regress":
-        factor = 1.08 + 0.07 * m.rng.random()
-    elif mine and event.kind == "conflicts":
-        factor, conflicts = 1.04, 18.5
-    elif mine and event.kind == "inconclusive":
-        factor = 1.028
-    elif event.kind == "normal" and m.rng.random() < 0.1:
-        factor = 1.0 - 0.006 * m.rng.random()
+    factor, pipe, conflicts, regs = _commit_effect(m, event)
     profiled = not (mine and event.kind == "noprofile" and "A100" in gpu)
     gates = m.kind.gates
     rules, metrics, timings = [], [], []
@@ -81,6 +71,23 @@ def judge_commit(m: KernelModel, event: StoryEvent, gpu: str, sha: str) -> Outco
     if m.with_stages:
         out.stages = stage_payloads(m, sha, timings, pipe, conflicts, regs, profiled)
     return out
+
+
+def _commit_effect(m: KernelModel, event: StoryEvent) -> tuple[float, float, float, int]:
+    """What the commit does to `m`'s kernel: (time factor, tensor pipe %, bank conflict %, registers)."""
+    mine = event.target == m.name
+    factor, pipe, conflicts, regs = 1.0, m.tensor_pipe_pct, m.conflict_pct, m.registers
+    if mine and event.kind == "ldmatrix":
+        factor, pipe, conflicts, regs = 0.80, pipe + 14.0, 0.8, regs + 16
+    elif mine and event.kind == "regress":
+        factor = 1.08 + 0.07 * m.rng.random()
+    elif mine and event.kind == "conflicts":
+        factor, conflicts = 1.04, 18.5
+    elif mine and event.kind == "inconclusive":
+        factor = 1.028
+    elif event.kind == "normal" and m.rng.random() < 0.1:
+        factor = 1.0 - 0.006 * m.rng.random()
+    return factor, pipe, conflicts, regs
 
 
 def _metric(name: Metric, shape: str, series: str, value: float) -> dict:

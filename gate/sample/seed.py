@@ -15,16 +15,12 @@ import random
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from sqlalchemy.orm import Session
-
 from gate.sample.judging import judge_commit
 from gate.sample.kernel_model import KernelModel
 from gate.sample.kernels import KERNELS, SHAPES
 from gate.sample.story import revision_story
-from gate.storage.samples import (
-    JudgedRevision, add_judged_job, add_judged_revisions, add_running_revision, add_sample_repository,
-    insert_metrics,
-)
+from gate.storage.samples import JudgedRevision
+from gate.storage.unit import UnitOfWork
 
 H100 = "NVIDIA H100 80GB HBM3"
 A100 = "NVIDIA A100-SXM4-80GB"
@@ -38,14 +34,14 @@ class SeedSummary:
     metrics: int
 
 
-def seed_judged_history(session: Session, *, revisions: int = 60, kernels: list[str] | None = None,
+def seed_judged_history(uow: UnitOfWork, *, revisions: int = 60, kernels: list[str] | None = None,
                         a100: bool = True, stages: bool = True, queue: bool = True,
                         seed: int = 20250214) -> SeedSummary:
     """Fill an empty database with `revisions` synthetic revisions of the chosen kernels, and commit."""
     rng = random.Random(seed)
     names = kernels or list(KERNELS)
-    repo_id = add_sample_repository(session, name="flashcore (synthetic sample data)",
-                                    url="synthetic://flashcore")
+    samples = uow.samples
+    repo_id = samples.add_sample_repository(name="flashcore (synthetic sample data)", url="synthetic://flashcore")
     start = datetime(2025, 1, 6, 9, 0)
     story = revision_story(revisions, rng)
     gpus = {n: [H100, A100] if (a100 and n == "flashcore_wmma") else [H100] for n in names}
@@ -56,15 +52,15 @@ def seed_judged_history(session: Session, *, revisions: int = 60, kernels: list[
                               message=event.message, committed_at=start + timedelta(hours=7 * i),
                               submitted_at=start + timedelta(hours=7 * i, minutes=2))
                for i, (sha, event) in enumerate(zip(shas, story))]
-    revision_ids = add_judged_revisions(session, repo_id, commits)
+    revision_ids = samples.add_judged_revisions(repo_id, commits)
     n_jobs = n_metrics = 0
     metric_rows: list[dict] = []
     for rev_id, commit, event in zip(revision_ids, commits, story):
         for name in names:
             for gpu in gpus[name]:
                 outcome = judge_commit(models[name, gpu], event, gpu, commit.sha)
-                job_id = add_judged_job(
-                    session, revision_id=rev_id, kernel=name, gpu_kind=gpu,
+                job_id = samples.add_judged_job(
+                    revision_id=rev_id, kernel=name, gpu_kind=gpu,
                     worker=f"gpu-{'h100' if gpu == H100 else 'a100'}-0", queued_at=commit.submitted_at,
                     started_at=commit.submitted_at + timedelta(minutes=1),
                     finished_at=commit.submitted_at + timedelta(minutes=9), verdict=outcome.verdict,
@@ -74,19 +70,19 @@ def seed_judged_history(session: Session, *, revisions: int = 60, kernels: list[
                 metric_rows.extend(dict(m, revision_id=rev_id, job_id=job_id, kernel=name, gpu_kind=gpu)
                                    for m in outcome.metrics)
         if len(metric_rows) > METRICS_PER_INSERT:
-            insert_metrics(session, metric_rows)
+            samples.insert_metrics(metric_rows)
             n_metrics += len(metric_rows)
             metric_rows = []
     if metric_rows:
-        insert_metrics(session, metric_rows)
+        samples.insert_metrics(metric_rows)
         n_metrics += len(metric_rows)
     if queue:
         at = start + timedelta(hours=7 * len(story))
-        add_running_revision(
-            session, repository_id=repo_id, sha=hashlib.sha1(b"in-flight").hexdigest(), author="Mei Tanaka",
+        samples.add_running_revision(
+            repository_id=repo_id, sha=hashlib.sha1(b"in-flight").hexdigest(), author="Mei Tanaka",
             message="Prefetch the next K tile with cp.async while computing S = QK^T", at=at, kernels=names,
             gpu_kind=H100, worker="gpu-h100-0", started_at=at + timedelta(minutes=1),
             progress=f"bench: {SHAPES['attention'][1]} round {rng.randint(8, 30)}/40")
         n_jobs += len(names)
-    session.commit()
+    uow.commit()
     return SeedSummary(len(story) + (1 if queue else 0), n_jobs, n_metrics)

@@ -2,26 +2,23 @@
 transaction) goes to the notifier the service was composed with, and the messages it makes go to
 the outbox in the transaction that takes (deletes) the notice.
 
-    announce(session, notifier, notice)          right after the event's commit (None: nothing to say)
-    announce_due(session_factory, notifier)      the sweeper: notices nobody handed (their process
+    announce(uow, notifier, notice)              right after the event's commit (None: nothing to say)
+    announce_due(store, notifier)                the sweeper: notices nobody handed (their process
                                                  died between the two commits), oldest first
 
 An event whose transaction rolled back left no notice and is never announced; a committed one is
-announced once (`storage.notices.hand_off` decides between two processes).
+announced once (`storage.notices.Notices.hand_off` decides between two processes).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
 from datetime import datetime, timedelta
-
-from sqlalchemy.orm import Session
 
 from gate.domain.clock import utcnow
 from gate.domain.notices import Notice
 from gate.notify import Notifier
-from gate.storage.notices import hand_off, unhanded
+from gate.storage.unit import Store, UnitOfWork
 
 log = logging.getLogger(__name__)
 
@@ -30,31 +27,31 @@ log = logging.getLogger(__name__)
 RECOVER_AFTER_S = 60.0
 
 
-def announce(session: Session, notifier: Notifier, notice: Notice | None) -> bool:
+def announce(uow: UnitOfWork, notifier: Notifier, notice: Notice | None) -> bool:
     """Hand a committed event to `notifier` and store its messages; False when there was nothing to
     hand, another process handed it, or storing failed (logged: the event stands, and an unhanded
     notice is tried again by the sweeper)."""
     if notice is None:
         return False
     try:
-        return hand_off(session, notice.id, notifier.deliveries(notice))
+        return uow.notices.hand_off(notice.id, notifier.deliveries(notice))
     except Exception:
-        session.rollback()
+        uow.rollback()
         log.exception("notice %s (%s of jobs %s): the messages were not stored", notice.id, notice.kind,
                       [j.job_id for j in notice.jobs])
         return False
 
 
-def announce_due(session_factory: Callable[[], Session], notifier: Notifier, now: datetime | None = None,
+def announce_due(store: Store, notifier: Notifier, now: datetime | None = None,
                  recover_after_s: float = RECOVER_AFTER_S) -> int:
     """Hand every notice left unhanded for `recover_after_s`; how many this call handed."""
     before = (now or utcnow()) - timedelta(seconds=recover_after_s)
-    with session_factory() as session:
-        due = unhanded(session, before)
+    with store.unit() as uow:
+        due = uow.notices.unhanded(before)
     handed = 0
     for notice in due:
-        with session_factory() as session:
-            handed += announce(session, notifier, notice)
+        with store.unit() as uow:
+            handed += announce(uow, notifier, notice)
     if handed:
         log.warning("handed %d notices their process left unannounced", handed)
     return handed

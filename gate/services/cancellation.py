@@ -1,6 +1,6 @@
 """Cancelling a revision (`POST /api/v1/revisions/{id}/cancel`): the rows, the messages, the children.
 
-    cancel(session, revision_id, executor, notifier) -> CancelResult
+    cancel(uow, revision_id, executor, notifier) -> CancelResult
 
 The storage ends the revision's queued and running jobs as `cancelled` in one transaction, with
 their notice; once it committed, the notifier makes its messages of them (an `error` commit status
@@ -14,20 +14,19 @@ from __future__ import annotations
 
 import logging
 
-from sqlalchemy.orm import Session
-
 from gate.domain.executor import Executor
 from gate.notify import Notifier
 from gate.services.announce import announce
-from gate.storage.cancellation import CancelResult, cancel_revision
+from gate.storage.cancellation import CancelResult
+from gate.storage.unit import UnitOfWork
 
 log = logging.getLogger(__name__)
 
 
-def cancel(session: Session, revision_id: int, executor: Executor, notifier: Notifier) -> CancelResult:
+def cancel(uow: UnitOfWork, revision_id: int, executor: Executor, notifier: Notifier) -> CancelResult:
     """Cancel the revision (idempotent) and stop its running children; see `CancelResult`."""
-    result = cancel_revision(session, revision_id)
-    announce(session, notifier, result.notice)
+    result = uow.cancellation.cancel_revision(revision_id)
+    announce(uow, notifier, result.notice)
     if result.job_ids:
         log.info("revision %s cancelled: jobs %s", revision_id, result.job_ids)
         executor.cancel(result.job_ids)

@@ -10,18 +10,16 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy.orm import Session
-
 from gate.config import Settings
-from gate.domain.notices import DeliveryState, StoredDelivery
+from gate.domain.notices import DeliveryState
 from gate.notify import Notifier
 from gate.notify.sender import Sender
 from gate.services.announce import announce_due
 from gate.storage import outbox
+from gate.storage.unit import Store, UnitOfWork
 
 log = logging.getLogger(__name__)
 
@@ -41,51 +39,38 @@ _COUNTED = {DeliveryState.SENT: "sent", DeliveryState.PENDING: "deferred", Deliv
             DeliveryState.SUPERSEDED: "superseded"}
 
 
-class _SessionOutbox:
-    """`notify.sender.OutboxView` answered from the outbox through one session."""
-
-    def __init__(self, session: Session):
-        self.session = session
-
-    def newer_sent(self, row: StoredDelivery) -> Sequence[StoredDelivery]:
-        return outbox.newer_sent(self.session, row)
-
-    def job_siblings(self, row: StoredDelivery) -> Sequence[StoredDelivery]:
-        return outbox.job_siblings(self.session, row)
-
-
-def sweep(sender: Sender, session_factory: Callable[[], Session], limit: int = 100) -> SweepResult:
+def sweep(sender: Sender, store: Store, limit: int = 100) -> SweepResult:
     """Send every due pending row, oldest first. Safe to run from several places at once."""
     now = sender.clock()
-    with session_factory() as session:
-        due = outbox.due_ids(session, now, limit)
+    with store.unit() as uow:
+        due = uow.outbox.due_ids(now, limit)
     counts = dict.fromkeys(_COUNTED.values(), 0)
     for row_id in due:
-        with session_factory() as session:
-            outcome = claim_and_deliver(sender, session, row_id, now)
+        with store.unit() as uow:
+            outcome = claim_and_deliver(sender, uow, row_id, now)
         if outcome:
             counts[outcome] += 1
     return SweepResult(**counts)
 
 
-def claim_and_deliver(sender: Sender, session: Session, row_id: int, now: datetime) -> str | None:
+def claim_and_deliver(sender: Sender, uow: UnitOfWork, row_id: int, now: datetime) -> str | None:
     """Claim one row, send it, record the outcome; None when another sweeper took it first."""
-    row = outbox.claim(session, row_id, now, LEASE_S)
+    row = uow.outbox.claim(row_id, now, LEASE_S)
     if row is None:
         return None
-    result = sender.deliver(row, _SessionOutbox(session))
-    outbox.record(session, row_id, result)
+    result = sender.deliver(row, uow.outbox)
+    uow.outbox.record(row_id, result)
     return _COUNTED[result.state]
 
 
 class Sweeper:
-    """Runs `sweep(sender, session_factory)` until `stop()`, after handing `notifier` the events left
+    """Runs `sweep(sender, store)` until `stop()`, after handing `notifier` the events left
     unannounced; a failed sweep is logged, not fatal."""
 
-    def __init__(self, sender: Sender, session_factory: Callable[[], Session],
-                 interval_s: float = SWEEP_INTERVAL_S, notifier: Notifier | None = None):
+    def __init__(self, sender: Sender, store: Store, interval_s: float = SWEEP_INTERVAL_S,
+                 notifier: Notifier | None = None):
         self.sender = sender
-        self.session_factory = session_factory
+        self.store = store
         self.interval_s = interval_s
         self.notifier = notifier
         self._stop = threading.Event()
@@ -105,14 +90,14 @@ class Sweeper:
         while not self._stop.is_set():
             try:
                 if self.notifier is not None:
-                    announce_due(self.session_factory, self.notifier)
-                sweep(self.sender, self.session_factory)
+                    announce_due(self.store, self.notifier)
+                sweep(self.sender, self.store)
             except Exception:     # the database may be briefly away; the next sweep retries
                 log.exception("notification sweep failed")
             outbox.wait_due(self.interval_s)
 
 
-def start_sweeper(settings: Settings, session_factory: Callable[[], Session], notifier: Notifier) -> Sweeper:
+def start_sweeper(settings: Settings, store: Store, notifier: Notifier) -> Sweeper:
     """Start the thread that delivers stored notifications (and hands `notifier` the events their
     process left unannounced); call `.stop()` at shutdown."""
-    return Sweeper(Sender.from_settings(settings), session_factory, notifier=notifier).start()
+    return Sweeper(Sender.from_settings(settings), store, notifier=notifier).start()

@@ -1,11 +1,11 @@
 """Submitting a revision (stored and committed before any reply) and planning its jobs.
 
-    submit           -> a durable `Revision` row, status queued, no jobs yet; or the identical
+    submit           -> a durable revision, status queued, no jobs yet; or the identical
                         submission already queued or running (`Submission.reused`)
-    submit_revision  -> the same, when the caller needs only the revision
+    submit_revision  -> the same, when the caller needs only the revision's id
     plan_revision    -> resolve the sha, read gate.toml there, choose the baseline, one queued Job per
                         kernel; a bad repo, sha or manifest ends the revision as DONE with `error` set
-    plan_by_id       -> the same in its own session; whatever planning raises ends the revision
+    plan_by_id       -> the same in its own unit of work; whatever planning raises ends the revision
                         `error` with its reason (issue 24: a revision left queued was planned again,
                         and failed again, at every start, so the server never started)
     plan_pending     -> at start-up: plan every queued revision that has no jobs (nothing is lost),
@@ -21,17 +21,13 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sqlalchemy.orm import Session, sessionmaker
-
 from gate.errors import GateError, ManifestError, SourceError, StorageError
 from gate.notify import Notifier
 from gate.services.announce import announce
 from gate.services.baseline import choose_baseline
 from gate.services.sources import SourceReader, as_naive_utc
 from gate.sources.policy import FetchRefused, url_kind
-from gate.storage.models import Job, Revision, RevisionStatus
-from gate.storage.planning import end_unplanned, queue_jobs, record_commit, release, store_submission
-from gate.storage.revisions import lock_queued, unplanned_revision_ids
+from gate.storage.unit import Store, UnitOfWork
 
 log = logging.getLogger(__name__)
 
@@ -76,11 +72,11 @@ def submission_key(sha: str, base_sha: str | None, kernels: list[str] | None) ->
 
 @dataclass(frozen=True)
 class Submission:
-    revision: Revision
+    revision_id: int
     reused: bool        # an identical submission was queued or running: it is returned, nothing stored
 
 
-def submit(session: Session, *, repo: str, sha: str, branch: str | None = None, base_sha: str | None = None,
+def submit(uow: UnitOfWork, *, repo: str, sha: str, branch: str | None = None, base_sha: str | None = None,
            kernels: list[str] | None = None, source: str = "api", pull_request: int | None = None,
            force: bool = False, remeasure: bool = False) -> Submission:
     """Store a revision and commit; only then may the caller reply. Its jobs come from `plan_revision`.
@@ -89,123 +85,122 @@ def submit(session: Session, *, repo: str, sha: str, branch: str | None = None, 
     running, that revision is returned (`reused`) instead of a second one; `force` always stores a
     new one (which later submissions do not reuse), and so does `remeasure` (its jobs take no earlier
     job's figures: docs/reuse.md; a webhook never asks for it). Racing submissions store one revision (the
-    database's unique index decides, `storage.revisions.add_revision`)."""
+    database's unique index decides, `storage.planning.Planning.store_submission`)."""
     url, name = canonical_repo(repo)
     key = None if force or remeasure else submission_key(sha, base_sha, kernels)
-    revision, reused = store_submission(session, url=url, name=name, submission_key=key, sha=sha, branch=branch,
-                                        base_sha=base_sha, kernels=kernels or None, source=source,
-                                        pull_request=pull_request, remeasure=remeasure)
+    revision_id, reused = uow.planning.store_submission(
+        url=url, name=name, submission_key=key, sha=sha, branch=branch, base_sha=base_sha, kernels=kernels or None,
+        source=source, pull_request=pull_request, remeasure=remeasure)
     if reused:
-        log.info("revision %s reused for an identical submission of %s", revision.id, sha[:12])
-    return Submission(revision=revision, reused=reused)
+        log.info("revision %s reused for an identical submission of %s", revision_id, sha[:12])
+    return Submission(revision_id=revision_id, reused=reused)
 
 
-def submit_revision(session: Session, **submission: object) -> Revision:
-    """`submit` for callers that need only the revision (a reused one or a new one)."""
-    return submit(session, **submission).revision
+def submit_revision(uow: UnitOfWork, **submission: object) -> int:
+    """`submit` for callers that need only the revision's id (a reused one or a new one)."""
+    return submit(uow, **submission).revision_id
 
 
 @dataclass
 class PlanResult:
-    jobs: list[Job] = field(default_factory=list)
+    job_ids: list[int] = field(default_factory=list)
     error: str | None = None         # why the revision could not be planned (names the sha, key or path)
     field: str | None = None         # the submitted field at fault: repo | sha | base_sha | kernels
 
 
-def _fail(session: Session, revision: Revision, field_name: str, message: str) -> PlanResult:
-    if end_unplanned(session, revision, message):       # else cancelled meanwhile: it stays cancelled
-        log.info("revision %s not planned: %s", revision.id, message)
+def _fail(uow: UnitOfWork, revision_id: int, field_name: str, message: str) -> PlanResult:
+    if uow.planning.end_unplanned(revision_id, message):       # else cancelled meanwhile: it stays cancelled
+        log.info("revision %s not planned: %s", revision_id, message)
     return PlanResult(error=message, field=field_name)
 
 
-def plan_revision(session: Session, revision: Revision, *, sources: SourceReader,
+def plan_revision(uow: UnitOfWork, revision_id: int, *, sources: SourceReader,
                   notifier: Notifier | None = None) -> PlanResult:
     """One queued job per kernel of gate.toml at the revision, or the revision ends with `error`.
     Once the jobs are committed, `notifier` hears of them (e.g. `pending` commit statuses)."""
-    if revision.jobs or revision.status != RevisionStatus.QUEUED:
-        return PlanResult(jobs=list(revision.jobs), error=revision.error)
-    repo, wanted_sha, wanted_base = revision.repository.url, revision.sha, revision.base_sha
-    release(session)        # git may take minutes (or hang until its timeout): hold no connection
+    todo = uow.planning.to_plan(revision_id)
+    if todo is None:
+        return PlanResult(error=f"no revision {revision_id}")
+    if not todo.plannable:
+        return PlanResult(job_ids=todo.job_ids, error=todo.error)
+    uow.commit()        # git may take minutes (or hang until its timeout): hold no connection
+    repo, wanted_sha, wanted_base = todo.repo_url, todo.sha, todo.base_sha
     try:
         sha = sources.resolve(repo, wanted_sha)
     except FetchRefused as exc:
-        return _fail(session, revision, "repo", f"{repo[:200]}: {exc}")
+        return _fail(uow, revision_id, "repo", f"{repo[:200]}: {exc}")
     except SourceError as exc:
         field_name = "repo" if is_local_repo(repo) and not Path(repo).is_dir() else "sha"
-        return _fail(session, revision, field_name, f"cannot resolve sha {wanted_sha!r} in {repo}: {exc}")
+        return _fail(uow, revision_id, field_name, f"cannot resolve sha {wanted_sha!r} in {repo}: {exc}")
     try:
         info = sources.commit_info(repo, sha)
         manifest = sources.manifest(repo, sha)
         base = wanted_base and sources.resolve(repo, wanted_base)
     except ManifestError as exc:
-        return _fail(session, revision, "repo", f"gate.toml at {sha[:12]}: {exc}")
+        return _fail(uow, revision_id, "repo", f"gate.toml at {sha[:12]}: {exc}")
     except SourceError as exc:
-        return _fail(session, revision, "base_sha", f"cannot resolve base_sha {wanted_base!r}: {exc}")
+        return _fail(uow, revision_id, "base_sha", f"cannot resolve base_sha {wanted_base!r}: {exc}")
     except StorageError:
         raise
     except GateError as exc:
-        return _fail(session, revision, "repo", f"cannot read {repo} at {sha[:12]}: {exc}")
+        return _fail(uow, revision_id, "repo", f"cannot read {repo} at {sha[:12]}: {exc}")
     # Planned elsewhere, or cancelled, meanwhile? The row stays locked until the jobs are committed.
-    still_queued = lock_queued(session, revision.id)
-    session.refresh(revision)
-    if not still_queued or revision.jobs:
-        session.rollback()
-        return PlanResult(jobs=list(revision.jobs), error=revision.error)
+    still_queued = uow.planning.lock_queued(revision_id)
+    todo = uow.planning.to_plan(revision_id)
+    if not still_queued or todo.job_ids:
+        uow.rollback()
+        return PlanResult(job_ids=todo.job_ids, error=todo.error)
     names = [k.name for k in manifest.kernels]
-    unknown = [k for k in (revision.kernels or []) if k not in names]
+    unknown = [k for k in (todo.kernels or []) if k not in names]
     if unknown:
-        return _fail(session, revision, "kernels",
+        return _fail(uow, revision_id, "kernels",
                      f"kernels {unknown} are not in gate.toml at {sha[:12]} (it declares {names})")
-    record_commit(session, revision, sha=sha, base_sha=base or None, parent_sha=info.get("parent_sha"),
-                  author=info.get("author"), message=info.get("message"),
-                  committed_at=as_naive_utc(info.get("committed_at")))
-    baseline = choose_baseline(session, revision, parent_sha=revision.parent_sha)
-    wanted = [name for name in names if not revision.kernels or name in revision.kernels]
-    notice = queue_jobs(session, revision, wanted, baseline)
-    announce(session, notifier or Notifier(), notice)
-    return PlanResult(jobs=list(revision.jobs))
+    uow.planning.record_commit(revision_id, sha=sha, base_sha=base or None, parent_sha=info.get("parent_sha"),
+                               author=info.get("author"), message=info.get("message"),
+                               committed_at=as_naive_utc(info.get("committed_at")))
+    baseline = choose_baseline(uow, revision_id, base_sha=base or None, parent_sha=info.get("parent_sha"))
+    wanted = [name for name in names if not todo.kernels or name in todo.kernels]
+    job_ids, notice = uow.planning.queue_jobs(revision_id, wanted, baseline)
+    announce(uow, notifier or Notifier(), notice)
+    return PlanResult(job_ids=job_ids)
 
 
-def plan_by_id(session_factory: sessionmaker[Session], revision_id: int, *, sources: SourceReader,
+def plan_by_id(store: Store, revision_id: int, *, sources: SourceReader,
                notifier: Notifier | None = None) -> PlanResult:
-    """`plan_revision` in its own session (on the planner's workers, after a fast reply). Anything
+    """`plan_revision` in its own unit (on the planner's workers, after a fast reply). Anything
     it raises but a database fault ends the revision `error`: a revision that cannot be planned now
     cannot be planned at the next start either. A database fault leaves it queued for the next start."""
     try:
-        with session_factory() as session:
-            revision = session.get(Revision, revision_id)
-            if revision is None:
-                return PlanResult(error=f"no revision {revision_id}")
-            return plan_revision(session, revision, sources=sources, notifier=notifier)
+        with store.unit() as uow:
+            return plan_revision(uow, revision_id, sources=sources, notifier=notifier)
     except StorageError:
         raise
     except Exception as exc:    # noqa: BLE001 - the revision must end, whatever the input did
         log.exception("planning revision %s raised", revision_id)
         reason = f"planning failed ({type(exc).__name__}); the server's log has the details"
-        return fail_unplanned(session_factory, revision_id, reason)
+        return fail_unplanned(store, revision_id, reason)
 
 
 PLANNER_FULL = "not planned: the planning queue is full (GATE_PLANNER_QUEUE); submit again later"
 
 
-def fail_unplanned(session_factory: sessionmaker[Session], revision_id: int, reason: str) -> PlanResult:
+def fail_unplanned(store: Store, revision_id: int, reason: str) -> PlanResult:
     """End a queued revision without jobs as `error` with `reason` (it is never planned again)."""
-    with session_factory() as session:
-        revision = session.get(Revision, revision_id)
-        if revision is None or revision.jobs:
+    with store.unit() as uow:
+        todo = uow.planning.to_plan(revision_id)
+        if todo is None or todo.job_ids:
             return PlanResult(error=reason)
-        return _fail(session, revision, "repo", reason)
+        return _fail(uow, revision_id, "repo", reason)
 
 
-def plan_pending(session_factory: sessionmaker[Session], *, sources: SourceReader,
-                 notifier: Notifier | None = None) -> list[int]:
+def plan_pending(store: Store, *, sources: SourceReader, notifier: Notifier | None = None) -> list[int]:
     """Plan every revision left queued without jobs (the server stopped before planning it), each
     on its own: one that fails is logged and ends `error`, the others are still planned."""
-    with session_factory() as session:
-        ids = unplanned_revision_ids(session)
+    with store.unit() as uow:
+        ids = uow.planning.unplanned_ids()
     for revision_id in ids:
         try:
-            plan_by_id(session_factory, revision_id, sources=sources, notifier=notifier)
+            plan_by_id(store, revision_id, sources=sources, notifier=notifier)
         except StorageError:
             log.exception("revision %s not planned: the database failed; planned at the next start", revision_id)
     return list(ids)

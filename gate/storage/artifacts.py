@@ -5,9 +5,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from sqlalchemy.orm import Session
 
+from gate.read_models.revision import ArtifactDetail
 from gate.returned_files import Budget, copy_returned
+from gate.storage.db import Queries
 from gate.storage.limits import storable_id
 from gate.storage.models import Artifact
 
@@ -41,9 +42,13 @@ def write_text(data_dir: Path, job_id: int, kind: str, name: str, text: str) -> 
     return keep(data_dir, job_id, kind, path)
 
 
-def find(session: Session, artifact_id: int) -> Artifact | None:
-    """The artifact row with this id; None if unknown."""
-    return session.get(Artifact, artifact_id) if storable_id(artifact_id) else None
+class Artifacts(Queries):
+    """`uow.artifacts`."""
+
+    def find(self, artifact_id: int) -> ArtifactDetail | None:
+        """The artifact with this id; None if unknown."""
+        row = self._session.get(Artifact, artifact_id) if storable_id(artifact_id) else None
+        return ArtifactDetail(row.id, row.kind, row.path, row.size_bytes) if row else None
 
 
 def resolve(data_dir: Path, relative: str) -> Path | None:

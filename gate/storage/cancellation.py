@@ -11,7 +11,7 @@ PostgreSQL waits instead of deadlocking:
 A queued job is then never claimed (a claim takes `queued` rows only); a running one's worker learns
 it at its next heartbeat (the row is no longer its attempt) and kills its child, and a late result is
 dropped by the attempt check in `store_outcome`. The planner locks the revision before adding jobs
-(`revisions.lock_queued`), so no job is added to a cancelled revision.
+(`planning.Planning.lock_queued`), so no job is added to a cancelled revision.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
 from gate.domain.notices import Notice, NoticeKind
+from gate.storage.db import Queries
 from gate.storage.notices import add_notice
 from gate.storage.models import ACTIVE_STATUSES, Job, JobEvent, JobState, Revision, RevisionStatus, utcnow
 from gate.storage.queries import job_facts
@@ -51,26 +52,30 @@ def _cancel_jobs(session: Session, revision_id: int) -> list[int]:
     ).all())
 
 
-def cancel_revision(session: Session, revision_id: int) -> CancelResult:
-    """Cancel revision `revision_id` and commit (see the module doc). Idempotent: a revision already
-    cancelled, or done, is left as it is and its status returned with `cancelled=False`. The
-    cancelled jobs' notice is stored with the cancel and comes back for the caller to announce."""
-    job_ids = _cancel_jobs(session, revision_id)
-    moved = session.execute(
-        update(Revision).where(Revision.id == revision_id,
-                               Revision.status.in_([s.value for s in ACTIVE_STATUSES]))
-        .values(status=RevisionStatus.CANCELLED).execution_options(synchronize_session=False)
-    ).rowcount
-    if moved != 1:
-        session.rollback()
-        return CancelResult(status=session.scalar(select(Revision.status).where(Revision.id == revision_id)))
-    job_ids += _cancel_jobs(session, revision_id)
-    now = utcnow()
-    session.add_all(JobEvent(job_id=job_id, state=JobState.CANCELLED.value, detail=CANCELLED_REASON, at=now)
-                    for job_id in job_ids)
-    facts = [job_facts(job) for job in session.scalars(
-        select(Job).where(Job.id.in_(job_ids)).order_by(Job.id)).all()] if job_ids else []
-    notice = add_notice(session, NoticeKind.CANCELLED, facts) if facts else None
-    session.commit()
-    return CancelResult(status=RevisionStatus.CANCELLED.value, cancelled=True, job_ids=sorted(job_ids),
-                        notice=notice)
+class Cancellation(Queries):
+    """`uow.cancellation`."""
+
+    def cancel_revision(self, revision_id: int) -> CancelResult:
+        """Cancel revision `revision_id` and commit (see the module doc). Idempotent: a revision already
+        cancelled, or done, is left as it is and its status returned with `cancelled=False`. The
+        cancelled jobs' notice is stored with the cancel and comes back for the caller to announce."""
+        job_ids = _cancel_jobs(self._session, revision_id)
+        moved = self._session.execute(
+            update(Revision).where(Revision.id == revision_id,
+                                         Revision.status.in_([s.value for s in ACTIVE_STATUSES]))
+            .values(status=RevisionStatus.CANCELLED).execution_options(synchronize_session=False)
+        ).rowcount
+        if moved != 1:
+            self._session.rollback()
+            status = self._session.scalar(select(Revision.status).where(Revision.id == revision_id))
+            return CancelResult(status=status)
+        job_ids += _cancel_jobs(self._session, revision_id)
+        now = utcnow()
+        self._session.add_all(JobEvent(job_id=job_id, state=JobState.CANCELLED.value, detail=CANCELLED_REASON,
+                                             at=now) for job_id in job_ids)
+        facts = [job_facts(job) for job in self._session.scalars(
+            select(Job).where(Job.id.in_(job_ids)).order_by(Job.id)).all()] if job_ids else []
+        notice = add_notice(self._session, NoticeKind.CANCELLED, facts) if facts else None
+        self._session.commit()
+        return CancelResult(status=RevisionStatus.CANCELLED.value, cancelled=True, job_ids=sorted(job_ids),
+                            notice=notice)

@@ -49,3 +49,10 @@ def _sqlite_pragmas(dbapi_connection, _record) -> None:  # noqa: ANN001 (DBAPI t
 def make_session_factory(engine: Engine) -> sessionmaker[Session]:
     """Sessions that keep loaded attributes after commit (rows are handed to the API and notifiers)."""
     return sessionmaker(engine, expire_on_commit=False)
+
+
+class Queries:
+    """A group of named queries over one session: what `uow.<group>` is (`gate.storage.unit`)."""
+
+    def __init__(self, session: Session):
+        self._session = session

@@ -1,4 +1,5 @@
-"""Read queries behind a kernel's page and `GET /api/v1/kernels/{name}/history`: its metric series.
+"""Read queries behind a kernel's page and `GET /api/v1/kernels/{name}/history`: its metric series
+(`uow.history`).
 
 All reads, no writes. History stays cheap at 10,000 revisions: a `SeriesCache` holds each
 (kernel, GPU kind)'s raw rows and reads only the new ones after a verdict (see
@@ -11,17 +12,17 @@ custom workload's own references) are read for the last jobs only.
 from __future__ import annotations
 
 import statistics
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 from sqlalchemy import func, select
-from sqlalchemy.orm import Session
 
 from gate.domain.codec import from_json
 from gate.domain.names import Metric as M
 from gate.domain.names import Side
 from gate.domain.verdict import RuleRow
-from gate.read_models.kernel_series import KernelHistory, SeriesHistory, Trace
+from gate.read_models.kernel_series import KernelHistory, KernelPage, SeriesHistory, Trace, TracesOf
+from gate.storage.db import Queries
 from gate.storage.models import Metric, VerdictRecord
 from gate.storage.reuse import reused_revisions
 from gate.storage.series_buckets import Buckets, bucket_series, bucket_width, worst_verdict_codes
@@ -32,129 +33,134 @@ MAX_POINTS = 2000
 _SIDES = tuple(side.value for side in Side)
 
 
-def data_version(session: Session, kernel: str) -> tuple[int, int]:
-    """(verdicts stored for `kernel`, the newest one's id): changes whenever its history does.
+class KernelSeries(Queries):
+    """A kernel's history on one GPU kind (`uow.history`)."""
 
-    A job's metrics are stored in the transaction that stores its verdict (`store_outcome`), and
-    history rows are only ever added, so new verdicts are the only way the history changes. The
-    count is there because ids are not commit order in PostgreSQL: a transaction that took a lower
-    id can commit after the max id was read. One range of `ix_verdicts_kernel`.
-    """
-    count, newest = session.execute(
-        select(func.count(), func.max(VerdictRecord.id)).where(VerdictRecord.kernel == kernel)
-    ).one()
-    return count, newest or 0
+    def data_version(self, kernel: str) -> tuple[int, int]:
+        """(verdicts stored for `kernel`, the newest one's id): changes whenever its history does.
 
+        A job's metrics are stored in the transaction that stores its verdict (`store_outcome`), and
+        history rows are only ever added, so new verdicts are the only way the history changes. The
+        count is there because ids are not commit order in PostgreSQL: a transaction that took a lower
+        id can commit after the max id was read. One range of `ix_verdicts_kernel`.
+        """
+        count, newest = self._session.execute(
+            select(func.count(), func.max(VerdictRecord.id)).where(VerdictRecord.kernel == kernel)
+        ).one()
+        return count, newest or 0
 
-def recent_histories(session: Session, limit: int) -> list[tuple[str, str]]:
-    """(kernel, GPU kind) pairs with verdicts, the one with the newest verdict first; at most `limit`."""
-    rows = session.execute(
-        select(VerdictRecord.kernel, VerdictRecord.gpu_kind)
-        .group_by(VerdictRecord.kernel, VerdictRecord.gpu_kind)
-        .order_by(func.max(VerdictRecord.id).desc()).limit(limit)
-    ).all()
-    return [(k, g) for k, g in rows]
+    def recent_histories(self, limit: int) -> list[tuple[str, str]]:
+        """(kernel, GPU kind) pairs with verdicts, the one with the newest verdict first; at most `limit`."""
+        rows = self._session.execute(
+            select(VerdictRecord.kernel, VerdictRecord.gpu_kind)
+            .group_by(VerdictRecord.kernel, VerdictRecord.gpu_kind)
+            .order_by(func.max(VerdictRecord.id).desc()).limit(limit)
+        ).all()
+        return [(k, g) for k, g in rows]
 
+    def gpu_kinds(self, kernel: str) -> list[str]:
+        """GPU kinds this kernel has verdicts on, the one of its newest verdict first (the page opens
+        on the GPU the latest runs were measured on, not on the one with the longest past)."""
+        rows = self._session.execute(
+            select(VerdictRecord.gpu_kind)
+            .where(VerdictRecord.kernel == kernel).group_by(VerdictRecord.gpu_kind)
+            .order_by(func.max(VerdictRecord.revision_id).desc(), func.max(VerdictRecord.id).desc())
+        ).all()
+        return [r[0] for r in rows]
 
-def kernel_gpu_kinds(session: Session, kernel: str) -> list[str]:
-    """GPU kinds this kernel has verdicts on, the one of its newest verdict first (the page opens
-    on the GPU the latest runs were measured on, not on the one with the longest past)."""
-    rows = session.execute(
-        select(VerdictRecord.gpu_kind)
-        .where(VerdictRecord.kernel == kernel).group_by(VerdictRecord.gpu_kind)
-        .order_by(func.max(VerdictRecord.revision_id).desc(), func.max(VerdictRecord.id).desc())
-    ).all()
-    return [r[0] for r in rows]
+    def shapes(self, kernel: str, gpu_kind: str) -> list[str]:
+        """Shape labels with a candidate latency history on this GPU kind."""
+        return self._distinct(Metric.shape, kernel, gpu_kind, M.LATENCY_MEDIAN_US.value, Side.CANDIDATE.value)
 
+    def archs(self, kernel: str, gpu_kind: str) -> list[str]:
+        """Target archs with register counts (the series of the per-kernel ptxas figures)."""
+        return self._distinct(Metric.series, kernel, gpu_kind, M.REGISTERS.value, None)
 
-def kernel_shapes(session: Session, kernel: str, gpu_kind: str) -> list[str]:
-    """Shape labels with a candidate latency history on this GPU kind."""
-    return _distinct(session, Metric.shape, kernel, gpu_kind, M.LATENCY_MEDIAN_US.value, Side.CANDIDATE.value)
+    def _distinct(self, column, kernel: str, gpu_kind: str, name: str,  # noqa: ANN001
+                  series: str | None) -> list[str]:
+        where = [Metric.kernel == kernel, Metric.gpu_kind == gpu_kind, Metric.name == name]
+        if series is not None:
+            where.append(Metric.series == series)
+        return list(self._session.scalars(select(column).distinct().where(*where).order_by(column)))
 
+    def latest_rules(self, kernel: str, gpu_kind: str) -> list[RuleRow]:
+        """The rule table of the newest verdict of this kernel on this GPU kind, decoded."""
+        rules = self._session.scalar(
+            select(VerdictRecord.rules)
+            .where(VerdictRecord.kernel == kernel, VerdictRecord.gpu_kind == gpu_kind)
+            .order_by(VerdictRecord.revision_id.desc()).limit(1)
+        )
+        return from_json(list[RuleRow], rules or [], path="rules")
 
-def kernel_archs(session: Session, kernel: str, gpu_kind: str) -> list[str]:
-    """Target archs with register counts (the series of the per-kernel ptxas figures)."""
-    return _distinct(session, Metric.series, kernel, gpu_kind, M.REGISTERS.value, None)
+    def peer_levels(self, kernel: str, gpu_kind: str, name: str, shapes: Sequence[str],
+                    last_revisions: int = 20) -> dict[tuple[str, str], float]:
+        """(shape, peer) -> median of the peer's `name` over the kernel's last `last_revisions` jobs.
 
+        Peers (PyTorch SDPA backends, cuBLAS, or the names a custom workload gives its references) are
+        references, not the subject: the pages draw them as one level each, which also keeps a long
+        history from reading every peer measurement.
+        """
+        cutoff = self._session.scalar(
+            select(VerdictRecord.revision_id)
+            .where(VerdictRecord.kernel == kernel, VerdictRecord.gpu_kind == gpu_kind)
+            .order_by(VerdictRecord.revision_id.desc()).offset(last_revisions - 1).limit(1)
+        ) or 0
+        values: dict[tuple[str, str], list[float]] = {}
+        for shape, series, value in self._session.execute(
+            select(Metric.shape, Metric.series, Metric.value).where(
+                Metric.kernel == kernel, Metric.gpu_kind == gpu_kind, Metric.name == name,
+                Metric.series.not_in(_SIDES), Metric.shape.in_(shapes), Metric.revision_id >= cutoff)
+        ):
+            values.setdefault((shape, series), []).append(value)
+        return {k: statistics.median(v) for k, v in sorted(values.items())}
 
-def _distinct(session: Session, column, kernel: str, gpu_kind: str, name: str,  # noqa: ANN001
-              series: str | None) -> list[str]:
-    where = [Metric.kernel == kernel, Metric.gpu_kind == gpu_kind, Metric.name == name]
-    if series is not None:
-        where.append(Metric.series == series)
-    return list(session.scalars(select(column).distinct().where(*where).order_by(column)))
+    def history(self, kernel: str, gpu_kind: str, traces: Sequence[Trace], max_points: int = MAX_POINTS,
+                cache: SeriesCache | None = None) -> KernelHistory:
+        """The history of each (metric name, shape, series) trace that has data, in commit order.
 
+        Commit order is revision id order (submission order). Above `max_points` revisions each point
+        is a bucket of consecutive revision ids: mean, min, max, and its newest revision (what a
+        click opens); its verdict is the worst in the bucket. `cache` holds histories between calls
+        (the pages pass the app's); without one, everything is read.
+        """
+        cache = cache if cache is not None else SeriesCache(max_histories=1)
+        conn = self._session.connection()
+        held = cache.history(conn, kernel, gpu_kind, traces)
+        order = held.revision_ids
+        if not order.size:
+            return KernelHistory(kernel, gpu_kind, 0, 1, [])
+        first_id = int(order[0])
+        width = bucket_width(first_id, int(order[-1]), order.size, max_points)
+        bucketed = [(t, *_by_environment(held.traces[t], first_id, width)) for t in dict.fromkeys(traces)]
+        bucketed = [(t, b, envs) for t, b, envs in bucketed if b.newest_ids.size]
+        details = cache.revision_meta(conn, kernel, gpu_kind,
+                                      {i for _, b, _ in bucketed for i in b.newest_ids.tolist()})
+        out = []
+        for (name, shape, series), b, envs in bucketed:
+            # x: the position of the (last) verdict of the point's revision in commit order.
+            xs = np.searchsorted(order, b.newest_ids, side="right") - 1
+            codes = worst_verdict_codes(order, held.verdict_codes, first_id, width, b.newest_ids)
+            out.append(SeriesHistory(name, shape, series, held.traces[(name, shape, series)].unit,
+                                     xs, b.newest_ids, b.mean, b.low, b.high, b.count,
+                                     [held.verdicts[c] for c in codes.tolist()], envs))
+        return KernelHistory(kernel, gpu_kind, int(order.size), width, out, details,
+                             reused_revisions(self._session, kernel, gpu_kind))
 
-def latest_rules(session: Session, kernel: str, gpu_kind: str) -> list[RuleRow]:
-    """The rule table of the newest verdict of this kernel on this GPU kind, decoded."""
-    rules = session.scalar(
-        select(VerdictRecord.rules)
-        .where(VerdictRecord.kernel == kernel, VerdictRecord.gpu_kind == gpu_kind)
-        .order_by(VerdictRecord.revision_id.desc()).limit(1)
-    )
-    return from_json(list[RuleRow], rules or [], path="rules")
-
-
-def peer_levels(session: Session, kernel: str, gpu_kind: str, name: str, shapes: Sequence[str],
-                last_revisions: int = 20) -> dict[tuple[str, str], float]:
-    """(shape, peer) -> median of the peer's `name` over the kernel's last `last_revisions` jobs.
-
-    Peers (PyTorch SDPA backends, cuBLAS, or the names a custom workload gives its references) are
-    references, not the subject: the pages draw them as one level each, which also keeps a long
-    history from reading every peer measurement.
-    """
-    cutoff = session.scalar(
-        select(VerdictRecord.revision_id)
-        .where(VerdictRecord.kernel == kernel, VerdictRecord.gpu_kind == gpu_kind)
-        .order_by(VerdictRecord.revision_id.desc()).offset(last_revisions - 1).limit(1)
-    ) or 0
-    values: dict[tuple[str, str], list[float]] = {}
-    for shape, series, value in session.execute(
-        select(Metric.shape, Metric.series, Metric.value).where(
-            Metric.kernel == kernel, Metric.gpu_kind == gpu_kind, Metric.name == name,
-            Metric.series.not_in(_SIDES), Metric.shape.in_(shapes), Metric.revision_id >= cutoff)
-    ):
-        values.setdefault((shape, series), []).append(value)
-    return {k: statistics.median(v) for k, v in sorted(values.items())}
-
-
-def kernel_history(
-    session: Session,
-    kernel: str,
-    gpu_kind: str,
-    traces: Sequence[Trace],
-    max_points: int = MAX_POINTS,
-    store: SeriesCache | None = None,
-) -> KernelHistory:
-    """The history of each (metric name, shape, series) trace that has data, in commit order.
-
-    Commit order is revision id order (submission order). Above `max_points` revisions each point
-    is a bucket of consecutive revision ids: mean, min, max, and its newest revision (what a
-    click opens); its verdict is the worst in the bucket. `store` holds histories between calls
-    (the pages pass the app's); without one, everything is read.
-    """
-    store = store if store is not None else SeriesCache(max_histories=1)
-    conn = session.connection()
-    held = store.history(conn, kernel, gpu_kind, traces)
-    order = held.revision_ids
-    if not order.size:
-        return KernelHistory(kernel, gpu_kind, 0, 1, [])
-    first_id = int(order[0])
-    width = bucket_width(first_id, int(order[-1]), order.size, max_points)
-    bucketed = [(t, *_by_environment(held.traces[t], first_id, width)) for t in dict.fromkeys(traces)]
-    bucketed = [(t, b, envs) for t, b, envs in bucketed if b.newest_ids.size]
-    details = store.revision_meta(conn, kernel, gpu_kind,
-                                  {i for _, b, _ in bucketed for i in b.newest_ids.tolist()})
-    out = []
-    for (name, shape, series), b, envs in bucketed:
-        # x: the position of the (last) verdict of the point's revision in commit order.
-        xs = np.searchsorted(order, b.newest_ids, side="right") - 1
-        codes = worst_verdict_codes(order, held.verdict_codes, first_id, width, b.newest_ids)
-        out.append(SeriesHistory(name, shape, series, held.traces[(name, shape, series)].unit,
-                                 xs, b.newest_ids, b.mean, b.low, b.high, b.count,
-                                 [held.verdicts[c] for c in codes.tolist()], envs))
-    return KernelHistory(kernel, gpu_kind, int(order.size), width, out, details,
-                         reused_revisions(session, kernel, gpu_kind))
+    def kernel_page(self, kernel: str, gpu: str | None, shape: str | None, *, traces: TracesOf,
+                    peer_metrics: Mapping[str, str], max_points: int, cache: SeriesCache) -> KernelPage | None:
+        """What a kernel's page shows on `gpu` (else the GPU of its newest verdict) for `shape` (else
+        every shape): the history of `traces(shapes, archs)`, the levels of each of `peer_metrics`
+        (chart key -> metric) and the newest rule table. None when the kernel has no verdict."""
+        gpus = self.gpu_kinds(kernel)
+        if not gpus:
+            return None
+        gpu = gpu if gpu in gpus else gpus[0]
+        shapes = self.shapes(kernel, gpu)
+        chosen = [shape] if shape in shapes else shapes
+        history = self.history(kernel, gpu, traces(chosen, self.archs(kernel, gpu)), max_points, cache)
+        peers = {key: self.peer_levels(kernel, gpu, metric, chosen) for key, metric in peer_metrics.items()}
+        return KernelPage(kernel, gpu, gpus, shape if shape in shapes else "", shapes, history,
+                          self.latest_rules(kernel, gpu), peers)
 
 
 def _by_environment(held: HeldSeries, first_id: int, width: int) -> tuple[Buckets, list[str]]:

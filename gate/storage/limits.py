@@ -1,6 +1,6 @@
-"""What the columns can hold, read from the models: the API derives its input limits from here, so
-that a limit is stated once (the column) and input the database would refuse is refused at the edge
-with a clear error instead of a 500 from the driver.
+"""What the columns can hold, read from the models: the API takes its input limits from the named
+limits here (it imports no model), so that a limit is stated once (the column) and input the
+database would refuse is refused at the edge with a clear error instead of a 500 from the driver.
 
 SQLite stores any length in a `String(n)` and 64-bit integers; PostgreSQL enforces `n` and stores
 `Integer` in 32 bits. The limits here are the stricter of the two, so both databases accept what
@@ -12,7 +12,7 @@ from __future__ import annotations
 from sqlalchemy import BigInteger, Integer, SmallInteger, String
 from sqlalchemy.orm import InstrumentedAttribute
 
-from gate.storage.models import Revision
+from gate.storage.models import Job, Metric, Repository, Revision, WebhookDelivery
 
 
 def max_length(attribute: InstrumentedAttribute) -> int:
@@ -33,6 +33,20 @@ def int_range(attribute: InstrumentedAttribute) -> tuple[int, int]:
 
 
 ID_RANGE = int_range(Revision.id)   # every table's id is the same Integer primary key
+# What the API accepts, in characters (`gate.api.schemas`, `gate.api.github_events`).
+REPOSITORY_NAME_CHARS = max_length(Repository.name)
+DEFAULT_BRANCH_CHARS = max_length(Repository.default_branch)
+SHA_CHARS = max_length(Revision.sha)
+BASE_SHA_CHARS = max_length(Revision.base_sha)
+BRANCH_CHARS = max_length(Revision.branch)
+JOB_KERNEL_CHARS = max_length(Job.kernel)
+KERNEL_CHARS = max_length(Metric.kernel)        # what a kernel's history is asked by
+GPU_KIND_CHARS = max_length(Metric.gpu_kind)
+SHAPE_CHARS = max_length(Metric.shape)
+METRIC_CHARS = max_length(Metric.name)
+SERIES_CHARS = max_length(Metric.series)
+DELIVERY_ID_CHARS = max_length(WebhookDelivery.delivery_id)
+PULL_REQUEST_RANGE = int_range(Revision.pull_request)
 
 
 def storable_id(value: int) -> bool:

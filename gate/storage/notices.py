@@ -21,6 +21,7 @@ from gate.domain.codec import from_json, to_json
 from gate.domain.notices import Delivery, JobFacts, Notice, NoticeKind
 from gate.domain.verdict import VerdictReport
 from gate.storage import outbox
+from gate.storage.db import Queries
 from gate.storage.models import NoticeRecord
 
 
@@ -36,26 +37,28 @@ def add_notice(session: Session, kind: NoticeKind, jobs: Sequence[JobFacts],
     return Notice(kind, list(jobs), report, row.id)
 
 
-def hand_off(session: Session, notice_id: int, deliveries: Iterable[Delivery]) -> bool:
-    """Take the notice and store `deliveries` in the outbox, then commit; False (rolled back, nothing
-    stored) when it was taken already. The DELETE decides between two processes handing one notice
-    (the event's own, and a sweeper recovering it): on PostgreSQL the second waits for the first's
-    commit and then finds no row."""
-    taken = session.execute(
-        delete(NoticeRecord).where(NoticeRecord.id == notice_id).execution_options(synchronize_session=False)
-    ).rowcount
-    if taken != 1:
-        session.rollback()
-        return False
-    outbox.add(session, deliveries)
-    session.commit()
-    return True
+class Notices(Queries):
+    """The notices of committed events, handed once (`uow.notices`)."""
 
+    def hand_off(self, notice_id: int, deliveries: Iterable[Delivery]) -> bool:
+        """Take the notice and store `deliveries` in the outbox, then commit; False (rolled back, nothing
+        stored) when it was taken already. The DELETE decides between two processes handing one notice
+        (the event's own, and a sweeper recovering it): on PostgreSQL the second waits for the first's
+        commit and then finds no row."""
+        taken = self._session.execute(
+            delete(NoticeRecord).where(NoticeRecord.id == notice_id).execution_options(synchronize_session=False)
+        ).rowcount
+        if taken != 1:
+            self._session.rollback()
+            return False
+        outbox.add(self._session, deliveries)
+        self._session.commit()
+        return True
 
-def unhanded(session: Session, before: datetime, limit: int = 100) -> list[Notice]:
-    """Notices stored before `before` and never handed, oldest first."""
-    rows = session.scalars(
-        select(NoticeRecord).where(NoticeRecord.created_at < before)
-        .order_by(NoticeRecord.id).limit(limit)
-    ).all()
-    return [from_json(Notice, {**row.body, "id": row.id}, path=f"notice {row.id}") for row in rows]
+    def unhanded(self, before: datetime, limit: int = 100) -> list[Notice]:
+        """Notices stored before `before` and never handed, oldest first."""
+        rows = self._session.scalars(
+            select(NoticeRecord).where(NoticeRecord.created_at < before)
+            .order_by(NoticeRecord.id).limit(limit)
+        ).all()
+        return [from_json(Notice, {**row.body, "id": row.id}, path=f"notice {row.id}") for row in rows]

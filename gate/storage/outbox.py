@@ -20,6 +20,7 @@ from sqlalchemy import event, select, update
 from sqlalchemy.orm import Session, SessionTransaction
 
 from gate.domain.notices import Delivery, DeliveryResult, DeliveryState, StoredDelivery
+from gate.storage.db import Queries
 from gate.storage.models import Notification
 
 _due = threading.Event()     # set when new rows were committed
@@ -34,13 +35,74 @@ def add(session: Session, deliveries: Iterable[Delivery]) -> list[Notification]:
     return rows
 
 
-def store(session: Session, deliveries: Iterable[Delivery]) -> list[int]:
-    """Store `deliveries` as pending rows and commit (the messages notify made of an event that was
-    committed before); their ids. Nothing is written when there are none."""
-    rows = add(session, deliveries)
-    if rows:
-        session.commit()
-    return [row.id for row in rows]
+class Outbox(Queries):
+    """The outbox's rows as the sweepers and the webhook route use them (`uow.outbox`); it is the
+    `notify.sender.OutboxView` a sender reads."""
+
+    def store(self, deliveries: Iterable[Delivery]) -> list[int]:
+        """Store `deliveries` as pending rows and commit (the messages notify made of an event that was
+        committed before); their ids. Nothing is written when there are none."""
+        rows = add(self._session, deliveries)
+        if rows:
+            self._session.commit()
+        return [row.id for row in rows]
+
+    def due_ids(self, now: datetime, limit: int) -> list[int]:
+        """Pending rows whose time has come, oldest first."""
+        return list(self._session.scalars(
+            select(Notification.id)
+            .where(Notification.state == DeliveryState.PENDING, Notification.next_attempt_at <= now)
+            .order_by(Notification.id).limit(limit)
+        ).all())
+
+    def claim(self, row_id: int, now: datetime, lease_s: float) -> StoredDelivery | None:
+        """Take a due row for `lease_s` and commit; None when another sweeper took it first."""
+        claimed = self._session.execute(
+            update(Notification)
+            .where(Notification.id == row_id, Notification.state == DeliveryState.PENDING,
+                   Notification.next_attempt_at <= now)
+            .values(next_attempt_at=now + timedelta(seconds=lease_s))
+        ).rowcount
+        self._session.commit()
+        if claimed != 1:
+            return None
+        row = self._session.get(Notification, row_id)
+        assert row is not None
+        return stored(row)
+
+    def record(self, row_id: int, result: DeliveryResult) -> None:
+        """Write what sending did onto the row and commit."""
+        row = self._session.get(Notification, row_id)
+        assert row is not None
+        row.state, row.attempts = result.state.value, result.attempts
+        if result.state is not DeliveryState.SUPERSEDED:
+            row.last_error = result.last_error
+        for name in ("next_attempt_at", "sent_at", "payload"):
+            value = getattr(result, name)
+            if value is not None:
+                setattr(row, name, value)
+        self._session.commit()
+
+    def newer_sent(self, row: StoredDelivery) -> list[StoredDelivery]:
+        """Rows to the same target and URL, newer than `row`, already sent."""
+        return [stored(n) for n in self._session.scalars(
+            select(Notification).where(
+                Notification.target == row.target, Notification.url == row.url,
+                Notification.id > row.id, Notification.state == DeliveryState.SENT,
+            )
+        )]
+
+    def job_siblings(self, row: StoredDelivery) -> list[StoredDelivery]:
+        """The other rows of `row`'s job to the same target, newest first (none without a job)."""
+        if row.job_id is None:
+            return []
+        return [stored(n) for n in self._session.scalars(
+            select(Notification).where(
+                Notification.job_id == row.job_id,
+                Notification.target == row.target,
+                Notification.id != row.id,
+            ).order_by(Notification.id.desc())
+        )]
 
 
 def wake_after_commit(session: Session) -> None:
@@ -66,68 +128,6 @@ def wait_due(timeout_s: float) -> None:
 
 def wake_all() -> None:
     _due.set()
-
-
-def due_ids(session: Session, now: datetime, limit: int) -> list[int]:
-    """Pending rows whose time has come, oldest first."""
-    return list(session.scalars(
-        select(Notification.id)
-        .where(Notification.state == DeliveryState.PENDING, Notification.next_attempt_at <= now)
-        .order_by(Notification.id).limit(limit)
-    ).all())
-
-
-def claim(session: Session, row_id: int, now: datetime, lease_s: float) -> StoredDelivery | None:
-    """Take a due row for `lease_s` and commit; None when another sweeper took it first."""
-    claimed = session.execute(
-        update(Notification)
-        .where(Notification.id == row_id, Notification.state == DeliveryState.PENDING,
-               Notification.next_attempt_at <= now)
-        .values(next_attempt_at=now + timedelta(seconds=lease_s))
-    ).rowcount
-    session.commit()
-    if claimed != 1:
-        return None
-    row = session.get(Notification, row_id)
-    assert row is not None
-    return stored(row)
-
-
-def record(session: Session, row_id: int, result: DeliveryResult) -> None:
-    """Write what sending did onto the row and commit."""
-    row = session.get(Notification, row_id)
-    assert row is not None
-    row.state, row.attempts = result.state.value, result.attempts
-    if result.state is not DeliveryState.SUPERSEDED:
-        row.last_error = result.last_error
-    for name in ("next_attempt_at", "sent_at", "payload"):
-        value = getattr(result, name)
-        if value is not None:
-            setattr(row, name, value)
-    session.commit()
-
-
-def newer_sent(session: Session, row: StoredDelivery) -> list[StoredDelivery]:
-    """Rows to the same target and URL, newer than `row`, already sent."""
-    return [stored(n) for n in session.scalars(
-        select(Notification).where(
-            Notification.target == row.target, Notification.url == row.url,
-            Notification.id > row.id, Notification.state == DeliveryState.SENT,
-        )
-    )]
-
-
-def job_siblings(session: Session, row: StoredDelivery) -> list[StoredDelivery]:
-    """The other rows of `row`'s job to the same target, newest first (none without a job)."""
-    if row.job_id is None:
-        return []
-    return [stored(n) for n in session.scalars(
-        select(Notification).where(
-            Notification.job_id == row.job_id,
-            Notification.target == row.target,
-            Notification.id != row.id,
-        ).order_by(Notification.id.desc())
-    )]
 
 
 def stored(row: Notification) -> StoredDelivery:

@@ -1,78 +1,175 @@
-"""The writes of submitting and planning a revision, each ending in its commit: the service decides,
-these store (`gate.services.submissions`).
+"""Submitting and planning a revision, as the storage sees it (`uow.planning`): the service decides
+(`gate.services.submissions`), these read and store.
 
-    store_submission   the repository and a queued revision (or the identical active one)
+    store_submission   the repository and a queued revision (or the identical active one), committed
+    to_plan            what a stored submission asks to plan (`RevisionToPlan`)
+    lock_queued        whether it is still queued, holding its row until the transaction ends
     record_commit      what git said of the commit, on the revision (not committed: the baseline
                        choice reads it before `queue_jobs`)
+    default_branch_before  the finished revisions of the default branch before it, with verdicts
     queue_jobs         the baseline and one queued job per kernel, with their events and the
-                       notice notify hears of them by
-    end_unplanned      a revision that could not be planned ends `done` with the reason
-    release            end the read transaction before a long wait (git), holding no connection
+                       notice notify hears of them by, committed
+    end_unplanned      a revision that could not be planned ends `done` with the reason, committed
+    unplanned_ids      revisions left queued without jobs (the server stopped before planning them)
+
+Where the planner waits on git it ends the read transaction with the unit's `commit`, so that no
+database connection is held meanwhile (issue 12: 45 hung clones exhausted the pool).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
-from sqlalchemy.orm import Session
+from sqlalchemy import select, update
+from sqlalchemy.orm import Session, selectinload
 
 from gate.domain.notices import Notice, NoticeKind
+from gate.errors import StorageError
+from gate.storage.db import Queries
+from gate.storage.inserts import insert_unless_taken
 from gate.storage.limits import max_length
-from gate.storage.models import Job, JobEvent, JobState, Revision, RevisionStatus
+from gate.storage.models import ACTIVE_STATUSES, Job, JobEvent, JobState, Repository, Revision, RevisionStatus
 from gate.storage.notices import add_notice
 from gate.storage.queries import job_facts
 from gate.storage.repositories import ensure_repository
-from gate.storage.revisions import add_revision, lock_queued
+
+_TRIES = 3      # a conflict whose revision finished before it was read: insert again
 
 
-def store_submission(session: Session, *, url: str, name: str, submission_key: str | None,
-                     **values: object) -> tuple[Revision, bool]:
-    """The repository at `url` (named `name` when new) and a queued revision of it, committed:
-    (it, False); or the identical active revision: (that one, True). See `add_revision`."""
-    repository = ensure_repository(session, url, name)
-    revision, reused = add_revision(session, repository_id=repository.id, submission_key=submission_key,
-                                    **values)
-    session.commit()
-    return revision, reused
+@dataclass(frozen=True)
+class RevisionToPlan:
+    id: int
+    repo_url: str
+    sha: str                      # as submitted until planned: a ref or a short sha may be given
+    base_sha: str | None
+    kernels: list[str] | None     # the subset asked for; None = every kernel of gate.toml
+    status: str                   # `RevisionStatus`
+    error: str | None
+    job_ids: list[int]
+
+    @property
+    def plannable(self) -> bool:
+        """Queued without jobs: not planned yet, not cancelled."""
+        return self.status == RevisionStatus.QUEUED and not self.job_ids
 
 
-def record_commit(session: Session, revision: Revision, *, sha: str, base_sha: str | None,
-                  parent_sha: str | None, author: str | None, message: str | None,
-                  committed_at: datetime | None) -> None:
-    """The resolved commit and what git says of it; the author cut to its column (git allows any length)."""
-    revision.sha, revision.base_sha, revision.parent_sha = sha, base_sha, parent_sha
-    revision.author = author[:max_length(Revision.author)] if author else author
-    revision.message, revision.committed_at = message, committed_at
+@dataclass(frozen=True)
+class EarlierRevision:
+    sha: str
+    verdicts: list[str | None]    # one per job; None where a job has no verdict
 
 
-def queue_jobs(session: Session, revision: Revision, kernels: list[str], base_sha: str | None) -> Notice | None:
-    """One queued job per kernel against `base_sha`, an event each and their notice, committed; the
-    notice (None without jobs). The caller holds the revision's row (`lock_queued`)."""
-    revision.base_sha = base_sha
-    jobs = [Job(revision=revision, kernel=name, state=JobState.QUEUED) for name in kernels]
-    session.add_all(jobs)
-    session.flush()
-    for job in jobs:
-        detail = f"{revision.sha[:12]} vs {revision.base_sha or '-'}"
-        session.add(JobEvent(job_id=job.id, state="queued", detail=detail))
-    notice = add_notice(session, NoticeKind.QUEUED, [job_facts(job) for job in jobs]) if jobs else None
-    session.commit()
-    return notice
+class Planning(Queries):
+    """`uow.planning`."""
+
+    def store_submission(self, *, url: str, name: str, submission_key: str | None,
+                         **values: object) -> tuple[int, bool]:
+        """The repository at `url` (named `name` when new) and a queued revision of it, committed:
+        (its id, False); or the identical active revision: (its id, True). See `_add_revision`."""
+        repository = ensure_repository(self._session, url, name)
+        found = _add_revision(self._session, repository_id=repository.id, submission_key=submission_key, **values)
+        self._session.commit()
+        return found
+
+    def to_plan(self, revision_id: int) -> RevisionToPlan | None:
+        """The revision as it is now in the database (never a copy the session held); None if unknown."""
+        row = self._session.execute(
+            select(Revision.id, Repository.url, Revision.sha, Revision.base_sha, Revision.kernels,
+                   Revision.status, Revision.error)
+            .join(Repository, Repository.id == Revision.repository_id).where(Revision.id == revision_id)).first()
+        if row is None:
+            return None
+        jobs = self._session.scalars(select(Job.id).where(Job.revision_id == revision_id).order_by(Job.id))
+        return RevisionToPlan(*row, job_ids=list(jobs))
+
+    def lock_queued(self, revision_id: int) -> bool:
+        """Whether the revision is still queued, holding its row until the transaction ends (on
+        PostgreSQL a cancel waits for the planner's commit): the planner adds jobs only when True."""
+        return self._session.execute(
+            update(Revision).where(Revision.id == revision_id, Revision.status == RevisionStatus.QUEUED)
+            .values(status=Revision.status).execution_options(synchronize_session=False)
+        ).rowcount == 1
+
+    def record_commit(self, revision_id: int, *, sha: str, base_sha: str | None, parent_sha: str | None,
+                      author: str | None, message: str | None, committed_at: datetime | None) -> None:
+        """The resolved commit and what git says of it; the author cut to its column (git allows any length)."""
+        revision = self._session.get(Revision, revision_id)
+        revision.sha, revision.base_sha, revision.parent_sha = sha, base_sha, parent_sha
+        revision.author = author[:max_length(Revision.author)] if author else author
+        revision.message, revision.committed_at = message, committed_at
+
+    def default_branch_before(self, revision_id: int, limit: int = 50) -> list[EarlierRevision]:
+        """Finished, planned revisions of the repository's default branch submitted before this one
+        (other shas), newest first, each with its jobs' verdicts."""
+        revision = self._session.get(Revision, revision_id)
+        repo = revision.repository
+        earlier = self._session.scalars(
+            select(Revision)
+            .where(Revision.repository_id == repo.id, Revision.branch == repo.default_branch,
+                   Revision.status == RevisionStatus.DONE, Revision.error.is_(None),
+                   Revision.id != revision.id, Revision.sha != revision.sha,
+                   Revision.submitted_at <= revision.submitted_at)
+            .order_by(Revision.submitted_at.desc(), Revision.id.desc())
+            .options(selectinload(Revision.jobs).selectinload(Job.verdict))
+            .limit(limit))
+        return [EarlierRevision(rev.sha, [job.verdict.verdict if job.verdict else None for job in rev.jobs])
+                for rev in earlier]
+
+    def queue_jobs(self, revision_id: int, kernels: list[str],
+                   base_sha: str | None) -> tuple[list[int], Notice | None]:
+        """One queued job per kernel against `base_sha`, an event each and their notice, committed:
+        the jobs' ids and the notice (None without jobs). The caller holds the revision's row
+        (`lock_queued`)."""
+        revision = self._session.get(Revision, revision_id)
+        revision.base_sha = base_sha
+        jobs = [Job(revision=revision, kernel=name, state=JobState.QUEUED) for name in kernels]
+        self._session.add_all(jobs)
+        self._session.flush()
+        for job in jobs:
+            detail = f"{revision.sha[:12]} vs {revision.base_sha or '-'}"
+            self._session.add(JobEvent(job_id=job.id, state="queued", detail=detail))
+        notice = add_notice(self._session, NoticeKind.QUEUED, [job_facts(job) for job in jobs]) if jobs else None
+        self._session.commit()
+        return [job.id for job in jobs], notice
+
+    def end_unplanned(self, revision_id: int, message: str) -> bool:
+        """End a queued revision as `done` with `message` and commit; False (rolled back, nothing
+        written) when it is no longer queued (cancelled meanwhile: it stays cancelled)."""
+        if not self.lock_queued(revision_id):
+            self._session.rollback()
+            return False
+        self._session.execute(update(Revision).where(Revision.id == revision_id)
+                              .values(status=RevisionStatus.DONE, error=message))
+        self._session.commit()
+        return True
+
+    def unplanned_ids(self) -> list[int]:
+        """Revisions left queued without jobs (the server stopped before planning them), oldest first."""
+        return list(self._session.scalars(
+            select(Revision.id).where(Revision.status == RevisionStatus.QUEUED, ~Revision.jobs.any())
+            .order_by(Revision.id)
+        ).all())
 
 
-def end_unplanned(session: Session, revision: Revision, message: str) -> bool:
-    """End a queued revision as `done` with `message` and commit; False (rolled back, nothing
-    written) when it is no longer queued (cancelled meanwhile: it stays cancelled)."""
-    if not lock_queued(session, revision.id):
-        session.rollback()
-        return False
-    revision.status, revision.error = RevisionStatus.DONE, message
-    session.commit()
-    return True
+def _add_revision(session: Session, *, repository_id: int, submission_key: str | None,
+                  **values: Any) -> tuple[int, bool]:
+    """Store a queued revision (not committed): (its id, False). With a `submission_key`, an active
+    (queued or running) revision of the repository with the same key is returned instead: (its id,
+    True). The partial unique index `uq_revisions_active_submission` decides, so identical
+    submissions racing each other store one revision."""
+    row = {**values, "repository_id": repository_id, "submission_key": submission_key,
+           "status": RevisionStatus.QUEUED.value}
+    for _ in range(_TRIES):
+        new_id = insert_unless_taken(session, Revision, row)
+        if new_id is not None:
+            return new_id, False
+        active = session.scalar(select(Revision.id).where(
+            Revision.repository_id == repository_id, Revision.submission_key == submission_key,
+            Revision.status.in_([s.value for s in ACTIVE_STATUSES])))
+        if active is not None:
+            return active, True
+    raise StorageError(f"cannot store a revision of repository {repository_id}: an identical one "
+                       "keeps appearing and finishing")
 
-
-def release(session: Session) -> None:
-    """End `session`'s transaction, so that no database connection is held while the planner waits
-    on git (issue 12: 45 hung clones exhausted the pool). A commit, not a rollback: the rows read so
-    far stay loaded (the sessions do not expire on commit), and nothing is pending here."""
-    session.commit()

@@ -1,5 +1,5 @@
-"""A revision with everything the API and the pages show about it, loaded once (`RevisionDetail`);
-the facts and the stored report the notifications need of a job."""
+"""A revision with everything the API and the pages show about it, loaded once (`RevisionDetail`,
+`uow.revisions`); the facts and the stored report the notifications need of a job."""
 
 from __future__ import annotations
 
@@ -24,6 +24,7 @@ from gate.read_models.revision import (
     StageDetail,
     VerdictDetail,
 )
+from gate.storage.db import Queries
 from gate.storage.limits import storable_id
 from gate.storage.models import Job, Revision, RevisionStatus, StageRecord, VerdictRecord
 from gate.storage.stage_payloads import Figures, read_payload
@@ -100,52 +101,52 @@ def _reused_from(job: Job) -> str:
     return reused_line(origin.revision.sha, origin.id, origin.finished_at.isoformat())
 
 
-def revision_detail(session: Session, revision_id: int) -> RevisionDetail | None:
-    """A revision with its jobs, verdicts, rule tables, stage results, artifacts and events; None if unknown."""
-    if not storable_id(revision_id):
-        return None
-    rev = session.scalar(
-        select(Revision).where(Revision.id == revision_id).options(
-            selectinload(Revision.repository),
-            selectinload(Revision.jobs).selectinload(Job.verdict),
-            selectinload(Revision.jobs).selectinload(Job.stages),
-            selectinload(Revision.jobs).selectinload(Job.metrics),
-            selectinload(Revision.jobs).selectinload(Job.artifacts),
-            selectinload(Revision.jobs).selectinload(Job.events),
-        ).execution_options(populate_existing=True)
-    )
-    if rev is None:
-        return None
-    baseline_envs = _baseline_environments(session, rev)
-    jobs = [_job(j, baseline_envs.get(j.kernel)) for j in rev.jobs]
-    verdict = Verdict.ERROR.value if rev.error else None
-    if rev.status == RevisionStatus.DONE and not rev.error:
-        worst = worst_verdict(j.verdict.verdict for j in jobs if j.verdict)
-        verdict = worst.value if worst else None
-    return RevisionDetail(
-        id=rev.id, repo=rev.repository.name, repo_url=rev.repository.url, sha=rev.sha, branch=rev.branch,
-        base_sha=rev.base_sha, parent_sha=rev.parent_sha, author=rev.author, message=rev.message,
-        committed_at=rev.committed_at, submitted_at=rev.submitted_at, status=rev.status, source=rev.source,
-        kernels=rev.kernels, pull_request=rev.pull_request, error=rev.error, verdict=verdict, jobs=jobs,
-    )
+class Revisions(Queries):
+    """Revisions as the pages and the JSON API read them, and the references people type (`uow.revisions`)."""
 
+    def detail(self, revision_id: int) -> RevisionDetail | None:
+        """A revision with its jobs, verdicts, rule tables, stage results, artifacts and events; None if unknown."""
+        if not storable_id(revision_id):
+            return None
+        rev = self._session.scalar(
+            select(Revision).where(Revision.id == revision_id).options(
+                selectinload(Revision.repository),
+                selectinload(Revision.jobs).selectinload(Job.verdict),
+                selectinload(Revision.jobs).selectinload(Job.stages),
+                selectinload(Revision.jobs).selectinload(Job.metrics),
+                selectinload(Revision.jobs).selectinload(Job.artifacts),
+                selectinload(Revision.jobs).selectinload(Job.events),
+            ).execution_options(populate_existing=True)
+        )
+        if rev is None:
+            return None
+        baseline_envs = _baseline_environments(self._session, rev)
+        jobs = [_job(j, baseline_envs.get(j.kernel)) for j in rev.jobs]
+        verdict = Verdict.ERROR.value if rev.error else None
+        if rev.status == RevisionStatus.DONE and not rev.error:
+            worst = worst_verdict(j.verdict.verdict for j in jobs if j.verdict)
+            verdict = worst.value if worst else None
+        return RevisionDetail(
+            id=rev.id, repo=rev.repository.name, repo_url=rev.repository.url, sha=rev.sha, branch=rev.branch,
+            base_sha=rev.base_sha, parent_sha=rev.parent_sha, author=rev.author, message=rev.message,
+            committed_at=rev.committed_at, submitted_at=rev.submitted_at, status=rev.status, source=rev.source,
+            kernels=rev.kernels, pull_request=rev.pull_request, error=rev.error, verdict=verdict, jobs=jobs,
+        )
 
-def revision_exists(session: Session, revision_id: int) -> bool:
-    return session.get(Revision, revision_id) is not None
+    def exists(self, revision_id: int) -> bool:
+        return self._session.get(Revision, revision_id) is not None
 
+    def with_sha_prefix(self, prefix: str, limit: int = 10) -> list[tuple[int, str]]:
+        """(id, sha) of the revisions whose sha starts with `prefix` (lowercase hex), newest first."""
+        rows = self._session.execute(
+            select(Revision.id, Revision.sha).where(Revision.sha.startswith(prefix.lower(), autoescape=True))
+            .order_by(Revision.id.desc()).limit(limit))
+        return [(rev_id, sha) for rev_id, sha in rows]
 
-def revisions_with_sha_prefix(session: Session, prefix: str, limit: int = 10) -> list[tuple[int, str]]:
-    """(id, sha) of the revisions whose sha starts with `prefix` (lowercase hex), newest first."""
-    rows = session.execute(
-        select(Revision.id, Revision.sha).where(Revision.sha.startswith(prefix.lower(), autoescape=True))
-        .order_by(Revision.id.desc()).limit(limit))
-    return [(rev_id, sha) for rev_id, sha in rows]
-
-
-def newest_on_branch(session: Session, branch: str) -> int | None:
-    """The id of the newest revision submitted on `branch` (any repository), or None."""
-    return session.scalar(select(Revision.id).where(Revision.branch == branch)
-                          .order_by(Revision.id.desc()).limit(1))
+    def newest_on_branch(self, branch: str) -> int | None:
+        """The id of the newest revision submitted on `branch` (any repository), or None."""
+        return self._session.scalar(select(Revision.id).where(Revision.branch == branch)
+                                          .order_by(Revision.id.desc()).limit(1))
 
 
 def job_facts(job: Job, fingerprint: dict[str, Any] | None = None) -> JobFacts:

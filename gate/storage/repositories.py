@@ -15,6 +15,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from gate.errors import StorageError
+from gate.storage.db import Queries
 from gate.storage.inserts import insert_unless_taken
 from gate.storage.limits import max_length
 from gate.storage.models import Repository, url_key
@@ -47,13 +48,17 @@ def ensure_repository(session: Session, url: str, name: str) -> Repository:
     raise StorageError(f"cannot store the repository {url}: its name {name!r} stays taken")
 
 
-def claim_repository(session: Session, url: str, full_name: str, default_branch: str) -> Repository:
-    """A GitHub repository: the row is named `owner/name` (the GitHub API path) and points at the
-    clone URL. An existing row is found by URL, else by that name; it takes the name unless
-    another row holds it."""
-    repo = find_repository(session, url) or _named(session, full_name) or ensure_repository(session, url, full_name)
-    if repo.name != full_name and _named(session, full_name) is None:
-        repo.name = full_name
-    repo.url, repo.default_branch = url, default_branch
-    session.flush()
-    return repo
+class Repositories(Queries):
+    """`uow.repositories`."""
+
+    def claim(self, url: str, full_name: str, default_branch: str) -> int:
+        """A GitHub repository's id: the row is named `owner/name` (the GitHub API path) and points at
+        the clone URL (flushed, not committed). An existing row is found by URL, else by that name; it
+        takes the name unless another row holds it."""
+        session = self._session
+        repo = find_repository(session, url) or _named(session, full_name) or ensure_repository(session, url, full_name)
+        if repo.name != full_name and _named(session, full_name) is None:
+            repo.name = full_name
+        repo.url, repo.default_branch = url, default_branch
+        session.flush()
+        return repo.id

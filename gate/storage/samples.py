@@ -1,6 +1,6 @@
 """The rows of the synthetic sample data (`gate.sample`) and what `gate demo` reads back.
 
-The sample writers choose every number; these functions only store them, each revision marked
+The sample writers choose every number; `uow.samples` only stores them, each revision marked
 `source="synthetic"` (the pages say so in their footer). The caller commits.
 """
 
@@ -12,9 +12,9 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import insert, select
-from sqlalchemy.orm import Session
 
 from gate.domain.names import Side, Stage
+from gate.storage.db import Queries
 from gate.storage.models import (
     Artifact, Job, JobState, Metric, Repository, Revision, RevisionStatus, StageRecord, VerdictRecord,
 )
@@ -38,136 +38,129 @@ class JudgedRevision:
     submitted_at: datetime
 
 
-def holds_revisions(session: Session) -> bool:
-    """Whether the database holds any revision (the seed refuses to mix with real data)."""
-    return session.scalar(select(Revision.id).limit(1)) is not None
+class Samples(Queries):
+    """`uow.samples`."""
 
+    def holds_revisions(self) -> bool:
+        """Whether the database holds any revision (the seed refuses to mix with real data)."""
+        return self._session.scalar(select(Revision.id).limit(1)) is not None
 
-def add_sample_repository(session: Session, *, name: str, url: str) -> int:
-    repo = Repository(name=name, url=url)
-    session.add(repo)
-    session.flush()
-    return repo.id
+    def add_sample_repository(self, *, name: str, url: str) -> int:
+        repo = Repository(name=name, url=url)
+        self._session.add(repo)
+        self._session.flush()
+        return repo.id
 
+    def add_judged_revisions(self, repository_id: int, revisions: Sequence[JudgedRevision]) -> list[int]:
+        """Store `revisions` as done, in order (one flush); returns their ids."""
+        rows = [Revision(repository_id=repository_id, sha=r.sha, branch="main", parent_sha=r.parent_sha,
+                         base_sha=r.parent_sha, author=r.author, message=r.message, committed_at=r.committed_at,
+                         submitted_at=r.submitted_at, status=RevisionStatus.DONE, source=SYNTHETIC)
+                for r in revisions]
+        self._session.add_all(rows)
+        self._session.flush()
+        return [r.id for r in rows]
 
-def add_judged_revisions(session: Session, repository_id: int, revisions: Sequence[JudgedRevision]) -> list[int]:
-    """Store `revisions` as done, in order (one flush); returns their ids."""
-    rows = [Revision(repository_id=repository_id, sha=r.sha, branch="main", parent_sha=r.parent_sha,
-                     base_sha=r.parent_sha, author=r.author, message=r.message, committed_at=r.committed_at,
-                     submitted_at=r.submitted_at, status=RevisionStatus.DONE, source=SYNTHETIC)
-            for r in revisions]
-    session.add_all(rows)
-    session.flush()
-    return [r.id for r in rows]
+    def add_judged_job(self, *, revision_id: int, kernel: str, gpu_kind: str, worker: str,
+                       queued_at: datetime, started_at: datetime, finished_at: datetime, verdict: str,
+                       reason: str, rules: list[Any], fingerprint: dict[str, Any],
+                       stages: Sequence[StageRow] = ()) -> int:
+        """A finished job and its verdict; with `stages`, its stage rows and a build-log artifact too."""
+        job = Job(revision_id=revision_id, kernel=kernel, gpu_kind=gpu_kind, state=JobState.DONE, attempts=1,
+                  worker=worker, queued_at=queued_at, started_at=started_at, finished_at=finished_at)
+        self._session.add(job)
+        self._session.flush()
+        self._session.add(VerdictRecord(job_id=job.id, revision_id=revision_id, kernel=kernel, gpu_kind=gpu_kind,
+                                        verdict=verdict, reason=reason, rules=rules, fingerprint=fingerprint,
+                                        created_at=finished_at))
+        for side, stage, status, stage_reason, payload in stages:
+            self._session.add(StageRecord(job_id=job.id, side=side, stage=stage, status=status, reason=stage_reason,
+                                          duration_s=payload.get("duration_s"), payload=payload))
+        if stages:
+            # Under sample/ of the data directory, beside the sample's database, apart from real jobs' files;
+            # `sample_files` says what to write there.
+            self._session.add(Artifact(job_id=job.id, kind="build_log", size_bytes=0,
+                                       path=f"{SAMPLE_FILES}/jobs/{job.id}/build.log"))
+        return job.id
 
+    def insert_metrics(self, rows: list[dict[str, Any]]) -> None:
+        """Metric rows (dicts of `Metric` columns) in one bulk insert: a long history holds millions."""
+        self._session.execute(insert(Metric), rows)
 
-def add_judged_job(session: Session, *, revision_id: int, kernel: str, gpu_kind: str, worker: str,
-                   queued_at: datetime, started_at: datetime, finished_at: datetime, verdict: str,
-                   reason: str, rules: list[Any], fingerprint: dict[str, Any],
-                   stages: Sequence[StageRow] = ()) -> int:
-    """A finished job and its verdict; with `stages`, its stage rows and a build-log artifact too."""
-    job = Job(revision_id=revision_id, kernel=kernel, gpu_kind=gpu_kind, state=JobState.DONE, attempts=1,
-              worker=worker, queued_at=queued_at, started_at=started_at, finished_at=finished_at)
-    session.add(job)
-    session.flush()
-    session.add(VerdictRecord(job_id=job.id, revision_id=revision_id, kernel=kernel, gpu_kind=gpu_kind,
-                              verdict=verdict, reason=reason, rules=rules, fingerprint=fingerprint,
-                              created_at=finished_at))
-    for side, stage, status, stage_reason, payload in stages:
-        session.add(StageRecord(job_id=job.id, side=side, stage=stage, status=status, reason=stage_reason,
-                                duration_s=payload.get("duration_s"), payload=payload))
-    if stages:
-        # Under sample/ of the data directory, beside the sample's database, apart from real jobs' files;
-        # `sample_files` says what to write there.
-        session.add(Artifact(job_id=job.id, kind="build_log", path=f"{SAMPLE_FILES}/jobs/{job.id}/build.log",
-                             size_bytes=0))
-    return job.id
+    def add_running_revision(self, *, repository_id: int, sha: str, author: str, message: str,
+                             at: datetime, kernels: Sequence[str], gpu_kind: str, worker: str,
+                             started_at: datetime, progress: str) -> None:
+        """One revision in flight: the first kernel's job running on `worker` with `progress`, the rest queued."""
+        rev = Revision(repository_id=repository_id, sha=sha, branch="main", author=author, committed_at=at,
+                       submitted_at=at, message=message, status=RevisionStatus.RUNNING, source=SYNTHETIC)
+        self._session.add(rev)
+        self._session.flush()
+        for i, kernel in enumerate(kernels):
+            running = i == 0
+            self._session.add(Job(
+                revision_id=rev.id, kernel=kernel, gpu_kind=gpu_kind, queued_at=at,
+                state=JobState.RUNNING if running else JobState.QUEUED, attempts=1 if running else 0,
+                worker=worker if running else None, started_at=started_at if running else None,
+                progress=progress if running else None))
 
+    def append_judged_revision(self, kernel: str, *, verdict: str | None = None,
+                               reason: str | None = None, metrics: list[dict] | None = None,
+                               sha: str | None = None, message: str | None = None,
+                               gpu_kind: str | None = None) -> int:
+        """One more revision of `kernel` after its newest, judged on that one's GPU kind (or `gpu_kind`);
+        returns its id.
 
-def insert_metrics(session: Session, rows: list[dict[str, Any]]) -> None:
-    """Metric rows (dicts of `Metric` columns) in one bulk insert: a long history holds millions."""
-    session.execute(insert(Metric), rows)
+        By default a copy of the newest revision's verdict and metrics; `verdict` (with `reason`, and an
+        empty rule table) and `metrics` (dicts of shape, name, series, value, unit) replace them. The
+        caller commits."""
+        last = self._session.scalars(select(VerdictRecord).where(VerdictRecord.kernel == kernel)
+                                     .order_by(VerdictRecord.revision_id.desc()).limit(1)).one()
+        old = self._session.get(Revision, last.revision_id)
+        rev = Revision(repository_id=old.repository_id, sha=sha or f"{old.id + 1:040x}", branch=old.branch,
+                       message=old.message if message is None else message, committed_at=old.committed_at,
+                       status=RevisionStatus.DONE, source=old.source)
+        self._session.add(rev)
+        self._session.flush()
+        gpu_kind = gpu_kind or last.gpu_kind
+        job = Job(revision_id=rev.id, kernel=kernel, gpu_kind=gpu_kind, state=JobState.DONE)
+        self._session.add(job)
+        self._session.flush()
+        self._session.add(VerdictRecord(job_id=job.id, revision_id=rev.id, kernel=kernel, gpu_kind=gpu_kind,
+                                        verdict=verdict or last.verdict,
+                                        reason=last.reason if verdict is None else (reason or verdict),
+                                        rules=last.rules if verdict is None else []))
+        if metrics is None:
+            metrics = [{"shape": m.shape, "name": m.name, "series": m.series, "value": m.value, "unit": m.unit,
+                        "direction": m.direction}
+                       for m in self._session.scalars(select(Metric).where(Metric.revision_id == last.revision_id,
+                                                                           Metric.kernel == kernel))]
+        self._session.add_all(Metric(revision_id=rev.id, job_id=job.id, kernel=kernel, gpu_kind=gpu_kind, **m)
+                              for m in metrics)
+        return rev.id
 
+    def job_verdicts(self, revision_id: int) -> list[tuple[str, str | None, str | None]]:
+        """(kernel, verdict, reason) of each job of a revision in job order; None where no verdict is stored."""
+        rows = self._session.execute(
+            select(Job.kernel, VerdictRecord.verdict, VerdictRecord.reason)
+            .join(VerdictRecord, VerdictRecord.job_id == Job.id, isouter=True)
+            .where(Job.revision_id == revision_id).order_by(Job.id)).all()
+        return [(kernel, verdict, reason) for kernel, verdict, reason in rows]
 
-def add_running_revision(session: Session, *, repository_id: int, sha: str, author: str, message: str,
-                         at: datetime, kernels: Sequence[str], gpu_kind: str, worker: str,
-                         started_at: datetime, progress: str) -> None:
-    """One revision in flight: the first kernel's job running on `worker` with `progress`, the rest queued."""
-    rev = Revision(repository_id=repository_id, sha=sha, branch="main", author=author, committed_at=at,
-                   submitted_at=at, message=message, status=RevisionStatus.RUNNING, source=SYNTHETIC)
-    session.add(rev)
-    session.flush()
-    for i, kernel in enumerate(kernels):
-        running = i == 0
-        session.add(Job(
-            revision_id=rev.id, kernel=kernel, gpu_kind=gpu_kind, queued_at=at,
-            state=JobState.RUNNING if running else JobState.QUEUED, attempts=1 if running else 0,
-            worker=worker if running else None, started_at=started_at if running else None,
-            progress=progress if running else None))
+    def revision_error(self, revision_id: int) -> str | None:
+        """Why the revision could not be planned, if it could not."""
+        return self._session.get(Revision, revision_id).error
 
+    def sample_files(self) -> list[tuple[int, str, str]]:
+        """(artifact id, path, text) of each build log the sample recorded: the text is its build
+        stage's log, so a page's "build log" link opens what the page shows."""
+        rows = self._session.execute(
+            select(Artifact.id, Artifact.path, StageRecord.payload)
+            .join(StageRecord, (StageRecord.job_id == Artifact.job_id) & (StageRecord.stage == Stage.BUILD.value)
+                        & (StageRecord.side == Side.CANDIDATE.value))
+            .join(Job, Job.id == Artifact.job_id).join(Revision, Revision.id == Job.revision_id)
+            .where(Artifact.kind == "build_log", Revision.source == SYNTHETIC)
+        ).all()
+        return [(aid, path, (payload or {}).get("log") or "") for aid, path, payload in rows]
 
-def append_judged_revision(session: Session, kernel: str, *, verdict: str | None = None,
-                           reason: str | None = None, metrics: list[dict] | None = None,
-                           sha: str | None = None, message: str | None = None,
-                           gpu_kind: str | None = None) -> int:
-    """One more revision of `kernel` after its newest, judged on that one's GPU kind (or `gpu_kind`);
-    returns its id.
-
-    By default a copy of the newest revision's verdict and metrics; `verdict` (with `reason`, and an
-    empty rule table) and `metrics` (dicts of shape, name, series, value, unit) replace them. The
-    caller commits."""
-    last = session.scalars(select(VerdictRecord).where(VerdictRecord.kernel == kernel)
-                           .order_by(VerdictRecord.revision_id.desc()).limit(1)).one()
-    old = session.get(Revision, last.revision_id)
-    rev = Revision(repository_id=old.repository_id, sha=sha or f"{old.id + 1:040x}", branch=old.branch,
-                   message=old.message if message is None else message, committed_at=old.committed_at,
-                   status=RevisionStatus.DONE, source=old.source)
-    session.add(rev)
-    session.flush()
-    gpu_kind = gpu_kind or last.gpu_kind
-    job = Job(revision_id=rev.id, kernel=kernel, gpu_kind=gpu_kind, state=JobState.DONE)
-    session.add(job)
-    session.flush()
-    session.add(VerdictRecord(job_id=job.id, revision_id=rev.id, kernel=kernel, gpu_kind=gpu_kind,
-                              verdict=verdict or last.verdict,
-                              reason=last.reason if verdict is None else (reason or verdict),
-                              rules=last.rules if verdict is None else []))
-    if metrics is None:
-        metrics = [{"shape": m.shape, "name": m.name, "series": m.series, "value": m.value, "unit": m.unit,
-                    "direction": m.direction}
-                   for m in session.scalars(select(Metric).where(Metric.revision_id == last.revision_id,
-                                                                 Metric.kernel == kernel))]
-    session.add_all(Metric(revision_id=rev.id, job_id=job.id, kernel=kernel, gpu_kind=gpu_kind, **m)
-                    for m in metrics)
-    return rev.id
-
-
-def job_verdicts(session: Session, revision_id: int) -> list[tuple[str, str | None, str | None]]:
-    """(kernel, verdict, reason) of each job of a revision in job order; None where no verdict is stored."""
-    rows = session.execute(
-        select(Job.kernel, VerdictRecord.verdict, VerdictRecord.reason)
-        .join(VerdictRecord, VerdictRecord.job_id == Job.id, isouter=True)
-        .where(Job.revision_id == revision_id).order_by(Job.id)).all()
-    return [(kernel, verdict, reason) for kernel, verdict, reason in rows]
-
-
-def revision_error(session: Session, revision_id: int) -> str | None:
-    """Why the revision could not be planned, if it could not."""
-    return session.get(Revision, revision_id).error
-
-
-def sample_files(session: Session) -> list[tuple[int, str, str]]:
-    """(artifact id, path, text) of each build log the sample recorded: the text is its build
-    stage's log, so a page's "build log" link opens what the page shows."""
-    rows = session.execute(
-        select(Artifact.id, Artifact.path, StageRecord.payload)
-        .join(StageRecord, (StageRecord.job_id == Artifact.job_id) & (StageRecord.stage == Stage.BUILD.value)
-              & (StageRecord.side == Side.CANDIDATE.value))
-        .join(Job, Job.id == Artifact.job_id).join(Revision, Revision.id == Job.revision_id)
-        .where(Artifact.kind == "build_log", Revision.source == SYNTHETIC)
-    ).all()
-    return [(aid, path, (payload or {}).get("log") or "") for aid, path, payload in rows]
-
-
-def set_artifact_size(session: Session, artifact_id: int, size_bytes: int) -> None:
-    session.get(Artifact, artifact_id).size_bytes = size_bytes
+    def set_artifact_size(self, artifact_id: int, size_bytes: int) -> None:
+        self._session.get(Artifact, artifact_id).size_bytes = size_bytes

@@ -2,14 +2,14 @@
 
     store = Store.from_url(settings.database_url)       # once, at start (engine and sessions)
     with store.unit() as uow:                           # one transaction's worth of work
-        order = uow.jobs.order(job_id)                  # named methods return read models
+        detail = uow.revisions.detail(revision_id)      # named methods return read models
         uow.commit()
 
 Nothing outside `gate.storage` imports SQLAlchemy or the ORM models (an import-linter contract):
 the api, the services and the executors ask a unit of work, whose attributes group the named
-methods by area (`uow.jobs`, `uow.pages`, ...). Each group is a small class in the storage module
-that owns those queries, made with the unit's session; what it returns is a plain dataclass (a read
-model), never a row, so that no caller can lazy-load or write behind the door.
+methods by area (`uow.planning`, `uow.history`, ...). Each group is a small class in the storage
+module that owns those queries, made with the unit's session; what it returns is a plain dataclass
+(a read model) or a value, never a row, so that no caller can lazy-load or write behind the door.
 
 A unit that leaves its `with` block without `commit()` rolls back what it wrote.
 """
@@ -17,22 +17,57 @@ A unit that leaves its `with` block without `commit()` rolls back what it wrote.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TypeVar
+from typing import Generic, TypeVar
 
-from sqlalchemy import Engine
+from sqlalchemy import Engine, text
 from sqlalchemy.orm import Session, sessionmaker
 
+from gate.storage.artifacts import Artifacts
+from gate.storage.cancellation import Cancellation
+from gate.storage.dashboard import Overview
 from gate.storage.db import make_engine, make_session_factory
+from gate.storage.kernel_series import KernelSeries
+from gate.storage.notices import Notices
+from gate.storage.outbox import Outbox
+from gate.storage.planning import Planning
+from gate.storage.queries import Revisions
+from gate.storage.repositories import Repositories
+from gate.storage.samples import Samples
+from gate.storage.telemetry_counts import TelemetryCounts
+from gate.storage.webhook_deliveries import WebhookDeliveries
 
 T = TypeVar("T")
+
+
+class _Group(Generic[T]):
+    """`uow.<name>`: the unit's one instance of a group class."""
+
+    def __init__(self, kind: Callable[[Session], T]):
+        self.kind = kind
+
+    def __get__(self, uow: UnitOfWork, owner: type | None = None) -> T:
+        return uow.group(self.kind)
 
 
 class UnitOfWork:
     """One session: the groups of named methods share it, and `commit` ends its transaction."""
 
+    overview = _Group(Overview)               # the overview page, the banners, compared figures
+    history = _Group(KernelSeries)            # a kernel's metric history (the kernel page, the JSON API)
+    revisions = _Group(Revisions)             # a revision as pages and the API show it; references
+    planning = _Group(Planning)               # submitting and planning a revision
+    cancellation = _Group(Cancellation)
+    repositories = _Group(Repositories)
+    webhooks = _Group(WebhookDeliveries)      # GitHub deliveries already seen
+    notices = _Group(Notices)                 # committed events, handed to notify once
+    outbox = _Group(Outbox)                   # outbound messages and their sending
+    artifacts = _Group(Artifacts)
+    telemetry = _Group(TelemetryCounts)       # Prometheus counts
+    samples = _Group(Samples)                 # synthetic sample data; what `gate demo` reads back
+
     def __init__(self, session: Session):
         self._session = session
-        self._groups: dict[type, object] = {}
+        self._groups: dict[Callable[[Session], object], object] = {}
 
     def group(self, kind: Callable[[Session], T]) -> T:
         """The unit's instance of a group class (made once per unit, with its session)."""
@@ -71,6 +106,11 @@ class Store:
 
     def unit(self) -> UnitOfWork:
         return UnitOfWork(self._sessions())
+
+    def ping(self) -> None:
+        """Ask the database for nothing; raises when it does not answer."""
+        with self.engine.connect() as connection:
+            connection.execute(text("SELECT 1"))
 
     def dispose(self) -> None:
         self.engine.dispose()

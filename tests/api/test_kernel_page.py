@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 
-from gate.sample import append_judged_revision, seed_judged_history
+from gate.sample import seed_judged_history
+from gate.storage.samples import Samples
+from gate.storage.unit import UnitOfWork
 
 KERNEL = "flashcore_wmma"
 SHAPE = "b1_h8_s512_d64"
@@ -11,7 +13,7 @@ SHAPE = "b1_h8_s512_d64"
 
 def _seed(session_factory, revisions: int) -> None:  # noqa: ANN001
     with session_factory() as session:
-        seed_judged_history(session, revisions=revisions, kernels=[KERNEL], a100=False, stages=False,
+        seed_judged_history(UnitOfWork(session), revisions=revisions, kernels=[KERNEL], a100=False, stages=False,
                             queue=False)
 
 
@@ -20,8 +22,8 @@ def _add_verdict(session_factory, verdict: str, latency_us: float | None = None)
     metrics = [] if latency_us is None else [{"shape": SHAPE, "name": "latency_median_us",
                                               "series": "candidate", "value": latency_us, "unit": "us"}]
     with session_factory() as session:
-        append_judged_revision(session, KERNEL, verdict=verdict, reason="r", metrics=metrics,
-                               sha="f" * 40, message="One more commit")
+        Samples(session).append_judged_revision(KERNEL, verdict=verdict, reason="r", metrics=metrics,
+                                                sha="f" * 40, message="One more commit")
         session.commit()
 
 

@@ -13,6 +13,7 @@ from starlette.routing import Match
 from gate.demo.sample_db import write_sample_files
 from gate.domain import routes
 from gate.sample import seed_judged_history
+from gate.storage.unit import UnitOfWork
 from gate.storage.models import Revision, RevisionStatus
 
 LINK_ATTRIBUTES = ("href", "src", "action", "data-live")
@@ -48,8 +49,9 @@ def _answered(app, path: str, method: str = "GET") -> bool:  # noqa: ANN001
 
 def test_every_link_the_pages_draw_answers(make_client, session_factory, tmp_path):
     with session_factory() as session:
-        seed_judged_history(session, revisions=6, kernels=["flashcore_wmma"], a100=False)
-        write_sample_files(session, tmp_path / "data")
+        uow = UnitOfWork(session)
+        seed_judged_history(uow, revisions=6, kernels=["flashcore_wmma"], a100=False)
+        write_sample_files(uow, tmp_path / "data")
         running = session.scalar(select(Revision.id).where(Revision.status == RevisionStatus.RUNNING))
     revision_id, _ = store_judged(session_factory, distinct_figures_result(), tmp_path / "data")
     client = make_client(embedded_executor=False)

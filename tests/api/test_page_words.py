@@ -8,17 +8,17 @@ import html
 import re
 from datetime import datetime
 
-from gate.sample import append_judged_revision, seed_judged_history
-from gate.storage.samples import (
-    JudgedRevision, add_judged_job, add_judged_revisions, add_sample_repository,
-)
+from gate.sample import seed_judged_history
+from gate.storage.samples import JudgedRevision, Samples
+from gate.storage.unit import UnitOfWork
 
 KERNEL = "flashcore_wmma"
 
 
 def _seed(session_factory, revisions: int = 6) -> None:  # noqa: ANN001
     with session_factory() as session:
-        seed_judged_history(session, revisions=revisions, kernels=[KERNEL], a100=False, stages=True, queue=False)
+        seed_judged_history(UnitOfWork(session), revisions=revisions, kernels=[KERNEL], a100=False, stages=True,
+                            queue=False)
 
 
 def _revisions(client) -> list[dict]:  # noqa: ANN001
@@ -72,7 +72,7 @@ def test_an_ambiguous_sha_prefix_is_named_as_such(make_client, session_factory):
     _seed(session_factory)
     with session_factory() as session:
         for sha in ("abcd" + "1" * 36, "abcd" + "2" * 36):
-            append_judged_revision(session, KERNEL, sha=sha)
+            Samples(session).append_judged_revision(KERNEL, sha=sha)
         session.commit()
     page = make_client(embedded_executor=False).get("/compare", params={"a": "abcd", "b": "abcd1"})
     assert page.status_code == 404 and "'abcd' is ambiguous" in html.unescape(page.text)
@@ -81,7 +81,7 @@ def test_an_ambiguous_sha_prefix_is_named_as_such(make_client, session_factory):
 def test_the_kernel_page_opens_on_the_gpu_of_the_newest_runs(make_client, session_factory):  # noqa: ANN001
     _seed(session_factory, revisions=8)        # eight on the H100
     with session_factory() as session:
-        append_judged_revision(session, KERNEL, gpu_kind="NVIDIA H200")   # one newer, on an H200
+        Samples(session).append_judged_revision(KERNEL, gpu_kind="NVIDIA H200")   # one newer, on an H200
         session.commit()
     page = make_client(embedded_executor=False).get(f"/kernels/{KERNEL}").text
     assert re.search(r'<option value="NVIDIA H200" selected>NVIDIA H200 \(newest runs\)', page)
@@ -90,13 +90,14 @@ def test_the_kernel_page_opens_on_the_gpu_of_the_newest_runs(make_client, sessio
 
 def test_verdicts_without_a_gpu_are_explained_at_the_top(make_client, session_factory):  # noqa: ANN001
     with session_factory() as session:
-        repo = add_sample_repository(session, name="demo", url="/tmp/demo")
-        (rev,) = add_judged_revisions(session, repo, [JudgedRevision("c" * 40, None, "a", "m", datetime(2025, 1, 1),
-                                                                     datetime(2025, 1, 1))])
-        add_judged_job(session, revision_id=rev, kernel="k", gpu_kind="cpu", worker="w",
-                       queued_at=datetime(2025, 1, 1), started_at=datetime(2025, 1, 1),
-                       finished_at=datetime(2025, 1, 1), verdict="incomplete",
-                       reason="incomplete: build: not run: no CUDA device", rules=[], fingerprint={})
+        samples = Samples(session)
+        repo = samples.add_sample_repository(name="demo", url="/tmp/demo")
+        (rev,) = samples.add_judged_revisions(repo, [JudgedRevision("c" * 40, None, "a", "m", datetime(2025, 1, 1),
+                                                                    datetime(2025, 1, 1))])
+        samples.add_judged_job(revision_id=rev, kernel="k", gpu_kind="cpu", worker="w",
+                               queued_at=datetime(2025, 1, 1), started_at=datetime(2025, 1, 1),
+                               finished_at=datetime(2025, 1, 1), verdict="incomplete",
+                               reason="incomplete: build: not run: no CUDA device", rules=[], fingerprint={})
         session.commit()
     client = make_client(embedded_executor=False)
     for path in ("/", f"/revisions/{rev}", "/kernels/k"):

@@ -8,7 +8,8 @@ from datetime import datetime
 import pytest
 from jinja2 import UndefinedError
 
-from gate.api.pages import baseline_profile_note, listed_files, templates
+from gate.api.page_views import baseline_profile_note, listed_files
+from gate.api.pages import templates
 from gate.domain.results import KernelMetrics, ProfileResult, StageStatus
 from gate.domain.verdict import RuleOutcome, RuleRow
 from gate.figures.revision import ncu_figure

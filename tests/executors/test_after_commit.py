@@ -11,6 +11,7 @@ from gate.domain.notices import Delivery
 from gate.executors.base import JobEnvironment, run_claimed
 from gate.notify import Notifier
 from gate.services.submissions import plan_revision, submit_revision
+from gate.storage.unit import UnitOfWork
 from gate.storage import claims
 from gate.storage.models import Notification, NoticeRecord, Revision, VerdictRecord
 
@@ -37,9 +38,9 @@ class Recording:
 
 def _claimed(session_factory, worker: str = "w1") -> tuple[int, int]:  # noqa: ANN001
     with session_factory() as s:
-        rev = submit_revision(s, repo="/src/flash", sha="HEAD")
-        (job,) = plan_revision(s, rev, sources=FakeSources(kernels=("attn",))).jobs
-        return job.id, claims.claim_job(s, job.id, worker=worker)
+        rev_id = submit_revision(UnitOfWork(s), repo="/src/flash", sha="HEAD")
+        (job_id,) = plan_revision(UnitOfWork(s), rev_id, sources=FakeSources(kernels=("attn",))).job_ids
+        return job_id, claims.claim_job(s, job_id, worker=worker)
 
 
 def _env(session_factory, tmp_path, pipeline, listener) -> JobEnvironment:  # noqa: ANN001

@@ -11,7 +11,8 @@ from gate.domain.job import RunOptions
 from gate.executors.base import JobEnvironment
 from gate.executors.celery import CeleryExecutor, queue_name
 from gate.services.submissions import plan_revision, submit_revision
-from gate.storage.models import Job, VerdictRecord
+from gate.storage.unit import UnitOfWork
+from gate.storage.models import Job, Revision, VerdictRecord
 
 BROKER = "redis://127.0.0.1:6379/0"
 
@@ -27,8 +28,9 @@ def test_jobs_run_on_a_celery_worker_once_even_if_sent_twice(session_factory, tm
 
     kind = f"test-{uuid.uuid4().hex[:8]}"   # a queue of our own on the shared Redis
     with session_factory() as s:
-        rev = submit_revision(s, repo="/src/flash", sha="HEAD")
-        jobs = plan_revision(s, rev, sources=FakeSources(kernels=("fwd", "bwd"))).jobs
+        rev_id = submit_revision(UnitOfWork(s), repo="/src/flash", sha="HEAD")
+        plan_revision(UnitOfWork(s), rev_id, sources=FakeSources(kernels=("fwd", "bwd")))
+        jobs = s.get(Revision, rev_id).jobs
         for job in jobs:
             job.gpu_kind = kind
         s.commit()
@@ -72,8 +74,9 @@ def test_a_worker_killed_mid_job_has_its_job_run_elsewhere_once_without_a_restar
 
     kind = f"test-{uuid.uuid4().hex[:8]}"
     with session_factory() as s:
-        rev = submit_revision(s, repo="/src/flash", sha="HEAD")
-        (job,) = plan_revision(s, rev, sources=FakeSources(kernels=("fwd",))).jobs
+        rev_id = submit_revision(UnitOfWork(s), repo="/src/flash", sha="HEAD")
+        plan_revision(UnitOfWork(s), rev_id, sources=FakeSources(kernels=("fwd",)))
+        (job,) = s.get(Revision, rev_id).jobs
         job.gpu_kind = kind
         s.commit()
         job_id = job.id

@@ -14,15 +14,16 @@ from gate.executors.base import JobEnvironment
 from gate.executors.local import LocalExecutor
 from gate.notify import Notifier
 from gate.services.submissions import plan_revision, submit_revision
+from gate.storage.unit import UnitOfWork
 from gate.storage import claims
 from gate.storage.models import Artifact, Job, JobEvent, Metric, Revision, StageRecord, VerdictRecord
 
 
 def _submit(session_factory, kernels=("attn",)) -> int:
     with session_factory() as s:
-        rev = submit_revision(s, repo="/src/flash", sha="HEAD")
-        assert plan_revision(s, rev, sources=FakeSources(kernels=kernels)).error is None
-        return rev.id
+        rev_id = submit_revision(UnitOfWork(s), repo="/src/flash", sha="HEAD")
+        assert plan_revision(UnitOfWork(s), rev_id, sources=FakeSources(kernels=kernels)).error is None
+        return rev_id
 
 
 def _executor(session_factory, tmp_path, pipeline, **kw) -> LocalExecutor:
@@ -171,7 +172,7 @@ def test_cancel_kills_the_running_childs_process_group_and_stores_no_verdict(ses
         assert _pids_with_arg(marker)
         stopped_at = time.monotonic()
         with session_factory() as s:
-            result = cancel(s, rev_id, executor, Notifier())
+            result = cancel(UnitOfWork(s), rev_id, executor, Notifier())
         deadline = time.monotonic() + 10
         while executor._running and time.monotonic() < deadline:
             time.sleep(0.02)
@@ -188,7 +189,7 @@ def test_cancel_kills_the_running_childs_process_group_and_stores_no_verdict(ses
 
 def test_a_worker_that_finds_its_job_cancelled_at_a_heartbeat_stops_it(session_factory, tmp_path):
     """Another process cancelled the job (Celery, `gate worker`): the heartbeat tells the worker."""
-    from gate.storage.cancellation import cancel_revision
+    from gate.storage.cancellation import Cancellation
 
     rev_id = _submit(session_factory)
     pipeline = FakePipeline(gate=threading.Event())          # holds the job until cancelled
@@ -197,7 +198,7 @@ def test_a_worker_that_finds_its_job_cancelled_at_a_heartbeat_stops_it(session_f
     try:
         assert pipeline.started.wait(20)
         with session_factory() as s:
-            cancel_revision(s, rev_id)                       # in storage only: no executor told
+            Cancellation(s).cancel_revision(rev_id)          # in storage only: no executor told
         deadline = time.monotonic() + 10
         while executor._running and time.monotonic() < deadline:
             time.sleep(0.02)
@@ -215,7 +216,7 @@ def test_the_second_job_of_a_kernel_keeps_the_first_jobs_timing_method(session_f
     _submit(session_factory)
     assert _executor(session_factory, tmp_path, pipeline).drain() == 1
     with session_factory() as s:
-        rev = submit_revision(s, repo="/src/flash", sha="HEAD", force=True)
-        assert plan_revision(s, rev, sources=FakeSources()).error is None
+        rev_id = submit_revision(UnitOfWork(s), repo="/src/flash", sha="HEAD", force=True)
+        assert plan_revision(UnitOfWork(s), rev_id, sources=FakeSources()).error is None
     assert _executor(session_factory, tmp_path, pipeline).drain() == 1
     assert pipeline.kept_methods == [None, {"b1_h8_s512_d64/float16": "events"}]

@@ -26,7 +26,7 @@ from gate.sources.mirror import Mirror
 from gate.storage import artifacts as artifact_files
 from gate.storage import claims, timing_methods
 from gate.storage.models import Artifact, Job, Repository, Revision, VerdictRecord
-from gate.storage.queries import revision_detail
+from gate.storage.queries import Revisions
 
 KERNELS = [f"k{i}" for i in range(10)]
 SHARED = {"k0", "k1", "k2", "k3"}          # these include common.cuh; the others include nothing local
@@ -157,7 +157,7 @@ def test_a_reused_job_names_the_job_that_measured_and_keeps_its_own_rows(history
         assert origin.reused_from_job_id is None and origin.reuse_key == reused.reuse_key
         assert origin.revision.sha != base                     # measured at the earlier docs commit
         assert reused.verdict.verdict == "accept" and reused.stages   # its own verdict and stage rows
-        detail = revision_detail(s, reused.revision_id)              # what the API and the page show
+        detail = Revisions(s).detail(reused.revision_id)              # what the API and the page show
     lines = {j.kernel: j.reused_from for j in detail.jobs}
     assert lines["k9"] == reused_line(origin.revision.sha, origin.id, origin.finished_at.isoformat())
     assert lines["k9"].startswith(f"reused from {origin.revision.sha[:12]} job {origin.id}, ")

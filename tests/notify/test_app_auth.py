@@ -56,20 +56,20 @@ def test_private_key_may_be_a_path_to_a_pem_file(app_key, tmp_path):
 
 
 def test_github_app_creates_then_completes_a_check_run_with_the_rule_table(
-        app_key, app_github, client, session_factory):
+        app_key, app_github, client, store, session_factory):
     listener = CheckRunListener(app_github.url, PUBLIC_URL)
     sender = Sender(client=client, app_auth=AppAuth("1234", app_key[0], app_github.url, client), policy=FAST)
     with session_factory() as session:
         job = add_job(session)
         store_queued(session, listener, [job])
         session.commit()
-    assert sweep(sender, session_factory).sent == 1
+    assert sweep(sender, store).sent == 1
     with session_factory() as session:
         job = session.merge(job)
         finish(session, job, REPORTS["reject_bank_conflicts"])
         store_verdict(session, listener, job)
         session.commit()
-    assert sweep(sender, session_factory).sent == 1
+    assert sweep(sender, store).sent == 1
 
     (create,) = app_github.accepted("POST", "^/repos/octo/flashcore/check-runs$")
     (complete,) = app_github.accepted("PATCH", r"^/repos/octo/flashcore/check-runs/1$")
@@ -83,7 +83,7 @@ def test_github_app_creates_then_completes_a_check_run_with_the_rule_table(
 
 
 def test_completion_creates_a_completed_run_when_the_create_failed_for_good(
-        app_key, app_github, client, session_factory):
+        app_key, app_github, client, store, session_factory):
     listener = CheckRunListener(app_github.url, PUBLIC_URL)
     with session_factory() as session:
         job = add_job(session)
@@ -94,13 +94,13 @@ def test_completion_creates_a_completed_run_when_the_create_failed_for_good(
         store_verdict(session, listener, job)
         session.commit()
     sender = Sender(client=client, app_auth=AppAuth("1234", app_key[0], app_github.url, client), policy=FAST)
-    assert sweep(sender, session_factory).sent == 1
+    assert sweep(sender, store).sent == 1
     (created,) = app_github.accepted("POST", "/check-runs$")
     assert created.body["status"] == "completed" and created.body["conclusion"] == "success"
     assert app_github.problems == []
 
 
-def test_completion_waits_while_the_create_is_still_pending(app_key, app_github, client, session_factory):
+def test_completion_waits_while_the_create_is_still_pending(store, app_key, app_github, client, session_factory):
     app_github.fail("POST", "/check-runs$", status=500, times=1)
     listener = CheckRunListener(app_github.url, PUBLIC_URL)
     with session_factory() as session:
@@ -111,7 +111,7 @@ def test_completion_waits_while_the_create_is_still_pending(app_key, app_github,
         session.commit()
     sender = Sender(client=client, app_auth=AppAuth("1234", app_key[0], app_github.url, client),
                     policy=RetryPolicy(attempts=1), backoff_base_s=0)
-    assert sweep(sender, session_factory).deferred == 2
-    assert sweep(sender, session_factory).sent == 2
+    assert sweep(sender, store).deferred == 2
+    assert sweep(sender, store).sent == 2
     taken = [r.method for r in app_github.requests if "check-runs" in r.path and r.answered < 300]
     assert taken == ["POST", "PATCH"]

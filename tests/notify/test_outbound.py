@@ -27,14 +27,14 @@ def test_verify_refuses_a_missing_or_wrong_signature():
     assert not outbound.verify("k", body + b" ", outbound.sign("k", body))
 
 
-def test_signed_webhook_is_retried_after_5xx_and_accepted_by_the_receiver(session_factory):
+def test_signed_webhook_is_retried_after_5xx_and_accepted_by_the_receiver(store, session_factory):
     with FakeGitHub(webhook_secret="hook-secret") as receiver, httpx.Client() as client:
         receiver.fail("POST", "^/hooks/ci", status=503, times=2)
         with session_factory() as session:
             outbox.add(session, [outbound.new_webhook(f"{receiver.url}/hooks/ci", {"verdict": "reject"}, None)])
             session.commit()
         sender = Sender(client=client, webhook_secret="hook-secret", policy=FAST)
-        result = sweep(sender, session_factory)
+        result = sweep(sender, store)
         assert result.sent == 1
         accepted = receiver.accepted("POST", "^/hooks/ci")
         assert len(accepted) == 1 and accepted[0].body == {"verdict": "reject"}
@@ -42,11 +42,11 @@ def test_signed_webhook_is_retried_after_5xx_and_accepted_by_the_receiver(sessio
         assert [r.answered for r in receiver.requests] == [503, 503, 200]
 
 
-def test_webhook_signed_with_the_wrong_secret_is_refused_and_not_retried(session_factory):
+def test_webhook_signed_with_the_wrong_secret_is_refused_and_not_retried(store, session_factory):
     with FakeGitHub(webhook_secret="right") as receiver, httpx.Client() as client:
         with session_factory() as session:
             outbox.add(session, [outbound.new_webhook(f"{receiver.url}/hooks/ci", {"verdict": "accept"}, None)])
             session.commit()
-        result = sweep(Sender(client=client, webhook_secret="wrong", policy=FAST), session_factory)
+        result = sweep(Sender(client=client, webhook_secret="wrong", policy=FAST), store)
         assert result.failed == 1
         assert len(receiver.requests) == 1

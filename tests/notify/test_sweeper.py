@@ -18,9 +18,9 @@ def test_wake_waits_for_the_outermost_commit_not_a_savepoint(session_factory):
     assert outbox._due.is_set()
 
 
-def test_running_sweeper_delivers_a_row_soon_after_its_commit(session_factory, github):
+def test_running_sweeper_delivers_a_row_soon_after_its_commit(store, session_factory, github):
     sender = Sender(client=httpx.Client(), github_token="test-token", policy=RetryPolicy(attempts=1))
-    running = sweeper.Sweeper(sender, session_factory, interval_s=60).start()
+    running = sweeper.Sweeper(sender, store, interval_s=60).start()
     try:
         body = github_status.status_body("pending", "queued", "gate/k", "https://gate.example.com/revisions/1")
         with session_factory() as session:

@@ -12,6 +12,7 @@ from sqlalchemy import select
 
 from gate.services.submissions import submit
 from gate.storage.db import make_engine, make_session_factory
+from gate.storage.unit import UnitOfWork
 from gate.storage.models import Revision
 from gate.sources.tree_removal import remove_tree
 from tests.security.conftest import GATE_TOML, git, make_repo
@@ -67,7 +68,7 @@ def _attack(make_server, nested: Path, deep: Path) -> None:  # noqa: ANN001 (the
     # The state an older gate left behind: the same inputs queued without jobs.
     engine = make_engine(server.env["GATE_DATABASE_URL"])
     with make_session_factory(engine)() as session:
-        left = [submit(session, repo=repo, sha="HEAD", force=True).revision.id
+        left = [submit(UnitOfWork(session), repo=repo, sha="HEAD", force=True).revision_id
                 for repo in (MALFORMED, str(nested), str(deep))]
     server.start()          # returns once /healthz answers: start-up was not stopped by them
     assert server.timed_get("/healthz") < 1.0

@@ -21,45 +21,45 @@ from gate.storage.models import Repository, Revision
 THREADS = 12
 
 
-def _race(session_factory, call):  # noqa: ANN001, ANN202
-    """Run `call(session)` in THREADS threads released at once, each with its own session."""
+def _race(store, call):  # noqa: ANN001, ANN202
+    """Run `call(uow)` in THREADS threads released at once, each with its own unit of work."""
     start = threading.Barrier(THREADS)
 
     def one(_: int):  # noqa: ANN202
-        with session_factory() as session:
+        with store.unit() as uow:
             start.wait()
-            return call(session)
+            return call(uow)
 
     with ThreadPoolExecutor(THREADS) as pool:
         return list(pool.map(one, range(THREADS)))
 
 
-def test_first_submissions_of_a_new_repository_racing_make_one_repository(session_factory):
+def test_first_submissions_of_a_new_repository_racing_make_one_repository(store, session_factory):
     """Each thread submits another sha of one new repository: one row, every revision on it."""
     shas = iter([f"{i:040x}" for i in range(THREADS)])
     lock = threading.Lock()
 
-    def call(session):  # noqa: ANN001, ANN202
+    def call(uow):  # noqa: ANN001, ANN202
         with lock:
             sha = next(shas)
-        return submit_revision(session, repo="https://github.com/org/flash.git", sha=sha).repository_id
+        return submit_revision(uow, repo="https://github.com/org/flash.git", sha=sha)
 
-    repository_ids = _race(session_factory, call)
+    revision_ids = _race(store, call)
     with session_factory() as s:
         assert s.scalars(select(Repository.name)).all() == ["org/flash"]
-        assert set(repository_ids) == {s.scalar(select(Repository.id))}
+        assert {s.get(Revision, i).repository_id for i in revision_ids} == {s.scalar(select(Repository.id))}
         assert s.scalar(select(func.count()).select_from(Revision)) == THREADS
 
 
-def test_identical_submissions_racing_store_one_revision(session_factory):
+def test_identical_submissions_racing_store_one_revision(store, session_factory):
     """Every thread submits the same (repository, sha, base, kernels): one revision; all but one
     answer that it was reused."""
-    def call(session):  # noqa: ANN001, ANN202
-        done = submit(session, repo="https://github.com/org/flash.git", sha=SHA_B, base_sha=SHA_A,
+    def call(uow):  # noqa: ANN001, ANN202
+        done = submit(uow, repo="https://github.com/org/flash.git", sha=SHA_B, base_sha=SHA_A,
                       kernels=["fwd", "bwd"])
-        return done.revision.id, done.reused
+        return done.revision_id, done.reused
 
-    answers = _race(session_factory, call)
+    answers = _race(store, call)
     assert len({revision_id for revision_id, _ in answers}) == 1
     assert sorted(reused for _, reused in answers) == [False] + [True] * (THREADS - 1)
     with session_factory() as s:

@@ -1,6 +1,6 @@
 """Cancelling a revision in the database (SQLite and PostgreSQL): jobs and revision end `cancelled`.
 
-Issue 12: "there is no cancel". Each test failed before (no `cancel_revision`) and passes now.
+Issue 12: "there is no cancel". Each test failed before (no cancel) and passes now.
 """
 
 from __future__ import annotations
@@ -10,15 +10,17 @@ from sqlalchemy import select
 
 from gate.services.submissions import plan_revision, submit_revision
 from gate.storage import claims
-from gate.storage.cancellation import cancel_revision
+from gate.storage.cancellation import Cancellation
 from gate.storage.models import Job, JobEvent, Notification, Revision
+from gate.storage.unit import UnitOfWork
 
 
 def _planned(session_factory, kernels=("fwd", "bwd")) -> int:
     with session_factory() as s:
-        rev = submit_revision(s, repo="/src/flash", sha="HEAD")
-        assert plan_revision(s, rev, sources=FakeSources(kernels=kernels)).error is None
-        return rev.id
+        uow = UnitOfWork(s)
+        rev_id = submit_revision(uow, repo="/src/flash", sha="HEAD")
+        assert plan_revision(uow, rev_id, sources=FakeSources(kernels=kernels)).error is None
+        return rev_id
 
 
 def test_queued_and_running_jobs_end_cancelled_and_are_never_claimed(session_factory):
@@ -26,7 +28,7 @@ def test_queued_and_running_jobs_end_cancelled_and_are_never_claimed(session_fac
     with session_factory() as s:
         running_id, attempt = claims.claim_next(s, worker="w1")
     with session_factory() as s:
-        result = cancel_revision(s, rev_id)
+        result = Cancellation(s).cancel_revision(rev_id)
     seen = [f.job_id for f in result.notice.jobs]
     with session_factory() as s:
         rev = s.get(Revision, rev_id)
@@ -41,14 +43,14 @@ def test_queued_and_running_jobs_end_cancelled_and_are_never_claimed(session_fac
 def test_cancel_is_idempotent_and_a_done_revision_stays_done(session_factory):
     rev_id = _planned(session_factory, kernels=("fwd",))
     with session_factory() as s:
-        assert cancel_revision(s, rev_id).cancelled
-        again = cancel_revision(s, rev_id)
+        assert Cancellation(s).cancel_revision(rev_id).cancelled
+        again = Cancellation(s).cancel_revision(rev_id)
         assert (again.status, again.cancelled, again.job_ids) == ("cancelled", False, [])
-        assert cancel_revision(s, 10_000).status is None
+        assert Cancellation(s).cancel_revision(10_000).status is None
         done = s.get(Revision, _planned(session_factory, kernels=("fwd",)))
         done.status = "done"
         s.commit()
-        late = cancel_revision(s, done.id)
+        late = Cancellation(s).cancel_revision(done.id)
         assert (late.status, late.cancelled, late.finished) == ("done", False, True)
         assert s.get(Job, done.jobs[0].id).state == "queued"                  # untouched
 
@@ -56,7 +58,7 @@ def test_cancel_is_idempotent_and_a_done_revision_stays_done(session_factory):
 def test_cancelled_jobs_come_back_as_facts_to_announce_and_storage_stores_no_message(session_factory):
     rev_id = _planned(session_factory, kernels=("fwd",))
     with session_factory() as s:
-        result = cancel_revision(s, rev_id)
+        result = Cancellation(s).cancel_revision(rev_id)
         assert [(f.job_id, f.kernel, f.revision_id) for f in result.notice.jobs] == [(result.job_ids[0], "fwd", rev_id)]
         assert s.scalars(select(Notification)).all() == []
 
@@ -64,17 +66,17 @@ def test_cancelled_jobs_come_back_as_facts_to_announce_and_storage_stores_no_mes
 def test_a_revision_cancelled_while_it_is_planned_gets_no_jobs(session_factory):
     """The planner reads git with no transaction open; a cancel meanwhile must win."""
     with session_factory() as s:
-        rev = submit_revision(s, repo="/src/flash", sha="HEAD")
+        rev_id = submit_revision(UnitOfWork(s), repo="/src/flash", sha="HEAD")
 
     class CancellingSources(FakeSources):
         def manifest(self, repo, sha):
             with session_factory() as other:
-                assert cancel_revision(other, rev.id).cancelled
+                assert Cancellation(other).cancel_revision(rev_id).cancelled
             return super().manifest(repo, sha)
 
     with session_factory() as s:
-        plan = plan_revision(s, s.get(Revision, rev.id), sources=CancellingSources())
-    assert plan.jobs == []
+        plan = plan_revision(UnitOfWork(s), rev_id, sources=CancellingSources())
+    assert plan.job_ids == []
     with session_factory() as s:
-        assert s.get(Revision, rev.id).status == "cancelled"
+        assert s.get(Revision, rev_id).status == "cancelled"
         assert s.scalars(select(Job)).all() == []

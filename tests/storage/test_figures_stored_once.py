@@ -14,7 +14,7 @@ from sqlalchemy import select
 from gate.domain.codec import to_json
 from gate.domain.names import Side
 from gate.storage.models import StageRecord
-from gate.storage.queries import revision_detail
+from gate.storage.queries import Revisions
 
 
 def _bench_figures(result) -> list[float]:  # noqa: ANN001
@@ -56,7 +56,7 @@ def test_the_read_model_holds_the_whole_results_again(session_factory, tmp_path)
     result = distinct_figures_result()
     revision_id, _ = store_judged(session_factory, result, tmp_path)
     with session_factory() as s:
-        (job,) = revision_detail(s, revision_id).jobs
+        (job,) = Revisions(s).detail(revision_id).jobs
     assert job.bench == result.bench                       # every figure back in place, None where none
     assert job.bench.shapes[1].candidate.tflops is None and job.bench.shapes[1].ratio is None
     assert job.static == result.candidate.static and job.profile(Side.CANDIDATE) == result.candidate.profile
@@ -94,7 +94,7 @@ def test_0008_takes_the_copies_out_of_payloads_stored_before_and_its_downgrade_p
     migrate(command.upgrade, "head")
     with session_factory() as s:
         assert "stage_results.payload" not in places(s, median)
-        (job,) = revision_detail(s, revision_id).jobs
+        (job,) = Revisions(s).detail(revision_id).jobs
     assert "median_us" not in bench_payload()["shapes"][0]["candidate"]
     assert job.bench == result.bench
     engine.dispose()
@@ -112,6 +112,6 @@ def test_a_payload_figure_its_row_does_not_hold_stays_and_wins(session_factory, 
         record.payload = payload
         s.commit()
     with session_factory() as s:
-        (job,) = revision_detail(s, revision_id).jobs
+        (job,) = Revisions(s).detail(revision_id).jobs
     assert job.bench.shapes[0].candidate.median_us == 49.5
     assert job.bench.shapes[0].baseline.median_us == result.bench.shapes[0].baseline.median_us

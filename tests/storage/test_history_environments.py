@@ -3,7 +3,7 @@ bucket never mixes two, and a refresh keeps them (issue 14)."""
 
 from __future__ import annotations
 
-from gate.storage.kernel_series import kernel_history
+from gate.storage.kernel_series import KernelSeries
 from gate.storage.models import Job, Metric, Repository, Revision, VerdictRecord
 from gate.storage.series_cache import SeriesCache
 
@@ -33,7 +33,7 @@ def _judge_all(session_factory, rows: list[tuple[float, str]]) -> list[int]:  # 
 
 def _history(session_factory, store, max_points=2000):  # noqa: ANN001, ANN202
     with session_factory() as s:
-        return kernel_history(s, KERNEL, GPU, [TRACE], max_points=max_points, store=store)
+        return KernelSeries(s).history(KERNEL, GPU, [TRACE], max_points=max_points, cache=store)
 
 
 def test_each_point_carries_its_environment_and_a_refresh_keeps_them(session_factory):  # noqa: ANN001

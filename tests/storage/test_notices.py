@@ -13,7 +13,8 @@ from gate.domain.verdict import RuleOutcome, RuleRow, Verdict, VerdictReport
 from gate.notify import Notifier
 from gate.services.announce import announce, announce_due
 from gate.storage.models import Notification, NoticeRecord
-from gate.storage.notices import add_notice, hand_off, unhanded
+from gate.storage.notices import Notices, add_notice
+from gate.storage.unit import UnitOfWork
 
 FACTS = JobFacts(job_id=7, kernel="attn", gpu_kind="any", revision_id=3, repo="octo/flash", sha="c" * 40,
                  fingerprint={"gpu_name": "NVIDIA H100"})
@@ -48,7 +49,7 @@ def test_a_notice_rolled_back_with_its_event_leaves_nothing_to_announce(session_
         add_notice(s, NoticeKind.VERDICT, [FACTS], REPORT)
         s.rollback()
     with session_factory() as s:
-        assert unhanded(s, utcnow() + timedelta(days=1)) == []
+        assert Notices(s).unhanded(utcnow() + timedelta(days=1)) == []
 
 
 def test_a_notice_is_handed_once_with_its_messages(session_factory):
@@ -57,23 +58,23 @@ def test_a_notice_is_handed_once_with_its_messages(session_factory):
         s.commit()
     hook = Hook()
     with session_factory() as s:
-        assert announce(s, Notifier([hook]), notice)
+        assert announce(UnitOfWork(s), Notifier([hook]), notice)
     with session_factory() as s:                       # a second hand-off (a sweeper racing) adds nothing
-        assert not hand_off(s, notice.id, [Delivery("webhook", "http://other", {}, None)])
+        assert not Notices(s).hand_off(notice.id, [Delivery("webhook", "http://other", {}, None)])
     assert hook.heard == [("verdict", REPORT)]
     assert _count(session_factory, Notification) == 1
     assert _count(session_factory, NoticeRecord) == 0      # taken: nothing pending, no copy kept
 
 
-def test_a_notice_its_process_never_handed_is_announced_by_the_sweep_with_the_same_values(session_factory):
+def test_a_notice_its_process_never_handed_is_announced_by_the_sweep_with_the_same_values(store, session_factory):
     with session_factory() as s:
         notice = add_notice(s, NoticeKind.VERDICT, [FACTS], REPORT)
         s.commit()                                     # ... and the process died before announcing it
     hook = Hook()
-    assert announce_due(session_factory, Notifier([hook])) == 0          # too young: its process may still
+    assert announce_due(store, Notifier([hook])) == 0          # too young: its process may still
     later = utcnow() + timedelta(minutes=5)
-    assert announce_due(session_factory, Notifier([hook]), now=later) == 1
-    assert announce_due(session_factory, Notifier([hook]), now=later) == 0   # once
+    assert announce_due(store, Notifier([hook]), now=later) == 1
+    assert announce_due(store, Notifier([hook]), now=later) == 0   # once
     assert hook.heard == [("verdict", REPORT)]         # the report decoded back, equal to the one stored
     with session_factory() as s:
         (row,) = s.scalars(select(Notification)).all()
@@ -90,5 +91,5 @@ def test_a_failing_listener_loses_no_other_listeners_messages(session_factory):
         s.commit()
     hook = Hook()
     with session_factory() as s:
-        assert announce(s, Notifier([Broken(), hook]), notice)
+        assert announce(UnitOfWork(s), Notifier([Broken(), hook]), notice)
     assert hook.heard == [("verdict", REPORT)] and _count(session_factory, Notification) == 1

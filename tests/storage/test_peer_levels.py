@@ -3,7 +3,7 @@ the name the workload gave it, on SQLite and PostgreSQL (issue 23)."""
 
 from __future__ import annotations
 
-from gate.storage.kernel_series import peer_levels
+from gate.storage.kernel_series import KernelSeries
 from gate.storage.models import Job, Metric, Repository, Revision, VerdictRecord
 
 KERNEL, GPU, SHAPE = "k", "NVIDIA H200", "n4096"
@@ -28,5 +28,5 @@ def _store(session_factory, series_values: dict[str, float]) -> None:  # noqa: A
 def test_a_custom_workloads_peers_are_drawn_and_the_sides_are_not(session_factory):  # noqa: ANN001
     _store(session_factory, {"candidate": 10.0, "baseline": 11.0, "torch_cumsum": 14.0, "cublas": 9.0})
     with session_factory() as s:
-        levels = peer_levels(s, KERNEL, GPU, "latency_median_us", [SHAPE])
+        levels = KernelSeries(s).peer_levels(KERNEL, GPU, "latency_median_us", [SHAPE])
     assert levels == {(SHAPE, "cublas"): 9.0, (SHAPE, "torch_cumsum"): 14.0}

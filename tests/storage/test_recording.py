@@ -144,14 +144,14 @@ def test_without_a_disassembler_no_opcode_count_is_stored_but_ptxas_figures_are(
 def test_the_kernel_history_carries_the_stored_opcode_counts_per_arch(session_factory, tmp_path):
     """Stored with the verdict, read back by the kernel page's query for the traces it draws."""
     from gate.figures.kernel_page import wanted_traces
-    from gate.storage import kernel_series
+    from gate.storage.kernel_series import KernelSeries
 
     job_id, attempt = _claimed_job(session_factory, "attn")
     with session_factory() as s:
         store_outcome(s, job_id, attempt, FakeOutcome(job_result(), VerdictReport(Verdict.ACCEPT, "ok")), tmp_path)
     with session_factory() as s:
-        archs = kernel_series.kernel_archs(s, "attn", "H100")
-        hist = kernel_series.kernel_history(s, "attn", "H100", wanted_traces([], archs))
+        archs = KernelSeries(s).archs("attn", "H100")
+        hist = KernelSeries(s).history("attn", "H100", wanted_traces([], archs))
     values = {(h.name, h.series): h.value.tolist() for h in hist.series}
     assert archs == ["sm_80", "sm_90"]
     assert values[("sass_tensor_core", "sm_80")] == [96.0] and values[("sass_total", "sm_90")] == [16.0]

@@ -11,7 +11,7 @@ from gate.domain.verdict import RuleOutcome, RuleRow
 from gate.storage import claims
 from gate.storage.models import Job, Repository, Revision, StageRecord
 from gate.storage.outcomes import store_outcome
-from gate.storage.queries import revision_detail
+from gate.storage.queries import Revisions
 
 RULE = RuleRow("max_registers", RuleOutcome.FAIL, "200 > 128", value=200, threshold=128, decisive=True)
 
@@ -35,7 +35,7 @@ def _stored_job(session_factory, tmp_path, result=None) -> tuple[int, int]:  # n
 def test_rules_fingerprint_and_stage_results_come_back_typed(session_factory, tmp_path):
     rev_id, _ = _stored_job(session_factory, tmp_path)
     with session_factory() as s:
-        (job,) = revision_detail(s, rev_id).jobs
+        (job,) = Revisions(s).detail(rev_id).jobs
     assert job.verdict.rules == [RULE] and job.verdict.rules[0].outcome is RuleOutcome.FAIL
     assert job.verdict.fingerprint == Fingerprint(gpu_name="NVIDIA H100 80GB HBM3", driver="570.86")
     assert isinstance(job.bench, BenchResult) and job.bench.shapes[0].candidate.median_us == 50.0
@@ -51,7 +51,7 @@ def test_a_stage_payload_that_no_longer_decodes_reads_as_no_result_with_the_reas
                           payload={"status": "passed", "cases": [{"shape": "s"}]}))     # a case without its fields
         s.commit()
     with session_factory() as s:
-        (job,) = revision_detail(s, rev_id).jobs
+        (job,) = Revisions(s).detail(rev_id).jobs
     stage = job.stage(Side.CANDIDATE, "correctness")
     assert stage.result is None and job.correctness is None
     assert stage.unreadable.startswith("candidate correctness: ") and "'dtype'" in stage.unreadable
@@ -70,6 +70,6 @@ def test_a_launchs_mangled_name_is_stored_and_a_profile_stored_before_it_still_r
                                                         for k in kernels]}          # as stored before the field
         s.commit()
     with session_factory() as s:
-        (job,) = revision_detail(s, rev_id).jobs
+        (job,) = Revisions(s).detail(rev_id).jobs
     assert [k.mangled for k in job.profile(Side.CANDIDATE).kernels] == ["", ""]
     assert job.profile(Side.CANDIDATE).kernels[0].tensor_pipe_pct == 60.0

@@ -4,14 +4,15 @@ from random import Random
 
 from sqlalchemy import func, select
 
-from gate.sample import append_judged_revision, seed_judged_history
+from gate.sample import seed_judged_history
 from gate.sample.judging import judge_commit
 from gate.sample.kernel_model import KernelModel
 from gate.sample.kernels import KERNELS
 from gate.sample.seed import H100
 from gate.sample.story import revision_story
 from gate.storage.models import Job, JobState, Metric, Repository, Revision, VerdictRecord
-from gate.storage.samples import SYNTHETIC, holds_revisions, job_verdicts, revision_error
+from gate.storage.samples import SYNTHETIC, Samples
+from gate.storage.unit import UnitOfWork
 
 
 def _rows(session, model):  # noqa: ANN001
@@ -20,10 +21,10 @@ def _rows(session, model):  # noqa: ANN001
 
 def test_the_seed_writes_what_its_summary_counts_all_marked_synthetic(session_factory):  # noqa: ANN001
     with session_factory() as s:
-        assert not holds_revisions(s)
-        summary = seed_judged_history(s, revisions=8, kernels=["flashcore_wmma"])
+        assert not Samples(s).holds_revisions()
+        summary = seed_judged_history(UnitOfWork(s), revisions=8, kernels=["flashcore_wmma"])
     with session_factory() as s:
-        assert holds_revisions(s)
+        assert Samples(s).holds_revisions()
         assert (summary.revisions, summary.jobs) == (9, 17)     # 8 on two GPUs, one in flight
         assert _rows(s, Revision) == summary.revisions and _rows(s, Job) == summary.jobs
         assert _rows(s, Metric) == summary.metrics > 0
@@ -34,7 +35,7 @@ def test_the_seed_writes_what_its_summary_counts_all_marked_synthetic(session_fa
 
 def test_the_stored_verdicts_are_the_judged_ones_in_commit_order(session_factory):  # noqa: ANN001
     with session_factory() as s:
-        seed_judged_history(s, revisions=6, kernels=["gemm_tiled"], queue=False, seed=7)
+        seed_judged_history(UnitOfWork(s), revisions=6, kernels=["gemm_tiled"], queue=False, seed=7)
         stored = s.execute(select(VerdictRecord.verdict, VerdictRecord.reason)
                            .order_by(VerdictRecord.revision_id)).all()
     rng = Random(7)
@@ -46,8 +47,8 @@ def test_the_stored_verdicts_are_the_judged_ones_in_commit_order(session_factory
 
 def test_an_appended_revision_copies_the_newest_verdict_and_metrics(session_factory):  # noqa: ANN001
     with session_factory() as s:
-        seed_judged_history(s, revisions=4, kernels=["gemm_tiled"], queue=False)
-        rev_id = append_judged_revision(s, "gemm_tiled")
+        seed_judged_history(UnitOfWork(s), revisions=4, kernels=["gemm_tiled"], queue=False)
+        rev_id = Samples(s).append_judged_revision("gemm_tiled")
         s.commit()
         copy, newest = s.scalars(select(VerdictRecord).order_by(VerdictRecord.revision_id.desc()).limit(2))
         assert copy.revision_id == rev_id
@@ -65,5 +66,5 @@ def test_job_verdicts_gives_none_for_a_job_without_a_verdict(session_factory):  
         s.add(VerdictRecord(job_id=rev.jobs[1].id, revision_id=rev.id, kernel="k2", gpu_kind="any",
                             verdict="reject", reason="why", rules=[]))
         s.commit()
-        assert job_verdicts(s, rev.id) == [("k1", None, None), ("k2", "reject", "why")]
-        assert revision_error(s, rev.id) == "no gate.toml at a"
+        assert Samples(s).job_verdicts(rev.id) == [("k1", None, None), ("k2", "reject", "why")]
+        assert Samples(s).revision_error(rev.id) == "no gate.toml at a"

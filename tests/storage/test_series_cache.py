@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from gate.read_models.kernel_series import history_points
-from gate.storage.kernel_series import kernel_history
+from gate.storage.kernel_series import KernelSeries
 from gate.storage.series_cache import SeriesCache
 from gate.storage.models import Job, Metric, Repository, Revision, VerdictRecord
 
@@ -81,10 +81,10 @@ def test_kernel_history_from_a_store_matches_a_fresh_read(session_factory):  # n
         _judge(session_factory, rev_id, float(i), "reject" if i == 7 else "accept")
         if i % 10 == 0:
             with session_factory() as s:
-                kernel_history(s, KERNEL, GPU, [TRACE], max_points=10, store=store)
+                KernelSeries(s).history(KERNEL, GPU, [TRACE], max_points=10, cache=store)
     with session_factory() as s:
-        held = kernel_history(s, KERNEL, GPU, [TRACE], max_points=10, store=store)
-        fresh = kernel_history(s, KERNEL, GPU, [TRACE], max_points=10)
+        held = KernelSeries(s).history(KERNEL, GPU, [TRACE], max_points=10, cache=store)
+        fresh = KernelSeries(s).history(KERNEL, GPU, [TRACE], max_points=10)
     points = history_points(held.series[0], held.details)
     assert points == history_points(fresh.series[0], fresh.details)
     assert (held.revisions, held.bucket_revisions) == (fresh.revisions, fresh.bucket_revisions)

@@ -15,7 +15,7 @@ from urllib.parse import quote
 from fastapi import APIRouter, HTTPException
 from fastapi.responses import FileResponse, Response, StreamingResponse
 
-from gate.api.deps import GateDep, SessionDep
+from gate.api.deps import GateDep, UnitDep
 from gate.api.schemas import errors
 from gate.domain import routes
 from gate.domain.server_paths import hide_in_chunks
@@ -27,10 +27,10 @@ router = APIRouter(tags=["artifacts"])
 @router.get(routes.ARTIFACT, response_class=FileResponse,
             responses={200: {"content": {"*/*": {}}, "description": "the file, typed by its name"},
                        **errors(404)})
-def download_artifact(artifact_id: int, session: SessionDep, gate: GateDep) -> Response:
+def download_artifact(artifact_id: int, uow: UnitDep, gate: GateDep) -> Response:
     """One artifact's file."""
-    row = artifacts.find(session, artifact_id)
-    path = artifacts.resolve(gate.settings.data_dir, row.path) if row else None
+    found = uow.artifacts.find(artifact_id)
+    path = artifacts.resolve(gate.settings.data_dir, found.path) if found else None
     if path is None:
         raise HTTPException(status_code=404, detail=f"no artifact {artifact_id}")
     if path.suffix.lower() not in TEXT_SUFFIXES:

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import json
 import logging
+from typing import Any
 
 import httpx
 
@@ -59,16 +60,10 @@ from gate.services.merge_base import find_merge_base
 from gate.services.planner import RETRY_AFTER_S
 from gate.services.submissions import PLANNER_FULL, canonical_repo, fail_unplanned, submit_revision
 from gate.sources.policy import FetchRefused
-from gate.storage import outbox
-from gate.storage.limits import max_length
-from gate.storage.models import WebhookDelivery
-from gate.storage.repositories import claim_repository
-from gate.storage.webhook_deliveries import (delivered_revision, first_delivery, judged_revision, link_revision,
-                                             set_merge_base)
+from gate.storage.limits import DELIVERY_ID_CHARS
 
 log = logging.getLogger(__name__)
 router = APIRouter(tags=["webhooks"])
-DELIVERY_ID_CHARS = max_length(WebhookDelivery.delivery_id)
 
 
 class WebhookOut(BaseModel):
@@ -92,45 +87,13 @@ async def github_webhook(
     x_hub_signature_256: str | None = Header(None),
 ) -> WebhookOut | JSONResponse:
     """Receive a GitHub webhook (push, pull_request, ping), signed with X-Hub-Signature-256."""
-    secret = gate.settings.github_webhook_secret
-    if not secret:
-        raise _refuse(503, "GATE_GITHUB_WEBHOOK_SECRET is not set: webhooks are refused until it is",
-                      x_github_delivery)
-    raw = await request.body()
-    if not verify(secret, raw, x_hub_signature_256):
-        raise _refuse(401, "X-Hub-Signature-256 is missing or does not match the body", x_github_delivery)
-    if not x_github_event or not x_github_delivery:
-        raise _refuse(400, "X-GitHub-Event and X-GitHub-Delivery headers are required", x_github_delivery)
-    if len(x_github_delivery) > DELIVERY_ID_CHARS or not x_github_delivery.isprintable():
-        raise _refuse(400, f"X-GitHub-Delivery must be at most {DELIVERY_ID_CHARS} printable characters "
-                           f"(GitHub sends a GUID), got {len(x_github_delivery)}", None)
-    if x_github_event not in HANDLED_EVENTS:
-        raise _refuse(400, f"event {x_github_event!r} is not handled: subscribe to push and "
-                           "pull_request only", x_github_delivery)
-    try:
-        payload = json.loads(raw)
-    except ValueError as exc:       # a lone surrogate escape is valid JSON; it is refused below
-        raise _refuse(400, f"the body is not JSON: {exc}", x_github_delivery) from exc
-    except RecursionError as exc:   # json recurses per level of nesting
-        raise _refuse(400, "the body is JSON nested too deeply to read", x_github_delivery) from exc
+    payload = await _signed_payload(request, gate, x_github_event, x_github_delivery, x_hub_signature_256)
     if x_github_event == "ping":
         return JSONResponse(WebhookOut(status="pong", detail="webhook reached the gate").model_dump())
     settings = gate.settings
     approval = ForkApproval(required=settings.github_fork_approval, label=settings.github_approval_label,
                             comment=settings.github_approval_comment)
-    try:
-        if x_github_event == "push":
-            wanted = from_push(PushIn.model_validate(payload), settings.github_branches)
-        elif x_github_event == "pull_request":
-            wanted = from_pull_request(PullRequestIn.model_validate(payload), approval)
-        else:
-            comment = IssueCommentIn.model_validate(payload)
-            number = approving_comment(comment, approval)
-            wanted = number if isinstance(number, Ignored) else \
-                await run_in_threadpool(_pull_request, gate, comment.repository, number)
-    except ValidationError as exc:
-        fields = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
-        raise _refuse(422, f"{x_github_event} payload: {fields}", x_github_delivery) from exc
+    wanted = await _wanted(gate, x_github_event, payload, approval, x_github_delivery)
     if isinstance(wanted, AwaitingApproval):
         log.info("github webhook %s: %s", x_github_delivery, wanted.reason)
         await run_in_threadpool(_awaiting_approval_status, gate, wanted, approval)
@@ -138,20 +101,65 @@ async def github_webhook(
     if isinstance(wanted, Ignored):
         log.info("github webhook %s ignored: %s", x_github_delivery, wanted.reason)
         return JSONResponse(WebhookOut(status="ignored", detail=wanted.reason).model_dump())
+    return await _queue(gate, wanted, x_github_delivery, x_github_event)
 
+
+async def _signed_payload(request: Request, gate: GateContext, event: str | None, delivery: str | None,
+                          signature: str | None) -> Any:
+    """The body as JSON, once the secret, the signature and the headers check out (else the refusal)."""
+    secret = gate.settings.github_webhook_secret
+    if not secret:
+        raise _refuse(503, "GATE_GITHUB_WEBHOOK_SECRET is not set: webhooks are refused until it is", delivery)
+    raw = await request.body()
+    if not verify(secret, raw, signature):
+        raise _refuse(401, "X-Hub-Signature-256 is missing or does not match the body", delivery)
+    if not event or not delivery:
+        raise _refuse(400, "X-GitHub-Event and X-GitHub-Delivery headers are required", delivery)
+    if len(delivery) > DELIVERY_ID_CHARS or not delivery.isprintable():
+        raise _refuse(400, f"X-GitHub-Delivery must be at most {DELIVERY_ID_CHARS} printable characters "
+                           f"(GitHub sends a GUID), got {len(delivery)}", None)
+    if event not in HANDLED_EVENTS:
+        raise _refuse(400, f"event {event!r} is not handled: subscribe to push and pull_request only", delivery)
+    try:
+        return json.loads(raw)
+    except ValueError as exc:       # a lone surrogate escape is valid JSON; it is refused below
+        raise _refuse(400, f"the body is not JSON: {exc}", delivery) from exc
+    except RecursionError as exc:   # json recurses per level of nesting
+        raise _refuse(400, "the body is JSON nested too deeply to read", delivery) from exc
+
+
+async def _wanted(gate: GateContext, event: str, payload: Any, approval: ForkApproval,
+                  delivery: str) -> GateRequest | Ignored | AwaitingApproval:
+    """What the event asks to gate; a payload without the fields the gate needs is refused (422)."""
+    try:
+        if event == "push":
+            return from_push(PushIn.model_validate(payload), gate.settings.github_branches)
+        if event == "pull_request":
+            return from_pull_request(PullRequestIn.model_validate(payload), approval)
+        comment = IssueCommentIn.model_validate(payload)
+        number = approving_comment(comment, approval)
+        return number if isinstance(number, Ignored) else \
+            await run_in_threadpool(_pull_request, gate, comment.repository, number)
+    except ValidationError as exc:
+        fields = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+        raise _refuse(422, f"{event} payload: {fields}", delivery) from exc
+
+
+async def _queue(gate: GateContext, wanted: GateRequest, delivery: str, event: str) -> WebhookOut | JSONResponse:
+    """Store the delivery and the revision, and plan it after the reply (its merge base first)."""
     try:
         gate.policy.check_static(wanted.clone_url)
     except FetchRefused as exc:
-        raise _refuse(422, f"repository.clone_url: {exc}", x_github_delivery) from exc
+        raise _refuse(422, f"repository.clone_url: {exc}", delivery) from exc
     if not gate.planner.has_room():
-        raise _busy(x_github_delivery)
-    revision_id, fresh = await run_in_threadpool(_record, gate, wanted, x_github_delivery, x_github_event)
+        raise _busy(delivery)
+    revision_id, fresh = await run_in_threadpool(_record, gate, wanted, delivery, event)
     if not fresh:
-        detail = f"delivery {x_github_delivery} was received before, or this commit and event were judged"
+        detail = f"delivery {delivery} was received before, or this commit and event were judged"
         return JSONResponse(WebhookOut(status="duplicate", detail=detail, revision_id=revision_id).model_dump())
     if gate.plan_later(revision_id, before=lambda: _merge_base(gate, revision_id, wanted)) is None:
-        await run_in_threadpool(fail_unplanned, gate.session_factory, revision_id, PLANNER_FULL)
-        raise _busy(x_github_delivery)
+        await run_in_threadpool(fail_unplanned, gate.store, revision_id, PLANNER_FULL)
+        raise _busy(delivery)
     detail = f"{wanted.full_name}@{wanted.sha[:12]} queued"
     if wanted.base_sha:
         detail += f"; baseline: merge base with {wanted.base_sha[:12]} (the base tip if git cannot tell)"
@@ -184,9 +192,9 @@ def _awaiting_approval_status(gate: GateContext, waiting: AwaitingApproval, appr
     description = f"fork PR: not built until a maintainer approves ({approval.label!r} label or " \
                   f"{approval.comment!r} comment)"
     body = github_status.status_body("pending", description, "gate", settings.public_url)
-    with gate.session_factory() as session:
-        outbox.store(session, [github_status.new_status(settings.github_api_url, waiting.request.full_name,
-                                                        waiting.request.sha, body, None)])
+    with gate.store.unit() as uow:
+        uow.outbox.store([github_status.new_status(settings.github_api_url, waiting.request.full_name,
+                                                   waiting.request.sha, body, None)])
 
 
 def _busy(delivery: str | None) -> HTTPException:
@@ -197,21 +205,20 @@ def _busy(delivery: str | None) -> HTTPException:
 def _record(gate: GateContext, wanted: GateRequest, delivery_id: str, event: str) -> tuple[int | None, bool]:
     """Store the delivery and the revision in one transaction. (revision id, False) for a redelivery,
     or for a replay under a new delivery id of a commit and event already judged."""
-    with gate.session_factory() as session:
-        delivery = first_delivery(session, delivery_id, event)
-        if delivery is None:
-            return delivered_revision(session, delivery_id), False
+    with gate.store.unit() as uow:
+        if not uow.webhooks.first_delivery(delivery_id, event):
+            return uow.webhooks.delivered_revision(delivery_id), False
         url, _ = canonical_repo(wanted.clone_url)
-        repository = claim_repository(session, url, wanted.full_name, wanted.default_branch)   # flushed
-        judged = judged_revision(session, repository.id, wanted.sha, wanted.pull_request)
+        repository_id = uow.repositories.claim(url, wanted.full_name, wanted.default_branch)   # flushed
+        judged = uow.webhooks.judged_revision(repository_id, wanted.sha, wanted.pull_request)
         if judged is not None:
-            link_revision(session, delivery, judged)
+            uow.webhooks.link_revision(delivery_id, judged)
             return judged, False
-        revision = submit_revision(session, repo=wanted.clone_url, sha=wanted.sha, branch=wanted.branch,
-                                   base_sha=wanted.base_sha, source="webhook",
-                                   pull_request=wanted.pull_request)   # commits delivery + revision
-        link_revision(session, delivery, revision.id)
-        return revision.id, True
+        revision_id = submit_revision(uow, repo=wanted.clone_url, sha=wanted.sha, branch=wanted.branch,
+                                      base_sha=wanted.base_sha, source="webhook",
+                                      pull_request=wanted.pull_request)   # commits delivery + revision
+        uow.webhooks.link_revision(delivery_id, revision_id)
+        return revision_id, True
 
 
 def _merge_base(gate: GateContext, revision_id: int, wanted: GateRequest) -> None:
@@ -220,5 +227,5 @@ def _merge_base(gate: GateContext, revision_id: int, wanted: GateRequest) -> Non
         found = find_merge_base(wanted.clone_url, wanted.base_sha, wanted.sha,
                                 getattr(gate.sources, "mirror", None))
         if found and found != wanted.base_sha:
-            with gate.session_factory() as session:
-                set_merge_base(session, revision_id, found)
+            with gate.store.unit() as uow:
+                uow.webhooks.set_merge_base(revision_id, found)

@@ -5,7 +5,6 @@ from __future__ import annotations
 from fastapi import APIRouter, Request, Response
 from fastapi.responses import JSONResponse
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
-from sqlalchemy import text
 
 from gate.api.deps import GateDep
 from gate.api.schemas import HealthOut
@@ -20,8 +19,7 @@ def healthz(gate: GateDep) -> JSONResponse:
     """Whether the service and its database answer."""
     executor = type(gate.executor).__name__
     try:
-        with gate.engine.connect() as connection:
-            connection.execute(text("SELECT 1"))
+        gate.store.ping()
     except Exception as exc:
         body = HealthOut(status="unavailable", database=f"error: {type(exc).__name__}", executor=executor)
         return JSONResponse(body.model_dump(), status_code=503)

@@ -7,7 +7,7 @@ from typing import Annotated
 from fastapi import APIRouter, HTTPException, Query
 from pydantic import BaseModel
 
-from gate.api.deps import SeriesCacheDep, SessionDep
+from gate.api.deps import SeriesCacheDep, UnitDep
 from gate.api.schemas import (
     GpuKind,
     KernelName,
@@ -24,7 +24,7 @@ from gate.domain.names import Side
 from gate.figures.kernel_page import PER_ARCH_METRICS   # ptxas and SASS figures: series = arch, shape ""
 from gate.figures.like_with_like import CYCLE_TWIN, change_points
 from gate.read_models.kernel_series import history_points
-from gate.storage import dashboard, kernel_series
+from gate.storage.kernel_series import MAX_POINTS
 
 router = APIRouter(tags=["kernels"])
 MAX_SERIES = 64              # traces one history request may name
@@ -58,36 +58,33 @@ class HistoryOut(BaseModel):
 
 
 @router.get(routes.KERNELS, response_model=list[KernelOut])
-def list_kernels(session: SessionDep) -> list[KernelOut]:
+def list_kernels(uow: UnitDep) -> list[KernelOut]:
     """Every kernel with its latest verdict per GPU kind."""
     return [KernelOut(name=k.name, revisions=k.revisions,
                       latest=[LatestVerdictOut(**v.__dict__) for v in k.latest])
-            for k in dashboard.kernel_overview(session)]
+            for k in uow.overview.kernel_overview()]
 
 
 @router.get(routes.KERNEL_HISTORY, response_model=HistoryOut, responses=errors(404))
-def kernel_history(session: SessionDep, store: SeriesCacheDep, name: KernelName, metric: MetricName,
+def kernel_history(uow: UnitDep, cache: SeriesCacheDep, name: KernelName, metric: MetricName,
                    gpu: Annotated[GpuKind | None, Query()] = None,
                    shape: Annotated[ShapeName | None, Query()] = None,
                    series: Annotated[list[SeriesName] | None, Query(max_length=MAX_SERIES)] = None,
-                   max_points: Annotated[int, Query(ge=10, le=kernel_series.MAX_POINTS)] = 1000,
+                   max_points: Annotated[int, Query(ge=10, le=MAX_POINTS)] = 1000,
                    ) -> HistoryOut:
     """One metric's history (candidate by default; `series` adds peers or archs), with change points."""
-    gpus = kernel_series.kernel_gpu_kinds(session, name)
+    gpus = uow.history.gpu_kinds(name)
     if not gpus:
         raise HTTPException(404, f"no verdicts for kernel {name!r}")
     if gpu is not None and gpu not in gpus:
         raise HTTPException(404, f"kernel {name!r} has no verdicts on {gpu!r}")
     gpu = gpu or gpus[0]
-    wanted_series = series or (kernel_series.kernel_archs(session, name, gpu)
-                               if metric in PER_ARCH_METRICS else [Side.CANDIDATE.value])
+    wanted_series = series or (uow.history.archs(name, gpu) if metric in PER_ARCH_METRICS else [Side.CANDIDATE.value])
     shapes = [shape] if shape is not None else (
-        [""] if metric in PER_ARCH_METRICS
-        else kernel_series.kernel_shapes(session, name, gpu))
+        [""] if metric in PER_ARCH_METRICS else uow.history.shapes(name, gpu))
     traces = [(metric, sh, s) for sh in shapes for s in wanted_series]
     twins = [(CYCLE_TWIN[metric], sh, s) for _, sh, s in traces] if metric in CYCLE_TWIN else []
-    hist = kernel_series.kernel_history(session, name, gpu, traces + twins,
-                                        max_points=max_points, store=store)
+    hist = uow.history.history(name, gpu, traces + twins, max_points=max_points, cache=cache)
     out = []
     for s in hist.series:
         if s.name != metric:

@@ -9,7 +9,7 @@ from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
 
 from gate.api.context import GateContext
-from gate.api.deps import GateDep, SessionDep, WriteAuth
+from gate.api.deps import GateDep, UnitDep, WriteAuth
 from gate.api.schemas import (
     ArtifactOut,
     CancelOut,
@@ -29,7 +29,6 @@ from gate.services.submissions import PLANNER_FULL, Submission, fail_unplanned, 
 from gate.sources.policy import FetchRefused
 from gate.read_models.revision import RevisionDetail
 from gate.storage.limits import storable_id
-from gate.storage.queries import revision_detail
 
 router = APIRouter(tags=["revisions"])
 
@@ -64,14 +63,14 @@ async def create_revision(body: RevisionIn, request: Request, gate: GateDep) -> 
     if not gate.planner.has_room():
         raise _busy()
     submitted = await run_in_threadpool(_submit, gate, body)
-    revision = submitted.revision
-    out = RevisionCreatedOut(id=revision.id, reused=submitted.reused,
-                             status_url=str(request.url_for("read_revision", revision_id=revision.id)))
+    revision_id = submitted.revision_id
+    out = RevisionCreatedOut(id=revision_id, reused=submitted.reused,
+                             status_url=str(request.url_for("read_revision", revision_id=revision_id)))
     if submitted.reused:
         return JSONResponse(out.model_dump(), status_code=200)
-    planning = gate.plan_later(revision.id)
+    planning = gate.plan_later(revision_id)
     if planning is None:
-        await run_in_threadpool(fail_unplanned, gate.session_factory, revision.id, PLANNER_FULL)
+        await run_in_threadpool(fail_unplanned, gate.store, revision_id, PLANNER_FULL)
         raise _busy()
     if not is_local_repo(body.repo):
         return out                          # fetching a remote may be slow: planned after the reply
@@ -88,8 +87,8 @@ LOCAL_PLAN_WAIT_S = 10.0        # past it a local path's plan goes on after a 20
 
 
 def _submit(gate: GateContext, body: RevisionIn) -> Submission:
-    with gate.session_factory() as session:
-        return submit(session, repo=body.repo, sha=body.sha, branch=body.branch, base_sha=body.base_sha,
+    with gate.store.unit() as uow:
+        return submit(uow, repo=body.repo, sha=body.sha, branch=body.branch, base_sha=body.base_sha,
                       kernels=body.kernel_names(), source="api", force=body.force, remeasure=body.remeasure)
 
 
@@ -113,9 +112,9 @@ Check Run). Idempotent: cancelling a cancelled revision answers 200 again, with 
              description=CANCEL_DESCRIPTION,
              responses={**errors(401, 404, 413),
                         409: {"model": ErrorOut, "description": "the revision is done: its verdicts stand"}})
-def cancel_revision(revision_id: int, request: Request, session: SessionDep, gate: GateDep) -> CancelOut:
+def cancel_revision(revision_id: int, request: Request, uow: UnitDep, gate: GateDep) -> CancelOut:
     """Cancel a queued or running revision."""
-    result = cancel(session, revision_id, gate.executor, gate.notifier) if storable_id(revision_id) else None
+    result = cancel(uow, revision_id, gate.executor, gate.notifier) if storable_id(revision_id) else None
     if result is None or result.status is None:
         raise HTTPException(status_code=404, detail=f"no revision {revision_id}")
     if result.finished:
@@ -125,9 +124,9 @@ def cancel_revision(revision_id: int, request: Request, session: SessionDep, gat
 
 
 @router.get(routes.REVISION, response_model=RevisionOut, responses=errors(404))
-def read_revision(revision_id: int, request: Request, session: SessionDep) -> RevisionOut:
+def read_revision(revision_id: int, request: Request, uow: UnitDep) -> RevisionOut:
     """A revision: status, verdict per kernel, rule tables, stage results, artifacts, live progress."""
-    detail = revision_detail(session, revision_id)
+    detail = uow.revisions.detail(revision_id)
     if detail is None:
         raise HTTPException(status_code=404, detail=f"no revision {revision_id}")
     return revision_out(detail, request)
