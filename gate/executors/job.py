@@ -142,7 +142,7 @@ def gate_job(*, repo: str, sha: str, base_sha: str | None, kernel: str, data_dir
             if cancel is not None and cancel.is_set():
                 raise JobCancelled("cancelled before its child started")
             if spares is not None and (spare := spares.take(options)) is not None:
-                request, box_dir = spare.adopt(request), spare.box_dir
+                request, box_dir = spare.adopt(request), spare.folder / "box"
             try:
                 result = _measured(request, spec, emit, (data_dir,), cancel, budget, spare)
             finally:
@@ -178,9 +178,12 @@ def _measured(request: JobRequest, spec: KernelSpec, emit: Emit, hidden: tuple[P
               cancel: threading.Event | None, budget: Budget, spare: Spare | None) -> JobResult:
     """The child's result (`spare`'s, when one was taken); a child that died while capturing CUDA
     graphs died of the gate's choice of method, not of the kernel: the job runs once more, with events."""
+    note = spare.note() if spare is not None else None
     result = run_child(request, timeout_s=spec.timeout_s, on_event=emit, hidden=hidden, cancel=cancel,
-                       budget=budget, spare=spare)
+                       budget=budget, child=spare.child if spare is not None else None)
     if (died := died_capturing(result)) is None:
+        if note is not None:     # when it was started: the job's own note of its spare
+            result.notes.append(note)
         return result
     emit(ProgressEvent(stage=Stage.BENCH, side=Side.JOINT, state="running", detail=EVENTS_RERUN))
     remove(Path(request.artifacts_dir))

@@ -54,7 +54,7 @@ def test_a_spare_child_runs_the_next_job_and_another_is_started_for_the_one_afte
     try:
         first = _job(repo, mirror, data_dir, options, spares)      # no spare yet: its own child
         waiting = spares._spare
-        assert waiting is not None and waiting.alive()            # started when the first job's child ended
+        assert waiting is not None and waiting.child.alive()            # started when the first job's child ended
         second = _job(repo, mirror, data_dir, options, spares)
         assert not any("a spare" in note for note in first.result.notes)
         assert any("before its job's go (a spare)" in note for note in second.result.notes)
@@ -76,8 +76,8 @@ def test_a_spare_that_died_while_waiting_is_not_used(tmp_path, gpu_machine):
     try:
         spares.refill(options)
         dead = spares._spare
-        dead.proc.kill()
-        dead.proc.wait()
+        dead.child.proc.kill()
+        dead.child.proc.wait()
         outcome = _job(repo, mirror, data_dir, options, spares)
         assert outcome.result.candidate.static.status is StageStatus.PASSED
         assert not any("a spare" in note for note in outcome.result.notes)
@@ -94,7 +94,7 @@ def test_a_spare_made_for_other_options_is_not_used(tmp_path, gpu_machine):
         spares.refill(RunOptions(build_cache_dir=str(data_dir / "cache-a")))
         made = spares._spare
         assert spares.take(RunOptions(build_cache_dir=str(data_dir / "cache-b"))) is None
-        assert not made.alive() and not made.folder.exists()
+        assert not made.child.alive() and not made.folder.exists()
     finally:
         spares.close()
 
