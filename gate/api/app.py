@@ -19,7 +19,8 @@ from gate.api.telemetry import make_registry
 from gate.config import Settings, get_settings
 from gate.domain import routes
 from gate.domain.executor import Executor
-from gate.executors.base import GateJob, JobEnvironment, load_gate_job
+from gate.executors.base import JobEnvironment
+from gate.executors.job import GateJob, load_gate_job
 from gate.notify.listeners import notifier_for
 from gate.services.outbox import start_sweeper
 from gate.services.planner import Planner
@@ -27,6 +28,7 @@ from gate.services.sources import MirrorSources, SourceReader
 from gate.sources.policy import FetchPolicy
 from gate.storage.db import make_engine, make_session_factory
 from gate.storage.series_cache import SeriesCache
+from gate.storage.unit import Store
 
 ROUTERS = [revisions.router, kernels.router, artifacts.router, github.router, health.router, pages.router]
 
@@ -56,7 +58,7 @@ def create_app(settings: Settings | None = None, *, gate_job: GateJob | None = N
     notifier = notifier_for(settings)      # GitHub statuses / Check Runs / webhooks, from the settings
 
     def env_factory() -> JobEnvironment:
-        return JobEnvironment(session_factory=session_factory, gate_job=gate_job or load_gate_job(),
+        return JobEnvironment(store=Store(engine), gate_job=gate_job or load_gate_job(),
                               data_dir=settings.data_dir, options=settings.run_options(),
                               mirror=getattr(sources, "mirror", None), notifier=notifier,
                               spare_child=settings.spare_child)

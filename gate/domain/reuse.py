@@ -14,7 +14,6 @@ than a second ncu session (`ReusedProfile`).
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -83,8 +82,3 @@ class History(Protocol):
     """The parent's question to the history, for one repository: "measured already?"."""
 
     def answers(self, kernel: str, keys: ReuseKeys) -> HistoryAnswers: ...
-
-
-# The parent's question to the history, as the executors still ask it (replaced by `History`).
-ReuseLookup = Callable[[str, str], "ReusedMeasurement | None"]   # (kernel, reuse key)
-ProfileLookup = Callable[[str, str], "ReusedProfile | None"]     # (kernel, side key)

@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 
 from gate import box_view
-from gate.domain.job import RunOptions
+from gate.domain.job import JobOrder, RunOptions
 from gate.domain.results import StageStatus
 from gate.executors import spare as spare_module
-from gate.executors.job import gate_job
+from gate.executors.job import JobContext, gate_job
 from gate.executors.spare import Spares
 from gate.runner.protocol import ExitCode
 from gate.sources.mirror import Mirror
@@ -44,8 +44,8 @@ def _setting(tmp_path: Path) -> tuple[Path, Path, Mirror, RunOptions, Spares]:
 
 def _job(repo: Path, mirror: Mirror, data_dir: Path, options: RunOptions, spares: Spares | None):
     sha = mirror.resolve(str(repo), "HEAD")
-    return gate_job(repo=str(repo), sha=sha, base_sha=None, kernel="tiny", data_dir=data_dir,
-                    options=options, mirror=mirror, spares=spares)
+    return gate_job(JobOrder(repo=str(repo), sha=sha, base_sha=None, kernel="tiny"),
+                    JobContext(data_dir=data_dir, options=options, mirror=mirror, spares=spares))
 
 
 @needs_box
