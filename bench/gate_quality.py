@@ -122,16 +122,19 @@ def verdict_time(data_dir: Path, repo: Path, sha: str, base: str, label: str, hi
     the baseline's profile was measured already as an earlier job's candidate (docs/reuse.md).
     `spares`: the service's child started ahead of the next job (gate/executors/spare.py), or None.
     `pch_dir`: the precompiled torch headers (gate/pipeline/torch_pch.py), or None for none."""
-    from gate.domain.reuse import Provenance, ReusedProfile
-    from gate.executors.job import gate_job
+    from gate.domain.job import JobOrder
+    from gate.domain.reuse import HistoryAnswers, Provenance, ReusedProfile, ReuseKeys
+    from gate.executors.job import JobContext, gate_job
     from gate.sources.mirror import Mirror
 
-    def reuse_profile(_kernel: str, key: str) -> ReusedProfile | None:
-        for job_id, (earlier_sha, earlier) in reversed(list(enumerate(history))):
-            profile = earlier.result.candidate.profile
-            if earlier.candidate_key == key and profile is not None and profile.status.value == "passed":
-                return ReusedProfile(profile, Provenance(job_id, earlier_sha, time.strftime("%Y-%m-%dT%H:%M:%S")))
-        return None
+    class Earlier:
+        def answers(self, _kernel: str, keys: ReuseKeys) -> HistoryAnswers:
+            for job_id, (earlier_sha, earlier) in reversed(list(enumerate(history))):
+                profile = earlier.result.candidate.profile
+                if earlier.candidate_key == keys.baseline and profile is not None and profile.status.value == "passed":
+                    when = time.strftime("%Y-%m-%dT%H:%M:%S")
+                    return HistoryAnswers(baseline_profile=ReusedProfile(profile, Provenance(job_id, earlier_sha, when)))
+            return HistoryAnswers()
 
     options = RunOptions(ncu_path=shutil.which("ncu") or "/usr/local/cuda/bin/ncu", ncu_clock_control="none",
                          build_cache_dir=str(data_dir / "build-cache"), bench_budget_s=5.0,
@@ -142,9 +145,9 @@ def verdict_time(data_dir: Path, repo: Path, sha: str, base: str, label: str, hi
     def heard(event: object) -> None:
         if event.state != "running":
             timeline.append(f"{time.perf_counter() - t0:5.1f} {event.stage}/{event.side} {event.state}")
-    outcome = gate_job(repo=str(repo), sha=sha, base_sha=base, kernel="fma_chain", data_dir=data_dir,
-                       options=options, mirror=Mirror(data_dir / "mirrors"), reuse_profile=reuse_profile,
-                       on_event=heard, spares=spares)
+    outcome = gate_job(JobOrder(repo=str(repo), sha=sha, base_sha=base, kernel="fma_chain"),
+                       JobContext(data_dir=data_dir, options=options, mirror=Mirror(data_dir / "mirrors"),
+                                  history=Earlier(), on_event=heard, spares=spares))
     total = time.perf_counter() - t0
     history.append((sha, outcome))
     res = outcome.result
@@ -254,7 +257,8 @@ def spread(work: Path, jobs: int) -> dict:
     """The base revision gated in `jobs` separate jobs per arrangement (each job its own GPU child
     process, through `gate_job` as the service runs it): alone (new kernel), against its A/A copy, and
     against the +5 % variant. Its median per job and shape; max/min and spread per arrangement."""
-    from gate.executors.job import gate_job
+    from gate.domain.job import JobOrder
+    from gate.executors.job import JobContext, gate_job
     from gate.sources.mirror import Mirror
 
     repo, shas = spread_repo(work)
@@ -267,8 +271,8 @@ def spread(work: Path, jobs: int) -> dict:
     runs: dict[str, list[dict]] = {label: [] for label, *_ in arrangements}
     for i in range(jobs):                         # arrangements interleaved, so drift over time shows in all
         for label, sha, base, side in arrangements:
-            outcome = gate_job(repo=str(repo), sha=sha, base_sha=base, kernel="fma_chain", data_dir=data_dir,
-                               options=options, mirror=Mirror(data_dir / "mirrors"))
+            outcome = gate_job(JobOrder(repo=str(repo), sha=sha, base_sha=base, kernel="fma_chain"),
+                               JobContext(data_dir=data_dir, options=options, mirror=Mirror(data_dir / "mirrors")))
             bench_res = outcome.result.bench
             if bench_res is None or not bench_res.shapes:
                 raise SystemExit(f"spread job {label} #{i}: no timing ({outcome.report.reason})")

@@ -23,6 +23,7 @@ from gate.services.submissions import plan_revision, submit_revision  # noqa: E4
 from gate.storage.db import make_engine, make_session_factory  # noqa: E402
 from gate.storage.unit import UnitOfWork  # noqa: E402
 from gate.storage.schema import upgrade  # noqa: E402
+from gate.storage.unit import Store  # noqa: E402
 
 
 def main() -> int:
@@ -39,7 +40,7 @@ def main() -> int:
         for _ in range(args.jobs // 4):
             revision_id = submit_revision(uow, repo="/src/flash", sha="HEAD")
             plan_revision(uow, revision_id, sources=FakeSources(kernels=("a", "b", "c", "d")))
-    env = JobEnvironment(session_factory=sessions, gate_job=FakePipeline(), data_dir=scratch, options=RunOptions())
+    env = JobEnvironment(store=Store(engine), gate_job=FakePipeline(), data_dir=scratch, options=RunOptions())
     started = time.perf_counter()
     ran = LocalExecutor(env, gpus=[]).drain()
     elapsed_s = time.perf_counter() - started

@@ -42,6 +42,7 @@ from gate.storage import claims  # noqa: E402
 from gate.storage.db import make_engine, make_session_factory  # noqa: E402
 from gate.storage.models import Job, Repository, Revision  # noqa: E402
 from gate.storage.schema import upgrade  # noqa: E402
+from gate.storage.unit import Store  # noqa: E402
 
 SUBJECT = Path(__file__).resolve().parent / "quality_repo"
 KERNELS = [f"k{i}" for i in range(10)]
@@ -110,7 +111,7 @@ class Worker:
         engine = make_engine(f"sqlite:///{work / 'gate.db'}")
         upgrade(engine)
         self.session_factory = make_session_factory(engine)
-        self.env = JobEnvironment(session_factory=self.session_factory, gate_job=gate_job,
+        self.env = JobEnvironment(store=Store(engine), gate_job=gate_job,
                                   data_dir=work / "data", options=options, mirror=Mirror(work / "mirrors"))
         with self.session_factory() as s:
             row = Repository(name="ten", url=str(repo))

@@ -31,9 +31,10 @@ from gate.domain import (
     Verdict,
     VerdictReport,
 )
-from gate.domain.job import ProgressEvent
+from gate.domain.job import JobOrder, ProgressEvent
 from gate.domain.reuse import Provenance
 from gate.errors import JobCancelled, ManifestError, SourceError
+from gate.executors.job import JobContext
 
 SHA_A = "a" * 40
 SHA_B = "b" * 40
@@ -110,28 +111,25 @@ class FakePipeline:
     calls: list[dict[str, Any]] = field(default_factory=list)
     started: threading.Event = field(default_factory=threading.Event)
     before_return: Callable[[], None] | None = None
-    kept_methods: list[dict[str, str] | None] = field(default_factory=list)   # per call, as handed over
+    kept_methods: list[dict[str, str]] = field(default_factory=list)   # per call, as handed over
 
-    def __call__(self, *, repo: str, sha: str, base_sha: str | None, kernel: str, data_dir: Path,
-                 options: Any, mirror: Any, on_event: Callable[[ProgressEvent], None],
-                 cancel: threading.Event | None = None, kept_methods: dict[str, str] | None = None,
-                 reuse: Any = None, reuse_profile: Any = None) -> FakeOutcome:
-        self.calls.append({"repo": repo, "sha": sha, "base_sha": base_sha, "kernel": kernel})
-        self.kept_methods.append(kept_methods)
-        on_event(ProgressEvent(stage="build", side="candidate", state="started"))
+    def __call__(self, order: JobOrder, context: JobContext) -> FakeOutcome:
+        self.calls.append({"repo": order.repo, "sha": order.sha, "base_sha": order.base_sha, "kernel": order.kernel})
+        self.kept_methods.append(order.kept_methods)
+        context.on_event(ProgressEvent(stage="build", side="candidate", state="started"))
         self.started.set()
         deadline = time.monotonic() + 30
         while self.gate is not None and not self.gate.is_set() and time.monotonic() < deadline:
-            if cancel is not None and cancel.is_set():      # as `gate_job` does: stop, store nothing
+            if context.cancel.is_set():      # as `gate_job` does: stop, store nothing
                 raise JobCancelled("cancelled while held")
             self.gate.wait(0.02)
-        if kernel in self.raise_for:
-            raise RuntimeError(f"boom in {kernel}")
-        log = Path(data_dir) / "build.log"
+        if order.kernel in self.raise_for:
+            raise RuntimeError(f"boom in {order.kernel}")
+        log = Path(context.data_dir) / "build.log"
         log.write_text("ptxas info: Used 96 registers\n")
-        on_event(ProgressEvent(stage="build", side="candidate", state="passed", detail="1 object"))
+        context.on_event(ProgressEvent(stage="build", side="candidate", state="passed", detail="1 object"))
         if self.before_return is not None:
             self.before_return()
         rule = RuleRow(rule="max_registers", outcome=RuleOutcome.PASS, reason="128 <= 128", value=128, threshold=128)
-        return FakeOutcome(job_result(kernel, sha, base_sha), VerdictReport(self.verdict, "all rules pass", [rule]),
-                           [("build_log", log)])
+        return FakeOutcome(job_result(order.kernel, order.sha, order.base_sha),
+                           VerdictReport(self.verdict, "all rules pass", [rule]), [("build_log", log)])

@@ -19,13 +19,13 @@ from gate.api.telemetry import make_registry
 from gate.config import Settings, get_settings
 from gate.domain import routes
 from gate.domain.executor import Executor
-from gate.executors.base import GateJob, JobEnvironment, load_gate_job
+from gate.executors.base import JobEnvironment
+from gate.executors.job import GateJob, load_gate_job
 from gate.notify.listeners import notifier_for
 from gate.services.outbox import start_sweeper
 from gate.services.planner import Planner
 from gate.services.sources import MirrorSources, SourceReader
 from gate.sources.policy import FetchPolicy
-from gate.storage.db import make_session_factory
 from gate.storage.series_cache import SeriesCache
 from gate.storage.unit import Store
 
@@ -55,10 +55,9 @@ def create_app(settings: Settings | None = None, *, gate_job: GateJob | None = N
     sources = sources if sources is not None else MirrorSources(settings.data_dir, policy)
     notifier = notifier_for(settings)      # GitHub statuses / Check Runs / webhooks, from the settings
 
-    def env_factory() -> JobEnvironment:      # the executors' own sessions, until they go through the store
-        return JobEnvironment(session_factory=make_session_factory(store.engine),
-                              gate_job=gate_job or load_gate_job(), data_dir=settings.data_dir,
-                              options=settings.run_options(),
+    def env_factory() -> JobEnvironment:
+        return JobEnvironment(store=store, gate_job=gate_job or load_gate_job(),
+                              data_dir=settings.data_dir, options=settings.run_options(),
                               mirror=getattr(sources, "mirror", None), notifier=notifier,
                               spare_child=settings.spare_child)
 

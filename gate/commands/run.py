@@ -8,6 +8,9 @@ Reads the same settings as the server (`GATE_DATA_DIR`, `GATE_NVCC_PATH`, `GATE_
 `GATE_NCU_CLOCK_CONTROL`, `GATE_BENCH_BUDGET_S`); only the GPU child it starts stays lean. Progress goes
 to stderr, the report to stdout; the exit code is the worst verdict's (error 2 > reject 1 >
 incomplete 3 > inconclusive 3 > accept 0: `gate.domain.verdict.SEVERITY_ORDER`).
+
+Each kernel is one `JobOrder` through the executors' own entry (`gate.executors.job.load_gate_job`),
+without the history: nothing is reused.
 """
 
 from __future__ import annotations
@@ -17,8 +20,13 @@ import dataclasses
 import json
 import sys
 import time
+import uuid
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+if TYPE_CHECKING:
+    from gate.domain.job import GateOutcome, JobOrder
+    from gate.sources.mirror import Mirror
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -51,53 +59,65 @@ class Progress:
 
 
 def main(args: argparse.Namespace) -> int:
-    from gate.domain.codec import to_json
-    from gate.domain.verdict import Verdict, worst_verdict
-    from gate.errors import ManifestError
-    from gate.executors.job import gate_job, manifest_at
+    from gate.config import get_settings
+    from gate.executors.job import JobContext, load_gate_job
     from gate.executors.spare import Spares
     from gate.sources.mirror import Mirror
-    from gate.sources.working_tree import snapshot as working_tree_commit
-
-    from gate.config import get_settings
 
     settings = get_settings()
     data_dir = Path(settings.data_dir)
     mirror = Mirror(data_dir / "mirrors")
+    orders, working_tree = _orders(args, mirror, data_dir)
+    progress = Progress()
+    options = dataclasses.replace(settings.run_options(), gpu_stages=not args.static_only)
+    # Several kernels: each job's child is started while the one before ends (gate/executors/spare.py).
+    spares = Spares(data_dir / "spares", hidden=(data_dir,)) if len(orders) > 1 and settings.spare_child else None
+    gate_job, outcomes = load_gate_job(), []
+    try:
+        for i, order in enumerate(orders):
+            if spares is not None and i == len(orders) - 1:
+                spares.no_more()
+            outcomes.append(gate_job(order, JobContext(data_dir=data_dir, options=options, mirror=mirror,
+                                                       on_event=progress.for_kernel(order.kernel), spares=spares)))
+    finally:
+        if spares is not None:
+            spares.close()
+    return _report(args, orders[0], working_tree, outcomes)
+
+
+def _orders(args: argparse.Namespace, mirror: Mirror, data_dir: Path) -> tuple[list[JobOrder], bool]:
+    """One order per kernel asked for (all the manifest declares by default), and whether the
+    candidate is the working tree's snapshot."""
+    from gate.domain.job import JobOrder
+    from gate.executors.job import kernel_spec
+    from gate.job_folders import remove
+    from gate.manifest.load import load_manifest
+    from gate.sources.working_tree import snapshot as working_tree_commit
+
     sha = mirror.resolve(args.repo, args.sha or "HEAD")
     working_tree = (args.sha is None and Path(args.repo).is_dir()
                     and (snapshot := working_tree_commit(args.repo, exclude=(data_dir,))))
     if working_tree:
         sha = mirror.resolve(args.repo, snapshot)
-    if args.base:
-        base_sha = mirror.resolve(args.repo, args.base)
-    else:
-        base_sha = mirror.commit_info(args.repo, sha)["parent_sha"]
-    manifest = manifest_at(mirror, args.repo, sha, data_dir / "workspaces")
-    declared = [k.name for k in manifest.kernels]
-    for name in args.kernels or []:
-        if name not in declared:
-            raise ManifestError(f"no kernel named {name!r} (declared: {', '.join(declared)})",
-                                file=manifest.path, key="kernel")
-    progress = Progress()
-    options = dataclasses.replace(settings.run_options(), gpu_stages=not args.static_only)
-    names = args.kernels or declared
-    # Several kernels: each job's child is started while the one before ends (gate/executors/spare.py).
-    spares = Spares(data_dir / "spares", hidden=(data_dir,)) if len(names) > 1 and settings.spare_child else None
-    outcomes = []
+    base_sha = mirror.resolve(args.repo, args.base) if args.base else mirror.commit_info(args.repo, sha)["parent_sha"]
+    workspace = data_dir / "workspaces" / f"manifest-{uuid.uuid4().hex[:8]}"     # a throw-away checkout
     try:
-        for i, name in enumerate(names):
-            if spares is not None and i == len(names) - 1:
-                spares.no_more()
-            outcomes.append(gate_job(repo=args.repo, sha=sha, base_sha=base_sha, kernel=name, data_dir=data_dir,
-                                     options=options, mirror=mirror, on_event=progress.for_kernel(name),
-                                     spares=spares))
+        manifest = load_manifest(Path(mirror.checkout(args.repo, sha, workspace).path))
     finally:
-        if spares is not None:
-            spares.close()
+        remove(workspace)
+    names = [kernel_spec(manifest, name).name for name in args.kernels or []] or [k.name for k in manifest.kernels]
+    return [JobOrder(repo=args.repo, sha=sha, base_sha=base_sha, kernel=name) for name in names], bool(working_tree)
+
+
+def _report(args: argparse.Namespace, order: JobOrder, working_tree: bool, outcomes: list[GateOutcome]) -> int:
+    """The report on stdout (a table, or JSON with --json); the exit code of the worst verdict."""
+    from gate.domain.codec import to_json
+    from gate.domain.verdict import Verdict, worst_verdict
+
+    sha, base_sha = order.sha, order.base_sha
     verdict = worst_verdict(o.report.verdict for o in outcomes) or Verdict.ERROR
     if args.json:
-        doc = {"repo": args.repo, "sha": sha, "base_sha": base_sha, "working_tree": bool(working_tree),
+        doc = {"repo": args.repo, "sha": sha, "base_sha": base_sha, "working_tree": working_tree,
                "verdict": verdict.value, "kernels": [
             {"kernel": o.result.kernel, "verdict": o.report.verdict.value, "reason": o.report.reason,
              "rules": to_json(o.report.rules), "result": to_json(o.result),

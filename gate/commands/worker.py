@@ -19,18 +19,18 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def main(args: argparse.Namespace) -> int:
     from gate.commands.pch import precompile_in_background
     from gate.commands.startup import start
-    from gate.executors.base import JobEnvironment, load_gate_job
+    from gate.executors.base import JobEnvironment
+    from gate.executors.job import load_gate_job
     from gate.executors.local import LocalExecutor, local_gpus
     from gate.notify.listeners import notifier_for
     from gate.services.sources import MirrorSources
-    from gate.storage.db import make_session_factory
 
     settings, store = start()
     gpus = local_gpus()
     if gpus:        # bindings compile in the build stage, which runs only where a GPU is
         precompile_in_background(settings)
     kind = args.gpu_kind or (gpus[0] if gpus else "cpu")
-    env = JobEnvironment(session_factory=make_session_factory(store.engine), gate_job=load_gate_job(),
+    env = JobEnvironment(store=store, gate_job=load_gate_job(),
                          data_dir=settings.data_dir, options=settings.run_options(),
                          mirror=MirrorSources(settings.data_dir).mirror,
                          notifier=notifier_for(settings),   # its verdicts' statuses, like the server's

@@ -6,19 +6,19 @@ revision of `main`), then the embedded executor runs its jobs before the next co
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TextIO
 
 from gate.config import Settings
 from gate.demo.flashcore_commits import Step, build_demo_repo
-from gate.domain.job import ProgressEvent
-from gate.executors.base import GateJob, JobEnvironment, load_gate_job
+from gate.domain.job import GateOutcome, JobOrder, ProgressEvent
+from gate.executors.base import JobEnvironment
+from gate.executors.job import GateJob, JobContext, load_gate_job
 from gate.executors.local import LocalExecutor
 from gate.services.sources import MirrorSources
 from gate.services.submissions import plan_revision, submit_revision
-from gate.storage.db import make_session_factory
 from gate.storage.schema import upgrade
 from gate.storage.unit import Store
 
@@ -34,16 +34,16 @@ class DemoRow:
 
 def _printing(gate_job: GateJob, out: TextIO) -> GateJob:
     """The real pipeline, echoing each stage transition to the terminal as well as to the database."""
-    def run(**kwargs: Any) -> Any:
-        store: Callable[[ProgressEvent], None] = kwargs.pop("on_event")
+    def run(order: JobOrder, context: JobContext) -> GateOutcome:
+        store = context.on_event
 
         def on_event(event: ProgressEvent) -> None:
             store(event)
             if event.state != "started":
                 detail = f": {event.detail}" if event.detail else ""
-                print(f"      {kwargs['kernel']:<18} {event.side:<9} {event.stage:<11} {event.state}{detail}"[:160],
+                print(f"      {order.kernel:<18} {event.side:<9} {event.stage:<11} {event.state}{detail}"[:160],
                       file=out, flush=True)
-        return gate_job(**kwargs, on_event=on_event)
+        return gate_job(order, dataclasses.replace(context, on_event=on_event))
     return run
 
 
@@ -57,7 +57,7 @@ def replay(settings: Settings, out: TextIO, steps: tuple[Step, ...] | None = Non
     store = Store.from_url(settings.database_url)
     upgrade(store.engine)
     sources = MirrorSources(data_dir)
-    env = JobEnvironment(session_factory=make_session_factory(store.engine), gate_job=_printing(load_gate_job(), out),
+    env = JobEnvironment(store=store, gate_job=_printing(load_gate_job(), out),
                          data_dir=data_dir, options=settings.run_options(), mirror=sources.mirror,
                          spare_child=settings.spare_child)
     executor = LocalExecutor(env, role="demo")

@@ -55,6 +55,22 @@ def methods_agree(result: JobResult, kept_methods: dict[str, str]) -> bool:
     return all(kept_methods.get(method_key(st.shape, st.dtype), st.method) == st.method for st in shapes)
 
 
+@dataclass(frozen=True)
+class JobOrder:
+    """One kernel of one revision to gate, as the executor reads it from storage (`gate run` makes
+    one from its arguments): the input of `gate.executors.job.gate_job`."""
+
+    repo: str                      # URL or path, as the mirror fetches it
+    sha: str                       # the candidate, a full sha
+    base_sha: str | None           # its baseline; None: a root commit
+    kernel: str
+    gpu_kind: str = "any"          # the job's routing key
+    remeasure: bool = False        # measure even when the history holds the same inputs' figures
+    # `JobRequest.kept_methods` from this kernel's history on this GPU kind (`storage.timing_methods`)
+    kept_methods: dict[str, str] = field(default_factory=dict)
+    repository_id: int | None = None   # the history's repository (reuse lookups); None: `gate run`
+
+
 @dataclass
 class JobRequest:
     kernel: KernelSpec

@@ -14,8 +14,8 @@ than a second ncu session (`ReusedProfile`).
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Protocol
 
 from gate.domain.results import JobResult, ProfileResult
 
@@ -61,9 +61,24 @@ class ReusedProfile:
         return f"baseline profile {self.source.line}"
 
 
-# The parent's question to the history: "a measured job of this kernel with this reuse key, young
-# enough?" (`gate.storage.reuse.find_measured` answers it; None means measure).
-ReuseLookup = Callable[[str, str], "ReusedMeasurement | None"]   # (kernel, reuse key)
-# ... and "a measured candidate profile of this kernel with this side key?" (`storage.reuse.find_profile`).
-ProfileLookup = Callable[[str, str], "ReusedProfile | None"]     # (kernel, side key)
+@dataclass(frozen=True)
+class ReuseKeys:
+    """A job's keys (`gate.executors.reuse_key`); "" where no GPU was seen (nothing is reused)."""
 
+    job: str = ""                  # both sides' inputs and the request: an earlier job's result may stand
+    candidate: str = ""            # the candidate side's: its profile may stand for a later baseline
+    baseline: str = ""             # the baseline side's: an earlier candidate's profile may stand for it
+
+
+@dataclass(frozen=True)
+class HistoryAnswers:
+    """What the history holds for a job's keys (`gate.storage.reuse` answers)."""
+
+    measured: ReusedMeasurement | None = None          # a judged job with the same `ReuseKeys.job`
+    baseline_profile: ReusedProfile | None = None      # a candidate profile with the baseline's side key
+
+
+class History(Protocol):
+    """The parent's question to the history, for one repository: "measured already?"."""
+
+    def answers(self, kernel: str, keys: ReuseKeys) -> HistoryAnswers: ...

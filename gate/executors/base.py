@@ -1,178 +1,153 @@
-"""The executor interface, the pipeline seam, and running one claimed job to a stored verdict."""
+"""Running one claimed job to a stored verdict, wherever it runs (a server thread, a Celery worker).
+
+`run_claimed` reads the job's order through a unit of work (`gate.storage.claims.Claims`), hands it
+to the pipeline (`gate.executors.job`) with the history of the order's repository, beats the job's
+heartbeat meanwhile, and stores the outcome or the error (`gate.storage.outcomes.Outcomes`); only
+once that committed is the verdict announced (`gate.services.announce`).
+"""
 
 from __future__ import annotations
 
-import importlib
+import contextlib
 import logging
-import os
 import threading
-from collections.abc import Callable
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any
 
-from sqlalchemy.orm import Session, sessionmaker
-
-from gate.domain.job import ProgressEvent, RunOptions
+from gate.domain.job import GateOutcome, JobOrder, ProgressEvent, RunOptions
 from gate.domain.server_paths import hide
-from gate.domain.reuse import ProfileLookup, ReuseLookup, ReusedMeasurement, ReusedProfile
 from gate.errors import JobCancelled
+from gate.executors.job import GateJob, JobContext
+from gate.executors.spare import Spares
 from gate.job_folders import remove
 from gate.notify import Notifier
 from gate.services.announce import announce
-from gate.storage import claims, timing_methods
-from gate.storage.reuse import find_measured, find_profile
-from gate.storage.models import Job
-from gate.storage.outcomes import Outcome, store_error, store_outcome
-from gate.storage.unit import UnitOfWork
-
-if TYPE_CHECKING:
-    from gate.executors.spare import Spares
+from gate.storage.claims import HEARTBEAT_S, Claims
+from gate.storage.outcomes import Outcomes
+from gate.storage.reuse import RepositoryHistory
+from gate.storage.unit import Store
 
 log = logging.getLogger(__name__)
-
-TEST_PIPELINE_ENV = "GATE_TEST_PIPELINE"
-
-
-class GateJob(Protocol):
-    """`gate.executors.job.gate_job`: one kernel of one revision, through every stage, to a verdict."""
-
-    def __call__(self, *, repo: str, sha: str, base_sha: str | None, kernel: str, data_dir: Path,
-                 options: RunOptions, mirror: Any, on_event: Callable[[ProgressEvent], None],
-                 cancel: threading.Event, kept_methods: dict[str, str] | None = None,
-                 reuse: ReuseLookup | None = None, reuse_profile: ProfileLookup | None = None,
-                 spares: Spares | None = None) -> Outcome: ...
-
-
-def load_gate_job() -> GateJob:
-    """The real pipeline, or (test seam, only when set) `GATE_TEST_PIPELINE=module:function`."""
-    spec = os.environ.get(TEST_PIPELINE_ENV)
-    if spec:
-        module, _, name = spec.partition(":")
-        log.warning("%s=%s: jobs run a test pipeline, not the real one", TEST_PIPELINE_ENV, spec)
-        return getattr(importlib.import_module(module), name)
-    from gate.executors.job import gate_job
-
-    return gate_job
 
 
 @dataclass
 class JobEnvironment:
     """Everything a worker needs to run a job, wherever it runs (server thread or Celery worker)."""
 
-    session_factory: sessionmaker[Session]
+    store: Store
     gate_job: GateJob
     data_dir: Path
     options: RunOptions
     mirror: Any = None
-    heartbeat_s: float = claims.HEARTBEAT_S
-    # Who hears of each stored verdict, composed by whoever started this worker (no listeners: none).
-    notifier: Notifier = field(default_factory=Notifier)
-    # Start each job's child before the job, on a GPU (`gate.executors.spare`; GATE_SPARE_CHILD).
-    spare_child: bool = False
+    heartbeat_s: float = HEARTBEAT_S
+    notifier: Notifier = field(default_factory=Notifier)   # hears of each stored verdict (composed by the caller)
+    spare_child: bool = False      # start each job's child before the job, on a GPU (`gate.executors.spare`)
 
 
 def run_claimed(env: JobEnvironment, job_id: int, attempt: int, cancel: threading.Event | None = None,
                 spares: Spares | None = None) -> None:
     """Run a job this worker has claimed and store its outcome. Never raises for a job's failure:
-    a GateError or any unexpected exception becomes verdict `error` with the message.
-
-    `cancel` stops the job (its child's process group is killed, nothing is stored): set by the
-    executor when the job is cancelled, or here when a heartbeat finds the job no longer this
-    attempt's (cancelled, or re-queued as an orphan and taken by another worker).
-    `spares`: this worker thread's child started ahead of its next job (`gate.executors.spare`)."""
+    a GateError or any unexpected exception becomes verdict `error` with the message. `cancel` stops
+    the job (nothing is stored): set by the executor when the job is cancelled, or by a heartbeat that
+    finds the job no longer this attempt's. `spares`: this worker thread's (`gate.executors.spare`)."""
     cancel = cancel or threading.Event()
-    with env.session_factory() as session:
-        job = session.get(Job, job_id)
-        rev = job.revision
-        call = dict(repo=rev.repository.url, sha=rev.sha, base_sha=rev.base_sha, kernel=job.kernel)
-        kept = timing_methods.kept_methods(session, rev.repository_id, job.kernel, job.gpu_kind)
-        if kept:   # issue 25: the history's timing method per shape; the first job chooses
-            call["kept_methods"] = kept
-        if not rev.remeasure:
-            call.update(_lookups(env, rev.repository_id))
-    if spares is not None:
-        call["spares"] = spares
+    with env.store.unit() as uow:
+        order = uow.group(Claims).order(job_id)
     # One folder per attempt: a re-queued job may run again elsewhere while this attempt winds down.
     work_dir = Path(env.data_dir).resolve() / "jobs" / str(job_id) / str(attempt)
     work_dir.mkdir(parents=True, exist_ok=True)
-    stop = threading.Event()
-    beat = threading.Thread(target=_heartbeats, args=(env, job_id, attempt, stop, cancel), daemon=True,
-                            name=f"heartbeat-{job_id}")
-    beat.start()
-
-    def on_event(event: ProgressEvent) -> None:
-        line = f"{event.side} {event.stage} {event.state}" + (f": {event.detail}" if event.detail else "")
-        with env.session_factory() as s:
-            if not claims.heartbeat(s, job_id, attempt, progress=line,
-                                    event=(f"{event.stage} {event.state}", f"{event.side}: {event.detail}".rstrip(": "))):
-                cancel.set()
-
+    heart = _Heartbeat(env, job_id, attempt, cancel)
+    context = JobContext(data_dir=work_dir, options=env.options, mirror=env.mirror, cancel=cancel,
+                         on_event=heart.on_event, history=_history(env, order), spares=spares)
     try:
-        _run_and_store(env, job_id, attempt, call, work_dir, on_event, stop, beat, cancel)
+        outcome = _gated(env, heart, order, context)
+        if outcome is not None:
+            _store(env, job_id, attempt, outcome)
     finally:   # the job's checkouts, box folder and copies: the artifact store keeps what counts
         remove(work_dir)
-        try:
+        with contextlib.suppress(OSError):   # another attempt's folder is still there
             work_dir.parent.rmdir()
-        except OSError:   # another attempt's folder is still there
-            pass
 
 
-def _run_and_store(env: JobEnvironment, job_id: int, attempt: int, call: dict, work_dir: Path,
-                   on_event: Callable[[ProgressEvent], None], stop: threading.Event, beat: threading.Thread,
-                   cancel: threading.Event) -> None:
+def _history(env: JobEnvironment, order: JobOrder) -> RepositoryHistory | None:
+    """The history's answers for the order's repository (docs/reuse.md); none where nothing may be
+    reused: a revision asked to be measured again, or reuse turned off (`GATE_REUSE_MAX_AGE_H=0`)."""
+    if order.remeasure or env.options.reuse_max_age_h <= 0 or order.repository_id is None:
+        return None
+    return RepositoryHistory(env.store, env.data_dir, order.repository_id, env.options.reuse_max_age_h)
+
+
+def _gated(env: JobEnvironment, heart: _Heartbeat, order: JobOrder, context: JobContext) -> GateOutcome | None:
+    """The job's outcome; None when it was cancelled (the row already says what happened) or failed
+    in the gate (its `error` is stored and announced here)."""
     try:
-        outcome = env.gate_job(**call, data_dir=work_dir, options=env.options, mirror=env.mirror, on_event=on_event,
-                               cancel=cancel)
-    except JobCancelled as exc:   # the row already says what happened (cancelled, or re-queued)
-        log.info("job %s attempt %s stopped: %s", job_id, attempt, exc)
-        return
+        with heart.beating():
+            return env.gate_job(order, context)
+    except JobCancelled as exc:
+        log.info("job %s attempt %s stopped: %s", heart.job_id, heart.attempt, exc)
     except Exception as exc:   # GateError or a bug: the job ends as `error`, the worker carries on
-        log.exception("job %s failed in the gate", job_id)
-        stop.set()
-        with env.session_factory() as s:
-            announce(UnitOfWork(s), env.notifier,
-                     store_error(s, job_id, attempt, hide(f"{type(exc).__name__}: {exc}", env.data_dir)))
-        return
-    finally:
-        stop.set()
-        beat.join()
+        log.exception("job %s failed in the gate", heart.job_id)
+        _store(env, heart.job_id, heart.attempt, error=hide(f"{type(exc).__name__}: {exc}", env.data_dir))
+    return None
+
+
+def _store(env: JobEnvironment, job_id: int, attempt: int, outcome: GateOutcome | None = None,
+           error: str = "") -> None:
+    """Store the job's end and, only once it committed, hand the verdict to notify."""
     try:
-        with env.session_factory() as s:
-            notice = store_outcome(s, job_id, attempt, outcome, env.data_dir)
+        with env.store.unit() as uow:
+            outcomes = uow.group(Outcomes)
+            notice = (outcomes.store(job_id, attempt, outcome, env.data_dir) if outcome is not None
+                      else outcomes.error(job_id, attempt, error))
     except Exception as exc:   # e.g. a result that does not fit the schema: still an `error`, not lost
+        if outcome is None:
+            raise
         log.exception("job %s: storing the outcome failed", job_id)
-        with env.session_factory() as s:
-            notice = store_error(s, job_id, attempt, hide(f"storing the result failed: {type(exc).__name__}: {exc}",
-                                                           env.data_dir))
-    with env.session_factory() as s:     # only now, with the verdict committed, does notify hear of it
-        announce(UnitOfWork(s), env.notifier, notice)
+        message = hide(f"storing the result failed: {type(exc).__name__}: {exc}", env.data_dir)
+        with env.store.unit() as uow:
+            notice = uow.group(Outcomes).error(job_id, attempt, message)
+    with env.store.unit() as uow:     # only now, with the verdict committed, does notify hear of it
+        announce(uow, env.notifier, notice)
 
 
-def _lookups(env: JobEnvironment, repository_id: int) -> dict[str, ReuseLookup | ProfileLookup]:
-    """The history's answers for jobs of this repository (docs/reuse.md), as `gate_job`'s arguments:
-    "measured already?" (the whole pair) and "this baseline's profile measured already, as an earlier
-    job's candidate?"; none when reuse is off (`GATE_REUSE_MAX_AGE_H=0`)."""
-    max_age_h = env.options.reuse_max_age_h
-    if max_age_h <= 0:
-        return {}
+@dataclass
+class _Heartbeat:
+    """A running job's heartbeat: beaten by each progress event (with its line) and every
+    `heartbeat_s`; a beat that finds the job no longer this attempt's (cancelled, or re-queued and
+    taken by another worker) stops it."""
 
-    def asking(find: Callable[..., ReusedMeasurement | ReusedProfile | None]) -> Callable[[str, str], Any]:
-        def ask(kernel: str, key: str) -> ReusedMeasurement | ReusedProfile | None:
-            with env.session_factory() as s:
-                return find(s, env.data_dir, repository_id=repository_id, kernel=kernel, key=key,
-                            max_age_h=max_age_h)
-        return ask
+    env: JobEnvironment
+    job_id: int
+    attempt: int
+    cancel: threading.Event
 
-    return {"reuse": asking(find_measured), "reuse_profile": asking(find_profile)}
+    def beat(self, progress: str | None = None, event: tuple[str, str] | None = None) -> None:
+        with self.env.store.unit() as uow:
+            if not uow.group(Claims).heartbeat(self.job_id, self.attempt, progress=progress, event=event):
+                self.cancel.set()
 
+    def on_event(self, event: ProgressEvent) -> None:
+        line = f"{event.side} {event.stage} {event.state}" + (f": {event.detail}" if event.detail else "")
+        self.beat(line, (f"{event.stage} {event.state}", f"{event.side}: {event.detail}".rstrip(": ")))
 
-def _heartbeats(env: JobEnvironment, job_id: int, attempt: int, stop: threading.Event,
-                cancel: threading.Event) -> None:
-    while not stop.wait(env.heartbeat_s):
+    @contextmanager
+    def beating(self) -> Iterator[None]:
+        stop = threading.Event()
+
+        def every() -> None:
+            while not stop.wait(self.env.heartbeat_s):
+                try:
+                    self.beat()
+                except Exception:   # a missed beat is harmless; a long outage makes the job re-queue
+                    log.warning("job %s: heartbeat failed", self.job_id, exc_info=True)
+
+        thread = threading.Thread(target=every, daemon=True, name=f"heartbeat-{self.job_id}")
+        thread.start()
         try:
-            with env.session_factory() as s:
-                if not claims.heartbeat(s, job_id, attempt):
-                    cancel.set()     # cancelled, or re-queued and taken by another worker: stop
-        except Exception:   # a missed beat is harmless; a long outage makes the job re-queue
-            log.warning("job %s: heartbeat failed", job_id, exc_info=True)
+            yield
+        finally:
+            stop.set()
+            thread.join()

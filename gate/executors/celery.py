@@ -5,11 +5,10 @@ queue of its GPU kind (`gate.<kind>`; `gate.any` for jobs any GPU may run). The 
 id with the same atomic claim as the local executor, so a message delivered twice (a worker died
 before acking, the server re-sent at start-up) runs the job at most once at a time and stores one verdict.
 
-A worker killed mid-job (SIGKILL, a lost host) stops beating; the server's `OrphanSweeper` re-queues
-the job once its heartbeat is `stale_after_s` old and sends it again, so another worker runs it within
-`stale_after_s + sweep_s` plus its pick-up time (70 s with the defaults), without a restart. The dead
-worker's unacknowledged message comes back after Redis's visibility timeout; by then the job is done
-or running elsewhere with a fresh heartbeat, and the claim drops it.
+A worker killed mid-job stops beating; the server's `OrphanSweeper` re-queues and re-sends its job
+(`liveness.py`: 70 s with the defaults), without a restart. The dead worker's unacknowledged message
+comes back after Redis's visibility timeout; by then the job is done or running elsewhere with a fresh
+heartbeat, and the claim drops it.
 """
 
 from __future__ import annotations
@@ -23,7 +22,7 @@ from celery import Celery
 from gate.executors.base import JobEnvironment, run_claimed
 from gate.executors.liveness import OrphanSweeper, worker_id
 from gate.executors.spare import for_worker
-from gate.storage import claims
+from gate.storage.claims import Claims
 
 log = logging.getLogger(__name__)
 
@@ -59,7 +58,7 @@ class CeleryExecutor:
         self.env = env
         self.app = app or make_celery(broker_url)
         self.worker_name = worker_name or worker_id("celery", "worker")
-        self.sweeper = sweeper or OrphanSweeper(env.session_factory, self.resend)
+        self.sweeper = sweeper or OrphanSweeper(env.store, self.resend)
         self._sent: set[int] = set()
         self._lock = threading.Lock()
         # This worker process's child started ahead of its next job (one job at a time: `--pool=solo`).
@@ -72,8 +71,8 @@ class CeleryExecutor:
 
     def run_job(self, job_id: int) -> str:
         """The task body: claim the row by id, run it; a message for a job not claimable is dropped."""
-        with self.env.session_factory() as session:
-            attempt = claims.claim_job(session, job_id, worker=self.worker_name)
+        with self.env.store.unit() as uow:
+            attempt = uow.group(Claims).claim(job_id, worker=self.worker_name)
         if attempt is None:
             log.info("job %s: not claimable (done, or running elsewhere); message dropped", job_id)
             return "skipped"
@@ -82,8 +81,8 @@ class CeleryExecutor:
 
     def dispatch_queued(self) -> list[int]:
         """Send a message for every queued job not yet sent by this process."""
-        with self.env.session_factory() as session:
-            rows = claims.queued_jobs(session)
+        with self.env.store.unit() as uow:
+            rows = uow.group(Claims).queued()
         sent = []
         with self._lock:
             for job_id, gpu_kind in rows:

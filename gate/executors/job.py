@@ -1,193 +1,159 @@
-"""The parent side of one job, on the worker: checkouts -> the GPU child -> `decide`.
+"""The parent side of one job: order -> sources -> plan -> measure -> take back -> judge.
 
-`gate_job` checks out the candidate and its baseline from the git mirror (`gate.sources`), reads the
-manifest, runs every measuring stage in a child process (`gate.executors.child`, which starts
-`python -m gate.runner`), and decides the verdict with the pure `gate.verdict.decide`. Storing the
-outcome and notifying is the executor's (`gate.executors.base.run_claimed`); `gate run` calls this
-directly.
-
-The child writes into the box's folder (`box/<key>`), which submitted code controls: the parent takes
-back only the files it keeps an artifact of, through `gate.returned_files` (regular files, no link
-followed, capped per file and per job), into `artifacts/<key>`, which the box never sees. Files it
-refuses are named on the job (a `box` event) and in the result's notes. The checkouts and the box's
-folder are removed when the job ends; the artifacts stay for the caller to keep.
+`gate_job(order, context)` is the one entry: the executors and `gate run` call it through
+`load_gate_job` (tests swap it with GATE_TEST_PIPELINE=module:function). It checks out both sides,
+reads their manifests, asks the history about the request's reuse keys (docs/reuse.md) and lets
+`gate.executors.plan` decide; then it measures (the GPU child, or none), takes back the files worth
+keeping from the box's folder, which submitted code controls (through `gate.returned_files`, into
+`artifacts/<key>`; refused files are named on the job), and judges (`gate.verdict.decide`). The
+checkouts and the box's folder go when the job ends; the artifacts stay for the caller to keep.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import importlib
+import logging
+import os
 import threading
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from gate.domain.job import (CAPTURING_GRAPHS, GateOutcome, JobRequest, ProgressEvent, RunOptions, method_key,
-                             methods_agree)
+from gate.domain.job import CAPTURING_GRAPHS, GateOutcome, JobOrder, JobRequest, ProgressEvent, RunOptions, method_key
 from gate.domain.manifest import KernelSpec, Manifest
 from gate.domain.names import Side, Stage
 from gate.domain.results import JobResult, StageStatus
-from gate.domain.reuse import ProfileLookup, ReuseLookup, ReusedMeasurement
+from gate.domain.reuse import History, HistoryAnswers
 from gate.errors import JobCancelled, ManifestError
 from gate.executors.child import run_child
+from gate.executors.plan import JobPlan, Sources, plan_job, request_for, reused_result, with_baseline_profile
+from gate.executors.reuse_key import environment_inputs, job_keys
 from gate.executors.spare import Spare, Spares
 from gate.job_folders import remove
+from gate.manifest.load import load_manifest
 from gate.returned_files import Budget, Refused, copy_returned, listed
-from gate.executors.reuse_key import environment_inputs, reuse_key, side_key
+from gate.sources.mirror import Mirror
 from gate.verdict.decide import decide
 from gate.verdict.lines import job_diffs
-from gate.manifest.load import load_manifest
-from gate.sources.mirror import Mirror
 
+log = logging.getLogger(__name__)
 Emit = Callable[[ProgressEvent], None]
-
+TEST_PIPELINE_ENV = "GATE_TEST_PIPELINE"
 ARTIFACT_KINDS = {"ptxas.log": "ptxas_log", "build.log": "build_log", "result.json": "result_json",
                   "request.json": "request_json"}
-
-
-def manifest_at(mirror: Mirror, repo: str, sha: str, scratch: Path) -> Manifest:
-    """The manifest of `repo` at `sha` (read from a throw-away checkout)."""
-    workspace = scratch / f"manifest-{uuid.uuid4().hex[:8]}"
-    try:
-        mirror.checkout(repo, sha, workspace)
-        return load_manifest(workspace)
-    finally:
-        remove(workspace)
-
-
-def artifact_kind(name: str) -> str | None:
-    """The kind of artifact a file the child wrote is kept as; None: not kept (and never read)."""
-    return "ncu_report" if name.endswith(".ncu-rep") else ARTIFACT_KINDS.get(Path(name).name)
-
-
-def take_back(box_dir: Path, artifacts_dir: Path, budget: Budget) -> list[tuple[str, str]]:
-    """Copy the files worth keeping out of the box's folder, each through `copy_returned`; what it
-    refuses stays in `budget.refused`."""
-    kept = []
-    for name in listed(box_dir):
-        kind = artifact_kind(name)
-        if kind is None:
-            continue
-        try:
-            kept.append((kind, str(copy_returned(box_dir, name, artifacts_dir / name, budget))))
-        except Refused:
-            continue
-    return kept
-
-
-def gate_job(*, repo: str, sha: str, base_sha: str | None, kernel: str, data_dir: Path,
-             options: RunOptions, mirror: Mirror, on_event: Emit | None = None,
-             job_key: str | None = None, cancel: threading.Event | None = None,
-             kept_methods: dict[str, str] | None = None, reuse: ReuseLookup | None = None,
-             reuse_profile: ProfileLookup | None = None, spares: Spares | None = None) -> GateOutcome:
-    """Gate one kernel at `sha` (a full sha) against `base_sha` on this machine. `cancel` stops it
-    (`JobCancelled`): before the child starts, or by killing the child's process group.
-    `kept_methods`: the timing method per shape of this kernel's history (`storage.timing_methods`).
-
-    `reuse` (None: always measure) is asked for an earlier job with this job's reuse key
-    (`gate.executors.reuse_key`); when it has one, no child starts and that job's result is decided
-    again with the current gates. The key comes back on the outcome either way, so that the history
-    can offer this measurement to later jobs.
-
-    `reuse_profile` (None: always profile the baseline) is asked, when the pair is measured, for an
-    earlier job whose candidate had this baseline's inputs (`side_key`): the child then profiles the
-    candidate only, and that job's stored candidate profile becomes the baseline's, before `decide`.
-
-    `spares` (None: a child is started for this job) holds a child started before this job
-    (`gate.executors.spare`): the job exports its checkouts into that child's folders and tells it to
-    go; when the child is done, the next job's is started. A job that runs no child leaves it waiting."""
-    emit = on_event or (lambda _event: None)
-    # Every path of the request absolute: the child, and its box, run in the artifacts directory.
-    data_dir = Path(data_dir).resolve()
-    key = job_key or f"{sha[:12]}-{kernel}-{uuid.uuid4().hex[:8]}"
-    workspace = data_dir / "workspaces" / key
-    box_dir = data_dir / "box" / key            # written by submitted code: nothing in it is believed
-    spare = None
-    artifacts = data_dir / "artifacts" / key    # what the parent took back from it
-    budget = Budget()
-    try:
-        emit(ProgressEvent(stage=Stage.SOURCE, side=Side.JOINT, state="started"))
-        candidate = mirror.checkout(repo, sha, workspace / "candidate")
-        spec = _kernel_spec(load_manifest(Path(candidate.path)), kernel)
-        baseline = mirror.checkout(repo, base_sha, workspace / "baseline") if base_sha else None
-        # A root commit, or a baseline whose manifest lacks the kernel: nothing to regress against.
-        new_kernel = baseline is None or not declares(Path(baseline.path), kernel)
-        if new_kernel:
-            baseline = None
-        emit(ProgressEvent(stage=Stage.SOURCE, side=Side.JOINT, state="passed", detail=f"{sha[:12]}" + (
-            f" vs {base_sha[:12]}" if baseline else ", new kernel: no baseline declares it")))
-        request = JobRequest(kernel=spec, candidate=candidate, baseline=baseline,
-                             artifacts_dir=str(box_dir), options=options,
-                             # the baseline's profile feeds the relative ncu rules and, whatever the
-                             # rules, the source-line diff (verdict/lines.py) names lines against it
-                             profile_baseline=baseline is not None,
-                             kept_methods=dict(kept_methods or {}))
-        environment = environment_inputs(options)
-        reuse_as = reuse_key(request, environment)
-        candidate_key = side_key(spec, Path(candidate.path), environment)
-        found = reuse(kernel, reuse_as) if reuse is not None and reuse_as else None
-        if found is not None and not methods_agree(found.result, request.kept_methods):
-            found = None     # timed another way than the history now keeps: measure
-        base_key = side_key(spec, Path(baseline.path), environment) if baseline is not None else ""
-        base_profile = None
-        if found is None and reuse_profile is not None and request.profile_baseline and base_key:
-            base_profile = reuse_profile(kernel, base_key)
-        if base_profile is not None:
-            # The key above was made with the baseline profiled: the result has its profile either way.
-            request = dataclasses.replace(request, profile_baseline=False)
-        if found is not None:
-            emit(ProgressEvent(stage=Stage.SOURCE, side=Side.JOINT, state="passed",
-                               detail=f"inputs unchanged: {found.source.line}"))
-            result = _reused_result(found, sha, baseline.sha if baseline else None)
-        else:
-            if cancel is not None and cancel.is_set():
-                raise JobCancelled("cancelled before its child started")
-            if spares is not None and (spare := spares.take(options)) is not None:
-                request, box_dir = spare.adopt(request), spare.box_dir
-            try:
-                result = _measured(request, spec, emit, (data_dir,), cancel, budget, spare)
-            finally:
-                if spares is not None:   # the next job's child, now that this one's is done
-                    spares.refill(options)
-            if base_profile is not None and _profiles_baseline(result):
-                result.baseline.profile = base_profile.profile
-                result.notes.append(base_profile.line)
-                emit(ProgressEvent(stage=Stage.PROFILE, side=Side.BASELINE, state="passed", detail=base_profile.line))
-        result.new_kernel = new_kernel
-        kept = take_back(box_dir, artifacts, budget) if found is None else []   # a reused result ran no box
-        if found is None:
-            emit(ProgressEvent(stage=Stage.BOX, side=Side.JOINT, state="passed",
-                               detail=result.notes[0] if result.notes else "the child wrote no note on its box"))
-        for line in budget.evidence():
-            emit(ProgressEvent(stage=Stage.BOX, side=Side.JOINT, state="refused", detail=line))
-            result.notes.append(line)
-    finally:
-        if spare is not None:         # its child has ended; its folders held this job's checkouts
-            spare.discard()
-        remove(workspace)
-        remove(box_dir)
-    report = decide(result, spec.gates, spec.kernels)
-    report.lines = job_diffs(result)      # where it got slower, for the Check Run summary
-    return GateOutcome(result=result, report=report, artifacts=kept, reuse_key=reuse_as,
-                       candidate_key=candidate_key, reused_from=found.source if found else None)
-
-
 EVENTS_RERUN = "the job ran again, every shape timed with events (no CUDA graph)"
 
 
-def _measured(request: JobRequest, spec: KernelSpec, emit: Emit, hidden: tuple[Path, ...],
-              cancel: threading.Event | None, budget: Budget, spare: Spare | None) -> JobResult:
-    """The child's result (`spare`'s, when one was taken); a child that died while capturing CUDA
-    graphs died of the gate's choice of method, not of the kernel: the job runs once more, with events."""
-    result = run_child(request, timeout_s=spec.timeout_s, on_event=emit, hidden=hidden, cancel=cancel,
-                       budget=budget, spare=spare)
+@dataclass
+class JobContext:
+    """What the caller of a job (an executor, `gate run`) hands it besides its order."""
+
+    data_dir: Path                 # the job's folders go here: workspaces/, box/, artifacts/
+    options: RunOptions
+    mirror: Mirror
+    on_event: Emit = lambda _event: None
+    cancel: threading.Event = field(default_factory=threading.Event)   # set: stop, store nothing
+    history: History | None = None     # the history of the order's repository; None: always measure
+    spares: Spares | None = None       # children started ahead of jobs (`gate.executors.spare`); None: start one
+
+
+GateJob = Callable[[JobOrder, JobContext], GateOutcome]
+
+
+def load_gate_job() -> GateJob:
+    """`gate_job`, or (test seam, only when set) `GATE_TEST_PIPELINE=module:function`."""
+    spec = os.environ.get(TEST_PIPELINE_ENV)
+    if not spec:
+        return gate_job
+    module, _, name = spec.partition(":")
+    log.warning("%s=%s: jobs run a test pipeline, not the real one", TEST_PIPELINE_ENV, spec)
+    return getattr(importlib.import_module(module), name)
+
+
+def gate_job(order: JobOrder, context: JobContext) -> GateOutcome:
+    """Gate one kernel at `order.sha` against its baseline on this machine (`JobCancelled` once the
+    context's cancel is set). The outcome carries the reuse keys, so that the history can offer this
+    measurement to later jobs."""
+    # Every path of the request absolute: the child, and its box, run in the box's folder.
+    data_dir = Path(context.data_dir).resolve()
+    key = f"{order.sha[:12]}-{order.kernel}-{uuid.uuid4().hex[:8]}"
+    workspace, box_dir = data_dir / "workspaces" / key, data_dir / "box" / key   # box: nothing in it is believed
+    try:
+        sources = check_out(order, context.mirror, workspace, context.on_event)
+        request = request_for(order, sources, context.options, box_dir)
+        keys = job_keys(request, environment_inputs(context.options))
+        asked = context.history is not None and keys.job
+        plan = plan_job(request, keys, context.history.answers(order.kernel, keys) if asked else HistoryAnswers())
+        if plan.reused is not None:
+            context.on_event(ProgressEvent(stage=Stage.SOURCE, side=Side.JOINT, state="passed",
+                                           detail=f"inputs unchanged: {plan.reused.source.line}"))
+            result, kept = reused_result(plan.reused, sources), []
+        else:
+            with measure(plan, context, hidden=(data_dir,)) as (result, folder, budget):
+                result, kept = take_back(result, folder, budget, data_dir / "artifacts" / key, context.on_event)
+    finally:
+        remove(workspace)
+        remove(box_dir)
+    return judge(plan, sources, result, kept)
+
+
+def check_out(order: JobOrder, mirror: Mirror, workspace: Path, emit: Emit) -> Sources:
+    """Both sides from the git mirror, and what their manifests say of the kernel."""
+    emit(ProgressEvent(stage=Stage.SOURCE, side=Side.JOINT, state="started"))
+    candidate = mirror.checkout(order.repo, order.sha, workspace / "candidate")
+    spec = kernel_spec(load_manifest(Path(candidate.path)), order.kernel)
+    baseline = mirror.checkout(order.repo, order.base_sha, workspace / "baseline") if order.base_sha else None
+    # A root commit, or a baseline whose manifest lacks the kernel: nothing to regress against.
+    new_kernel = baseline is None or not declares(Path(baseline.path), order.kernel)
+    emit(ProgressEvent(stage=Stage.SOURCE, side=Side.JOINT, state="passed", detail=f"{order.sha[:12]}" + (
+        ", new kernel: no baseline declares it" if new_kernel else f" vs {order.base_sha[:12]}")))
+    return Sources(candidate, None if new_kernel else baseline, spec, new_kernel)
+
+
+@contextmanager
+def measure(plan: JobPlan, context: JobContext, hidden: tuple[Path, ...]) -> Iterator[tuple[JobResult, Path, Budget]]:
+    """The child's result, its folder and what it handed back so far, while the folder lasts. A
+    waiting spare runs it when there is one, and the next job's is started once this child is done."""
+    if context.cancel.is_set():
+        raise JobCancelled("cancelled before its child started")
+    request, spares, budget = plan.request, context.spares, Budget()
+    spare = spares.take(context.options) if spares is not None else None
+    try:
+        if spare is not None:
+            request = spare.adopt(request)
+        try:
+            result = _measured(request, spare, context, hidden, budget)
+        finally:
+            if spares is not None:
+                spares.refill(context.options)
+        if plan.baseline_profile is not None and (taken := with_baseline_profile(result, plan.baseline_profile)):
+            result = taken
+            context.on_event(ProgressEvent(stage=Stage.PROFILE, side=Side.BASELINE, state="passed",
+                                           detail=plan.baseline_profile.line))
+        yield result, Path(request.artifacts_dir), budget
+    finally:
+        if spare is not None:         # its child has ended; its folders held this job's checkouts
+            spare.discard()
+
+
+def _measured(request: JobRequest, spare: Spare | None, context: JobContext, hidden: tuple[Path, ...],
+              budget: Budget) -> JobResult:
+    """The child's result; a child that died while capturing CUDA graphs died of the gate's choice of
+    method, not of the kernel: the job runs once more, with events."""
+    spec, emit, note = request.kernel, context.on_event, spare.note() if spare is not None else None
+    result = run_child(request, timeout_s=spec.timeout_s, on_event=emit, hidden=hidden, cancel=context.cancel,
+                       budget=budget, child=spare.child if spare is not None else None)
     if (died := died_capturing(result)) is None:
-        return result
+        return result if note is None else dataclasses.replace(result, notes=[*result.notes, note])
     emit(ProgressEvent(stage=Stage.BENCH, side=Side.JOINT, state="running", detail=EVENTS_RERUN))
     remove(Path(request.artifacts_dir))
     request = dataclasses.replace(request, kept_methods=events_everywhere(spec))
-    result = run_child(request, timeout_s=spec.timeout_s, on_event=emit, hidden=hidden, cancel=cancel, budget=budget)
-    result.notes.append(f"{EVENTS_RERUN}: its first child {died}")
-    return result
+    result = run_child(request, timeout_s=spec.timeout_s, on_event=emit, hidden=hidden, cancel=context.cancel,
+                       budget=budget)
+    return dataclasses.replace(result, notes=[*result.notes, f"{EVENTS_RERUN}: its first child {died}"])
 
 
 def died_capturing(result: JobResult) -> str | None:
@@ -206,23 +172,34 @@ def events_everywhere(spec: KernelSpec) -> dict[str, str]:
     return {method_key(shape.label, dtype): "events" for shape in spec.shapes for dtype in spec.dtypes}
 
 
-def _profiles_baseline(result: JobResult) -> bool:
-    """Whether the child would have profiled the baseline had it been asked: it built, and the child
-    reached the profile stage (it ran the candidate's; it skips both after a failed correctness)."""
-    base, cand = result.baseline, result.candidate.profile
-    return (base is not None and base.build is not None and base.build.status is StageStatus.PASSED
-            and cand is not None and cand.status is not StageStatus.NOT_RUN)
+def take_back(result: JobResult, folder: Path, budget: Budget, artifacts: Path,
+              emit: Emit) -> tuple[JobResult, list[tuple[str, str]]]:
+    """The files worth keeping, copied out of the child's folder each through `copy_returned`, and the
+    result with a note for each file refused."""
+    kept = []
+    for name in listed(folder):
+        kind = "ncu_report" if name.endswith(".ncu-rep") else ARTIFACT_KINDS.get(Path(name).name)
+        if kind is None:           # not kept, and never read
+            continue
+        try:
+            kept.append((kind, str(copy_returned(folder, name, artifacts / name, budget))))
+        except Refused:
+            continue
+    emit(ProgressEvent(stage=Stage.BOX, side=Side.JOINT, state="passed",
+                       detail=result.notes[0] if result.notes else "the child wrote no note on its box"))
+    refused = budget.evidence()
+    for line in refused:
+        emit(ProgressEvent(stage=Stage.BOX, side=Side.JOINT, state="refused", detail=line))
+    return dataclasses.replace(result, notes=[*result.notes, *refused]), kept
 
 
-def _reused_result(found: ReusedMeasurement, sha: str, base_sha: str | None) -> JobResult:
-    """The earlier job's result, told of the revisions it now stands for (their inputs are the same
-    bytes, by the key) and of where its figures came from."""
-    result = found.result
-    result.candidate.sha = sha
-    if result.baseline is not None and base_sha:
-        result.baseline.sha = base_sha
-    result.notes = [*result.notes, found.source.line]
-    return result
+def judge(plan: JobPlan, sources: Sources, result: JobResult, kept: list[tuple[str, str]]) -> GateOutcome:
+    """The verdict with the current gates, and where it got slower (for the Check Run summary)."""
+    result = dataclasses.replace(result, new_kernel=sources.new_kernel)
+    report = decide(result, sources.spec.gates, sources.spec.kernels)
+    return GateOutcome(result=result, report=dataclasses.replace(report, lines=job_diffs(result)), artifacts=kept,
+                       reuse_key=plan.keys.job, candidate_key=plan.keys.candidate,
+                       reused_from=plan.reused.source if plan.reused is not None else None)
 
 
 def declares(repo_dir: Path, kernel: str) -> bool:
@@ -235,7 +212,7 @@ def declares(repo_dir: Path, kernel: str) -> bool:
         return True
 
 
-def _kernel_spec(manifest: Manifest, name: str) -> KernelSpec:
+def kernel_spec(manifest: Manifest, name: str) -> KernelSpec:
     try:
         return manifest.kernel(name)
     except KeyError:

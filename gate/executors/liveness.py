@@ -20,9 +20,8 @@ import socket
 import threading
 from collections.abc import Callable
 
-from sqlalchemy.orm import Session, sessionmaker
-
 from gate.storage import claims
+from gate.storage.unit import Store
 
 log = logging.getLogger(__name__)
 SWEEP_S = 10.0
@@ -54,10 +53,10 @@ def dead_on_this_host(worker: str) -> bool:
 class OrphanSweeper:
     """Every `sweep_s`: re-queue orphaned jobs and pass their ids to `on_requeued`."""
 
-    def __init__(self, session_factory: sessionmaker[Session], on_requeued: Callable[[list[int]], None], *,
+    def __init__(self, store: Store, on_requeued: Callable[[list[int]], None], *,
                  sweep_s: float = SWEEP_S, stale_after_s: float = claims.STALE_AFTER_S,
                  dead_worker: Callable[[str], bool] = dead_on_this_host):
-        self.session_factory = session_factory
+        self.store = store
         self.dead_worker = dead_worker
         self.on_requeued = on_requeued
         self.sweep_s = sweep_s
@@ -66,8 +65,9 @@ class OrphanSweeper:
         self._thread: threading.Thread | None = None
 
     def sweep(self) -> list[int]:
-        with self.session_factory() as session:
-            ids = claims.requeue_orphans(session, stale_after_s=self.stale_after_s, dead_worker=self.dead_worker)
+        with self.store.unit() as uow:
+            ids = uow.group(claims.Claims).requeue_orphans(stale_after_s=self.stale_after_s,
+                                                           dead_worker=self.dead_worker)
         if ids:
             log.warning("re-queued orphaned jobs: %s", ids)
             self.on_requeued(ids)

@@ -1,38 +1,28 @@
 """The embedded executor: one thread per GPU (one in all with no GPU) taking jobs from the database.
 
 Used inside `gate serve` and by `gate worker` with GATE_EXECUTOR=local (a database-polling worker).
-At start it re-queues jobs a dead process of this host left RUNNING (the process died mid-job), and an
-`OrphanSweeper` keeps re-queueing jobs whose worker stopped beating (see `liveness.py`); the attempt
-check in `store_outcome` keeps a late result from being stored twice. Worker ids carry the process id,
-so two executors on one host never take each other's live jobs for leftovers. `cancel(job_ids)`
-stops the jobs this process runs at once (their children's process groups are killed).
+At start, and then every `sweep_s`, its `OrphanSweeper` re-queues the jobs dead workers left running
+(`liveness.py`). `cancel(job_ids)` stops the jobs this process runs at once (their children's process
+groups are killed).
 """
 
 from __future__ import annotations
 
 import logging
-import shutil
-import subprocess
 import threading
 
 from gate.executors.base import JobEnvironment, run_claimed
 from gate.executors.spare import Spares, for_worker
 from gate.executors.liveness import OrphanSweeper, worker_id
-from gate.storage import claims
+from gate.nvidia.tool_output import tool_output
+from gate.storage.claims import Claims
 
 log = logging.getLogger(__name__)
 
 
 def local_gpus() -> list[str]:
     """GPU names from `nvidia-smi` (the server needs no torch); [] when there is none."""
-    smi = shutil.which("nvidia-smi")
-    if smi is None:
-        return []
-    try:
-        out = subprocess.run([smi, "--query-gpu=name", "--format=csv,noheader"], capture_output=True,
-                             text=True, timeout=20, check=True).stdout
-    except (subprocess.SubprocessError, OSError):
-        return []
+    out = tool_output(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"], timeout_s=20)
     return [line.strip() for line in out.splitlines() if line.strip()]
 
 
@@ -43,7 +33,7 @@ class LocalExecutor:
         self.gpus = local_gpus() if gpus is None else gpus
         self.poll_s = poll_s
         self.role = role
-        self.sweeper = sweeper or OrphanSweeper(env.session_factory, lambda _ids: self.wake())
+        self.sweeper = sweeper or OrphanSweeper(env.store, lambda _ids: self.wake())
         self._stop = threading.Event()
         self._wake = threading.Event()
         self._threads: list[threading.Thread] = []
@@ -85,8 +75,7 @@ class LocalExecutor:
         self._spares.clear()
 
     def _spares_of(self, worker: str) -> Spares | None:
-        """The slot's child started ahead of its next job, where the environment asks for one (a slot's
-        thread runs its jobs one after another, so each slot has its own)."""
+        """The slot's spares (`gate.executors.spare`), where the environment asks for them."""
         if worker not in self._spares and (spares := for_worker(self.env.data_dir, worker, self.env.spare_child)):
             self._spares[worker] = spares
         return self._spares.get(worker)
@@ -102,8 +91,8 @@ class LocalExecutor:
 
     def run_once(self, worker: str, kinds: list[str]) -> bool:
         """Claim and run one job; False when none was queued."""
-        with self.env.session_factory() as session:
-            claimed = claims.claim_next(session, worker=worker, gpu_kinds=kinds)
+        with self.env.store.unit() as uow:
+            claimed = uow.group(Claims).claim_next(worker=worker, gpu_kinds=kinds)
         if claimed is None:
             return False
         job_id, attempt = claimed

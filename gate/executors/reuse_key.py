@@ -1,28 +1,12 @@
-"""The reuse key of a job, computed by the parent before it starts the GPU child.
+"""The reuse keys of a job (docs/reuse.md: what they hash, and why), made by the parent before it
+starts the GPU child: the lookup needs the database, which the child never imports, and a child that
+stopped half-way to ask would cost a second torch import (~2 s) for every unchanged kernel. Hashing
+files and asking three tools their version costs the parent well under a second.
 
-Why the parent and not a first phase of the child: the lookup needs the database, and the child
-imports nothing of it (pyproject's contracts); a child that stopped half-way to ask would need a
-second round trip through the box and a second torch import (~2 s) for every unchanged kernel, which
-is most of what reuse saves. Hashing files and asking three tools their version costs the parent
-well under a second and needs neither torch nor CUDA.
-
-Each side has its own key (`side_key`: what that side's build, static figures and profile depend
-on), sha256 over
-- every source of the kernel and every local header it reaches through `#include "..."` (the object
-  cache's own rule, `gate.pipeline.build_cache.local_includes`), by path and bytes;
-- the workload's Python code when it lives in the repository (every `.py` file of the repository:
-  a workload module may import any of them, and following Python imports would be guessing);
-- the kernel's manifest entry less its gates (the verdict is decided again with the current gates);
-- the environment: `nvcc --version`, the installed torch, `ncu --version`, the visible GPUs and
-  driver (`nvidia-smi`), the measuring options (clock policy, bench budget, seeds, ...) and the
-  gate's own measuring code (`gate/pipeline`, `gate/runner`, `gate/nvidia`).
-The job's key is sha256 over the candidate's and the baseline's side keys (or "no baseline") and
-everything else the parent tells the child (`JobRequest`): whether the baseline is profiled, and any
-field a later change adds: a new field enters the key unless `_NOT_MEASURING` names it. A candidate's
-side key equal to a later job's baseline's lets that job take the candidate's profile (docs/reuse.md).
-
-Raw sources are hashed, not preprocessed ones: a comment edit re-measures, which costs GPU time but
-can never reuse a stale figure. Without a visible GPU the key is "" and nothing is reused.
+`side_key`: what one side's build, static figures and profile depend on; its headers are followed by
+the object cache's own rule (`gate.pipeline.build_cache.local_includes`). `job_keys`: both side keys
+and the rest of the request, where a new `JobRequest` field counts unless `_NOT_MEASURING` names it.
+Without a visible GPU every key is "" and nothing is reused.
 """
 
 from __future__ import annotations
@@ -40,6 +24,7 @@ import gate
 from gate.domain.codec import to_json
 from gate.domain.job import JobRequest, RunOptions
 from gate.domain.manifest import KernelSpec
+from gate.domain.reuse import ReuseKeys
 from gate.manifest import compile_flags
 from gate.pipeline.build_cache import local_includes
 from gate.nvidia.tool_output import tool_output
@@ -166,15 +151,16 @@ def side_key(spec: KernelSpec, root: Path, environment: str) -> str:
     return h.hexdigest()
 
 
-def reuse_key(request: JobRequest, environment: str) -> str:
-    """The key a job shares with an earlier one exactly when that one's result may stand for it:
-    both sides' `side_key` and the rest of the request; '' (never reused) when `environment` is ''
-    (no GPU seen)."""
+def job_keys(request: JobRequest, environment: str) -> ReuseKeys:
+    """The job's key, which it shares with an earlier one exactly when that one's result may stand
+    for it (both sides' `side_key` and the rest of the request), and the two side keys; all ''
+    (never reused) when `environment` is '' (no GPU seen)."""
     if not environment:
-        return ""
+        return ReuseKeys()
+    candidate = side_key(request.kernel, Path(request.candidate.path), environment)
+    baseline = "" if request.baseline is None else side_key(request.kernel, Path(request.baseline.path), environment)
     h = _Hash()
     h.part("request", measuring_request(request))
-    h.part("candidate", side_key(request.kernel, Path(request.candidate.path), environment).encode())
-    h.part("baseline", b"none" if request.baseline is None else
-           side_key(request.kernel, Path(request.baseline.path), environment).encode())
-    return h.hexdigest()
+    h.part("candidate", candidate.encode())
+    h.part("baseline", baseline.encode() if request.baseline is not None else b"none")
+    return ReuseKeys(job=h.hexdigest(), candidate=candidate, baseline=baseline)

@@ -2,24 +2,19 @@
 
 Every job's child first imports torch and makes a CUDA context: 5.4 s on an H100 before its build
 could load anything (docs/design.md, "Where a warm verdict's time goes"). An executor that runs jobs
-one after another starts the next job's child as soon as one ends (`Spares.refill`). The child
-(`python -m gate.runner --spare`) does that work, starts both sides' profile sessions in the
-folders the job's profile stages will use (`pipeline.ahead.start_early`: ncu, its target's torch and
-context), and waits. The next job takes it (`Spares.take`) when it is about to start its child,
-moves its checkouts into the folders the child's box was made with (`Spare.adopt`), writes the
-request and says go (`gate.executors.child.run_child(spare=)`).
+one after another starts the next job's child as soon as one ends (`Spares.refill`): the same
+`ChildProcess` a job starts (`python -m gate.runner --spare`), which does that work, starts both
+sides' profile sessions (`pipeline.ahead.start_early`) and waits. The next job takes it
+(`Spares.take`), moves its checkouts into the folders the child's box was made with (`Spare.adopt`),
+writes the request and says go (`gate.executors.child.run_child(child=)`).
 
-The box is the one a job's child gets (`child.child_box`), made before the job exists: so its
-folders are chosen first, under `root`, one set per spare: `box/` (the child's folder, writable),
-`candidate/` and `baseline/` (the checkouts, read-only; a job without a baseline leaves that one
-empty). `hidden` covers what the data folder holds besides them. A spare serves one job and is then
-gone; nothing of a submission's is in its box before the go, so no job sees another's.
-
-A spare that died while it waited (its import failed, the box killed it) is not used: the job starts
-a child of its own, as it would without spares. One is used only with the options it was made for
-(its object cache is bound into the box, its profile sessions run their ncu). Its idle CUDA
-contexts are on the GPU between jobs: a serial executor's own next child, never timed work's
-neighbour.
+Its box (`child.launch`) is made before the job exists, on folders chosen first under `root`, one set
+per spare: `box/` (the child's folder, writable), `candidate/` and `baseline/` (the checkouts,
+read-only); `hidden` covers the rest of the data folder. A spare serves one job and is then gone;
+nothing of a submission's is in its box before the go, so no job sees another's. One that died while
+it waited is not used (the job starts a child of its own), nor one made for other options (its box
+binds their object cache, its sessions run their ncu). Its idle CUDA contexts are on the GPU between
+jobs: a serial executor's own next child, never timed work's neighbour.
 """
 
 from __future__ import annotations
@@ -27,18 +22,18 @@ from __future__ import annotations
 import json
 import logging
 import shutil
-import subprocess
 import threading
 import time
 import uuid
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from gate import box, box_view
 from gate.domain.codec import to_json
 from gate.domain.job import Checkout, JobRequest, RunOptions
+from gate.executors.child import ChildProcess, launch
 from gate.job_folders import remove
-from gate.runner.protocol import REQUEST_NAME, RESULT_NAME, SPARE_OPTIONS_NAME
+from gate.runner.protocol import SPARE_OPTIONS_NAME
 
 log = logging.getLogger(__name__)
 
@@ -47,18 +42,12 @@ log = logging.getLogger(__name__)
 class Spare:
     """One waiting child and its folders (see the module doc)."""
 
-    proc: box.BoxedPopen
-    spec: box.Box
+    child: ChildProcess
     folder: Path
     options: RunOptions          # what it was started for: its box binds their object cache, its sessions their ncu
-    started: float = field(default_factory=time.monotonic)
 
     def note(self) -> str:
-        return f"the child was started {time.monotonic() - self.started:.1f} s before its job's go (a spare)"
-
-    @property
-    def box_dir(self) -> Path:
-        return self.folder / "box"
+        return f"the child was started {time.monotonic() - self.child.started:.1f} s before its job's go (a spare)"
 
     def adopt(self, request: JobRequest) -> JobRequest:
         """`request` moved into this spare's folders: each checkout's entries into `candidate/` or
@@ -71,24 +60,11 @@ class Spare:
             return replace(checkout, path=str(self.folder / side))
 
         return replace(request, candidate=moved(request.candidate, "candidate"),
-                       baseline=moved(request.baseline, "baseline"), artifacts_dir=str(self.box_dir))
-
-    def alive(self) -> bool:
-        return self.proc.poll() is None
+                       baseline=moved(request.baseline, "baseline"), artifacts_dir=str(self.folder / "box"))
 
     def discard(self) -> None:
         """Stop the child (closing its stdin ends a waiting one; a kill ends the rest) and remove its folders."""
-        from gate.executors.child import kill_group
-
-        try:
-            self.proc.stdin.close()
-        except OSError:
-            pass
-        if self.alive():
-            kill_group(self.proc)
-        for stream in (self.proc.stdout, self.proc.stderr):
-            if stream is not None:
-                stream.close()
+        self.child.close()
         remove(self.folder)
 
 
@@ -107,7 +83,7 @@ class Spares:
             spare, self._spare = self._spare, None
         if spare is None:
             return None
-        if spare.alive() and spare.options == options:
+        if spare.child.alive() and spare.options == options:
             return spare
         spare.discard()
         return None
@@ -148,15 +124,9 @@ def for_worker(data_dir: Path, worker: str, enabled: bool) -> Spares | None:
 
 
 def _start(folder: Path, hidden: tuple[Path, ...], options: RunOptions) -> Spare:
-    from gate.executors.child import child_box, child_command, child_env
-
     box_dir = folder / "box"
     sides = (folder / "candidate", folder / "baseline")
     for path in (box_dir, *sides):
         path.mkdir(parents=True)
     (box_dir / SPARE_OPTIONS_NAME).write_text(json.dumps(to_json(options)))   # what it warms up for
-    spec = child_box(box_dir, options, sides, hidden)
-    proc = box.popen(spec, child_command(box_dir / REQUEST_NAME, box_dir / RESULT_NAME, spare=True),
-                     cwd=box_dir, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.PIPE,
-                     text=True, errors="replace", start_new_session=True, env=child_env())
-    return Spare(proc=proc, spec=spec, folder=folder, options=options)
+    return Spare(ChildProcess.start(launch(box_dir, options, sides, hidden), spare=True), folder, options)

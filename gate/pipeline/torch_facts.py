@@ -10,7 +10,7 @@ The gate writes them when it makes the precompiled headers (`torch_pch_make.make
 serve, worker and demo at start), outside any box, as `<pch root>/torch-facts.json`, with a
 fingerprint of where they came from: the interpreter, and the size and time of torch's files that
 hold them (its package, its version, `cpp_extension`, its compiled `_C`). A job's child sees that
-folder read-only (`executors.child.child_box`), so no submission can change them. The child uses
+folder read-only (`executors.child.launch`), so no submission can change them. The child uses
 them only when the fingerprint is still what it sees now (`importlib.util.find_spec` finds torch
 without importing it); otherwise, or without the file, it imports torch as before. The command
 lines are the same either way (tests/pipeline/test_torch_facts.py).

@@ -3,7 +3,7 @@
 Made by the gate itself (`gate pch`, and in the background when `gate serve`, `gate worker` or
 `gate demo` start), never inside a job: the inputs are the installed torch and a two-line wrapper
 the gate writes, nothing of a submission, so it runs unboxed like the gate's `--version` probes and
-its files stay owned by the gate's user. Jobs see the folder read-only (`executors.child.child_box`
+its files stay owned by the gate's user. Jobs see the folder read-only (`executors.child.launch`
 binds it; a compile boxed on its own reads it as one of its `-I` directories).
 
 One header takes about as long as one binding compile (52 s for `torch/extension.h` of a CUDA torch

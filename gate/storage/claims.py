@@ -3,6 +3,7 @@
 A claim is one conditional UPDATE (`... WHERE id = :id AND state = 'queued'`) committed on its own:
 of two workers racing for a row, exactly one sees `rowcount == 1`. The same claim serves the local
 executor (next queued job) and Celery (a job by id, so a redelivered message cannot run it twice).
+The executors reach these through their unit of work's `Claims` group, with the claimed job's order.
 """
 
 from __future__ import annotations
@@ -13,7 +14,9 @@ from datetime import timedelta
 from sqlalchemy import and_, or_, select, update
 from sqlalchemy.orm import Session
 
+from gate.domain.job import JobOrder
 from gate.storage.models import Job, JobEvent, JobState, Revision, RevisionStatus, utcnow
+from gate.storage.timing_methods import kept_methods
 
 HEARTBEAT_S = 5.0
 STALE_AFTER_S = 60.0          # a RUNNING job whose heartbeat is older than this has lost its worker
@@ -117,3 +120,38 @@ def queued_jobs(session: Session) -> list[tuple[int, str]]:
     """(job id, GPU kind) of every queued job: what a distributed executor has to send."""
     return [(job_id, gpu_kind) for job_id, gpu_kind in
             session.execute(select(Job.id, Job.gpu_kind).where(Job.state == JobState.QUEUED)).all()]
+
+
+def job_order(session: Session, job_id: int) -> JobOrder:
+    """What the executor gates for job `job_id`: its revision, kernel and the history's timing methods."""
+    job = session.get(Job, job_id)
+    rev = job.revision
+    return JobOrder(repo=rev.repository.url, sha=rev.sha, base_sha=rev.base_sha, kernel=job.kernel,
+                    gpu_kind=job.gpu_kind, remeasure=rev.remeasure, repository_id=rev.repository_id,
+                    kept_methods=kept_methods(session, rev.repository_id, job.kernel, job.gpu_kind))
+
+
+class Claims:
+    """The executors' group of a unit of work (`uow.group(Claims)`): each method commits on its own."""
+
+    def __init__(self, session: Session):
+        self._session = session
+
+    def claim(self, job_id: int, *, worker: str) -> int | None:
+        return claim_job(self._session, job_id, worker=worker)
+
+    def claim_next(self, *, worker: str, gpu_kinds: Sequence[str]) -> tuple[int, int] | None:
+        return claim_next(self._session, worker=worker, gpu_kinds=gpu_kinds)
+
+    def order(self, job_id: int) -> JobOrder:
+        return job_order(self._session, job_id)
+
+    def heartbeat(self, job_id: int, attempt: int, *, progress: str | None = None,
+                  event: tuple[str, str] | None = None) -> bool:
+        return heartbeat(self._session, job_id, attempt, progress=progress, event=event)
+
+    def requeue_orphans(self, *, stale_after_s: float, dead_worker: Callable[[str], bool]) -> list[int]:
+        return requeue_orphans(self._session, stale_after_s=stale_after_s, dead_worker=dead_worker)
+
+    def queued(self) -> list[tuple[int, str]]:
+        return queued_jobs(self._session)

@@ -3,7 +3,8 @@
 The final UPDATE is conditional on the attempt that was claimed: if the job was re-queued and claimed
 again meanwhile (its worker was presumed dead), this late result is dropped instead of stored twice.
 Nothing of the notifications runs here: the verdict's `Notice` is stored in the same transaction and
-returned, and the caller hands it to its notifier once committed (`gate.executors.base`).
+returned, and the caller hands it to its notifier once committed (`gate.executors.base`, through
+its unit of work's `Outcomes` group).
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ log = logging.getLogger(__name__)
 
 
 class Outcome(Protocol):
-    """What `gate.executors.job.gate_job` returns (`GateOutcome`)."""
+    """What `gate.executors.job.gate_job` returns (`GateOutcome`; the tests' fakes have the same fields)."""
 
     result: JobResult
     report: VerdictReport
@@ -112,3 +113,16 @@ def store_error(session: Session, job_id: int, attempt: int, message: str) -> No
     record.job_id, record.revision_id = job.id, job.revision_id
     session.add(record)
     return _close(session, job, report, record.fingerprint)
+
+
+class Outcomes:
+    """The executors' group of a unit of work (`uow.group(Outcomes)`): a job's end, committed."""
+
+    def __init__(self, session: Session):
+        self._session = session
+
+    def store(self, job_id: int, attempt: int, outcome: Outcome, data_dir: Path) -> Notice | None:
+        return store_outcome(self._session, job_id, attempt, outcome, data_dir)
+
+    def error(self, job_id: int, attempt: int, message: str) -> Notice | None:
+        return store_error(self._session, job_id, attempt, message)

@@ -3,7 +3,8 @@
 Only a job that measured (not one that itself reused) and was judged (`accept` or `reject`: an
 `inconclusive` interval or an `incomplete` run is worth measuring again) is offered, and only while
 it is younger than the age limit, counted from when it measured. The same rule offers a candidate's
-profile to a later job whose baseline has the candidate's inputs (`find_profile`).
+profile to a later job whose baseline has the candidate's inputs (`find_profile`). A job's parent
+asks both at once (`RepositoryHistory`, through the unit of work's `ReuseAnswers` group).
 """
 
 from __future__ import annotations
@@ -11,8 +12,10 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session, aliased
@@ -20,9 +23,12 @@ from sqlalchemy.orm import Session, aliased
 from gate.domain import JobResult, StageStatus, Verdict
 from gate.domain.clock import utcnow
 from gate.domain.codec import from_json
-from gate.domain.reuse import Provenance, ReusedMeasurement, ReusedProfile, reused_line
+from gate.domain.reuse import HistoryAnswers, Provenance, ReusedMeasurement, ReusedProfile, ReuseKeys, reused_line
 from gate.storage import artifacts as artifact_files
 from gate.storage.models import Artifact, Job, JobState, Revision, VerdictRecord
+
+if TYPE_CHECKING:     # the unit's module lists this one's group: a type here, not an import
+    from gate.storage.unit import Store
 
 log = logging.getLogger(__name__)
 
@@ -99,3 +105,33 @@ def reused_revisions(session: Session, kernel: str, gpu_kind: str) -> dict[int, 
         .where(Job.kernel == kernel, VerdictRecord.gpu_kind == gpu_kind, origin.finished_at.is_not(None))
     ).all()
     return {rev_id: reused_line(sha, job_id, at.isoformat()) for rev_id, sha, job_id, at in rows}
+
+
+class ReuseAnswers:
+    """The executors' group of a unit of work (`uow.group(ReuseAnswers)`)."""
+
+    def __init__(self, session: Session):
+        self._session = session
+
+    def answers(self, data_dir: Path, *, repository_id: int, kernel: str, keys: ReuseKeys,
+                max_age_h: float) -> HistoryAnswers:
+        """The history's answers for a job of `kernel` with `keys` in this repository."""
+        where = dict(repository_id=repository_id, kernel=kernel, max_age_h=max_age_h)
+        return HistoryAnswers(measured=find_measured(self._session, data_dir, key=keys.job, **where),
+                              baseline_profile=find_profile(self._session, data_dir, key=keys.baseline, **where))
+
+
+@dataclass(frozen=True)
+class RepositoryHistory:
+    """The history of one repository as a job's parent asks it (`gate.domain.reuse.History`): each
+    question in a unit of its own, since the job runs for minutes between them."""
+
+    store: Store
+    data_dir: Path
+    repository_id: int
+    max_age_h: float
+
+    def answers(self, kernel: str, keys: ReuseKeys) -> HistoryAnswers:
+        with self.store.unit() as uow:
+            return uow.group(ReuseAnswers).answers(self.data_dir, repository_id=self.repository_id, kernel=kernel,
+                                                   keys=keys, max_age_h=self.max_age_h)

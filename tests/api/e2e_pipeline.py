@@ -12,14 +12,16 @@ from pathlib import Path
 
 from service_fakes import FakePipeline
 
+from gate.domain.job import JobOrder, ProgressEvent
+from gate.executors.job import JobContext
 
-def slow_gate_job(**kwargs):  # noqa: ANN003, ANN201
+
+def slow_gate_job(order: JobOrder, context: JobContext):  # noqa: ANN201
     with open(os.environ["GATE_E2E_CALLS"], "a") as calls:
-        calls.write(f"{os.getpid()} {kwargs['kernel']} {kwargs['sha']}\n")
+        calls.write(f"{os.getpid()} {order.kernel} {order.sha}\n")
     hold = Path(os.environ["GATE_E2E_HOLD"])
-    kwargs["on_event"](__import__("gate.domain.job", fromlist=["ProgressEvent"]).ProgressEvent(
-        stage="bench", side="joint", state="started"))
+    context.on_event(ProgressEvent(stage="bench", side="joint", state="started"))
     deadline = time.monotonic() + 120
     while hold.exists() and time.monotonic() < deadline:
         time.sleep(0.05)
-    return FakePipeline()(**kwargs)
+    return FakePipeline()(order, context)

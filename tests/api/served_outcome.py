@@ -22,6 +22,7 @@ from typing import Any
 import httpx
 
 from gate.config import Settings
+from gate.domain.job import JobOrder
 from gate.storage.db import make_engine
 from gate.storage.schema import upgrade
 from tests.api.github_app_server import SECRET, PullRequestRepo, post_event, pull_request_payload, serve
@@ -39,10 +40,10 @@ class Replay:
     outcome: Any                     # `GateOutcome` (or the tests' `FakeOutcome`)
     calls: list[dict[str, Any]] = field(default_factory=list)
 
-    def __call__(self, *, repo: str, sha: str, base_sha: str | None, kernel: str, **_: Any) -> Any:
-        self.calls.append({"sha": sha, "base_sha": base_sha, "kernel": kernel})
-        if kernel != self.outcome.result.kernel:
-            raise AssertionError(f"asked for {kernel}, replaying {self.outcome.result.kernel}")
+    def __call__(self, order: JobOrder, _context: Any) -> Any:
+        self.calls.append({"sha": order.sha, "base_sha": order.base_sha, "kernel": order.kernel})
+        if order.kernel != self.outcome.result.kernel:
+            raise AssertionError(f"asked for {order.kernel}, replaying {self.outcome.result.kernel}")
         return self.outcome
 
 

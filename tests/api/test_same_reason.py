@@ -9,7 +9,6 @@ from __future__ import annotations
 import re
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,6 +16,7 @@ from service_fakes import FakeOutcome, job_result
 
 from gate.commands.run_report import render
 from gate.domain import Gates, KernelMetrics, ProfileResult, StageStatus
+from gate.domain.job import JobOrder
 from gate.domain.rule_catalog import Rule
 from gate.notify import messages
 from gate.verdict.decide import decide
@@ -41,8 +41,8 @@ class TwoFailures:
 
     reports: list[Any] = field(default_factory=list)
 
-    def __call__(self, *, repo: str, sha: str, base_sha: str | None, kernel: str, data_dir: Path, **_: Any):
-        result, report = two_failures(kernel, sha, base_sha)
+    def __call__(self, order: JobOrder, _context: Any):  # noqa: ANN204
+        result, report = two_failures(order.kernel, order.sha, order.base_sha)
         self.reports.append(report)
         return FakeOutcome(result, report)
 

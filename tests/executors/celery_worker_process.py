@@ -14,14 +14,15 @@ from service_fakes import FakePipeline
 from gate.domain.job import RunOptions
 from gate.executors.base import JobEnvironment
 from gate.executors.celery import CeleryExecutor, queue_name
-from gate.storage.db import make_engine, make_session_factory
+from gate.storage.db import make_engine
+from gate.storage.unit import Store
 
 BROKER = "redis://127.0.0.1:6379/0"
 
 if __name__ == "__main__":
     url, kind, mode, data_dir = sys.argv[1:5]
     pipeline = FakePipeline(gate=threading.Event()) if mode == "hang" else FakePipeline()
-    env = JobEnvironment(session_factory=make_session_factory(make_engine(url)), gate_job=pipeline,
+    env = JobEnvironment(store=Store(make_engine(url)), gate_job=pipeline,
                          data_dir=Path(data_dir), options=RunOptions(), heartbeat_s=0.5)
     executor = CeleryExecutor(env, BROKER)
     worker_ready.connect(lambda **_: (Path(data_dir) / f"worker-{os.getpid()}.ready").touch(), weak=False)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from service_fakes import FakePipeline, FakeSources
 from sqlalchemy import event, func, select
+from sqlalchemy.orm import Session
 
 from gate.domain.job import RunOptions
 from gate.domain.notices import Delivery
@@ -14,6 +15,7 @@ from gate.services.submissions import plan_revision, submit_revision
 from gate.storage.unit import UnitOfWork
 from gate.storage import claims
 from gate.storage.models import Notification, NoticeRecord, Revision, VerdictRecord
+from gate.storage.unit import Store
 
 
 class Recording:
@@ -44,7 +46,7 @@ def _claimed(session_factory, worker: str = "w1") -> tuple[int, int]:  # noqa: A
 
 
 def _env(session_factory, tmp_path, pipeline, listener) -> JobEnvironment:  # noqa: ANN001
-    return JobEnvironment(session_factory=session_factory, gate_job=pipeline, data_dir=tmp_path / "data",
+    return JobEnvironment(store=Store(session_factory.kw["bind"]), gate_job=pipeline, data_dir=tmp_path / "data",
                           options=RunOptions(), heartbeat_s=60, notifier=Notifier([listener]))
 
 
@@ -88,11 +90,11 @@ def test_a_verdict_whose_commit_fails_is_not_announced_only_the_error_that_was_s
             raise RuntimeError("the database went away at commit")
 
     listener = Recording(session_factory)
-    event.listen(session_factory, "before_commit", refuse_accept)
+    event.listen(Session, "before_commit", refuse_accept)       # the executor's sessions are the store's
     try:
         run_claimed(_env(session_factory, tmp_path, FakePipeline(), listener), job_id, attempt)
     finally:
-        event.remove(session_factory, "before_commit", refuse_accept)
+        event.remove(Session, "before_commit", refuse_accept)
     ((heard_job, heard, committed),) = listener.heard
     assert (heard_job, heard, committed) == (job_id, "error", "error")    # never the rolled-back accept
     with session_factory() as s:

@@ -6,10 +6,10 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from gate.domain.job import RunOptions
+from gate.domain.job import JobOrder, RunOptions
 from gate.domain.results import BenchResult, JobResult, SideResults, StageStatus
 from gate.executors import job as job_module
-from gate.executors.job import EVENTS_RERUN, gate_job
+from gate.executors.job import EVENTS_RERUN, JobContext, gate_job
 from gate.sources.mirror import Mirror
 
 GIT = ["git", "-c", "user.name=T", "-c", "user.email=t@example.invalid", "-c", "commit.gpgsign=false"]
@@ -41,8 +41,8 @@ def _run(tmp_path: Path, monkeypatch, first_bench: BenchResult) -> tuple[list, o
     repo = _repo(tmp_path / "repo")
     mirror = Mirror(tmp_path / "data" / "mirrors")
     sha = mirror.resolve(str(repo), "HEAD")
-    outcome = gate_job(repo=str(repo), sha=sha, base_sha=None, kernel="tiny", data_dir=tmp_path / "data",
-                       options=RunOptions(), mirror=mirror)
+    outcome = gate_job(JobOrder(repo=str(repo), sha=sha, base_sha=None, kernel="tiny"),
+                       JobContext(data_dir=tmp_path / "data", options=RunOptions(), mirror=mirror))
     return requests, outcome
 
 

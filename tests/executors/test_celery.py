@@ -11,8 +11,8 @@ from gate.domain.job import RunOptions
 from gate.executors.base import JobEnvironment
 from gate.executors.celery import CeleryExecutor, queue_name
 from gate.services.submissions import plan_revision, submit_revision
-from gate.storage.unit import UnitOfWork
 from gate.storage.models import Job, Revision, VerdictRecord
+from gate.storage.unit import Store, UnitOfWork
 
 BROKER = "redis://127.0.0.1:6379/0"
 
@@ -36,7 +36,8 @@ def test_jobs_run_on_a_celery_worker_once_even_if_sent_twice(session_factory, tm
         s.commit()
         job_ids = [j.id for j in jobs]
     pipeline = FakePipeline(raise_for={"bwd"})
-    env = JobEnvironment(session_factory=session_factory, gate_job=pipeline, data_dir=tmp_path, options=RunOptions())
+    env = JobEnvironment(store=Store(session_factory.kw["bind"]), gate_job=pipeline, data_dir=tmp_path,
+                         options=RunOptions())
     executor = CeleryExecutor(env, BROKER, worker_name="celery@test")
     executor.start()                                    # sends both jobs
     executor.task.apply_async(args=[job_ids[0]], queue=queue_name(kind))   # a redelivered duplicate
@@ -80,10 +81,10 @@ def test_a_worker_killed_mid_job_has_its_job_run_elsewhere_once_without_a_restar
         job.gpu_kind = kind
         s.commit()
         job_id = job.id
-    env = JobEnvironment(session_factory=session_factory, gate_job=FakePipeline(), data_dir=tmp_path,
+    env = JobEnvironment(store=Store(session_factory.kw["bind"]), gate_job=FakePipeline(), data_dir=tmp_path,
                          options=RunOptions())
     server = CeleryExecutor(env, BROKER)
-    server.sweeper = OrphanSweeper(session_factory, server.resend, sweep_s=0.5, stale_after_s=3,
+    server.sweeper = OrphanSweeper(Store(session_factory.kw["bind"]), server.resend, sweep_s=0.5, stale_after_s=3,
                                    **({} if where == "this host" else {"dead_worker": lambda _worker: False}))
     tests_dir = Path(__file__).resolve().parent.parent
     child_env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tests_dir.parent), str(tests_dir)])}

@@ -4,7 +4,7 @@ the lines that got slower, computed from the child's profiles of both sides."""
 from __future__ import annotations
 
 from gate.domain import JobResult, ProfileResult, SideResults, StageStatus
-from gate.domain.job import RunOptions
+from gate.domain.job import JobOrder, RunOptions
 from gate.executors import job
 from gate.sources.mirror import Mirror
 from tests.samples.build import make_repo
@@ -20,7 +20,8 @@ def test_the_report_carries_the_lines_that_got_slower(tmp_path, monkeypatch):
             SideResults(shas["base"], profile=ProfileResult(StageStatus.PASSED, source=[baseline()])))
 
     monkeypatch.setattr(job, "run_child", child)
-    outcome = job.gate_job(repo=str(repo), sha=shas["base"], base_sha=shas["base"], kernel="wmma_gemm",
-                           data_dir=tmp_path / "data", options=RunOptions(), mirror=Mirror(tmp_path / "mirrors"))
+    outcome = job.gate_job(JobOrder(repo=str(repo), sha=shas["base"], base_sha=shas["base"], kernel="wmma_gemm"),
+                           job.JobContext(data_dir=tmp_path / "data", options=RunOptions(),
+                                          mirror=Mirror(tmp_path / "mirrors")))
     (diff,) = outcome.report.lines
     assert diff.compared and diff.changes[0].line == 141

@@ -17,6 +17,7 @@ from gate.services.submissions import plan_revision, submit_revision
 from gate.storage.unit import UnitOfWork
 from gate.storage import claims
 from gate.storage.models import Artifact, Job, JobEvent, Metric, Revision, StageRecord, VerdictRecord
+from gate.storage.unit import Store
 
 
 def _submit(session_factory, kernels=("attn",)) -> int:
@@ -27,7 +28,7 @@ def _submit(session_factory, kernels=("attn",)) -> int:
 
 
 def _executor(session_factory, tmp_path, pipeline, **kw) -> LocalExecutor:
-    env = JobEnvironment(session_factory=session_factory, gate_job=pipeline, data_dir=tmp_path / "data",
+    env = JobEnvironment(store=Store(session_factory.kw["bind"]), gate_job=pipeline, data_dir=tmp_path / "data",
                          options=RunOptions(), heartbeat_s=0.05)
     return LocalExecutor(env, gpus=[], poll_s=0.05, **kw)
 
@@ -154,14 +155,14 @@ def test_cancel_kills_the_running_childs_process_group_and_stores_no_verdict(ses
     """)
     started = threading.Event()
 
-    def child_job(*, kernel, data_dir, on_event, cancel, **_):  # noqa: ANN001, ANN003, ANN202
-        request = JobRequest(kernel=KernelSpec(name=kernel, sources=["k.cu"]),
-                             candidate=Checkout("c" * 40, str(tmp_path)), artifacts_dir=str(data_dir / "art"))
+    def child_job(order, context):  # noqa: ANN001, ANN202
+        request = JobRequest(kernel=KernelSpec(name=order.kernel, sources=["k.cu"]),
+                             candidate=Checkout("c" * 40, str(tmp_path)), artifacts_dir=str(context.data_dir / "art"))
 
         def seen(event):  # noqa: ANN001, ANN202
-            on_event(event)
+            context.on_event(event)
             started.set()
-        run_child(request, 60, seen, command=[sys.executable, "-c", script], cancel=cancel)
+        run_child(request, 60, seen, command=[sys.executable, "-c", script], cancel=context.cancel)
         raise AssertionError("the child was not stopped")
 
     rev_id = _submit(session_factory)
@@ -219,4 +220,4 @@ def test_the_second_job_of_a_kernel_keeps_the_first_jobs_timing_method(session_f
         rev_id = submit_revision(UnitOfWork(s), repo="/src/flash", sha="HEAD", force=True)
         assert plan_revision(UnitOfWork(s), rev_id, sources=FakeSources()).error is None
     assert _executor(session_factory, tmp_path, pipeline).drain() == 1
-    assert pipeline.kept_methods == [None, {"b1_h8_s512_d64/float16": "events"}]
+    assert pipeline.kept_methods == [{}, {"b1_h8_s512_d64/float16": "events"}]

@@ -27,6 +27,7 @@ from gate.storage import artifacts as artifact_files
 from gate.storage import claims, timing_methods
 from gate.storage.models import Artifact, Job, Repository, Revision, VerdictRecord
 from gate.storage.queries import Revisions
+from gate.storage.unit import Store
 
 KERNELS = [f"k{i}" for i in range(10)]
 SHARED = {"k0", "k1", "k2", "k3"}          # these include common.cuh; the others include nothing local
@@ -68,8 +69,9 @@ class History:
     def __init__(self, session_factory, tmp_path: Path, repo: Path, measured: list[str], **options):
         self.session_factory, self.repo = session_factory, repo
         self.baselines_profiled: list[str] = []      # the kernels whose child was asked to profile the baseline
-        self.env = JobEnvironment(session_factory=session_factory, gate_job=gate_job, data_dir=tmp_path / "data",
-                                  options=RunOptions(**options), mirror=Mirror(tmp_path / "mirrors"))
+        self.env = JobEnvironment(store=Store(session_factory.kw["bind"]), gate_job=gate_job,
+                                  data_dir=tmp_path / "data", options=RunOptions(**options),
+                                  mirror=Mirror(tmp_path / "mirrors"))
         self.measured = measured
         with session_factory() as s:
             row = Repository(name="ten", url=str(repo))

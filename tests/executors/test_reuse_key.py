@@ -26,7 +26,7 @@ def _key(root: Path, spec: KernelSpec = SPEC, baseline: Path | None = None, env:
     fields = {"artifacts_dir": "anywhere", **fields}
     request = JobRequest(kernel=spec, candidate=Checkout("c" * 40, str(root)),
                          baseline=Checkout("b" * 40, str(baseline)) if baseline else None, **fields)
-    return rk.reuse_key(request, env)
+    return rk.job_keys(request, env).job
 
 
 def test_a_header_found_through_an_include_flag_is_part_of_the_key(tmp_path):

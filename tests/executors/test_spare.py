@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 
 from gate import box_view
-from gate.domain.job import RunOptions
+from gate.domain.job import JobOrder, RunOptions
 from gate.domain.results import StageStatus
 from gate.executors import spare as spare_module
-from gate.executors.job import gate_job
+from gate.executors.job import JobContext, gate_job
 from gate.executors.spare import Spares
 from gate.runner.protocol import ExitCode
 from gate.sources.mirror import Mirror
@@ -44,8 +44,8 @@ def _setting(tmp_path: Path) -> tuple[Path, Path, Mirror, RunOptions, Spares]:
 
 def _job(repo: Path, mirror: Mirror, data_dir: Path, options: RunOptions, spares: Spares | None):
     sha = mirror.resolve(str(repo), "HEAD")
-    return gate_job(repo=str(repo), sha=sha, base_sha=None, kernel="tiny", data_dir=data_dir,
-                    options=options, mirror=mirror, spares=spares)
+    return gate_job(JobOrder(repo=str(repo), sha=sha, base_sha=None, kernel="tiny"),
+                    JobContext(data_dir=data_dir, options=options, mirror=mirror, spares=spares))
 
 
 @needs_box
@@ -54,7 +54,7 @@ def test_a_spare_child_runs_the_next_job_and_another_is_started_for_the_one_afte
     try:
         first = _job(repo, mirror, data_dir, options, spares)      # no spare yet: its own child
         waiting = spares._spare
-        assert waiting is not None and waiting.alive()            # started when the first job's child ended
+        assert waiting is not None and waiting.child.alive()            # started when the first job's child ended
         second = _job(repo, mirror, data_dir, options, spares)
         assert not any("a spare" in note for note in first.result.notes)
         assert any("before its job's go (a spare)" in note for note in second.result.notes)
@@ -76,8 +76,8 @@ def test_a_spare_that_died_while_waiting_is_not_used(tmp_path, gpu_machine):
     try:
         spares.refill(options)
         dead = spares._spare
-        dead.proc.kill()
-        dead.proc.wait()
+        dead.child.proc.kill()
+        dead.child.proc.wait()
         outcome = _job(repo, mirror, data_dir, options, spares)
         assert outcome.result.candidate.static.status is StageStatus.PASSED
         assert not any("a spare" in note for note in outcome.result.notes)
@@ -94,7 +94,7 @@ def test_a_spare_made_for_other_options_is_not_used(tmp_path, gpu_machine):
         spares.refill(RunOptions(build_cache_dir=str(data_dir / "cache-a")))
         made = spares._spare
         assert spares.take(RunOptions(build_cache_dir=str(data_dir / "cache-b"))) is None
-        assert not made.alive() and not made.folder.exists()
+        assert not made.child.alive() and not made.folder.exists()
     finally:
         spares.close()
 

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from gate.domain import StageStatus
-from gate.domain.job import RunOptions
-from gate.domain.reuse import Provenance, ReusedProfile
+from gate.domain.job import JobOrder, RunOptions
+from gate.domain.reuse import History, HistoryAnswers, Provenance, ReusedProfile, ReuseKeys
 
 pytestmark = pytest.mark.gpu
 
@@ -38,7 +38,7 @@ def test_the_second_job_takes_its_baselines_profile_from_the_first_jobs_candidat
     torch = pytest.importorskip("torch")
     if not torch.cuda.is_available():
         pytest.skip("no CUDA device")
-    from gate.executors.job import gate_job
+    from gate.executors.job import JobContext, gate_job
     from gate.sources.mirror import Mirror
 
     repo = tmp_path / "repo"
@@ -50,22 +50,24 @@ def test_the_second_job_takes_its_baselines_profile_from_the_first_jobs_candidat
     options = RunOptions(bench_budget_s=2.0, max_reruns=0, build_cache_dir=str(data_dir / "build-cache"))
     mirror = Mirror(data_dir / "mirrors")
 
-    def gate(sha: str, base: str, **lookup):
-        return gate_job(repo=str(repo), sha=sha, base_sha=base, kernel="fma_chain", data_dir=data_dir,
-                        options=options, mirror=mirror, **lookup)
+    def gate(sha: str, base: str, history: History | None = None):
+        return gate_job(JobOrder(repo=str(repo), sha=sha, base_sha=base, kernel="fma_chain"),
+                        JobContext(data_dir=data_dir, options=options, mirror=mirror, history=history))
 
     earlier = gate(second, first)
     assert earlier.candidate_key and earlier.result.candidate.profile.status is StageStatus.PASSED
     assert earlier.result.baseline.profile.status is StageStatus.PASSED       # nothing to take: profiled
     asked: list[str] = []
 
-    def lookup(kernel: str, key: str) -> ReusedProfile | None:
-        asked.append(key)
-        if key != earlier.candidate_key:
-            return None
-        return ReusedProfile(earlier.result.candidate.profile, Provenance(7, second, "2026-11-26T00:00:00"))
+    class Lookup:
+        def answers(self, kernel: str, keys: ReuseKeys) -> HistoryAnswers:
+            asked.append(keys.baseline)
+            if keys.baseline != earlier.candidate_key:
+                return HistoryAnswers()
+            return HistoryAnswers(baseline_profile=ReusedProfile(earlier.result.candidate.profile,
+                                                                 Provenance(7, second, "2026-11-26T00:00:00")))
 
-    later = gate(third, second, reuse_profile=lookup)
+    later = gate(third, second, Lookup())
     assert asked == [earlier.candidate_key]        # the baseline (second) checked out anew: the same key
     base, cand = later.result.baseline.profile, later.result.candidate.profile
     assert base.status is StageStatus.PASSED and base.kernels == earlier.result.candidate.profile.kernels

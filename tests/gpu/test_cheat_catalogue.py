@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from gate.domain.job import RunOptions
+from gate.domain.job import JobOrder, RunOptions
 from gate.pipeline import build
 from gate.manifest.load import load_manifest
-from gate.executors.job import gate_job
+from gate.executors.job import JobContext, gate_job
 from gate.sources.mirror import Mirror
 from tests.samples.build import CATALOGUE, make_repo
 
@@ -74,8 +74,8 @@ def catalogue(tmp_path_factory):
 def _gate(catalogue, variant: str):
     repo, shas, data, mirror = catalogue
     start = time.perf_counter()
-    outcome = gate_job(repo=str(repo), sha=shas[variant], base_sha=shas["base"], kernel=KERNEL, data_dir=data,
-                       options=options(data), mirror=mirror)
+    outcome = gate_job(JobOrder(repo=str(repo), sha=shas[variant], base_sha=shas["base"], kernel=KERNEL),
+                       JobContext(data_dir=data, options=options(data), mirror=mirror))
     return outcome, time.perf_counter() - start
 
 

@@ -125,8 +125,8 @@ def test_a_job_run_by_a_spare_child_gives_the_verdict_a_child_of_its_own_gives(s
     """gate/executors/spare.py on a GPU: the second job's child was started (torch imported, CUDA
     context made) when the first job's ended; the job tells it so, decides the same A/A accept, and its
     bench's GPU watch saw no other program (the waiting spare is the job's own child)."""
-    from gate.domain.job import RunOptions
-    from gate.executors.job import gate_job
+    from gate.domain.job import JobOrder, RunOptions
+    from gate.executors.job import JobContext, gate_job
     from gate.executors.spare import Spares
     from gate.sources.mirror import Mirror
 
@@ -136,8 +136,9 @@ def test_a_job_run_by_a_spare_child_gives_the_verdict_a_child_of_its_own_gives(s
     spares = Spares(data / "spares", hidden=(data,))
     mirror = Mirror(data / "mirrors")
     try:
-        outcomes = [gate_job(repo=str(repo), sha=shas["base"], base_sha=shas["base"], kernel="wmma_gemm",
-                             data_dir=data, options=options, mirror=mirror, spares=spares) for _ in range(2)]
+        order = JobOrder(repo=str(repo), sha=shas["base"], base_sha=shas["base"], kernel="wmma_gemm")
+        outcomes = [gate_job(order, JobContext(data_dir=data, options=options, mirror=mirror, spares=spares))
+                    for _ in range(2)]
     finally:
         spares.close()
     first, second = outcomes

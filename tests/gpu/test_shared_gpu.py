@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from gate.domain.job import RunOptions
+from gate.domain.job import JobOrder, RunOptions
 
 pytestmark = pytest.mark.gpu
 
@@ -54,14 +54,14 @@ def subject(tmp_path_factory):
 
 
 def gate_a_a(subject):
-    from gate.executors.job import gate_job
+    from gate.executors.job import JobContext, gate_job
     from gate.sources.mirror import Mirror
 
     repo, sha, base, data_dir = subject
     options = RunOptions(profile=False, bench_budget_s=2.0, max_reruns=0,
                          build_cache_dir=str(data_dir / "build-cache"), ncu_clock_control="none")
-    return gate_job(repo=str(repo), sha=sha, base_sha=base, kernel="fma_chain", data_dir=data_dir,
-                    options=options, mirror=Mirror(data_dir / "mirrors"))
+    return gate_job(JobOrder(repo=str(repo), sha=sha, base_sha=base, kernel="fma_chain"),
+                    JobContext(data_dir=data_dir, options=options, mirror=Mirror(data_dir / "mirrors")))
 
 
 def test_a_job_timed_while_another_process_loads_the_gpu_is_inconclusive_naming_it(subject):

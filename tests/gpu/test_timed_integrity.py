@@ -28,8 +28,8 @@ from pathlib import Path
 
 import pytest
 
-from gate.domain.job import RunOptions
-from gate.executors.job import gate_job
+from gate.domain.job import JobOrder, RunOptions
+from gate.executors.job import JobContext, gate_job
 from gate.sources.mirror import Mirror
 from tests.gpu.test_cheat_catalogue import KERNEL, _evidence, _prebuild
 from tests.samples.build import TIMED_INTEGRITY, make_repo
@@ -68,8 +68,8 @@ def variants(tmp_path_factory):
 def _gate(variants, name):
     repo, shas, data, mirror = variants
     start = time.perf_counter()
-    outcome = gate_job(repo=str(repo), sha=shas[name], base_sha=shas["base"], kernel=KERNEL, data_dir=data,
-                       options=options(data), mirror=mirror)
+    outcome = gate_job(JobOrder(repo=str(repo), sha=shas[name], base_sha=shas["base"], kernel=KERNEL),
+                       JobContext(data_dir=data, options=options(data), mirror=mirror))
     print(f"\n| {name} | {outcome.report.verdict.value} | {time.perf_counter() - start:.1f} s | {outcome.report.reason} |")
     print(_evidence(outcome))
     if outcome.result.bench is not None:

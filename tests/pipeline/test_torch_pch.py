@@ -182,7 +182,7 @@ def test_a_second_maker_leaves_the_headers_to_the_first(tmp_path):
 def test_a_box_reads_the_precompiled_headers_and_cannot_change_them(tmp_path):
     from gate import box
     from gate.domain.job import RunOptions
-    from gate.executors.child import child_box
+    from gate.executors.child import launch
 
     if shutil.which("bwrap") is None or not box.enabled():
         pytest.skip("needs bubblewrap")
@@ -191,7 +191,7 @@ def test_a_box_reads_the_precompiled_headers_and_cannot_change_them(tmp_path):
     (pch / "torch.h.gch").write_text("made by the gate")
     (pch / "torch-facts.json").write_text("{}")       # torch's flags, which a fresh child compiles with
     options = RunOptions(build_cache_dir=str(tmp_path / "data" / "build-cache"), pch_dir=str(pch))
-    spec = child_box(tmp_path / "job", options, (), hidden=(tmp_path / "data",))
+    spec = launch(tmp_path / "job", options, (), hidden=(tmp_path / "data",)).box
     (tmp_path / "job").mkdir()
     run = box.run(spec, ["sh", "-c", f"cat {pch}/torch.h.gch; echo changed > {pch}/torch.h.gch; "
                          f"echo x > facts; mv facts {pch}/torch-facts.json; rm {pch}/torch-facts.json"],
@@ -200,7 +200,7 @@ def test_a_box_reads_the_precompiled_headers_and_cannot_change_them(tmp_path):
     assert (pch / "torch.h.gch").read_text() == "made by the gate" and (pch / "torch-facts.json").read_text() == "{}"
     inside = RunOptions(build_cache_dir=str(tmp_path / "cache"), pch_dir=str(tmp_path / "cache" / "pch"))
     with pytest.raises(box.BoxError, match="must not lie inside a folder a job writes"):
-        child_box(tmp_path / "job", inside, (), ())
+        launch(tmp_path / "job", inside, (), ())
 
 
 @pytest.mark.parametrize("source, first", [

@@ -7,14 +7,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from gate.domain.job import JobOrder
+from gate.executors.job import JobContext
 from tests.service_fakes import FakePipeline
 
 _fake = FakePipeline()
 
 
-def judged(**call):  # noqa: ANN003, ANN201 (a gate_job)
-    outcome = _fake(**call)
-    work = Path(call["data_dir"]).resolve()
+def judged(order: JobOrder, context: JobContext):  # noqa: ANN201 (a gate_job)
+    outcome = _fake(order, context)
+    work = Path(context.data_dir).resolve()
     with open(work / "build.log", "a") as log:
         log.write(f"nvcc -c {work}/attn.cu -o {work}/attn.o\n")
     return outcome

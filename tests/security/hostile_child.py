@@ -62,8 +62,8 @@ def command(targets: dict[str, str | int]):  # noqa: ANN201 (the seam's signatur
     return hostile
 
 
-def hostile_gate_job(**kwargs):  # noqa: ANN003, ANN201
+def hostile_gate_job(order, context):  # noqa: ANN001, ANN201
     from gate.executors.job import gate_job
 
     child.child_command = command(json.loads(os.environ[TARGETS_ENV]))
-    return gate_job(**kwargs)
+    return gate_job(order, context)

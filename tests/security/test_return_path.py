@@ -15,10 +15,10 @@ import pytest
 
 from gate import returned_files
 from gate.executors import child
-from gate.executors.job import gate_job
+from gate.executors.job import JobContext, gate_job
 from gate.returned_files import Budget, Refused, copy_returned, listed, open_returned, read_returned, usage_bytes
 from gate.sources.mirror import Mirror
-from gate.domain.job import RunOptions
+from gate.domain.job import JobOrder, RunOptions
 from tests.security import hostile_child
 
 GIT = ["git", "-c", "user.name=T", "-c", "user.email=t@example.invalid", "-c", "commit.gpgsign=false"]
@@ -64,8 +64,8 @@ def test_links_fifos_and_big_files_made_by_the_child_never_reach_the_artifacts(t
     sha = mirror.resolve(str(repo), "HEAD")
     events = []
 
-    outcome = gate_job(repo=str(repo), sha=sha, base_sha=None, kernel="tiny", data_dir=data_dir,
-                       options=RunOptions(), mirror=mirror, on_event=events.append)
+    outcome = gate_job(JobOrder(repo=str(repo), sha=sha, base_sha=None, kernel="tiny"),
+                       JobContext(data_dir=data_dir, options=RunOptions(), mirror=mirror, on_event=events.append))
 
     assert outcome.report.verdict is not None                        # the job still ends with a verdict
     kept = {Path(path).relative_to(next(iter((data_dir / "artifacts").iterdir()))).as_posix(): kind
