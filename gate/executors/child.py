@@ -40,7 +40,7 @@ from gate.errors import GateError, JobCancelled, RunnerError
 from gate import box
 from gate.executors.spare import Spare
 from gate.returned_files import Budget, Refused, read_returned, usage_bytes
-from gate.runner.protocol import (
+from gate.domain.child_protocol import (
     REQUEST_NAME,
     RESULT_NAME,
     ExitCode,

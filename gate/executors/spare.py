@@ -38,7 +38,7 @@ from gate import box, box_view
 from gate.domain.codec import to_json
 from gate.domain.job import Checkout, JobRequest, RunOptions
 from gate.job_folders import remove
-from gate.runner.protocol import REQUEST_NAME, RESULT_NAME, SPARE_OPTIONS_NAME
+from gate.domain.child_protocol import REQUEST_NAME, RESULT_NAME, SPARE_OPTIONS_NAME
 
 log = logging.getLogger(__name__)
 

@@ -18,7 +18,7 @@ from gate.domain.results import StageStatus
 from gate.executors import spare as spare_module
 from gate.executors.job import gate_job
 from gate.executors.spare import Spares
-from gate.runner.protocol import ExitCode
+from gate.domain.child_protocol import ExitCode
 from gate.sources.mirror import Mirror
 from tests.security.test_return_path import make_repo
 
@@ -113,7 +113,7 @@ def test_a_spare_child_whose_stdin_ends_exits_cleanly_without_a_result(tmp_path)
     import json
 
     from gate.domain.codec import to_json
-    from gate.runner.protocol import SPARE_OPTIONS_NAME
+    from gate.domain.child_protocol import SPARE_OPTIONS_NAME
 
     (tmp_path / SPARE_OPTIONS_NAME).write_text(json.dumps(to_json(RunOptions())))
     result = tmp_path / "result.json"

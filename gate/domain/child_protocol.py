@@ -1,5 +1,9 @@
 """What the parent and the GPU child share: exit codes, event lines, and the JSON files.
 
+Both sides import it: the parent (`gate.executors.child`, `gate.executors.spare`) and the child
+(`gate.runner`). So it lives in the domain, standard library and domain types only, and neither side
+reaches into the other's package for it.
+
 The child prints one JSON object per line on its *event channel* (its original stdout): a
 `ProgressEvent` as `{"type": "progress", ...}` or, before exiting on an infrastructure fault,
 `{"type": "error", "error": "<GateError subclass>", "message": ...}`. Everything else a stage prints
