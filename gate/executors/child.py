@@ -36,8 +36,8 @@ from gate.domain.results import (
     SideResults,
     StageStatus,
 )
-from gate.errors import GateError, JobCancelled, RunnerError
 from gate import box
+from gate.errors import GateError, JobCancelled, RunnerError
 from gate.executors.spare import Spare
 from gate.returned_files import Budget, Refused, read_returned, usage_bytes
 from gate.domain.child_protocol import (
@@ -74,7 +74,7 @@ def child_env() -> dict[str, str]:
 def child_box(box_dir: Path, options: RunOptions, checkouts: tuple[Path, ...], hidden: tuple[Path, ...]) -> box.Box:
     """A job's child's box: it writes its folder and the object cache, reads its checkouts and the
     precompiled torch headers. Those only read: every later job's binding compiles with them
-    (pipeline/torch_pch.py), so no job's code may change them."""
+    (compiling/torch_pch.py), so no job's code may change them."""
     writable = (Path(box_dir), *((Path(options.build_cache_dir),) if options.build_cache_dir else ()))
     pch = options.pch_path
     if pch is not None and any(pch.resolve().is_relative_to(w.resolve()) for w in writable):

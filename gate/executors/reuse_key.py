@@ -9,13 +9,14 @@ well under a second and needs neither torch nor CUDA.
 Each side has its own key (`side_key`: what that side's build, static figures and profile depend
 on), sha256 over
 - every source of the kernel and every local header it reaches through `#include "..."` (the object
-  cache's own rule, `gate.pipeline.build_cache.local_includes`), by path and bytes;
+  cache's own rule, `gate.compiling.build_cache.local_includes`), by path and bytes;
 - the workload's Python code when it lives in the repository (every `.py` file of the repository:
   a workload module may import any of them, and following Python imports would be guessing);
 - the kernel's manifest entry less its gates (the verdict is decided again with the current gates);
 - the environment: `nvcc --version`, the installed torch, `ncu --version`, the visible GPUs and
   driver (`nvidia-smi`), the measuring options (clock policy, bench budget, seeds, ...) and the
-  gate's own measuring code (`gate/pipeline`, `gate/runner`, `gate/nvidia`).
+  gate's own measuring code (the GPU child's packages: `gate/pipeline`, `gate/runner`, `gate/compiling`,
+  `gate/checking`, `gate/timing`, `gate/profiling`, `gate/nvidia`).
 The job's key is sha256 over the candidate's and the baseline's side keys (or "no baseline") and
 everything else the parent tells the child (`JobRequest`): whether the baseline is profiled, and any
 field a later change adds: a new field enters the key unless `_NOT_MEASURING` names it. A candidate's
@@ -37,15 +38,15 @@ from functools import cache
 from pathlib import Path
 
 import gate
+from gate.compiling.build_cache import local_includes
 from gate.domain.codec import to_json
 from gate.domain.job import JobRequest, RunOptions
 from gate.domain.manifest import KernelSpec
 from gate.manifest import compile_flags
-from gate.pipeline.build_cache import local_includes
 from gate.nvidia.tool_output import tool_output
 
 BUILT_IN_WORKLOADS = {"attention", "gemm"}
-_MEASURING_CODE = ("pipeline", "runner", "nvidia")
+_MEASURING_CODE = ("pipeline", "runner", "compiling", "checking", "timing", "profiling", "nvidia")
 # JobRequest fields that are not hashed as they are: the sides by content, the options by choice,
 # the history's timing methods by comparison with the found job's (`domain.job.methods_agree`).
 _NOT_MEASURING = ("candidate", "baseline", "artifacts_dir", "options", "kept_methods")

@@ -1,36 +1,19 @@
-"""The gate's stages, one module each, typed in and out: what the GPU child runs. Only `run.py`
-knows their order. Nothing here imports the runner, the executors, the database, the web or the
-notifications (import-linter contracts in pyproject.toml).
+"""The order of the GPU child's stages: only `run.py` knows it.
 
-The parent side of a job reads the manifest (`gate.manifest`) and decides (`gate.verdict`); nothing
-here imports either verdict module (an import-linter contract).
+    run.measure(request: JobRequest, emit) -> JobResult
+        static (both sides, side by side) -> with a GPU: build -> correctness -> bench -> profile
+        -> fingerprint
+    ahead.Ahead                        the GPU stages' head start during the static stages
 
-Child side (`python -m gate.runner`, imports only gate.domain, gate.pipeline, torch, ncu_report):
-    static.run_static(kernel, src_dir, out_dir, nvcc, cache_dir) -> StaticResult
-                                                 ptxas -v + SASS histogram (sass.py) of the build's
-                                                 own objects, compiled per manifest arch
-    build.build_extension(kernel, src_dir, cache_dir, out_dir, nvcc=) -> BuildResult
-                                                 one compile step for both: objects; object cache:
-                                                 build_cache; compilers and their flags: toolchain;
-                                                 torch's headers precompiled: torch_pch (made by the
-                                                 parent, `gate pch`: torch_pch_make)
-    build.load_module(path)                      each build under its own import name (pybind11 3
-                                                 caches modules by name: two revisions would share one)
-    workloads.get_workload(kernel, src_dir) -> Workload                attention | gemm | module:callable
-    correctness.check(...) -> CorrectnessResult
-    bench.time_revisions(...) -> BenchResult                           interleaved, L2 flushed (gpu_timing),
-                                                                       each call held until enqueued (gpu_hold),
-                                                                       graph or events (timing_methods), every
-                                                                       stream's time (all_streams)
-    build.registers_torch_ops(kernel, src_dir) -> bool                 then the baseline runs in a side host:
-                                                                       side_host (its process), remote_side
-                                                                       (the child's client, remote_protocol),
-                                                                       side_wire (frames)
-    stats                                                              pure: bootstrap, Mann-Whitney
-    profile.profile(...) -> ProfileResult                              ncu in its own child (catalog:
-                                                                       ncu_catalog; the report is read
-                                                                       in a clean interpreter: ncu_isolated)
-    ncu_report.read_report(path) -> list[KernelMetrics]                also `gate profile import`
-    fingerprint.collect() -> Fingerprint
-    run.measure(request: JobRequest, emit) -> JobResult                the order of the stages
+Each stage lives in the package of its subsystem; nothing there imports this package:
+
+    gate.compiling   static, build (objects, object cache, compile pool, toolchain, torch's headers)
+    gate.checking    correctness (workloads)
+    gate.timing      bench (timer, timed checks, methods, stats, the side host)
+    gate.profiling   profile (session, target, report reader)
+    gate.nvidia      NVIDIA's facts and tools: compiler, disassembler, ncu, GPU list and watch,
+                     clock lock, fingerprint
+
+The child's entry point is `gate.runner`; the parent side of a job (`gate.executors`) decides with
+`gate.verdict`, which nothing here imports (import-linter contracts in pyproject.toml).
 """

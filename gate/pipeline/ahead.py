@@ -8,7 +8,7 @@ device nodes:
 - makes the child's CUDA context (`gpu_ready`), after the binding's compile was submitted;
 - starts the profile sessions of the sides that will be profiled (`profile.start_session`): ncu, the
   profile target's interpreter, torch, its CUDA context and the report reader load now and wait for
-  the profile stage's go (gate/pipeline/profile_session.py). They start first, before the child's
+  the profile stage's go (gate/profiling/profile_session.py). They start first, before the child's
   own torch import, when nvidia-smi names the GPUs' arch (all alike); else once torch has. The bench
   does not start until each session's context is up (`wait_ready`: a context being made beside
   timed work would share the GPU with it); one that is not up in time is cancelled and the profile
@@ -32,12 +32,13 @@ from collections.abc import Callable
 from pathlib import Path
 
 from gate.box_view import gpu_nodes
+from gate.compiling import build
+from gate.compiling.compile_pool import CompilePool
 from gate.domain.job import JobRequest, RunOptions
 from gate.domain.names import Side, Stage
 from gate.errors import GateError
-from gate.pipeline import build, profile
-from gate.pipeline.compile_pool import CompilePool
-from gate.pipeline.profile_session import ProfileSession
+from gate.profiling import profile
+from gate.profiling.profile_session import ProfileSession
 
 READY_S = 30.0     # how long the bench waits for a session's CUDA context (seconds after the GPU stages begin)
 # Sessions a spare child started before its job, by side (`start_early`), until the job's Ahead takes them.

@@ -40,13 +40,13 @@ from gate.domain.results import (
     StageStatus,
     StaticResult,
 )
+from gate.compiling import static
+from gate.compiling import toolchain as tc
+from gate.compiling.compile_pool import CompilePool, compile_workers
 from gate.domain.job import LOADING_MODULE, Checkout
 from gate.errors import GateError
-from gate.pipeline import static
-from gate.pipeline import toolchain as tc
 from gate.pipeline.ahead import Ahead
-from gate.pipeline.compile_pool import CompilePool, compile_workers
-from gate.pipeline.profile import Turns
+from gate.profiling.profile import Turns
 
 NO_DEVICE = "not run: no CUDA device"
 Emit = Callable[[ProgressEvent], None]
@@ -102,7 +102,10 @@ def warm_up(options: RunOptions, artifacts: Path) -> None:
     would do first; done here, a job begins at its stages."""
     if not cuda_available():
         return
-    from gate.pipeline import bench, build, correctness, profile  # noqa: F401  (their imports: torch's own)
+    from gate.checking import correctness  # noqa: F401  (their imports: torch's own)
+    from gate.compiling import build  # noqa: F401
+    from gate.profiling import profile  # noqa: F401
+    from gate.timing import bench  # noqa: F401
     from gate.pipeline.ahead import start_early
 
     _cuda_context()
@@ -188,8 +191,12 @@ def _static_sides(request: JobRequest, result: JobResult, emit: Emit, pool: Comp
 
 def _measure_on_gpu(request: JobRequest, result: JobResult, emit: Emit,
                     save: Callable[[JobResult], None], pool: CompilePool, ahead: Ahead) -> None:
-    from gate.pipeline import bench, build, clock_lock, correctness, fingerprint, gpu_watch, pinned, profile, workloads
-    from gate.pipeline.remote_side import SideHostClient, SideHostError
+    from gate.checking import correctness, workloads
+    from gate.compiling import build
+    from gate.nvidia import clock_lock, fingerprint, gpu_watch
+    from gate.profiling import profile
+    from gate.timing import bench, pinned
+    from gate.timing.remote_side import SideHostClient, SideHostError
 
     # The timer's references, before the first built module (and its initialiser) is imported.
     pinned.pin()

@@ -4,12 +4,13 @@ joins that compile; profile sessions started ahead and never used are killed wit
 
 import threading
 
+from gate.compiling import build, objects, static
+from gate.compiling import toolchain as tc
+from gate.compiling.build_cache import Toolchain
+from gate.compiling.compile_pool import CompilePool
 from gate.domain import KernelSpec, StageStatus
 from gate.domain.job import Checkout, JobRequest, RunOptions
-from gate.pipeline import ahead, build, objects, static
-from gate.pipeline import toolchain as tc
-from gate.pipeline.build_cache import Toolchain
-from gate.pipeline.compile_pool import CompilePool
+from gate.pipeline import ahead
 
 
 class FakeTools:
@@ -123,7 +124,7 @@ def _request(tmp_path, profile_baseline=True):
 
 def _ahead_on_a_gpu(monkeypatch, early_arch: str):
     """Ahead on a pretend GPU machine; the sessions it starts, by checkout, with their arch."""
-    import gate.pipeline.profile as profile
+    import gate.profiling.profile as profile
     sessions: dict = {}
     monkeypatch.setattr(build, "prefetch", lambda *a, **kw: None)
     monkeypatch.setattr(ahead, "gpu_nodes", lambda: True)

@@ -7,7 +7,7 @@ from gate.domain.child_protocol import ExitCode
 
 
 def test_the_child_entry_imports_no_web_database_or_settings_code():
-    code = ("import sys, gate.runner.__main__, gate.pipeline.run, gate.pipeline.static, gate.verdict.decide;"
+    code = ("import sys, gate.runner.__main__, gate.pipeline.run, gate.compiling.static, gate.verdict.decide;"
             "print(sorted(m for m in ('fastapi','sqlalchemy','pydantic','pydantic_settings','httpx','starlette',"
             "'torch','gate.storage','gate.api','gate.config','gate.notify') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
