@@ -33,8 +33,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from gate.checking import workloads
-from gate.compiling import build
+from gate.checking import workloads  # noqa: E402
+from gate.compiling import build  # noqa: E402
 from gate.domain.job import RunOptions  # noqa: E402
 from gate.manifest.load import load_manifest  # noqa: E402
 from gate.timing import bench  # noqa: E402

@@ -44,8 +44,8 @@ from types import SimpleNamespace
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from gate.checking import workloads
-from gate.compiling import build
+from gate.checking import workloads  # noqa: E402
+from gate.compiling import build  # noqa: E402
 from gate.domain import Gates, KernelSpec, Shape  # noqa: E402
 from gate.domain.codec import to_json  # noqa: E402
 from gate.domain.job import RunOptions  # noqa: E402

@@ -56,7 +56,7 @@ from types import SimpleNamespace
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from gate.checking import workloads
+from gate.checking import workloads  # noqa: E402
 from gate.compiling import build  # noqa: E402
 from gate.domain import Shape  # noqa: E402
 from gate.manifest.load import load_manifest  # noqa: E402

@@ -38,6 +38,7 @@ from gate.compiling.build_cache import ObjectCache
 from gate.compiling.compile_pool import CompilePool
 from gate.domain import BuildResult, KernelSpec, StageStatus
 from gate.errors import ManifestError, ToolMissingError
+from gate.nvidia import compiler
 
 extension_name = objects.extension_name
 
@@ -149,7 +150,7 @@ def build_extension(kernel: KernelSpec, src_dir: Path, cache_dir: Path, out_dir:
 
     so_path = out_dir / f"{name}.so"
     object_paths = [str(r.obj) for r in results if r.obj is not None]
-    link = tc.run_tool(tools.link_command(object_paths, str(so_path)), cwd=src_dir,
+    link = compiler.run_tool(tools.link_command(object_paths, str(so_path)), cwd=src_dir,
                        timeout_s=kernel.timeout_s)
     log += f"\n== link\n{link.output}".rstrip()
     if not link.ok:

@@ -17,6 +17,7 @@ from gate.compiling import toolchain as tc
 from gate.compiling import torch_pch
 from gate.compiling.build_cache import ObjectCache, Toolchain, local_includes, object_key
 from gate.manifest import compile_flags, module_name
+from gate.nvidia import compiler
 
 # Headers only a torch install provides: a source that reaches one through its includes needs the
 # torch flags (and cannot compile where torch is not importable).
@@ -30,7 +31,7 @@ class CompiledObject:
     hit: bool                     # taken from the cache, not compiled now
     obj: Path | None
     log: str                      # compiler output: ptxas -v lines for a .cu
-    limit: str = ""               # the gate's limit that stopped it (`ToolRun.limit`): not the source's fault
+    limit: str = ""               # the gate's limit that stopped it (`compiler.ToolRun.limit`): not the source's fault
     pch: str = ""                 # a precompiled torch header offered to this compile, or why not (`torch_pch`)
 
 
@@ -86,10 +87,10 @@ def compile_object(rel: str, command: list[str], key: str, src_dir: Path, out_di
     tmp_obj.parent.mkdir(parents=True, exist_ok=True)
     offered = pch.offer(command, src_dir / rel, src_dir) if pch is not None else torch_pch.Offer(command)
     # Relative source path and cwd = checkout: no absolute checkout path ends up in the object.
-    run = tc.run_tool([*offered.command, "-c", rel, "-o", str(tmp_obj)], cwd=src_dir, timeout_s=timeout_s)
+    run = compiler.run_tool([*offered.command, "-c", rel, "-o", str(tmp_obj)], cwd=src_dir, timeout_s=timeout_s)
     if not run.ok and offered.command != command and not (run.timed_out or run.out_of_memory):
         # A failure is stored and judged as the source's: it must not rest on the precompiled header.
-        run = tc.run_tool([*command, "-c", rel, "-o", str(tmp_obj)], cwd=src_dir, timeout_s=timeout_s)
+        run = compiler.run_tool([*command, "-c", rel, "-o", str(tmp_obj)], cwd=src_dir, timeout_s=timeout_s)
         offered = torch_pch.Offer(command, f"{offered.note}; the compile failed, and failed again without it"
                                   if not run.ok else f"{offered.note}; the compile failed with it, not without")
     if not run.ok:

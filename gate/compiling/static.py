@@ -26,7 +26,7 @@ from gate.compiling.compile_pool import CompilePool, compile_workers
 from gate.domain.manifest import KernelSpec
 from gate.domain.results import FunctionResources, StageStatus, StaticResult
 from gate.errors import ToolMissingError
-from gate.nvidia import sass
+from gate.nvidia import compiler, sass
 
 LOG_NAME = "ptxas.log"
 
@@ -107,7 +107,7 @@ def run_static(kernel: KernelSpec, src_dir: Path, out_dir: Path, nvcc: str = "nv
     incomplete), never FAILED for the gate's own limitation.
     """
     started = time.monotonic()
-    nvcc_path = tc.find_nvcc(nvcc)
+    nvcc_path = compiler.find_nvcc(nvcc)
     src_dir = Path(src_dir).resolve()
     out_dir.mkdir(parents=True, exist_ok=True)
     cache = ObjectCache(Path(cache_dir) if cache_dir else out_dir / "objects")

@@ -1,20 +1,16 @@
-"""The compilers the static and build stages drive: where they are, their versions, and their
-command lines.
+"""The compilers' command lines for the static and build stages, and what torch puts into them.
 
-One nvcc for every compile: the one `GATE_NVCC_PATH` names (`RunOptions.nvcc_path`), found by
-`find_nvcc`. CUDA_HOME is the toolkit of that nvcc (read from `nvcc --dryrun`, which prints the real
-`bin` directory even through wrapper scripts), never a guess from PATH: mixing one toolkit's headers
-with another's nvcc produces objects that fail at load time. `discover` exports it as `CUDA_HOME`
-before torch's `cpp_extension` is imported, so a workload that JIT-compiles through
+One nvcc for every compile: the one `GATE_NVCC_PATH` names (`RunOptions.nvcc_path`). Finding it,
+its toolkit (CUDA_HOME) and its version, and running it, are the compile interface of
+`gate.nvidia.compiler`; this module composes the argument lists (the gate's flags, torch's include
+paths and defines, the manifest's flags last). `discover` exports the toolkit as `CUDA_HOME` before
+torch's `cpp_extension` is imported, so a workload that JIT-compiles through
 `torch.utils.cpp_extension.load` uses the same toolkit.
 """
 
 from __future__ import annotations
 
 import os
-import re
-import shutil
-import subprocess
 import sys
 import sysconfig
 import threading
@@ -22,10 +18,10 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-from gate import box
 from gate.compiling import torch_facts
 from gate.compiling.build_cache import Toolchain
 from gate.errors import ToolMissingError
+from gate.nvidia import compiler
 
 # Flags common to every compile. -Xptxas -v: ptxas's register/smem/spill report goes into the log.
 # -lineinfo: source lines in the SASS, for Nsight Compute's source view; it does not change the code.
@@ -38,27 +34,6 @@ _NVCC_FLAGS = ["-O3", "-std=c++17", "-Xcompiler", "-fPIC,-fvisibility=hidden", "
 _CXX_FLAGS = ["-O3", "-fPIC", "-I."]
 
 
-@dataclass(frozen=True)
-class ToolRun:
-    ok: bool
-    output: str
-    timed_out: bool = False      # a fact about the machine's load, not the source: never cached
-    out_of_memory: bool = False  # stopped at the gate's compile memory limit: never cached either
-
-    @property
-    def limit(self) -> str:
-        """Why the gate, not the source, ended this run ('' when it did not)."""
-        if self.out_of_memory:
-            return (f"the compiler ran out of the memory the gate allows one compile ({box.COMPILE_MEMORY_GIB} GiB "
-                    "per process; GATE_COMPILE_MEMORY_GIB raises it): the gate's limit, not a fault of the source")
-        return ""
-
-
-# What compilers print when an allocation fails: nvcc's front end (cicc, cudafe++), gcc, the linker.
-_OUT_OF_MEMORY = re.compile(r"catastrophic error: out of memory|virtual memory exhausted|std::bad_alloc"
-                            r"|cannot allocate memory|Killed signal terminated program|out of memory allocating")
-
-
 def gate_python_env() -> dict[str, str]:
     """This process's environment with the gate's package root first on PYTHONPATH: what a child
     `sys.executable -m gate....` (a profile target, a report reader, a side host) needs to import
@@ -69,18 +44,6 @@ def gate_python_env() -> dict[str, str]:
     package_root = str(Path(gate.__file__).resolve().parent.parent)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p)
     return env
-
-
-def run_tool(command: list[str], cwd: Path, timeout_s: float) -> ToolRun:
-    """Run a compiler (argument list, never a shell string) in the box; a timeout is a failed run."""
-    try:
-        proc = box.run(box.for_compile(command, cwd), command, cwd=cwd, timeout_s=timeout_s)
-    except subprocess.TimeoutExpired:
-        return ToolRun(False, f"{command[0]}: timed out after {timeout_s:.0f} s", timed_out=True)
-    output = (proc.stdout + proc.stderr).strip()
-    # SIGKILL: the box's memory cgroup ended it (the box runs the compiler as a child: -9 or 128 + 9)
-    oom = proc.returncode != 0 and (bool(_OUT_OF_MEMORY.search(output)) or proc.returncode in (-9, 137))
-    return ToolRun(proc.returncode == 0, output, out_of_memory=oom)
 
 
 def device_arch() -> str:
@@ -120,14 +83,6 @@ def gencode(arch: str) -> str:
     return f"-gencode=arch=compute_{num},code=sm_{num}"
 
 
-def find_nvcc(nvcc: str) -> str:
-    """The absolute path of `nvcc` (a name on PATH or a path); `ToolMissingError` when absent."""
-    found = shutil.which(nvcc)
-    if found is None:
-        raise ToolMissingError(f"nvcc not found: {nvcc!r} (set GATE_NVCC_PATH or put nvcc on PATH)")
-    return found
-
-
 def plain_nvcc_command(nvcc: str, archs: list[str], extra: list[str] | None = None) -> list[str]:
     """The nvcc command line of a `.cu` that includes no torch header; the manifest's `nvcc_flags`
     (`extra`) come last."""
@@ -138,7 +93,7 @@ def plain_nvcc_command(nvcc: str, archs: list[str], extra: list[str] | None = No
 def nvcc_versions(nvcc: str) -> Toolchain:
     """The key versions of a stand-alone `.cu` object (one that includes no torch header): nvcc's
     alone, torch "none" (`objects.cu_job`)."""
-    return Toolchain(torch_version="none", cuda_version="none", compiler_version=_version([nvcc, "--version"]))
+    return Toolchain(torch_version="none", cuda_version="none", compiler_version=compiler.version([nvcc, "--version"]))
 
 
 @dataclass(frozen=True)
@@ -177,25 +132,6 @@ class Tools:
                 "-lcudart"]
 
 
-def _version(command: list[str]) -> str:
-    try:
-        out = subprocess.run(command, capture_output=True, text=True, timeout=60)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise ToolMissingError(f"{command[0]}: {exc}") from exc
-    if out.returncode != 0:
-        raise ToolMissingError(f"{' '.join(command)} exited {out.returncode}: {out.stderr.strip()}")
-    return out.stdout.strip()
-
-
-def _cuda_home(nvcc: str) -> Path:
-    probe = subprocess.run([nvcc, "--dryrun", "-E", "-x", "cu", "/dev/null"], capture_output=True,
-                           text=True, timeout=60)
-    for line in (probe.stdout + probe.stderr).splitlines():
-        if line.startswith("#$ _HERE_="):
-            return Path(line.split("=", 1)[1].strip()).parent
-    return Path(shutil.which(nvcc) or nvcc).resolve().parent.parent
-
-
 def _torch_std(torch_includes: list[str]) -> str:
     # torch states its minimum standard in ATen.h ("C++20 or later compatible compiler is required").
     for root in torch_includes:
@@ -203,16 +139,6 @@ def _torch_std(torch_includes: list[str]) -> str:
         if header.is_file():
             return "-std=c++20" if "C++20" in header.read_text(errors="replace") else "-std=c++17"
     return "-std=c++17"
-
-
-def _cuda_includes(cuda_home: Path, torch_file: str) -> list[str]:
-    # torch's CUDA headers include the library headers (cusparse.h, cublas_v2.h). A minimal toolkit
-    # may lack them; the CUDA library wheels torch itself runs on carry the matching ones.
-    dirs = [str(cuda_home / "include")]
-    if not (cuda_home / "include" / "cusparse.h").is_file():
-        site = Path(torch_file).resolve().parent.parent / "nvidia"
-        dirs += sorted(str(p) for p in site.glob("*/include") if (p / "cusparse.h").is_file())
-    return dirs
 
 
 def _export_cuda_home(cuda_home: Path) -> None:
@@ -239,11 +165,9 @@ def discover(nvcc: str = "nvcc", facts: Path | None = None) -> Tools:
 
 @cache
 def _discovered(nvcc: str, facts_dir: Path | None) -> Tools:
-    nvcc_path = find_nvcc(nvcc)
-    cxx = shutil.which("c++") or shutil.which("g++")
-    if cxx is None:
-        raise ToolMissingError("no host C++ compiler (c++ / g++) on PATH")
-    cuda_home = _cuda_home(nvcc_path)
+    nvcc_path = compiler.find_nvcc(nvcc)
+    cxx = compiler.find_host_compiler()
+    cuda_home = compiler.cuda_home(nvcc_path)
     _export_cuda_home(cuda_home)
     facts = torch_facts.load(facts_dir) if facts_dir else None
     if facts is None:
@@ -254,10 +178,11 @@ def _discovered(nvcc: str, facts_dir: Path | None) -> Tools:
     versions = Toolchain(
         torch_version=facts.torch_version,
         cuda_version=facts.cuda_version,
-        compiler_version=_version([nvcc_path, "--version"]) + "\n" + _version([cxx, "--version"]).splitlines()[0]
+        compiler_version=compiler.version([nvcc_path, "--version"]) + "\n"
+        + compiler.version([cxx, "--version"]).splitlines()[0]
         + f"\npython {sys.version_info.major}.{sys.version_info.minor}",
     )
     return Tools(
         nvcc=nvcc_path, cxx=cxx, cuda_home=cuda_home, versions=versions, torch=facts,
-        torch_std=_torch_std(list(facts.includes)), cuda_includes=tuple(_cuda_includes(cuda_home, facts.torch_file)),
+        torch_std=_torch_std(list(facts.includes)), cuda_includes=tuple(compiler.cuda_includes(cuda_home, facts.torch_file)),
     )

@@ -36,8 +36,8 @@ from gate.domain.results import (
     SideResults,
     StageStatus,
 )
-from gate import box
 from gate.errors import GateError, JobCancelled, RunnerError
+from gate import box
 from gate.executors.spare import Spare
 from gate.returned_files import Budget, Refused, read_returned, usage_bytes
 from gate.domain.child_protocol import (

@@ -11,13 +11,12 @@ stops the jobs this process runs at once (their children's process groups are ki
 from __future__ import annotations
 
 import logging
-import shutil
-import subprocess
 import threading
 
 from gate.executors.base import JobEnvironment, run_claimed
 from gate.executors.spare import Spares, for_worker
 from gate.executors.liveness import OrphanSweeper, worker_id
+from gate.nvidia.devices import list_gpus
 from gate.storage import claims
 
 log = logging.getLogger(__name__)
@@ -25,15 +24,7 @@ log = logging.getLogger(__name__)
 
 def local_gpus() -> list[str]:
     """GPU names from `nvidia-smi` (the server needs no torch); [] when there is none."""
-    smi = shutil.which("nvidia-smi")
-    if smi is None:
-        return []
-    try:
-        out = subprocess.run([smi, "--query-gpu=name", "--format=csv,noheader"], capture_output=True,
-                             text=True, timeout=20, check=True).stdout
-    except (subprocess.SubprocessError, OSError):
-        return []
-    return [line.strip() for line in out.splitlines() if line.strip()]
+    return [gpu.name for gpu in list_gpus()]
 
 
 class LocalExecutor:

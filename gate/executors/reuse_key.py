@@ -32,18 +32,17 @@ import dataclasses
 import hashlib
 import importlib.metadata
 import json
-import os
-import shutil
 from functools import cache
 from pathlib import Path
 
 import gate
-from gate.compiling.build_cache import local_includes
 from gate.domain.codec import to_json
 from gate.domain.job import JobRequest, RunOptions
 from gate.domain.manifest import KernelSpec
 from gate.manifest import compile_flags
-from gate.nvidia.tool_output import tool_output
+from gate.compiling.build_cache import local_includes
+from gate.nvidia.devices import visible_gpus
+from gate.nvidia.tools import tool_version
 
 BUILT_IN_WORKLOADS = {"attention", "gemm"}
 _MEASURING_CODE = ("pipeline", "runner", "compiling", "checking", "timing", "profiling", "nvidia")
@@ -95,32 +94,6 @@ def measuring_request(request: JobRequest) -> bytes:
     for name in _NOT_MEASURING:
         fields.pop(name)
     return json.dumps(fields, sort_keys=True).encode()
-
-
-def tool_version(path: str) -> str:
-    """`<path> --version`, asked once per installed binary: ncu takes a noticeable part of a second
-    to answer, and a reused job should cost the parent little. A reinstalled tool is another file
-    (size, mtime), so it is asked again."""
-    found = shutil.which(path)
-    if found is None:
-        return ""
-    stat = os.stat(found)
-    return _version_of(found, stat.st_size, stat.st_mtime_ns)
-
-
-@cache
-def _version_of(found: str, _size: int, _mtime_ns: int) -> str:
-    return tool_output([found, "--version"])
-
-
-def visible_gpus() -> str:
-    """Name and driver of the GPUs a child would see ('' without a GPU). `CUDA_VISIBLE_DEVICES`
-    narrows it as it narrows the child's devices (nvidia-smi takes the same indices and UUIDs)."""
-    query = ["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"]
-    visible = os.environ.get("CUDA_VISIBLE_DEVICES", "").strip()
-    if visible:
-        query.append(f"--id={visible}")
-    return tool_output(query)
 
 
 def _torch_version() -> str:

@@ -34,11 +34,12 @@ import uuid
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from gate import box, box_view
+from gate import box
 from gate.domain.codec import to_json
 from gate.domain.job import Checkout, JobRequest, RunOptions
 from gate.job_folders import remove
 from gate.domain.child_protocol import REQUEST_NAME, RESULT_NAME, SPARE_OPTIONS_NAME
+from gate.nvidia import devices
 
 log = logging.getLogger(__name__)
 
@@ -115,7 +116,7 @@ class Spares:
     def refill(self, options: RunOptions) -> None:
         """Start the next job's child, where jobs run on a GPU; a failure to start one is only logged
         (the next job starts its own)."""
-        if not (self._more and options.gpu_stages and box_view.gpu_nodes()):
+        if not (self._more and options.gpu_stages and devices.gpu_nodes()):
             return
         with self._lock:
             if self._spare is not None:
@@ -140,7 +141,7 @@ class Spares:
 def for_worker(data_dir: Path, worker: str, enabled: bool) -> Spares | None:
     """The spares of one worker (an executor's slot thread, a Celery worker process), which runs its
     jobs one after another: None where it does not ask for them or has no GPU."""
-    if not (enabled and box_view.gpu_nodes()):
+    if not (enabled and devices.gpu_nodes()):
         return None
     data_dir = Path(data_dir).resolve()
     folder = "".join(ch if ch.isalnum() else "-" for ch in worker)    # a worker id holds '/' and '@'

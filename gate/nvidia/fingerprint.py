@@ -7,17 +7,11 @@ leaves its field empty: a fingerprint is evidence, never a reason to stop the jo
 
 from __future__ import annotations
 
-import re
 import socket
 
 from gate.domain import Fingerprint
-from gate.nvidia.tool_output import tool_output
-
-
-def parse_ncu_version(text: str) -> str:
-    """`Version 2025.3.1.0 (build ...)` -> `2025.3.1.0`."""
-    match = re.search(r"Version\s+([\d.]+)", text)
-    return match.group(1) if match else ""
+from gate.nvidia import ncu_cli
+from gate.nvidia.tools import tool_output
 
 
 def parse_smi_clocks(text: str) -> tuple[int | None, int | None]:
@@ -32,7 +26,7 @@ def parse_smi_clocks(text: str) -> tuple[int | None, int | None]:
 def collect(ncu_path: str = "ncu") -> Fingerprint:
     """Probe torch, nvidia-smi and ncu for the current CUDA device. The clocks are read now: call it
     right after the timed work, when the card runs at its working clocks, not at idle."""
-    fp = Fingerprint(host=socket.gethostname(), ncu_version=parse_ncu_version(tool_output([ncu_path, "--version"])))
+    fp = Fingerprint(host=socket.gethostname(), ncu_version=ncu_cli.version(ncu_path))
     try:
         import torch
     except ImportError:

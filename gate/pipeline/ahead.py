@@ -25,18 +25,18 @@ cancelled when the job ends. Nothing here decides anything.
 
 from __future__ import annotations
 
-import shutil
 import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
 
-from gate.box_view import gpu_nodes
 from gate.compiling import build
 from gate.compiling.compile_pool import CompilePool
 from gate.domain.job import JobRequest, RunOptions
 from gate.domain.names import Side, Stage
 from gate.errors import GateError
+from gate.nvidia import ncu_cli
+from gate.nvidia.devices import common_arch, gpu_nodes
 from gate.profiling import profile
 from gate.profiling.profile_session import ProfileSession
 
@@ -48,10 +48,10 @@ _early: dict[str, ProfileSession] = {}
 def start_early(options: RunOptions, artifacts: Path) -> None:
     """Before its job (a spare child's warm-up): a profile session per side, in the folder each side's
     profile stage will use (`artifacts/<side>/profile`). A failure is only a lost head start."""
-    if not (options.gpu_stages and options.profile and gpu_nodes() and shutil.which(options.ncu_path)):
+    if not (options.gpu_stages and options.profile and gpu_nodes() and ncu_cli.find(options.ncu_path)):
         return
     try:
-        arch = profile.arch_without_torch() or profile.local_arch()
+        arch = common_arch() or profile.local_arch()
         for side in (Side.CANDIDATE, Side.BASELINE):
             _early[side] = profile.start_session(artifacts / side / Stage.PROFILE, options, arch=arch)
     except (GateError, OSError):
@@ -132,10 +132,10 @@ class Ahead:
             if not (options.gpu_stages and gpu_nodes()):
                 self.note = "no GPU stages here"
                 return
-            wanted = options.profile and kernel.profile and shutil.which(options.ncu_path)
+            wanted = options.profile and kernel.profile and ncu_cli.find(options.ncu_path)
             # First the sessions, when nvidia-smi names the arch: their interpreter, torch and CUDA
             # context load beside the child's own torch import instead of after it.
-            if wanted and (arch := profile.arch_without_torch()):
+            if wanted and (arch := common_arch()):
                 self._start_sessions(profiled, arch, early)
             # The binding's compile next (it needs torch's flags: the import, not yet the GPU), then
             # the CUDA context: on a cold cache the compile is the longest wait of the job.
@@ -158,7 +158,7 @@ class Ahead:
     def _start_sessions(self, sides: list[str], arch: str, early: dict[str, ProfileSession]) -> None:
         """A session per side: the one started before the job where it serves, else a new one."""
         options, artifacts = self.request.options, Path(self.request.artifacts_dir)
-        ncu = shutil.which(options.ncu_path) or ""
+        ncu = ncu_cli.find(options.ncu_path) or ""
         for side in sides:
             out_dir = artifacts / side / Stage.PROFILE
             before = early.pop(side, None)

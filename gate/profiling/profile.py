@@ -23,24 +23,21 @@ Faults, and whose they are:
 from __future__ import annotations
 
 import re
-import shutil
-import subprocess
 import threading
 import time
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
-from functools import cache
 from pathlib import Path
 
 from gate.domain import KernelMetrics, KernelSpec, ProfileResult, StageStatus
 from gate.domain.job import RunOptions
 from gate.domain.source_lines import KernelSourceProfile
 from gate.errors import ProfilerError, ToolMissingError
+from gate.nvidia import ncu_cli
 from gate.nvidia.ncu_catalog import arch_of
 from gate.nvidia.ncu_report import kernel_metrics
 from gate.nvidia.source_counters import SECTION as SOURCE_SECTION
 from gate.nvidia.source_counters import source_profile
-from gate.nvidia.tool_output import tool_output
 from gate.profiling.profile_session import ProfileSession, TargetStatus, read_status
 
 DEFAULT_WORKLOAD_FACTORY = "gate.checking.workloads:get_workload"
@@ -88,23 +85,6 @@ def attribute_by_order(kernels: list[KernelMetrics], regions: list[list[str]]) -
         k.shape, k.dtype = regions[i // per_region]
 
 
-@cache
-def ncu_version(ncu: str) -> str:
-    """"Version 2025.3.1.0 (build ...)" -> "2025.3.1.0"; "" when ncu does not say."""
-    out = subprocess.run([ncu, "--version"], capture_output=True, text=True, timeout=60).stdout
-    match = re.search(r"Version (\S+)", out)
-    return match.group(1) if match else ""
-
-
-def arch_without_torch() -> str:
-    """The GPUs' arch as nvidia-smi reports it, for a profile session started before the child has
-    imported torch: "" when nvidia-smi is absent or says nothing, and when the machine's GPUs differ
-    (which one torch will use is then torch's to say)."""
-    caps = set(tool_output(["nvidia-smi", "--query-gpu=compute_cap", "--format=csv,noheader"]).split())
-    match = re.fullmatch(r"(\d+)\.(\d+)", caps.pop()) if len(caps) == 1 else None
-    return arch_of(int(match.group(1)), int(match.group(2))) if match else ""
-
-
 def local_arch() -> str:
     import torch
 
@@ -116,7 +96,7 @@ def start_session(out_dir: Path, options: RunOptions, *, arch: str | None = None
                   workload_factory: str = DEFAULT_WORKLOAD_FACTORY) -> ProfileSession:
     """The ncu session of one side's profile, started now and waiting for `profile(session=)` (which
     names the kernel and its checkout)."""
-    ncu = shutil.which(options.ncu_path)
+    ncu = ncu_cli.find(options.ncu_path)
     if ncu is None:
         raise ToolMissingError(f"Nsight Compute not found: {options.ncu_path!r} is not on PATH")
     return ProfileSession.start(out_dir, ncu=ncu, arch=arch or local_arch(),
@@ -184,7 +164,7 @@ def _profiled(session: ProfileSession, src_dir: Path, returncode: int, output: s
     """The stage's result from ncu's run and its report."""
     status_path = session.status_path
     status = read_status(status_path)
-    version = ncu_version(session.ncu)
+    version = ncu_cli.version(session.ncu)
     report_path = session.report_path
     arch = session.arch
 

@@ -30,8 +30,7 @@ from gate.compiling.toolchain import gate_python_env
 from gate.domain import KernelSpec
 from gate.domain.codec import to_json
 from gate.errors import ProfilerError
-from gate.nvidia.ncu_catalog import requested_metrics
-from gate.nvidia.source_counters import SECTION as SOURCE_SECTION
+from gate.nvidia import ncu_cli
 from gate.profiling.ncu_isolated import ReportReader
 
 WAIT_S = 3600.0
@@ -57,23 +56,6 @@ def read_status(path: Path) -> TargetStatus | None:
                             times={str(k): float(v) for k, v in data.get("times", {}).items()})
     except (OSError, ValueError, TypeError, KeyError, AttributeError):
         return None
-
-
-def build_ncu_command(ncu: str, arch: str, clock_control: str, report_base: Path,
-                      target: list[str]) -> list[str]:
-    """The ncu argument list (no shell) that profiles `target` with `arch`'s gate metrics."""
-    return [
-        ncu, "--target-processes", "all",
-        "--profile-from-start", "off",       # only launches between cudaProfilerStart/Stop
-        "--nvtx",                            # record the NVTX range (the shape) of each launch
-        "--replay-mode", "kernel",
-        "--cache-control", "all",            # caches flushed before every replay pass
-        "--clock-control", clock_control,    # identical for both sides of a comparison
-        "--metrics", ",".join(requested_metrics(arch)),
-        "--section", SOURCE_SECTION,         # per-instruction counters: where in the source it got slower
-        "-f", "-o", str(report_base),
-        *target,
-    ]
 
 
 @dataclass
@@ -107,10 +89,8 @@ class ProfileSession:
             "workload_factory": workload_factory, "go_path": str(out_dir / GO), "wait_s": WAIT_S,
         }))
         target = [sys.executable, "-m", "gate.profiling.profile_target", str(spec_path)]
-        command = build_ncu_command(ncu, arch, clock_control, out_dir / REPORT_BASE, target)
-        with open(out_dir / LOG, "w") as log:    # a file, not a pipe: nobody reads it until the end
-            proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=gate_python_env(),
-                                    start_new_session=True)
+        proc = ncu_cli.start(ncu_cli.command(ncu, arch, clock_control, out_dir / REPORT_BASE, target),
+                             out_dir / LOG, env=gate_python_env())
         return cls(proc, out_dir, ReportReader(ncu), ncu, arch, clock_control)
 
     def serves(self, out_dir: Path, ncu: str, arch: str, clock_control: str) -> bool:

@@ -54,12 +54,12 @@ baseline is timed so alone too (`InterleavedTimer.synchronous`), so that its his
 
 from __future__ import annotations
 
-import ctypes
 import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from gate.nvidia.cuda_driver import runtime
 from gate.timing import pinned
 from gate.timing.gpu_hold import Hold
 from gate.timing.graph_topology import GraphTopology, capturing_graph, read_topology
@@ -78,14 +78,11 @@ SYNCHRONOUS_FLUSHES = 4
 
 def reset_persisting_l2() -> str:
     """`cudaCtxResetPersistingL2Cache` through ctypes; returns a note when it is unavailable."""
-    for name in ("libcudart.so", "libcudart.so.13", "libcudart.so.12"):
-        try:
-            lib = ctypes.CDLL(name)
-        except OSError:
-            continue
-        rc = lib.cudaCtxResetPersistingL2Cache()
-        return "" if rc == 0 else f"cudaCtxResetPersistingL2Cache returned {rc}"
-    return "persisting L2 not reset: libcudart not loadable"
+    lib = runtime()
+    if lib is None:
+        return "persisting L2 not reset: libcudart not loadable"
+    rc = lib.cudaCtxResetPersistingL2Cache()
+    return "" if rc == 0 else f"cudaCtxResetPersistingL2Cache returned {rc}"
 
 
 def _remote_only(set_index: int) -> Any:

@@ -7,6 +7,7 @@ from gate.compiling import build, objects
 from gate.compiling import toolchain as tc
 from gate.compiling.build_cache import Toolchain
 from gate.domain import KernelSpec, StageStatus
+from gate.nvidia import compiler
 
 
 class FakeTools:
@@ -37,9 +38,9 @@ def test_every_object_a_cache_hit_still_links_into_an_existing_folder(tmp_path, 
 
     def link(command, cwd, timeout_s):
         linked.append(Path(command[-1]).parent.is_dir())
-        return tc.ToolRun(True, "")
+        return compiler.ToolRun(True, "")
 
-    monkeypatch.setattr(tc, "run_tool", link)
+    monkeypatch.setattr(compiler, "run_tool", link)
     spec = KernelSpec(name="k", sources=["k.cu"], arch=["sm_90"])
     res = build.build_extension(spec, tmp_path / "src", tmp_path / "cache", tmp_path / "out" / "build")
     assert res.status is StageStatus.PASSED and (res.cache_hits, res.cache_misses) == (1, 0)

@@ -107,7 +107,8 @@ def test_real_nvcc_compile_is_cached_and_reused(repo, tmp_path):
     nvcc = shutil.which("nvcc")
     if nvcc is None:
         pytest.skip("nvcc not on PATH")
-    from gate.compiling.toolchain import gencode, run_tool
+    from gate.compiling.toolchain import gencode
+    from gate.nvidia.compiler import run_tool
 
     command = [nvcc, "-O3", "-Xptxas", "-v", gencode("sm_90")]
     k = object_key(repo / "kernels" / "k.cu", command, TOOLS, [repo], repo)
@@ -122,19 +123,6 @@ def test_real_nvcc_compile_is_cached_and_reused(repo, tmp_path):
     assert hit is not None
     symbols = subprocess.run(["nm", str(hit)], capture_output=True, text=True, check=True).stdout
     assert "_Z1kv" in symbols or "__device_stub__Z1kv" in symbols
-
-
-@pytest.mark.nvcc
-def test_real_nvcc_compile_error_is_reported_not_raised(repo):
-    nvcc = shutil.which("nvcc")
-    if nvcc is None:
-        pytest.skip("nvcc not on PATH")
-    from gate.compiling.toolchain import run_tool
-
-    (repo / "kernels" / "bad.cu").write_text("__global__ void k() { undeclared_name = 1; }\n")
-    run = run_tool([nvcc, "-c", "kernels/bad.cu", "-o", "/dev/null"], cwd=repo, timeout_s=120)
-    assert not run.ok
-    assert "undeclared_name" in run.output
 
 
 def test_sass_histograms_are_kept_per_key_and_stamp(tmp_path):

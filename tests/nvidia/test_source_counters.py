@@ -7,13 +7,6 @@ from gate.domain.codec import from_json, to_json
 from gate.domain.results import ProfileResult, StageStatus
 from gate.nvidia.ncu_report import read_launches
 from gate.nvidia.source_counters import RawInstruction, shown_file, source_profile
-from gate.profiling.profile_session import build_ncu_command
-
-
-def test_the_profile_asks_for_the_source_counters_section():
-    cmd = build_ncu_command("ncu", "sm_90", "base", Path("p"), ["python", "t.py"])
-    assert cmd[cmd.index("--section") + 1] == "SourceCounters"
-    assert "--metrics" in cmd       # beside the gate metrics, in the same ncu session
 
 
 def test_fixture_instructions_carry_every_counter(ncu_fixture):

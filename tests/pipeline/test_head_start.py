@@ -10,6 +10,7 @@ from gate.compiling.build_cache import Toolchain
 from gate.compiling.compile_pool import CompilePool
 from gate.domain import KernelSpec, StageStatus
 from gate.domain.job import Checkout, JobRequest, RunOptions
+from gate.nvidia import compiler
 from gate.pipeline import ahead
 
 
@@ -36,7 +37,7 @@ def _fake_compiles(tmp_path, monkeypatch, compiled: list):
         return objects.CompiledObject(rel, True, False, obj, "ptxas info    : Used 8 registers")
     monkeypatch.setattr(objects, "compile_object", compile_object)
     monkeypatch.setattr(tc, "nvcc_versions", lambda nvcc: Toolchain("none", "none", "x"))
-    monkeypatch.setattr(tc, "find_nvcc", lambda nvcc: "nvcc")
+    monkeypatch.setattr(compiler, "find_nvcc", lambda nvcc: "nvcc")
     monkeypatch.setattr(static.sass, "find_disassembler", lambda nvcc: None)
 
 
@@ -82,7 +83,7 @@ def _kernel_with_binding(tmp_path, monkeypatch) -> tuple[KernelSpec, list]:
     _fake_compiles(tmp_path, monkeypatch, compiled)
     monkeypatch.setattr(tc, "discover", lambda nvcc="nvcc", facts=None: FakeTools())
     monkeypatch.setattr(tc, "target_archs", lambda archs: ["sm_90"])
-    monkeypatch.setattr(tc, "run_tool", lambda command, cwd, timeout_s: tc.ToolRun(True, ""))
+    monkeypatch.setattr(compiler, "run_tool", lambda command, cwd, timeout_s: compiler.ToolRun(True, ""))
     spec = KernelSpec(name="k", sources=["k.cu", "b.cpp"], arch=["sm_90"])
     return spec, compiled
 
@@ -128,8 +129,8 @@ def _ahead_on_a_gpu(monkeypatch, early_arch: str):
     sessions: dict = {}
     monkeypatch.setattr(build, "prefetch", lambda *a, **kw: None)
     monkeypatch.setattr(ahead, "gpu_nodes", lambda: True)
-    monkeypatch.setattr(ahead.shutil, "which", lambda name: "/bin/ncu")
-    monkeypatch.setattr(profile, "arch_without_torch", lambda: early_arch)
+    monkeypatch.setattr(ahead.ncu_cli, "find", lambda name: "/bin/ncu")
+    monkeypatch.setattr(ahead, "common_arch", lambda: early_arch)
     monkeypatch.setattr(profile, "local_arch", lambda: "sm_90")
     monkeypatch.setattr(profile, "start_session", lambda out, options, arch: sessions.setdefault(
         out.parent.name, _Session()).__dict__.update(arch=arch, out_dir=out) or sessions[out.parent.name])

@@ -144,10 +144,3 @@ def test_profile_on_an_arch_without_catalog_raises_before_running_ncu(tmp_path, 
     with pytest.raises(ProfilerError, match="sm_75"):
         profile(KERNEL, "ext.so", tmp_path, tmp_path / "out", RunOptions(ncu_path=str(fake_ncu)), arch="sm_75")
     assert not os.path.exists(tmp_path / "args.json")
-
-
-@pytest.mark.parametrize("smi, arch", [("9.0", "sm_90"), ("9.0\n9.0", "sm_90"), ("8.0\n9.0", ""), ("", "")])
-def test_the_arch_comes_from_nvidia_smi_only_when_every_gpu_agrees(smi, arch, monkeypatch):
-    import gate.profiling.profile as profile_module
-    monkeypatch.setattr(profile_module, "tool_output", lambda command: smi)
-    assert profile_module.arch_without_torch() == arch
