@@ -176,9 +176,41 @@ def _one_case(kernel: KernelSpec, module: Any, workload: Any, shape: Shape, dtyp
     lowp = workload.lowp_reference(shape, inputs)
     torch_err = float((lowp.float() - ref).abs().max())
     snapshot = {n: t.clone() for n, t in read_only(workload, inputs).items() if isinstance(t, torch.Tensor)}
+    call = _call(kernel, module, workload, inputs, lowp)
+
+    def case(passed: bool, reason: str = "", max_err: float | None = None,
+             mean_err: float | None = None, tol: float | None = None) -> CorrectnessCase:
+        return CorrectnessCase(shape.label, dtype, seed, passed, max_err, mean_err, torch_err, tol, reason)
+
+    if broken := _broken(call, ref, snapshot, inputs):
+        return case(False, broken), None
+    out = call.held
+    judged = _Judged(out, ref.to(out.dtype) if out.is_floating_point() else ref.round().to(out.dtype))
+    err = (out.float() - ref).abs()
+    max_err, mean_err = float(err.max()), float(err.mean())
+    tol, rule = _tolerance(kernel, workload, dtype, ref, torch_err)
+    stale = _stale_reason(previous, judged, change)
+    if stale:
+        return case(False, stale, max_err, mean_err, tol), judged
+    if max_err > tol:
+        return case(False, f"max error {max_err:.3g} > {rule}", max_err, mean_err, tol), judged
+    return case(True, "", max_err, mean_err, tol), judged
+
+
+@dataclass(frozen=True)
+class _Call:
+    out: Any                      # what the call returned
+    held: Any                     # its copy on the caller's stream at return (None: not a tensor)
+    poison_ptr: int               # the NaN block freed right before the call
+
+
+def _call(kernel: KernelSpec, module: Any, workload: Any, inputs: dict[str, Any], lowp: Any) -> _Call:
+    """Steps 1 and 2 of the module docstring: the output poisoned, the call, its output copied before
+    any host synchronisation; then late writers are waited for."""
+    import torch
+
     poison_outputs(workload, inputs)            # an output argument: unwritten elements read NaN
     torch.cuda.synchronize()                    # nothing of the previous case is still running
-
     poison = torch.full(lowp.shape, float("nan"), dtype=lowp.dtype, device=lowp.device)
     poison_ptr = poison.data_ptr()
     del poison                                  # freed: the next same-sized allocation reuses it
@@ -186,49 +218,50 @@ def _one_case(kernel: KernelSpec, module: Any, workload: Any, shape: Shape, dtyp
     held = out.clone() if isinstance(out, torch.Tensor) else None   # on the caller's stream, no sync
     time.sleep(LATE_WRITE_WAIT_S)
     torch.cuda.synchronize()                    # every stream: late writers have landed by now
+    return _Call(out, held, poison_ptr)
 
-    def case(passed: bool, reason: str = "", max_err: float | None = None,
-             mean_err: float | None = None, tol: float | None = None) -> CorrectnessCase:
-        return CorrectnessCase(shape.label, dtype, seed, passed, max_err, mean_err, torch_err, tol, reason)
 
+def _broken(call: _Call, ref: Any, snapshot: dict[str, Any], inputs: dict[str, Any]) -> str:
+    """Why the call's output cannot be judged by its error at all ("" when it can): not a tensor of
+    the reference's shape, inputs modified, canaries damaged, written late, NaN/Inf."""
+    import torch
+
+    out, held = call.out, call.held
     if not isinstance(out, torch.Tensor) or held is None:
         hint = " (for a function that writes into an output argument, `call` returns that tensor)" \
             if out is None else ""
-        return case(False, f"returned {type(out).__name__}, not a tensor{hint}"), None
+        return f"returned {type(out).__name__}, not a tensor{hint}"
     if tuple(out.shape) != tuple(ref.shape):
-        return case(False, f"output shape {tuple(out.shape)}, expected {tuple(ref.shape)}"), None
+        return f"output shape {tuple(out.shape)}, expected {tuple(ref.shape)}"
     changed = [n for n, t in snapshot.items() if not torch.equal(t, inputs[n])]
     if changed:
-        return case(False, f"inputs modified: {', '.join(changed)}"), None
+        return f"inputs modified: {', '.join(changed)}"
     damaged = guard_damage(inputs)
     if damaged:
-        return case(False, f"wrote out of bounds: the canaries around {', '.join(damaged)} changed"), None
+        return f"wrote out of bounds: the canaries around {', '.join(damaged)} changed"
     late = int(((held != out) & ~(held.isnan() & out.isnan())).sum())
     if late:
-        return case(False, f"{late} output elements written after the call returned (work left on "
-                           f"another stream or thread, not ordered on the caller's stream)"), None
-    out = held
-    bad = int((~torch.isfinite(out)).sum())
+        return (f"{late} output elements written after the call returned (work left on "
+                f"another stream or thread, not ordered on the caller's stream)")
+    bad = int((~torch.isfinite(held)).sum())
     if bad:
-        where = "the poisoned output block" if out.data_ptr() == poison_ptr else "the output"
-        return case(False, f"{bad} NaN/Inf elements in {where} (unwritten elements?)"), None
-    judged = _Judged(out, ref.to(out.dtype) if out.is_floating_point() else ref.round().to(out.dtype))
-    err = (out.float() - ref).abs()
-    max_err, mean_err = float(err.max()), float(err.mean())
+        where = "the poisoned output block" if held.data_ptr() == call.poison_ptr else "the output"
+        return f"{bad} NaN/Inf elements in {where} (unwritten elements?)"
+    return ""
+
+
+def _tolerance(kernel: KernelSpec, workload: Any, dtype: str, ref: Any, torch_err: float) -> tuple[float, str]:
+    """A case's bound on the max error (the smaller of the module docstring's two), and the rule that
+    sets it, in words."""
     scale = max(1.0, float(ref.abs().max()))
     # A workload may widen the table for its own numerics (e.g. long float32 recurrences).
     tolerances = {**DTYPE_TOLERANCE, **getattr(workload, "dtype_tolerance", {})}
     dtype_tol = tolerances.get(dtype, 1e-2) * scale
     ratio_tol = max(kernel.gates.max_error_ratio * torch_err, DTYPE_EPSILON.get(dtype, 1e-3) * scale)
     tol = min(dtype_tol, ratio_tol)
-    stale = _stale_reason(previous, judged, change)
-    if stale:
-        return case(False, stale, max_err, mean_err, tol), judged
-    if max_err > tol:
-        rule = f"{kernel.gates.max_error_ratio:g} x PyTorch's {torch_err:.3g}" if tol == ratio_tol \
-            else f"{dtype} tolerance {dtype_tol:.3g}"
-        return case(False, f"max error {max_err:.3g} > {rule}", max_err, mean_err, tol), judged
-    return case(True, "", max_err, mean_err, tol), judged
+    rule = f"{kernel.gates.max_error_ratio:g} x PyTorch's {torch_err:.3g}" if tol == ratio_tol \
+        else f"{dtype} tolerance {dtype_tol:.3g}"
+    return tol, rule
 
 
 def _stale_reason(previous: _Judged | None, now: _Judged, change: str) -> str:

@@ -4,8 +4,11 @@ include paths and defines, same object cache: `objects.py`), read the resource f
 function. No GPU needed; torch is needed for sources that include its headers.
 
 A compile error is the kernel's fault (`FAILED` with the log); a missing nvcc is the gate's
-(`ToolMissingError`), so is a compile stopped by the gate's memory limit (`ERROR`, naming the limit), and so is a missing torch (the stage is `NOT_RUN`, see `run_static`). ptxas lines are read with independent regexes because their fields vary by
-CUDA version (12.x prints no "used N barriers"; sm_90a omits cmem) — see NCU-FACTS.md §4.
+(`ToolMissingError`), so is a compile stopped by the gate's memory limit (`ERROR`, naming the limit),
+and so is a missing torch (the stage is `NOT_RUN`, see `run_static`). ptxas lines are read with
+independent regexes because their fields vary by CUDA version (12.x prints no "used N barriers";
+sm_90a omits cmem) — see NCU-FACTS.md §4. nvcc and the disassembler run through `gate.nvidia`
+(`compiler`, `sass`).
 """
 
 from __future__ import annotations
@@ -113,114 +116,175 @@ def run_static(kernel: KernelSpec, src_dir: Path, out_dir: Path, nvcc: str = "nv
     cache = ObjectCache(Path(cache_dir) if cache_dir else out_dir / "objects")
     name = objects.extension_name(kernel, src_dir)
     disassembler = sass.find_disassembler(nvcc_path)
-    logs: list[str] = []
-    functions: list[FunctionResources] = []
-    deferred: list[str] = []
-    sass_ok = disassembler is not None
-    failure = ""
-    gate_limit = ""                                  # a compile the gate's own limit stopped
-    tools: tc.Tools | None = None
-    no_torch = ""
-    jobs: list[tuple[str, str, list[str], str]] = []   # (source, arch, command, key)
-
-    def read(job: tuple[str, str, list[str], str]) -> _Read:
-        source_name, arch, command, key = job
-        started = time.monotonic()
-        future, started_here = pool.submit(key, lambda: objects.compile_object(
-            source_name, command, key, src_dir, out_dir, cache, kernel.timeout_s))
-        compiled = future.result()
-        if not started_here:                       # the other side compiled it: a hit here
-            compiled = replace(compiled, hit=True)
-        got = _Read(compiled, seconds=time.monotonic() - started)
-        if disassembler is not None and compiled.ok and compiled.obj is not None:
-            try:
-                got.histograms = _histograms(disassembler, compiled.obj, key, cache)
-            except (subprocess.CalledProcessError, subprocess.TimeoutExpired, OSError) as exc:
-                got.sass_error = f"disassembler failed on {source_name} ({arch}): {exc}"
-        return got
-
     torch_needed = {s: objects.uses_torch(src_dir / s, src_dir, kernel.nvcc_flags) for s in kernel.cuda_sources}
-    reads: dict[int, _Read] = {}
     with contextlib.ExitStack() as stack:
         if pool is None:
             pool = stack.enter_context(CompilePool(max(1, min(len(torch_needed) * len(kernel.arch),
                                                               compile_workers()))))
-        readers = stack.enter_context(ThreadPoolExecutor(max_workers=max(1, len(torch_needed) * len(kernel.arch)),
-                                                         thread_name_prefix="static-read"))
+        setting = _Setting(kernel, src_dir, out_dir, cache, name, nvcc_path, disassembler, pool)
+        compiled = _compile_all(setting, torch_needed, facts, on_compiled)
+    tally = _tally(setting, compiled)
+    log = "\n".join(tally.logs)
+    (out_dir / LOG_NAME).write_text(log, encoding="utf-8")
+    return _result(kernel, tally, log, time.monotonic() - started, disassembler)
+
+
+@dataclass(frozen=True)
+class _Setting:
+    """What every compile of one static stage shares."""
+    kernel: KernelSpec
+    src_dir: Path
+    out_dir: Path
+    cache: ObjectCache
+    name: str                              # the extension's import name (`TORCH_EXTENSION_NAME`)
+    nvcc: str
+    disassembler: Path | None
+    pool: CompilePool
+
+
+@dataclass(frozen=True)
+class _Job:
+    source: str
+    arch: str
+    command: list[str]
+    key: str
+
+
+@dataclass
+class _Compiled:
+    """Every object of the stage, compiled or taken from the cache, in the order they were asked for."""
+    jobs: list[_Job] = field(default_factory=list)
+    reads: dict[int, _Read] = field(default_factory=dict)      # by the job's index, as they finish
+    tools: tc.Tools | None = None          # torch's compilers, once a source that includes torch asked
+    deferred: list[str] = field(default_factory=list)           # sources left to the build
+    no_torch: str = ""                     # why those are left to it
+
+
+@dataclass
+class _Tally:
+    """The stage's log and figures, and what decides its status."""
+    deferred: list[str]
+    no_torch: str
+    sass_ok: bool
+    logs: list[str] = field(default_factory=list)
+    functions: list[FunctionResources] = field(default_factory=list)
+    failure: str = ""                      # the first compile error: the kernel's fault
+    gate_limit: str = ""                   # a compile the gate's own limit stopped
+
+
+def _compile_all(setting: _Setting, torch_needed: dict[str, bool], facts: Path | None,
+                 on_compiled: Callable[[str], None] | None) -> _Compiled:
+    """Every source for every arch, read as it lands. Sources without torch headers first: they
+    compile while torch is imported for the rest."""
+    kernel, done = setting.kernel, _Compiled()
+    with ThreadPoolExecutor(max_workers=max(1, len(torch_needed) * len(kernel.arch)),
+                            thread_name_prefix="static-read") as readers:
         futures: dict[Future, int] = {}
 
         def add(source_name: str) -> None:
             for arch in kernel.arch:
-                command, key = objects.cu_job(src_dir / source_name, source_name, src_dir, [arch], name,
-                                              kernel.nvcc_flags, nvcc_path, tools)
-                jobs.append((source_name, arch, command, key))
-                futures[readers.submit(read, jobs[-1])] = len(jobs) - 1
+                command, key = objects.cu_job(setting.src_dir / source_name, source_name, setting.src_dir, [arch],
+                                              setting.name, kernel.nvcc_flags, setting.nvcc, done.tools)
+                done.jobs.append(_Job(source_name, arch, command, key))
+                futures[readers.submit(_read, setting, done.jobs[-1])] = len(done.jobs) - 1
 
-        # Sources without torch headers first: they compile while torch is imported for the rest.
         for source_name in [s for s, needs in torch_needed.items() if not needs]:
             add(source_name)
         if with_torch := [s for s, needs in torch_needed.items() if needs]:
             try:
-                tools = tc.discover(nvcc_path, facts)
+                done.tools = tc.discover(setting.nvcc, facts)
             except ToolMissingError as exc:   # torch (or the host compiler) missing: left to the build
-                no_torch = str(exc)
-                deferred.extend(with_torch)
+                done.no_torch = str(exc)
+                done.deferred.extend(with_torch)
             else:
                 for source_name in with_torch:
                     add(source_name)
         for future in as_completed(futures):       # in the order they finish: progress as it lands
             i = futures[future]
-            got = reads[i] = future.result()
+            got = done.reads[i] = future.result()
             if on_compiled is not None and not got.compiled.hit:
                 outcome = "compiled" if got.compiled.ok else "compile error"
-                on_compiled(f"{jobs[i][0]} for {jobs[i][1]}: {outcome} in {got.seconds:.0f} s "
-                            f"({len(reads)} of {len(jobs)})")
-    for i, (source_name, arch, command, _) in enumerate(jobs):
-        compiled, histograms, sass_error = reads[i].compiled, reads[i].histograms, reads[i].sass_error
+                on_compiled(f"{done.jobs[i].source} for {done.jobs[i].arch}: {outcome} in {got.seconds:.0f} s "
+                            f"({len(done.reads)} of {len(done.jobs)})")
+    return done
+
+
+def _read(setting: _Setting, job: _Job) -> _Read:
+    """One object, compiled in the pool (or joined: the other side compiled it, a hit here), and its
+    SASS histograms."""
+    started = time.monotonic()
+    future, started_here = setting.pool.submit(job.key, lambda: objects.compile_object(
+        job.source, job.command, job.key, setting.src_dir, setting.out_dir, setting.cache,
+        setting.kernel.timeout_s))
+    compiled = future.result()
+    if not started_here:
+        compiled = replace(compiled, hit=True)
+    got = _Read(compiled, seconds=time.monotonic() - started)
+    if setting.disassembler is not None and compiled.ok and compiled.obj is not None:
+        try:
+            got.histograms = _histograms(setting.disassembler, compiled.obj, job.key, setting.cache)
+        except (subprocess.CalledProcessError, subprocess.TimeoutExpired, OSError) as exc:
+            got.sass_error = f"disassembler failed on {job.source} ({job.arch}): {exc}"
+    return got
+
+
+def _tally(setting: _Setting, done: _Compiled) -> _Tally:
+    """The log of every compile in the order asked, and each object's figures, or why it has none."""
+    tally = _Tally(deferred=done.deferred, no_torch=done.no_torch, sass_ok=setting.disassembler is not None)
+    for i, job in enumerate(done.jobs):
+        read = done.reads[i]
+        compiled = read.compiled
         cached = (" (object cache hit)" if compiled.ok else " (cached compile failure)") if compiled.hit else ""
-        logs.append(f"$ {' '.join([*command, '-c', source_name])}" + cached)
-        logs.append(compiled.log)
-        if not compiled.ok and tools and (missing := _missing_under_torch(compiled.log, tools.torch.includes)):
-            if source_name not in deferred:   # e.g. c10/cuda headers in a CPU-only torch
-                deferred.append(source_name)
-            no_torch = (f"torch's headers include {missing}, which is not installed (a CPU-only torch, or a CUDA "
-                        "toolkit without its library headers)")
-            continue
-        if not compiled.ok and compiled.limit:
-            gate_limit = gate_limit or f"{source_name} ({arch}): {compiled.limit}"
-            continue
-        if not compiled.ok:
-            failure = failure or f"compile error ({arch}): {_first_error(compiled.log, src_dir)}"
-            continue
-        found = parse_ptxas(compiled.log)
-        if sass_error:
-            logs.append(sass_error)
-            sass_ok = False
-        elif histograms is not None:
-            for fn in found:
-                fn.sass_opcodes = histograms.get(fn.function, {})
-        functions.extend(found)
-    log = "\n".join(logs)
-    (out_dir / LOG_NAME).write_text(log, encoding="utf-8")
-    elapsed = time.monotonic() - started
-    if failure:
-        return StaticResult(StageStatus.FAILED, reason=failure, duration_s=elapsed, functions=functions,
-                            sass_available=sass_ok, log=log)
-    if gate_limit:
-        return StaticResult(StageStatus.ERROR, reason=gate_limit, duration_s=elapsed, functions=functions,
-                            sass_available=sass_ok, log=log)
-    if not sass_ok:
-        functions = [_without_sass(fn) for fn in functions]
-    if deferred:
-        reason = (f"figures come from the build: {', '.join(deferred)} include(s) torch headers, and "
-                  f"{no_torch.split(':')[0]} here (README: torch on a CPU machine)")
-        return StaticResult(StageStatus.NOT_RUN, reason=reason, duration_s=elapsed, functions=functions,
-                            sass_available=sass_ok, log=log)
+        tally.logs += [f"$ {' '.join([*job.command, '-c', job.source])}" + cached, compiled.log]
+        if not compiled.ok and done.tools and (missing := _missing_under_torch(compiled.log,
+                                                                                done.tools.torch.includes)):
+            if job.source not in tally.deferred:   # e.g. c10/cuda headers in a CPU-only torch
+                tally.deferred.append(job.source)
+            tally.no_torch = (f"torch's headers include {missing}, which is not installed (a CPU-only torch, or a "
+                              "CUDA toolkit without its library headers)")
+        elif not compiled.ok and compiled.limit:
+            tally.gate_limit = tally.gate_limit or f"{job.source} ({job.arch}): {compiled.limit}"
+        elif not compiled.ok:
+            first = _first_error(compiled.log, setting.src_dir)
+            tally.failure = tally.failure or f"compile error ({job.arch}): {first}"
+        else:
+            tally.functions.extend(_figures(compiled.log, read, tally))
+    return tally
+
+
+def _figures(log: str, read: _Read, tally: _Tally) -> list[FunctionResources]:
+    """One object's functions from its ptxas lines, with their SASS histograms where it was read."""
+    found = parse_ptxas(log)
+    if read.sass_error:
+        tally.logs.append(read.sass_error)
+        tally.sass_ok = False
+    elif read.histograms is not None:
+        for fn in found:
+            fn.sass_opcodes = read.histograms.get(fn.function, {})
+    return found
+
+
+def _result(kernel: KernelSpec, tally: _Tally, log: str, elapsed: float, disassembler: Path | None) -> StaticResult:
+    """The stage's status and reason: a compile error fails it, the gate's limit makes it an error,
+    a source left to the build makes it NOT_RUN."""
+    def result(status: StageStatus, reason: str, functions: list[FunctionResources]) -> StaticResult:
+        return StaticResult(status, reason=reason, duration_s=elapsed, functions=functions,
+                            sass_available=tally.sass_ok, log=log)
+
+    if tally.failure:
+        return result(StageStatus.FAILED, tally.failure, tally.functions)
+    if tally.gate_limit:
+        return result(StageStatus.ERROR, tally.gate_limit, tally.functions)
+    functions = tally.functions if tally.sass_ok else [_without_sass(fn) for fn in tally.functions]
+    if tally.deferred:
+        reason = (f"figures come from the build: {', '.join(tally.deferred)} include(s) torch headers, and "
+                  f"{tally.no_torch.split(':')[0]} here (README: torch on a CPU machine)")
+        return result(StageStatus.NOT_RUN, reason, functions)
     names = len({fn.function for fn in functions})
     reason = (f"{names} function(s) x {len(kernel.arch)} arch(s)"
-              + (f", SASS via {disassembler.name}" if sass_ok else "; no SASS disassembler found"))
-    return StaticResult(StageStatus.PASSED, reason=reason, duration_s=elapsed, functions=functions,
-                        sass_available=sass_ok, log=log)
+              + (f", SASS via {disassembler.name}" if tally.sass_ok and disassembler
+                 else "; no SASS disassembler found"))
+    return result(StageStatus.PASSED, reason, functions)
 
 
 def _histograms(disassembler: Path, obj: Path, key: str, cache: ObjectCache) -> dict[str, dict[str, int]]:

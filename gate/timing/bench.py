@@ -166,23 +166,7 @@ def _prepare(kernel: KernelSpec, workload: Any, cand: Any, base: Any | None, sha
              base_remote: RemoteBaseline | None = None, on_step: Callable[[str], None] = _quiet) -> _ShapeRun:
     """`base_remote`: the baseline in its own process, in place of `base` (it makes its own input sets)."""
     sets = [workload.make_inputs(shape, dtype, secrets.randbits(31), "cuda") for _ in range(INPUT_SETS)]
-
-    def calling(module: Any) -> Any:
-        return lambda i: workload.call(module, kernel.function, sets[i])
-
-    sides = [Side("candidate", calling(cand))]
-    if callable(getattr(workload, "reference", None)):   # every workload has it (REQUIRED_METHODS)
-        sides[0].checks = checks_for(workload, shape, dtype, sets, DTYPE_TOLERANCE, lambda: sides[0].fn(0))
-    if base_remote is not None:
-        sides.append(Side.of_remote("baseline", base_remote.side_for(kernel.shapes.index(shape), dtype, INPUT_SETS)))
-    elif base is not None:
-        sides.append(Side("baseline", calling(base)))
-    if sides[0].checks is not None:
-        for side in sides:      # both gated sides keep their graph outputs alike (`Side.keep_output_bytes`)
-            side.keep_output_bytes = sides[0].checks.output_bytes
-    peers = getattr(workload, "peers", None)          # optional for a custom workload
-    peer_sets = [peers(shape, inputs) if peers else {} for inputs in sets]
-    sides += [Side(label, lambda i, label=label: peer_sets[i][label]()) for label in peer_sets[0]]
+    sides = _sides(kernel, workload, cand, base, shape, dtype, sets, base_remote)
     gated = 2 if base is not None or base_remote is not None else 1   # they alone choose the method
     estimates = [timer.estimate_side_us(s) for s in sides[:gated]]
     use_graph, launches = timing_method(estimates)
@@ -222,6 +206,28 @@ def _prepare(kernel: KernelSpec, workload: Any, cand: Any, base: Any | None, sha
             note = "; ".join(refused) + ": timed eagerly with events on the caller's stream (the legacy default " \
                    "stream, which waits for every blocking stream, the per-thread default stream included)"
     return _ShapeRun(shape, dtype, sets, sides, method, min(estimates), note, graph_us, nodes, estimates[0])
+
+
+def _sides(kernel: KernelSpec, workload: Any, cand: Any, base: Any | None, shape: Any, dtype: str,
+           sets: list[dict[str, Any]], base_remote: RemoteBaseline | None) -> list[Side]:
+    """The sides of one shape x dtype: the candidate (its timed calls checked), the baseline (here or
+    in its own process), then the workload's peers (PyTorch's own), each calling on `sets`."""
+    def calling(module: Any) -> Any:
+        return lambda i: workload.call(module, kernel.function, sets[i])
+
+    sides = [Side("candidate", calling(cand))]
+    if callable(getattr(workload, "reference", None)):   # every workload has it (REQUIRED_METHODS)
+        sides[0].checks = checks_for(workload, shape, dtype, sets, DTYPE_TOLERANCE, lambda: sides[0].fn(0))
+    if base_remote is not None:
+        sides.append(Side.of_remote("baseline", base_remote.side_for(kernel.shapes.index(shape), dtype, INPUT_SETS)))
+    elif base is not None:
+        sides.append(Side("baseline", calling(base)))
+    if sides[0].checks is not None:
+        for side in sides:      # both gated sides keep their graph outputs alike (`Side.keep_output_bytes`)
+            side.keep_output_bytes = sides[0].checks.output_bytes
+    peers = getattr(workload, "peers", None)          # optional for a custom workload
+    peer_sets = [peers(shape, inputs) if peers else {} for inputs in sets]
+    return sides + [Side(label, lambda i, label=label: peer_sets[i][label]()) for label in peer_sets[0]]
 
 
 def _least_chain(topologies: list[GraphTopology]) -> GraphTopology | None:
