@@ -3,8 +3,7 @@
 A binding compile needs torch's version, include and library folders, its ABI defines and the nvcc
 flags of a `CUDAExtension` (`toolchain.Tools`). Reading them means importing torch: 2 to 5 s in a
 fresh interpreter. A cold job's binding compile (10 to 15 s) waited for that import before it could
-start (docs/design.md, "Where a warm verdict's time goes"), although nothing about them changes
-between jobs.
+start (docs/measurements.md), although nothing about them changes between jobs.
 
 The gate writes them when it makes the precompiled headers (`torch_pch_make.make`: `gate pch`, and
 serve, worker and demo at start), outside any box, as `<pch root>/torch-facts.json`, with a

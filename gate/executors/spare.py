@@ -1,7 +1,7 @@
 """A GPU child started before its job, so that the next job begins at its stages.
 
 Every job's child first imports torch and makes a CUDA context: 5.4 s on an H100 before its build
-could load anything (docs/design.md, "Where a warm verdict's time goes"). An executor that runs jobs
+could load anything (docs/measurements.md). An executor that runs jobs
 one after another starts the next job's child as soon as one ends (`Spares.refill`). The child
 (`python -m gate.runner --spare`) does that work, starts both sides' profile sessions in the
 folders the job's profile stages will use (`pipeline.ahead.start_early`: ncu, its target's torch and
