@@ -115,7 +115,7 @@ def _saved(root: Path, facts: torch_facts.TorchFacts) -> Path:
 
 @pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="needs torch (a CPU build is enough)")
 def test_a_fresh_process_gets_torchs_own_command_lines_from_the_facts(tmp_path):
-    probe = ("import json, sys; from gate.pipeline import toolchain as tc; "
+    probe = ("import json, sys; from gate.compiling import toolchain as tc; "
              "t = tc.discover('nvcc', sys.argv[1] if len(sys.argv) > 1 else None); "
              "print(json.dumps([t.cxx_command('ext'), t.nvcc_command(['sm_90'], 'ext', True), "
              "t.link_command(['a.o'], 'a.so'), list(t.versions.__dict__.values()), 'torch' in sys.modules]))")
