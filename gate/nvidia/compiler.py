@@ -1,15 +1,9 @@
-"""Running the compilers: the compile interface the static and build stages call.
-
-nvcc, and the host compiler nvcc drives and the build compiles bindings and links with, are found
-(`find_nvcc`, `find_host_compiler`), asked their versions (`version`) and run (`run_tool`) here; the
-command lines are composed by `gate.compiling.toolchain`. CUDA_HOME is the toolkit of the nvcc in use
-(`cuda_home`: read from `nvcc --dryrun`, which prints the real `bin` directory even through wrapper
-scripts), never a guess from PATH: mixing one toolkit's headers with another's nvcc produces objects
-that fail at load time.
-
-A compile runs in the box with the gate's compile limits (`box.for_compile`). Whether the gate, not
-the source, ended it is `ToolRun.limit`: such a run is never cached as the source's failure.
-"""
+"""Running the compilers: the compile interface of the static and build stages, whose command lines
+`gate.compiling.toolchain` composes. nvcc and the host compiler are found, asked their versions and
+run here, in the box with the gate's compile limits; `ToolRun.limit` says when the gate, not the
+source, ended a run (never cached as the source's failure). CUDA_HOME is the toolkit of the nvcc in
+use, as `nvcc --dryrun` names it (even through wrapper scripts), never a guess from PATH: one
+toolkit's headers with another's nvcc make objects that fail at load time."""
 
 from __future__ import annotations
 

@@ -1,11 +1,6 @@
-"""This host's NVIDIA GPUs as the driver shows them, without torch: the list, the arch, the device
-nodes a box binds.
-
-`list_gpus` reads `nvidia-smi` (the server side needs no torch, and a GPU worker asks before any
-child starts); `device_nodes` names the `/dev/nvidia*` nodes a box needs: all of them, or those of
-one GPU (its own node, found by its UUID in the driver's `/proc/driver/nvidia/gpus/*/information`,
-and the shared control and memory nodes). Each answers [] or "" on a machine without a driver.
-"""
+"""This host's NVIDIA GPUs as nvidia-smi and the driver show them, without torch: the list, their
+common arch, and the `/dev/nvidia*` nodes a box binds (for every GPU, or one: its own node, by its
+UUID in the driver's /proc records, and the shared ones). [] or "" on a machine without a driver."""
 
 from __future__ import annotations
 

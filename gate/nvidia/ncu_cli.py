@@ -1,9 +1,5 @@
-"""The ncu command line and its run: the profile interface the profile stage calls.
-
-`find` locates ncu, `version` asks it, `command` composes the argument list that profiles a target
-with an arch's gate metrics, and `start` runs it in a process group of its own, its console in a
-log file. What the target does and how the report is read are `gate.profiling`'s.
-"""
+"""The ncu command line and its run, the profile interface the profile stage calls: find ncu, ask its
+version, compose the argument list, start it in a process group of its own."""
 
 from __future__ import annotations
 
