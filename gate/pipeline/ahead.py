@@ -32,6 +32,7 @@ from pathlib import Path
 
 from gate.compiling import build
 from gate.compiling.compile_pool import CompilePool
+from gate.compiling.toolchain import device_arch
 from gate.domain.job import JobRequest, RunOptions
 from gate.domain.names import Side, Stage
 from gate.errors import GateError
@@ -51,7 +52,7 @@ def start_early(options: RunOptions, artifacts: Path) -> None:
     if not (options.gpu_stages and options.profile and gpu_nodes() and ncu_cli.find(options.ncu_path)):
         return
     try:
-        arch = common_arch() or profile.local_arch()
+        arch = common_arch() or device_arch()
         for side in (Side.CANDIDATE, Side.BASELINE):
             _early[side] = profile.start_session(artifacts / side / Stage.PROFILE, options, arch=arch)
     except (GateError, OSError):
@@ -148,7 +149,7 @@ class Ahead:
                 self._cancel_sessions()
                 return
             if wanted and not self.sessions:
-                self._start_sessions(profiled, profile.local_arch(), early)
+                self._start_sessions(profiled, device_arch(), early)
         except (GateError, OSError) as exc:     # the stages will meet it again and report it
             self.note = f"nothing started ahead: {exc}"
         finally:

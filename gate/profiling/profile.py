@@ -29,12 +29,12 @@ from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 
+from gate.compiling.toolchain import device_arch
 from gate.domain import KernelMetrics, KernelSpec, ProfileResult, StageStatus
 from gate.domain.job import RunOptions
 from gate.domain.source_lines import KernelSourceProfile
 from gate.errors import ProfilerError, ToolMissingError
 from gate.nvidia import ncu_cli
-from gate.nvidia.ncu_catalog import arch_of
 from gate.nvidia.ncu_report import kernel_metrics
 from gate.nvidia.source_counters import SECTION as SOURCE_SECTION
 from gate.nvidia.source_counters import source_profile
@@ -85,13 +85,6 @@ def attribute_by_order(kernels: list[KernelMetrics], regions: list[list[str]]) -
         k.shape, k.dtype = regions[i // per_region]
 
 
-def local_arch() -> str:
-    import torch
-
-    major, minor = torch.cuda.get_device_capability()
-    return arch_of(major, minor)
-
-
 def start_session(out_dir: Path, options: RunOptions, *, arch: str | None = None,
                   workload_factory: str = DEFAULT_WORKLOAD_FACTORY) -> ProfileSession:
     """The ncu session of one side's profile, started now and waiting for `profile(session=)` (which
@@ -99,7 +92,7 @@ def start_session(out_dir: Path, options: RunOptions, *, arch: str | None = None
     ncu = ncu_cli.find(options.ncu_path)
     if ncu is None:
         raise ToolMissingError(f"Nsight Compute not found: {options.ncu_path!r} is not on PATH")
-    return ProfileSession.start(out_dir, ncu=ncu, arch=arch or local_arch(),
+    return ProfileSession.start(out_dir, ncu=ncu, arch=arch or device_arch(),
                                 clock_control=options.ncu_clock_control, workload_factory=workload_factory)
 
 

@@ -131,7 +131,7 @@ def _ahead_on_a_gpu(monkeypatch, early_arch: str):
     monkeypatch.setattr(ahead, "gpu_nodes", lambda: True)
     monkeypatch.setattr(ahead.ncu_cli, "find", lambda name: "/bin/ncu")
     monkeypatch.setattr(ahead, "common_arch", lambda: early_arch)
-    monkeypatch.setattr(profile, "local_arch", lambda: "sm_90")
+    monkeypatch.setattr(ahead, "device_arch", lambda: "sm_90")
     monkeypatch.setattr(profile, "start_session", lambda out, options, arch: sessions.setdefault(
         out.parent.name, _Session()).__dict__.update(arch=arch, out_dir=out) or sessions[out.parent.name])
     return sessions
