@@ -23,9 +23,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from gate.pipeline.bench import all_streams_calls  # noqa: E402
-from gate.pipeline.all_streams import all_streams_time  # noqa: E402
-from gate.pipeline.gpu_timing import InterleavedTimer  # noqa: E402
+from gate.timing.all_streams import all_streams_time  # noqa: E402
+from gate.timing.bench import all_streams_calls  # noqa: E402
+from gate.timing.gpu_timing import InterleavedTimer  # noqa: E402
 
 LOOPS = 7                 # repeated loops per subject: the table shows each figure's median
 

@@ -25,11 +25,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from gate.compiling import build, objects, toolchain as tc  # noqa: E402
+from gate.compiling.build_cache import ObjectCache  # noqa: E402
+from gate.compiling.torch_pch import Precompiled  # noqa: E402
+from gate.compiling.torch_pch_make import make  # noqa: E402
 from gate.domain import KernelSpec  # noqa: E402
-from gate.pipeline import build, objects, toolchain as tc  # noqa: E402
-from gate.pipeline.build_cache import ObjectCache  # noqa: E402
-from gate.pipeline.torch_pch import Precompiled  # noqa: E402
-from gate.pipeline.torch_pch_make import make  # noqa: E402
 
 BINDINGS = {"fma_binding": (ROOT / "bench" / "quality_repo", "extension/fma_binding.cpp", "fma_chain"),
             "flashcore_binding": (ROOT, "extension/flashcore_binding.cpp", "flashcore_wmma")}

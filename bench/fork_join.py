@@ -33,9 +33,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from gate.checking import workloads  # noqa: E402
+from gate.compiling import build  # noqa: E402
 from gate.domain.job import RunOptions  # noqa: E402
 from gate.manifest.load import load_manifest  # noqa: E402
-from gate.pipeline import bench, build, workloads  # noqa: E402
+from gate.timing import bench  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE = ROOT / "tests" / "samples" / "wmma_gemm"

@@ -44,10 +44,12 @@ from types import SimpleNamespace
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from gate.checking import workloads  # noqa: E402
+from gate.compiling import build  # noqa: E402
 from gate.domain import Gates, KernelSpec, Shape  # noqa: E402
 from gate.domain.codec import to_json  # noqa: E402
 from gate.domain.job import RunOptions  # noqa: E402
-from gate.pipeline import bench, build, stats, workloads  # noqa: E402
+from gate.timing import bench, stats  # noqa: E402
 
 TRIALS = int(os.environ.get("GATE_QUALITY_TRIALS", "20"))
 THRESHOLDS_PCT = (1.0, 2.0)
@@ -121,7 +123,7 @@ def verdict_time(data_dir: Path, repo: Path, sha: str, base: str, label: str, hi
     `history` (the outcomes of the jobs before, appended to) answers as the service's would whether
     the baseline's profile was measured already as an earlier job's candidate (docs/reuse.md).
     `spares`: the service's child started ahead of the next job (gate/executors/spare.py), or None.
-    `pch_dir`: the precompiled torch headers (gate/pipeline/torch_pch.py), or None for none."""
+    `pch_dir`: the precompiled torch headers (gate/compiling/torch_pch.py), or None for none."""
     from gate.domain.job import JobOrder
     from gate.domain.reuse import HistoryAnswers, Provenance, ReusedProfile, ReuseKeys
     from gate.executors.job import JobContext, gate_job
@@ -327,8 +329,8 @@ def main(argv: list[str]) -> int:
         finally:
             spares.close()
         # What serve, worker and demo start when they start (`gate pch`), before the first job.
-        from gate.pipeline import toolchain as tc
-        from gate.pipeline.torch_pch_make import make
+        from gate.compiling import toolchain as tc
+        from gate.compiling.torch_pch_make import make
 
         pch_dir = data_dir / "torch-pch"
         t_pch = time.perf_counter()

@@ -32,11 +32,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from sqlalchemy import select  # noqa: E402
 
+from gate.compiling import build  # noqa: E402
 from gate.config import get_settings  # noqa: E402
 from gate.executors.base import JobEnvironment, run_claimed  # noqa: E402
 from gate.executors.job import gate_job  # noqa: E402
 from gate.manifest.load import load_manifest  # noqa: E402
-from gate.pipeline import build  # noqa: E402
 from gate.sources.mirror import Mirror  # noqa: E402
 from gate.storage import claims  # noqa: E402
 from gate.storage.db import make_engine, make_session_factory  # noqa: E402

@@ -4,7 +4,7 @@
     python3 bench/timing_drift.py            # table on stdout, JSON to $OUT/timing_drift.json
 
 It times the same kernels under one factor changed at a time, with the gate's own pieces (its L2
-flush buffer, its workloads, its build), in a loop that mirrors `gate/pipeline/gpu_timing.py`:
+flush buffer, its workloads, its build), in a loop that mirrors `gate/timing/gpu_timing.py`:
 per round a shuffled order of sides, per repetition `flush, start event, call, end event`, one input
 set per round rotating over `INPUT_SETS` sets, each refilled right after its round; graphs of
 back-to-back launches cycling over the sets for the graph method. The reference row is A/A with
@@ -56,11 +56,12 @@ from types import SimpleNamespace
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from gate.checking import workloads  # noqa: E402
+from gate.compiling import build  # noqa: E402
 from gate.domain import Shape  # noqa: E402
-from gate.pipeline import build, workloads  # noqa: E402
-from gate.pipeline.gpu_timing import InterleavedTimer  # noqa: E402
-from gate.pipeline.timing_methods import timing_method  # noqa: E402
 from gate.manifest.load import load_manifest  # noqa: E402
+from gate.timing.gpu_timing import InterleavedTimer  # noqa: E402
+from gate.timing.timing_methods import timing_method  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 GEMM_REPO = ROOT / "tests" / "samples" / "wmma_gemm"

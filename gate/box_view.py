@@ -17,8 +17,9 @@ The reasons (`Mount.why`), in the order bwrap applies them:
   exists, and is empty);
 - `toolchain`: the CUDA toolkit of nvcc and the directory of ncu (found on the box's PATH, or where
   `GATE_NVCC_PATH`, `GATE_NCU_PATH`, `CUDA_HOME` point) with the Nsight Compute install its
-  launcher runs (`/opt/nvidia/nsight-compute`), and the loader's library directories
-  (`/etc/ld.so.conf.d`, `LD_LIBRARY_PATH`: the driver's libraries), where they are not system paths;
+  launcher runs (`/opt/nvidia/nsight-compute`; `gate.nvidia.tools.install_dirs`), and the loader's
+  library directories (`/etc/ld.so.conf.d`, `LD_LIBRARY_PATH`: the driver's libraries), where they
+  are not system paths;
 - `python`: the Python installation (prefixes, standard library, site-packages) and the import path
   entries outside the gate's checkout;
 - `gate-package`: the gate's own package directory: never its checkout's root, where a `.env` or a
@@ -26,14 +27,13 @@ The reasons (`Mount.why`), in the order bwrap applies them:
 - `job-inputs`: the command's working directory and `Box.readable` (checkouts, include dirs);
 - `hidden`: `Box.hidden` (the gate's data folder) as an empty tmpfs, in case a path above put it back;
 - `job-output`: `Box.writable`, read-write (the job's artifacts folder, the object cache);
-- `gpu`: the host's `/dev/nvidia*` nodes, with `Box.gpu`.
+- `gpu`: the host's `/dev/nvidia*` nodes, with `Box.gpu` (`gate.nvidia.devices.device_nodes`).
 """
 
 from __future__ import annotations
 
 import glob
 import os
-import shutil
 import site
 import sys
 import sysconfig
@@ -41,6 +41,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import gate
+from gate.nvidia import devices, tools
 
 SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/sys")
 SCRATCH_DIRS = ("/tmp", "/var/tmp")
@@ -70,12 +71,6 @@ class Mount:
         return [*args, self.how, self.source, self.target]
 
 
-def gpu_nodes() -> bool:
-    """Whether this machine has NVIDIA GPU device nodes (`/dev/nvidia0`, ...): what a box with `gpu`
-    is given, and what tells a CPU machine, which starts nothing for the GPU ahead of a job."""
-    return any(Path("/dev").glob("nvidia[0-9]*"))
-
-
 def _system() -> list[Mount]:
     mounts = []
     for path in SYSTEM_DIRS:
@@ -100,30 +95,9 @@ def _etc(identity: Path) -> list[Mount]:
                      Mount("--ro-bind", str(identity / "group"), "/etc/group", "etc")]
 
 
-def _tool_root(tool: Path) -> Path:
-    """The installation a tool belongs to: `<root>/bin/nvcc` -> `<root>`; ncu's own directory otherwise."""
-    tool = tool.resolve()
-    return tool.parent.parent if tool.parent.name == "bin" else tool.parent
-
-
-# Where the toolkit's `ncu` launcher looks for the Nsight Compute it runs when it is not inside the
-# toolkit: `<cuda>/bin/ncu` is a script that searches `<cuda>/nsight-compute-*` (bound with the
-# toolkit), then NVIDIA's default install folder. Seen on the device: with /opt hidden, every profile
-# ended "nsight-compute directory is not found under /usr/local/cuda-13.0/bin/../ or /opt/nvidia".
-NSIGHT_COMPUTE_HOMES = (Path("/opt/nvidia/nsight-compute"),)
-
-
 def toolchain_paths(env: dict[str, str]) -> list[Path]:
     """The CUDA toolkit, ncu and the loader's library directories (see the module doc)."""
-    found: list[Path] = []
-    search = env.get("PATH", "")
-    for name, setting in (("nvcc", "GATE_NVCC_PATH"), ("ncu", "GATE_NCU_PATH")):
-        for candidate in (os.environ.get(setting, ""), name):
-            tool = shutil.which(candidate, path=search) if candidate else None
-            if tool:
-                found.append(_tool_root(Path(tool)))
-                if name == "ncu":
-                    found += [home for home in NSIGHT_COMPUTE_HOMES if home.is_dir()]
+    found = tools.install_dirs(env.get("PATH", ""))
     for name in ("CUDA_HOME", "CUDA_PATH"):
         if env.get(name) or os.environ.get(name):
             found.append(Path(env.get(name) or os.environ[name]))
@@ -203,7 +177,7 @@ def view(*, readable: tuple[Path, ...], writable: tuple[Path, ...], hidden: tupl
                      "job-inputs", never)
     mounts += _binds(list(writable), "--bind", "job-output", never)
     if gpu:
-        mounts += [Mount("--dev-bind", node, node, "gpu") for node in sorted(glob.glob("/dev/nvidia*"))]
+        mounts += [Mount("--dev-bind", node, node, "gpu") for node in devices.device_nodes()]
     return _tidy(mounts)
 
 

@@ -92,7 +92,7 @@ class Settings(BaseSettings):
     # Start each job's GPU child before its job, when the one before ends (gate/executors/spare.py):
     # torch and the CUDA context are loaded by the time the job comes. Off: each job starts its own.
     spare_child: bool = True
-    # torch headers precompiled for the binding compile (gate/pipeline/torch_pch.py): made by `gate pch`
+    # torch headers precompiled for the binding compile (gate/compiling/torch_pch.py): made by `gate pch`
     # and in the background when serve, worker and demo start with a GPU; `off` (or empty): none made, none used.
     torch_pch: CommaList = Field(default_factory=lambda: ["torch/extension.h"])
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from pathlib import Path
 
@@ -113,3 +114,14 @@ def session_factory(store):  # noqa: ANN001, ANN201
     from gate.storage.db import make_session_factory
 
     return make_session_factory(store.engine)
+
+
+@pytest.fixture
+def side_host_env(tmp_path, monkeypatch) -> Path:
+    """A side host started now can import `side_host_fakes` (`--backend side_host_fakes.BACKEND`) and
+    logs its calls to the returned file."""
+    log = tmp_path / "fake-side.log"
+    here = str(Path(__file__).parent / "fakes")
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [here, os.environ.get("PYTHONPATH")])))
+    monkeypatch.setenv("FAKE_SIDE_LOG", str(log))
+    return log

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gate.pipeline.workloads import refill_normal
+from gate.checking.workloads import refill_normal
 
 A, B = 0.999, 0.001
 

@@ -1,7 +1,7 @@
 """`gate pch`: precompile torch's headers for the binding compiles (`GATE_TORCH_PCH`).
 
 A cold job's torch binding compile is mostly GCC reading torch's headers; with them precompiled
-it takes about half as long (gate/pipeline/torch_pch.py). `gate serve` (with its executor),
+it takes about half as long (gate/compiling/torch_pch.py). `gate serve` (with its executor),
 `gate worker` and `gate demo` start this in the background, at a lower priority, when they start
 on a machine with a GPU, where alone the build stage compiles bindings (`precompile_in_background`); run it by hand to have them before the first job, e.g. before
 `gate run`. Headers already made for this toolchain are left alone, so it is cheap to repeat; one
@@ -34,9 +34,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
+    from gate.compiling import toolchain as tc
+    from gate.compiling.torch_pch_make import make
     from gate.config import get_settings
-    from gate.pipeline import toolchain as tc
-    from gate.pipeline.torch_pch_make import make
 
     settings = get_settings(service=args.service)
     if args.data_dir is not None:
@@ -60,7 +60,7 @@ def precompile_in_background(settings: Settings) -> subprocess.Popen | None:
     """Start `gate pch` for `settings`' data folder at a lower priority, its output in `make.log`
     beside the headers; stopped with this process. None when GATE_TORCH_PCH is off. Jobs that
     start before it is done compile as before (they never wait for a header)."""
-    from gate.pipeline.toolchain import gate_python_env
+    from gate.compiling.toolchain import gate_python_env
 
     root = settings.pch_dir()
     if root is None:

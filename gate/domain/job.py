@@ -30,7 +30,7 @@ class RunOptions:
     ncu_clock_control: str = "base"   # identical for both sides; "none" where clocks must stay untouched
     clock_policy: str = "observe"     # bench: `ClockPolicy`: observe and normalise, or lock where permitted
     build_cache_dir: str = ""      # content-addressed object cache shared by jobs
-    pch_dir: str = ""              # precompiled torch headers (pipeline/torch_pch.py), read-only in the box; "": none
+    pch_dir: str = ""              # precompiled torch headers (compiling/torch_pch.py), read-only in the box; "": none
     reuse_max_age_h: float = 168.0 # an earlier job's figures stand for unchanged inputs this long; 0: never
     stage_timeout_s: float = 300.0
 

@@ -124,7 +124,7 @@ class ShapeTiming:
 
 @dataclass
 class GpuWatch:
-    """What NVML saw of the GPU while the bench timed (`gate.pipeline.gpu_watch`). Figures are over
+    """What NVML saw of the GPU while the bench timed (`gate.nvidia.gpu_watch`). Figures are over
     the samples taken while the GPU was busy (the idle reason not set); `problems` says in words why
     the timings are not to be trusted (clocks moved, throttling, another process on the GPU)."""
 

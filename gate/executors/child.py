@@ -39,8 +39,14 @@ from gate.domain.names import Side, Stage
 from gate.domain.results import STAGE_RESULT_TYPES, JobResult, SideResults, StageStatus
 from gate.errors import GateError, JobCancelled, RunnerError
 from gate.returned_files import Budget, Refused, read_returned, usage_bytes
-from gate.runner.protocol import (REQUEST_NAME, RESULT_NAME, ExitCode, ProtocolError, parse_line,
-                                  write_request)
+from gate.domain.child_protocol import (
+    REQUEST_NAME,
+    RESULT_NAME,
+    ExitCode,
+    ProtocolError,
+    parse_line,
+    write_request,
+)
 
 STDERR_TAIL_LINES = 60
 CANCEL_POLL_S = 0.2          # how often a waiting parent looks at its cancel event

@@ -14,7 +14,7 @@ import threading
 from gate.executors.base import JobEnvironment, run_claimed
 from gate.executors.spare import Spares, for_worker
 from gate.executors.liveness import OrphanSweeper, worker_id
-from gate.nvidia.tool_output import tool_output
+from gate.nvidia.devices import list_gpus
 from gate.storage.claims import Claims
 
 log = logging.getLogger(__name__)
@@ -22,8 +22,7 @@ log = logging.getLogger(__name__)
 
 def local_gpus() -> list[str]:
     """GPU names from `nvidia-smi` (the server needs no torch); [] when there is none."""
-    out = tool_output(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"], timeout_s=20)
-    return [line.strip() for line in out.splitlines() if line.strip()]
+    return [gpu.name for gpu in list_gpus()]
 
 
 class LocalExecutor:

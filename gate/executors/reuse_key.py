@@ -4,7 +4,7 @@ stopped half-way to ask would cost a second torch import (~2 s) for every unchan
 files and asking three tools their version costs the parent well under a second.
 
 `side_key`: what one side's build, static figures and profile depend on; its headers are followed by
-the object cache's own rule (`gate.pipeline.build_cache.local_includes`). `job_keys`: both side keys
+the object cache's own rule (`gate.compiling.build_cache.local_includes`). `job_keys`: both side keys
 and the rest of the request, where a new `JobRequest` field counts unless `_NOT_MEASURING` names it.
 Without a visible GPU every key is "" and nothing is reused.
 """
@@ -15,8 +15,6 @@ import dataclasses
 import hashlib
 import importlib.metadata
 import json
-import os
-import shutil
 from functools import cache
 from pathlib import Path
 
@@ -26,11 +24,12 @@ from gate.domain.job import JobRequest, RunOptions
 from gate.domain.manifest import KernelSpec
 from gate.domain.reuse import ReuseKeys
 from gate.manifest import compile_flags
-from gate.pipeline.build_cache import local_includes
-from gate.nvidia.tool_output import tool_output
+from gate.compiling.build_cache import local_includes
+from gate.nvidia.devices import visible_gpus
+from gate.nvidia.tools import tool_version
 
 BUILT_IN_WORKLOADS = {"attention", "gemm"}
-_MEASURING_CODE = ("pipeline", "runner", "nvidia")
+_MEASURING_CODE = ("pipeline", "runner", "compiling", "checking", "timing", "profiling", "nvidia")
 # JobRequest fields that are not hashed as they are: the sides by content, the options by choice,
 # the history's timing methods by comparison with the found job's (`domain.job.methods_agree`).
 _NOT_MEASURING = ("candidate", "baseline", "artifacts_dir", "options", "kept_methods")
@@ -79,32 +78,6 @@ def measuring_request(request: JobRequest) -> bytes:
     for name in _NOT_MEASURING:
         fields.pop(name)
     return json.dumps(fields, sort_keys=True).encode()
-
-
-def tool_version(path: str) -> str:
-    """`<path> --version`, asked once per installed binary: ncu takes a noticeable part of a second
-    to answer, and a reused job should cost the parent little. A reinstalled tool is another file
-    (size, mtime), so it is asked again."""
-    found = shutil.which(path)
-    if found is None:
-        return ""
-    stat = os.stat(found)
-    return _version_of(found, stat.st_size, stat.st_mtime_ns)
-
-
-@cache
-def _version_of(found: str, _size: int, _mtime_ns: int) -> str:
-    return tool_output([found, "--version"])
-
-
-def visible_gpus() -> str:
-    """Name and driver of the GPUs a child would see ('' without a GPU). `CUDA_VISIBLE_DEVICES`
-    narrows it as it narrows the child's devices (nvidia-smi takes the same indices and UUIDs)."""
-    query = ["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"]
-    visible = os.environ.get("CUDA_VISIBLE_DEVICES", "").strip()
-    if visible:
-        query.append(f"--id={visible}")
-    return tool_output(query)
 
 
 def _torch_version() -> str:

@@ -1,7 +1,7 @@
 """A GPU child started before its job, so that the next job begins at its stages.
 
 Every job's child first imports torch and makes a CUDA context: 5.4 s on an H100 before its build
-could load anything (docs/design.md, "Where a warm verdict's time goes"). An executor that runs jobs
+could load anything (docs/measurements.md). An executor that runs jobs
 one after another starts the next job's child as soon as one ends (`Spares.refill`): the same
 `ChildProcess` a job starts (`python -m gate.runner --spare`), which does that work, starts both
 sides' profile sessions (`pipeline.ahead.start_early`) and waits. The next job takes it
@@ -28,12 +28,13 @@ import uuid
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from gate import box, box_view
+from gate import box
 from gate.domain.codec import to_json
 from gate.domain.job import Checkout, JobRequest, RunOptions
 from gate.executors.child import ChildProcess, launch
 from gate.job_folders import remove
-from gate.runner.protocol import SPARE_OPTIONS_NAME
+from gate.domain.child_protocol import SPARE_OPTIONS_NAME
+from gate.nvidia import devices
 
 log = logging.getLogger(__name__)
 
@@ -91,7 +92,7 @@ class Spares:
     def refill(self, options: RunOptions) -> None:
         """Start the next job's child, where jobs run on a GPU; a failure to start one is only logged
         (the next job starts its own)."""
-        if not (self._more and options.gpu_stages and box_view.gpu_nodes()):
+        if not (self._more and options.gpu_stages and devices.gpu_nodes()):
             return
         with self._lock:
             if self._spare is not None:
@@ -116,7 +117,7 @@ class Spares:
 def for_worker(data_dir: Path, worker: str, enabled: bool) -> Spares | None:
     """The spares of one worker (an executor's slot thread, a Celery worker process), which runs its
     jobs one after another: None where it does not ask for them or has no GPU."""
-    if not (enabled and box_view.gpu_nodes()):
+    if not (enabled and devices.gpu_nodes()):
         return None
     data_dir = Path(data_dir).resolve()
     folder = "".join(ch if ch.isalnum() else "-" for ch in worker)    # a worker id holds '/' and '@'

@@ -1,1 +1,1 @@
-"""Facts about NVIDIA's tools and chips: C++ demangling, datasheet peaks, Nsight Compute metric names and reports."""
+"""NVIDIA's facts (demangling, datasheet peaks, ncu metric names and reports, SASS families) and the only code that runs its tools: compiler, sass, ncu_cli, devices, gpu_watch, clock_lock, fingerprint."""

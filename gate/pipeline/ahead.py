@@ -8,7 +8,7 @@ device nodes:
 - makes the child's CUDA context (`gpu_ready`), after the binding's compile was submitted;
 - starts the profile sessions of the sides that will be profiled (`profile.start_session`): ncu, the
   profile target's interpreter, torch, its CUDA context and the report reader load now and wait for
-  the profile stage's go (gate/pipeline/profile_session.py). They start first, before the child's
+  the profile stage's go (gate/profiling/profile_session.py). They start first, before the child's
   own torch import, when nvidia-smi names the GPUs' arch (all alike); else once torch has. The bench
   does not start until each session's context is up (`wait_ready`: a context being made beside
   timed work would share the GPU with it); one that is not up in time is cancelled and the profile
@@ -25,19 +25,21 @@ cancelled when the job ends. Nothing here decides anything.
 
 from __future__ import annotations
 
-import shutil
 import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
 
-from gate.box_view import gpu_nodes
+from gate.compiling import build
+from gate.compiling.compile_pool import CompilePool
+from gate.compiling.toolchain import device_arch
 from gate.domain.job import JobRequest, RunOptions
 from gate.domain.names import Side, Stage
 from gate.errors import GateError
-from gate.pipeline import build, profile
-from gate.pipeline.compile_pool import CompilePool
-from gate.pipeline.profile_session import ProfileSession
+from gate.nvidia import ncu_cli
+from gate.nvidia.devices import common_arch, gpu_nodes
+from gate.profiling import profile
+from gate.profiling.profile_session import ProfileSession
 
 READY_S = 30.0     # how long the bench waits for a session's CUDA context (seconds after the GPU stages begin)
 # Sessions a spare child started before its job, by side (`start_early`), until the job's Ahead takes them.
@@ -47,10 +49,10 @@ _early: dict[str, ProfileSession] = {}
 def start_early(options: RunOptions, artifacts: Path) -> None:
     """Before its job (a spare child's warm-up): a profile session per side, in the folder each side's
     profile stage will use (`artifacts/<side>/profile`). A failure is only a lost head start."""
-    if not (options.gpu_stages and options.profile and gpu_nodes() and shutil.which(options.ncu_path)):
+    if not (options.gpu_stages and options.profile and gpu_nodes() and ncu_cli.find(options.ncu_path)):
         return
     try:
-        arch = profile.arch_without_torch() or profile.local_arch()
+        arch = common_arch() or device_arch()
         for side in (Side.CANDIDATE, Side.BASELINE):
             _early[side] = profile.start_session(artifacts / side / Stage.PROFILE, options, arch=arch)
     except (GateError, OSError):
@@ -131,10 +133,10 @@ class Ahead:
             if not (options.gpu_stages and gpu_nodes()):
                 self.note = "no GPU stages here"
                 return
-            wanted = options.profile and kernel.profile and shutil.which(options.ncu_path)
+            wanted = options.profile and kernel.profile and ncu_cli.find(options.ncu_path)
             # First the sessions, when nvidia-smi names the arch: their interpreter, torch and CUDA
             # context load beside the child's own torch import instead of after it.
-            if wanted and (arch := profile.arch_without_torch()):
+            if wanted and (arch := common_arch()):
                 self._start_sessions(profiled, arch, early)
             # The binding's compile next (it needs torch's flags: the import, not yet the GPU), then
             # the CUDA context: on a cold cache the compile is the longest wait of the job.
@@ -147,7 +149,7 @@ class Ahead:
                 self._cancel_sessions()
                 return
             if wanted and not self.sessions:
-                self._start_sessions(profiled, profile.local_arch(), early)
+                self._start_sessions(profiled, device_arch(), early)
         except (GateError, OSError) as exc:     # the stages will meet it again and report it
             self.note = f"nothing started ahead: {exc}"
         finally:
@@ -157,7 +159,7 @@ class Ahead:
     def _start_sessions(self, sides: list[str], arch: str, early: dict[str, ProfileSession]) -> None:
         """A session per side: the one started before the job where it serves, else a new one."""
         options, artifacts = self.request.options, Path(self.request.artifacts_dir)
-        ncu = shutil.which(options.ncu_path) or ""
+        ncu = ncu_cli.find(options.ncu_path) or ""
         for side in sides:
             out_dir = artifacts / side / Stage.PROFILE
             before = early.pop(side, None)

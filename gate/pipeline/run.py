@@ -1,18 +1,22 @@
 """The one module that knows the order of the stages, run inside the GPU child (`gate.runner`).
 
-`measure`: static (candidate and baseline side by side) -> with a GPU: build (candidate, baseline) -> correctness -> bench
-(candidate vs baseline vs peers, interleaved) -> profile (candidate, baseline) -> fingerprint. Meanwhile
-`ahead.Ahead` gives the GPU stages a head start during the static stages: the build's binding compiles
-in the job's one compile pool, and the profile sessions load and wait for their go.
+`measure`: static (candidate and baseline side by side) -> with a GPU: build (candidate, baseline) ->
+correctness -> bench (candidate vs baseline vs peers, interleaved) -> profile (candidate, baseline) ->
+fingerprint (`_GpuStages`, one method per step). Meanwhile `ahead.Ahead` gives the GPU stages a head
+start during the static stages: the build's binding compiles in the job's one compile pool, and the
+profile sessions load and wait for their go. Each stage lives in its subsystem's package
+(`gate.compiling`, `gate.checking`, `gate.timing`, `gate.profiling`; `gate.nvidia` for the GPU's
+watch, clocks and fingerprint).
+
 Both builds are imported into this process, unless either side's sources register torch ops
 (`build.registers_torch_ops`: two builds of one op namespace cannot share a process, issue 26), or
-the manifest asks for it (`own_process`); then
-the baseline is loaded and timed in a side host of its own (`side_host`, `remote_side`), closed after
-the bench, and a crash while loading it is its build's failure, not this process's end. Such a kernel
-is timed with the isolated pacing alone too (`bench.time_revisions(synchronous=)`).
-Without a GPU those stages are NOT_RUN "not run: no CUDA device"; on a GPU the kernel's archs exclude
-(`sm_90a` only, on an A100) they are NOT_RUN with that reason. The GPU stage modules are imported
-inside the GPU branch only, so a CPU machine never imports torch.
+the manifest asks for it (`own_process`); then the baseline is loaded and timed in a side host of its
+own (`side_host`, `remote_side`), closed after the bench, and a crash while loading it is its build's
+failure, not this process's end. Such a kernel is timed with the isolated pacing alone too
+(`bench.time_revisions(synchronous=)`). Without a GPU those stages are NOT_RUN "not run: no CUDA
+device"; on a GPU the kernel's archs exclude (`sm_90a` only, on an A100) they are NOT_RUN with that
+reason. The GPU stage modules are imported inside the GPU branch only, so a CPU machine never
+imports torch.
 
 The parent side of a job (checkouts, starting this child, `decide`, storing, notifying) is
 `gate.executors.job`: nothing here imports it, the runner, the database or the network.
@@ -40,13 +44,13 @@ from gate.domain.results import (
     StageStatus,
     StaticResult,
 )
+from gate.compiling import static
+from gate.compiling import toolchain as tc
+from gate.compiling.compile_pool import CompilePool, compile_workers
 from gate.domain.job import LOADING_MODULE, Checkout
 from gate.errors import GateError
-from gate.pipeline import static
-from gate.pipeline import toolchain as tc
 from gate.pipeline.ahead import Ahead
-from gate.pipeline.compile_pool import CompilePool, compile_workers
-from gate.pipeline.profile import Turns
+from gate.profiling.profile import Turns
 
 NO_DEVICE = "not run: no CUDA device"
 Emit = Callable[[ProgressEvent], None]
@@ -102,8 +106,11 @@ def warm_up(options: RunOptions, artifacts: Path) -> None:
     would do first; done here, a job begins at its stages."""
     if not cuda_available():
         return
-    from gate.pipeline import bench, build, correctness, profile  # noqa: F401  (their imports: torch's own)
+    from gate.checking import correctness  # noqa: F401  (their imports: torch's own)
+    from gate.compiling import build  # noqa: F401
     from gate.pipeline.ahead import start_early
+    from gate.profiling import profile  # noqa: F401
+    from gate.timing import bench  # noqa: F401
 
     _cuda_context()
     start_early(options, artifacts)
@@ -188,103 +195,141 @@ def _static_sides(request: JobRequest, result: JobResult, emit: Emit, pool: Comp
 
 def _measure_on_gpu(request: JobRequest, result: JobResult, emit: Emit,
                     save: Callable[[JobResult], None], pool: CompilePool, ahead: Ahead) -> None:
-    from gate.pipeline import bench, build, clock_lock, correctness, fingerprint, gpu_watch, pinned, profile, workloads
-    from gate.pipeline.remote_side import SideHostClient, SideHostError
+    from gate.nvidia import fingerprint
+    from gate.timing import pinned
 
     # The timer's references, before the first built module (and its initialiser) is imported.
     pinned.pin()
-    time_revisions = bench.time_revisions
-    kernel, options = request.kernel, request.options
-    artifacts = Path(request.artifacts_dir)
-    cache = object_cache_dir(request)
-    modules: dict[str, Any] = {}
-    cand_src = Path(request.candidate.path)
-    hosts: dict[str, SideHostClient] = {}
-    registers_ops = kernel.own_process or any(build.registers_torch_ops(kernel, Path(checkout.path))
-                                              for checkout in (request.candidate, request.baseline) if checkout)
-    isolated = registers_ops and request.baseline is not None
-
-    def build_side(side: Side, src: Path) -> BuildResult:
-        res = build.build_extension(kernel, src, cache, artifacts / side / Stage.BUILD, nvcc=options.nvcc_path,
-                                    pool=pool, pch_dir=options.pch_path)
-        if res.status is StageStatus.PASSED:
-            # Said before the import: a static initialiser that aborts the process (a second
-            # TORCH_LIBRARY of one namespace is SIGABRT) leaves this as the stage's last word.
-            emit(ProgressEvent(stage=Stage.BUILD, side=side, state="running", detail=LOADING_MODULE))
-            if isolated and side is Side.BASELINE:
-                # The job's one workload (the candidate's, as in one process) drives both sides.
-                try:
-                    hosts[side] = SideHostClient.start(kernel, res.module_path, cand_src,
-                                                       artifacts / side / Stage.BUILD / "side-host.log",
-                                                       quiesce=pinned.synchronize)
-                except SideHostError as exc:
-                    res.status = StageStatus.FAILED
-                    res.reason = f"the built module does not load in its own process: {exc}"
-                return res
-            try:
-                modules[side] = build.load_module(res.module_path)
-            except (ImportError, OSError) as exc:   # e.g. an undefined symbol in the kernel's code
-                res.status, res.reason = StageStatus.FAILED, f"the built module does not import: {exc}"
-        return res
-
-    result.candidate.build = _stage(emit, Stage.BUILD, Side.CANDIDATE, BuildResult,
-                                    lambda: build_side(Side.CANDIDATE, cand_src))
-    save(result)   # before the baseline loads: a crash there must not take the candidate's result along
+    stages = _GpuStages(request, result, emit, save, pool, ahead)
     try:
-        if request.baseline and result.baseline:
-            result.baseline.build = _stage(emit, Stage.BUILD, Side.BASELINE, BuildResult,
-                                           lambda: build_side(Side.BASELINE, Path(request.baseline.path)))
-            save(result)
-        if Side.CANDIDATE not in modules:
-            _skip_rest(result, emit, "not run: build failed")
-        else:
-            def check() -> CorrectnessResult:
-                try:
-                    workload = workloads.get_workload(kernel, cand_src)
-                except GateError:
-                    raise
-                except Exception as exc:   # the repository's own workload code failed
-                    return CorrectnessResult(StageStatus.FAILED, reason=f"workload {kernel.workload}: {exc}")
-                modules["workload"] = workload
-                return correctness.check(kernel, modules[Side.CANDIDATE], workload, options.correctness_seeds)
-
-            result.candidate.correctness = _stage(emit, Stage.CORRECTNESS, Side.CANDIDATE, CorrectnessResult, check)
-            save(result)
-            if result.candidate.correctness.status is not StageStatus.PASSED:
-                _skip_rest(result, emit, f"not run: correctness {result.candidate.correctness.status.value}")
-            else:
-                def timed() -> BenchResult:
-                    # the side host and the profile sessions waiting for their go are the job's own
-                    own = [host.pid for host in hosts.values()] + ahead.pids()
-                    with clock_lock.apply(options.clock_policy) as clocks, gpu_watch.watch_gpu(own_pids=own) as watch:
-                        res = time_revisions(kernel, modules["workload"], modules[Side.CANDIDATE],
-                                             modules.get(Side.BASELINE), options, kept_methods=request.kept_methods,
-                                             baseline_remote=hosts.get(Side.BASELINE), synchronous=registers_ops,
-                                             on_step=lambda step: emit(ProgressEvent(
-                                                 stage=Stage.BENCH, side=Side.JOINT, state="running", detail=step)))
-                    res.gpu_watch = watch.result
-                    res.clock_policy, res.clock_note = clocks.policy, clocks.note
-                    return res
-
-                ahead.wait_ready()      # no CUDA context is being made beside the timed work
-                result.bench = _stage(emit, Stage.BENCH, Side.JOINT, BenchResult, timed)
-                save(result)
-                _close(hosts)       # its memory freed before the profile (each side in an ncu process of its own)
-                # The clocks right after the timed work, read beside the profile's start.
-                with ThreadPoolExecutor(max_workers=1, thread_name_prefix="fingerprint") as probe:
-                    fingerprinted = probe.submit(fingerprint.collect, options.ncu_path)
-                    _profile_sides(request, result, emit, save, profile.profile, ahead)
-                    result.fingerprint = fingerprinted.result()
+        stages.run()
     finally:
-        _close(hosts)
+        stages.close_hosts()
     if result.fingerprint is None:
-        result.fingerprint = fingerprint.collect(options.ncu_path)
+        result.fingerprint = fingerprint.collect(request.options.ncu_path)
     save(result)
 
 
-def _close(hosts: dict[str, Any]) -> None:
-    for host in hosts.values():
-        host.close()
+class _GpuStages:
+    """The GPU stages of one job, in order: build (candidate, baseline), correctness, bench, profile
+    and fingerprint; a stage that does not pass ends the line (`_skip_rest`)."""
+
+    def __init__(self, request: JobRequest, result: JobResult, emit: Emit, save: Callable[[JobResult], None],
+                 pool: CompilePool, ahead: Ahead):
+        from gate.compiling import build
+        from gate.timing import bench
+        from gate.timing.remote_side import SideHostClient
+
+        self.request, self.result, self.emit, self.save = request, result, emit, save
+        self.pool, self.ahead = pool, ahead
+        self.time_revisions = bench.time_revisions     # taken before any build is imported, as the pins are
+        self.modules: dict[str, Any] = {}               # by side, and the job's "workload"
+        self.hosts: dict[str, SideHostClient] = {}      # a side timed in its own process (`side_host`)
+        kernel = request.kernel
+        checkouts = [checkout for checkout in (request.candidate, request.baseline) if checkout]
+        self.registers_ops = kernel.own_process or any(build.registers_torch_ops(kernel, Path(checkout.path))
+                                                       for checkout in checkouts)
+        self.isolated = self.registers_ops and request.baseline is not None
+
+    def run(self) -> None:
+        request, result, emit = self.request, self.result, self.emit
+        result.candidate.build = _stage(emit, Stage.BUILD, Side.CANDIDATE, BuildResult,
+                                        lambda: self._build(Side.CANDIDATE, Path(request.candidate.path)))
+        self.save(result)   # before the baseline loads: a crash there must not take the candidate's result along
+        if request.baseline and result.baseline:
+            result.baseline.build = _stage(emit, Stage.BUILD, Side.BASELINE, BuildResult,
+                                           lambda: self._build(Side.BASELINE, Path(request.baseline.path)))
+            self.save(result)
+        if Side.CANDIDATE not in self.modules:
+            _skip_rest(result, emit, "not run: build failed")
+            return
+        result.candidate.correctness = _stage(emit, Stage.CORRECTNESS, Side.CANDIDATE, CorrectnessResult, self._check)
+        self.save(result)
+        if result.candidate.correctness.status is not StageStatus.PASSED:
+            _skip_rest(result, emit, f"not run: correctness {result.candidate.correctness.status.value}")
+            return
+        self.ahead.wait_ready()      # no CUDA context is being made beside the timed work
+        result.bench = _stage(emit, Stage.BENCH, Side.JOINT, BenchResult, self._timed)
+        self.save(result)
+        self.close_hosts()           # its memory freed before the profile (each side in an ncu process of its own)
+        self._profile_and_fingerprint()
+
+    def _build(self, side: Side, src: Path) -> BuildResult:
+        from gate.compiling import build
+
+        request, options = self.request, self.request.options
+        out = Path(request.artifacts_dir) / side / Stage.BUILD
+        res = build.build_extension(request.kernel, src, object_cache_dir(request), out, nvcc=options.nvcc_path,
+                                    pool=self.pool, pch_dir=options.pch_path)
+        if res.status is not StageStatus.PASSED:
+            return res
+        # Said before the import: a static initialiser that aborts the process (a second
+        # TORCH_LIBRARY of one namespace is SIGABRT) leaves this as the stage's last word.
+        self.emit(ProgressEvent(stage=Stage.BUILD, side=side, state="running", detail=LOADING_MODULE))
+        if self.isolated and side is Side.BASELINE:
+            return self._host(side, res, out / "side-host.log")
+        try:
+            self.modules[side] = build.load_module(res.module_path)
+        except (ImportError, OSError) as exc:   # e.g. an undefined symbol in the kernel's code
+            res.status, res.reason = StageStatus.FAILED, f"the built module does not import: {exc}"
+        return res
+
+    def _host(self, side: Side, res: BuildResult, log: Path) -> BuildResult:
+        """`side`'s build loaded in a side host of its own, driven by the job's one workload (the
+        candidate's, as in one process); a load that fails is the build's failure."""
+        from gate.timing import pinned
+        from gate.timing.remote_side import SideHostClient, SideHostError
+
+        try:
+            self.hosts[side] = SideHostClient.start(self.request.kernel, res.module_path,
+                                                    Path(self.request.candidate.path), log, quiesce=pinned.synchronize)
+        except SideHostError as exc:
+            res.status = StageStatus.FAILED
+            res.reason = f"the built module does not load in its own process: {exc}"
+        return res
+
+    def _check(self) -> CorrectnessResult:
+        from gate.checking import correctness, workloads
+
+        kernel = self.request.kernel
+        try:
+            workload = workloads.get_workload(kernel, Path(self.request.candidate.path))
+        except GateError:
+            raise
+        except Exception as exc:   # the repository's own workload code failed
+            return CorrectnessResult(StageStatus.FAILED, reason=f"workload {kernel.workload}: {exc}")
+        self.modules["workload"] = workload
+        return correctness.check(kernel, self.modules[Side.CANDIDATE], workload, self.request.options.correctness_seeds)
+
+    def _timed(self) -> BenchResult:
+        from gate.nvidia import clock_lock, gpu_watch
+
+        request, options, modules = self.request, self.request.options, self.modules
+        # the side host and the profile sessions waiting for their go are the job's own
+        own = [host.pid for host in self.hosts.values()] + self.ahead.pids()
+        with clock_lock.apply(options.clock_policy) as clocks, gpu_watch.watch_gpu(own_pids=own) as watch:
+            res = self.time_revisions(request.kernel, modules["workload"], modules[Side.CANDIDATE],
+                                      modules.get(Side.BASELINE), options, kept_methods=request.kept_methods,
+                                      baseline_remote=self.hosts.get(Side.BASELINE), synchronous=self.registers_ops,
+                                      on_step=lambda step: self.emit(ProgressEvent(
+                                          stage=Stage.BENCH, side=Side.JOINT, state="running", detail=step)))
+        res.gpu_watch = watch.result
+        res.clock_policy, res.clock_note = clocks.policy, clocks.note
+        return res
+
+    def _profile_and_fingerprint(self) -> None:
+        from gate.nvidia import fingerprint
+        from gate.profiling import profile
+
+        # The clocks right after the timed work, read beside the profile's start.
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="fingerprint") as probe:
+            fingerprinted = probe.submit(fingerprint.collect, self.request.options.ncu_path)
+            _profile_sides(self.request, self.result, self.emit, self.save, profile.profile, self.ahead)
+            self.result.fingerprint = fingerprinted.result()
+
+    def close_hosts(self) -> None:
+        for host in self.hosts.values():
+            host.close()
 
 
 def _skip_rest(result: JobResult, emit: Emit, reason: str) -> None:

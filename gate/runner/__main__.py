@@ -2,7 +2,8 @@
 
 Reads a `JobRequest`, runs `gate.pipeline.run.measure`, prints progress events on the event channel,
 and writes the `JobResult` (also after every stage, so the parent keeps what was measured before a
-crash). Imports only `gate.domain`, `gate.errors`, `gate.pipeline` and the runner's protocol.
+crash). Imports only `gate.domain` (with the line protocol it shares with the parent, `child_protocol`),
+`gate.errors` and `gate.pipeline`.
 
 `--spare`: a child started before its job (`gate.executors.spare`). It first does what every job's
 child does before its first stage and needs nothing of the job for: imports torch and the stages,
@@ -23,7 +24,7 @@ from typing import TextIO
 from gate.domain.job import ProgressEvent
 from gate.domain.results import JobResult
 from gate.errors import GateError
-from gate.runner.protocol import (
+from gate.domain.child_protocol import (
     SPARE_OPTIONS_NAME,
     ExitCode,
     error_line,

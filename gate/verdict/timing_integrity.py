@@ -1,7 +1,7 @@
 """Rule rows that the timed figures are backed by checked work (issue 25). Pure functions.
 
 - `timed_outputs`, per shape: of the candidate's *timed* calls, those checked in full
-  (`gate.pipeline.timed_checks`) were all right; a wrong one fails naming the call index and the
+  (`gate.timing.timed_checks`) were all right; a wrong one fails naming the call index and the
   mismatch. No row for a bench recorded before these checks existed (`timed_checked` is None).
 - `timing_methods_agree`, per shape: the figure that was timed against a device-wide wall clock
   around a synchronised eager batch (`all_streams_us`, `cudaDeviceSynchronize` on both ends, so work
@@ -11,7 +11,7 @@
   figure reads near or above it, and a graph that replayed nothing read 1000x under it. A
   host-bound batch bounds nothing and says so. The row states the method and why (kept from the
   history, a graph refused for lost launches), with the graph, eager and device-wide figures.
-- `timer_untouched`, once: the bench's pinned timer references (`gate.pipeline.pinned`) were still
+- `timer_untouched`, once: the bench's pinned timer references (`gate.timing.pinned`) were still
   the objects in place after the submitted code ran; a replaced one fails, naming it. The figures
   were timed through the pinned references, so they stand; the attempt is what is rejected.
 - `profile_matches_timing`, per shape: the kernel durations Nsight Compute measured (the sum over

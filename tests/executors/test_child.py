@@ -11,7 +11,7 @@ import pytest
 from gate.domain import KernelSpec, StageStatus
 from gate.domain.job import Checkout, JobRequest
 from gate.errors import RunnerError, ToolMissingError
-from gate.runner.protocol import RESULT_NAME, ExitCode
+from gate.domain.child_protocol import RESULT_NAME, ExitCode
 from gate.executors.child import run_child
 
 PRELUDE = textwrap.dedent("""
@@ -223,7 +223,7 @@ def test_an_abort_while_loading_the_baseline_keeps_the_candidates_own_build_resu
     result_file = tmp_path / "art" / RESULT_NAME
     result = run_child(make_request(tmp_path), 30, None, command=child(f"""
         from gate.domain import BuildResult, JobResult, SideResults, StageStatus
-        from gate.runner.protocol import write_result
+        from gate.domain.child_protocol import write_result
         from pathlib import Path
         event("build", "started")
         cand = BuildResult(StageStatus.FAILED, reason="the built module does not import: undefined symbol: f")

@@ -12,13 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from gate import box_view
+from gate.nvidia import devices
 from gate.domain.job import JobOrder, RunOptions
 from gate.domain.results import StageStatus
 from gate.executors import spare as spare_module
 from gate.executors.job import JobContext, gate_job
 from gate.executors.spare import Spares
-from gate.runner.protocol import ExitCode
+from gate.domain.child_protocol import ExitCode
 from gate.sources.mirror import Mirror
 from tests.security.test_return_path import make_repo
 
@@ -29,7 +29,7 @@ needs_box = pytest.mark.skipif(shutil.which("bwrap") is None or os.environ.get("
 @pytest.fixture
 def gpu_machine(monkeypatch):
     """The spares act as on a GPU machine (this one has no device nodes)."""
-    monkeypatch.setattr(box_view, "gpu_nodes", lambda: True)
+    monkeypatch.setattr(devices, "gpu_nodes", lambda: True)
 
 
 def _setting(tmp_path: Path) -> tuple[Path, Path, Mirror, RunOptions, Spares]:
@@ -101,9 +101,9 @@ def test_a_spare_made_for_other_options_is_not_used(tmp_path, gpu_machine):
 
 def test_no_spare_is_started_without_a_gpu_or_gpu_stages(tmp_path, monkeypatch):
     spares = Spares(tmp_path / "spares", hidden=(tmp_path,))
-    monkeypatch.setattr(box_view, "gpu_nodes", lambda: False)
+    monkeypatch.setattr(devices, "gpu_nodes", lambda: False)
     spares.refill(RunOptions())
-    monkeypatch.setattr(box_view, "gpu_nodes", lambda: True)
+    monkeypatch.setattr(devices, "gpu_nodes", lambda: True)
     spares.refill(RunOptions(gpu_stages=False))
     assert spares._spare is None
     assert spare_module.Spares.take(spares, RunOptions()) is None
@@ -113,7 +113,7 @@ def test_a_spare_child_whose_stdin_ends_exits_cleanly_without_a_result(tmp_path)
     import json
 
     from gate.domain.codec import to_json
-    from gate.runner.protocol import SPARE_OPTIONS_NAME
+    from gate.domain.child_protocol import SPARE_OPTIONS_NAME
 
     (tmp_path / SPARE_OPTIONS_NAME).write_text(json.dumps(to_json(RunOptions())))
     result = tmp_path / "result.json"
@@ -127,12 +127,12 @@ def test_a_spare_child_whose_stdin_ends_exits_cleanly_without_a_result(tmp_path)
 def test_a_workers_spares_live_in_a_folder_named_after_it_and_only_on_a_gpu_when_asked(tmp_path, monkeypatch):
     from gate.executors.spare import for_worker
 
-    monkeypatch.setattr(box_view, "gpu_nodes", lambda: True)
+    monkeypatch.setattr(devices, "gpu_nodes", lambda: True)
     spares = for_worker(tmp_path, "local@host/serve/42:gpu0", True)
     assert spares.root == tmp_path.resolve() / "spares" / "local-host-serve-42-gpu0"
     assert spares.hidden == (tmp_path.resolve(),)
     assert for_worker(tmp_path, "w", False) is None
-    monkeypatch.setattr(box_view, "gpu_nodes", lambda: False)
+    monkeypatch.setattr(devices, "gpu_nodes", lambda: False)
     assert for_worker(tmp_path, "w", True) is None
 
 

@@ -8,8 +8,8 @@ import types
 from collections.abc import Callable
 from typing import Any
 
+from gate.checking import correctness, workloads
 from gate.domain import KernelSpec
-from gate.pipeline import correctness, workloads
 
 
 class OnCpu(workloads.Attention):

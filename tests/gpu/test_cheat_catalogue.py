@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
+from gate.compiling import build
 from gate.domain.job import JobOrder, RunOptions
-from gate.pipeline import build
-from gate.manifest.load import load_manifest
 from gate.executors.job import JobContext, gate_job
+from gate.manifest.load import load_manifest
 from gate.sources.mirror import Mirror
 from tests.samples.build import CATALOGUE, make_repo
 

@@ -237,8 +237,8 @@ def one_stage_wgmma(tmp_path_factory):
         pytest.skip("no CUDA device visible to torch")
     if flashcore_build.kernel_arch("flashcore_wgmma", flashcore_build.default_arch()) is None:
         pytest.skip(f"flashcore_wgmma needs an sm_90 GPU; this one is {flashcore_build.default_arch()}")
+    from gate.compiling import build
     from gate.demo.flashcore_commits import build_demo_repo
-    from gate.pipeline import build
     from gate.manifest.load import load_manifest
 
     repo = tmp_path_factory.mktemp("demo") / "flashcore"

@@ -2,7 +2,7 @@
 from the CPU's (the NaN canaries, the perturbed element read back with `.item()`, `torch.equal`, SDPA's
 refusal, bf16 SDPA as PyTorch's side, the bit-for-bit comparison of a stale output). The kernels are the
 Python fakes of tests/fakes/fp8_attention.py, one behind the checksum cache of tests/fakes/caching.py;
-tests/pipeline/test_float8_attention.py and test_stale_output.py check the same on the CPU."""
+tests/checking/test_float8_attention.py and test_stale_output.py check the same on the CPU."""
 
 import pytest
 
@@ -19,7 +19,7 @@ SHAPES = [Shape({"b": 2, "h": 4, "s": 1024, "d": 128}), Shape({"b": 1, "h": 8, "
 def judge(forward):
     from types import SimpleNamespace
 
-    from gate.pipeline import correctness, workloads
+    from gate.checking import correctness, workloads
 
     kernel = KernelSpec(name="fp8", sources=["k.cu"], shapes=SHAPES, dtypes=[E4M3])
     return correctness.check(kernel, SimpleNamespace(forward=forward), workloads.Attention(), seeds=4)
@@ -49,7 +49,7 @@ def test_a_checksum_cache_fails_on_the_device_as_a_stale_output(torch):
 
 
 def test_e4m3_inputs_keep_their_canaries_and_find_no_sdpa_peer_on_the_device(torch):
-    from gate.pipeline import workloads
+    from gate.checking import workloads
 
     att, shape = workloads.Attention(), SHAPES[1]
     inputs = att.make_inputs(shape, E4M3, 1, "cuda")

@@ -14,7 +14,7 @@ import pytest
 from gate.domain import Gates, KernelSpec, Shape, StageStatus
 from gate.domain.job import Checkout, JobRequest, RunOptions
 from gate.domain.verdict import Verdict
-from gate.pipeline.bench import ISOLATED_NOTE
+from gate.timing.bench import ISOLATED_NOTE
 
 pytestmark = pytest.mark.gpu
 
@@ -53,7 +53,7 @@ TORCH_LIBRARY_IMPL(gate_probe, CUDA, m) { m.impl("add_into", &add_into); }
 """
 
 WORKLOAD = '''
-from gate.pipeline.workloads import dtype_bytes, guarded_empty, refill_normal, torch_op
+from gate.checking.workloads import dtype_bytes, guarded_empty, refill_normal, torch_op
 
 
 class AddInto:
@@ -113,7 +113,8 @@ def test_pyinit_c_is_found_and_the_out_argument_op_passes_then_fails_unwritten(t
     program = r'''
 import sys
 from pathlib import Path
-from gate.pipeline import build, correctness, objects, workloads
+from gate.checking import correctness, workloads
+from gate.compiling import build, objects
 sys.path.insert(0, sys.argv[3])
 from test_foreign_protocol import spec
 src = Path(sys.argv[1])
@@ -211,7 +212,7 @@ class _ReturnsNone:
 
 
 def _out_workload(tmp_path):
-    from gate.pipeline import workloads
+    from gate.checking import workloads
 
     src = repo(tmp_path)
     kernel = KernelSpec(name="add_into", sources=["csrc/ops.cu"], workload="wl:make", function="add_into",
@@ -229,7 +230,7 @@ def _direct_call(workload):
 
 
 def test_an_out_argument_is_checked_not_counted_as_a_changed_input(torch, tmp_path):
-    from gate.pipeline import correctness
+    from gate.checking import correctness
 
     kernel, workload = _out_workload(tmp_path)
     result = correctness.check(kernel, _TorchModule, _direct_call(workload), seeds=3)
@@ -239,7 +240,7 @@ def test_an_out_argument_is_checked_not_counted_as_a_changed_input(torch, tmp_pa
 def test_an_element_the_kernel_leaves_in_the_out_argument_reads_nan(torch, tmp_path):
     from dataclasses import replace
 
-    from gate.pipeline import correctness
+    from gate.checking import correctness
 
     kernel, workload = _out_workload(tmp_path)
     result = correctness.check(replace(kernel, function="add_into_but_last"), _TorchModule,
@@ -249,7 +250,7 @@ def test_an_element_the_kernel_leaves_in_the_out_argument_reads_nan(torch, tmp_p
 
 
 def test_a_call_that_returns_none_says_to_return_the_out_argument(torch, tmp_path):
-    from gate.pipeline import correctness
+    from gate.checking import correctness
 
     kernel, workload = _out_workload(tmp_path)
     result = correctness.check(kernel, _TorchModule, _ReturnsNone(_direct_call(workload)), seeds=1)
@@ -259,8 +260,8 @@ def test_a_call_that_returns_none_says_to_return_the_out_argument(torch, tmp_pat
 
 
 def test_outputs_naming_an_input_make_inputs_lacks_is_an_error_not_a_reject(torch, tmp_path):
+    from gate.checking import correctness
     from gate.errors import ManifestError
-    from gate.pipeline import correctness
 
     kernel, workload = _out_workload(tmp_path)
     direct = _direct_call(workload)

@@ -36,7 +36,7 @@ def _timed(torch, hold, sync_inside=False) -> float:
 
 
 def test_host_pauses_inside_the_interval_are_not_timed_behind_a_hold(torch):
-    from gate.pipeline.gpu_hold import Hold
+    from gate.timing.gpu_hold import Hold
 
     hold, why = Hold.create()
     assert hold is not None, why
@@ -50,7 +50,7 @@ def test_host_pauses_inside_the_interval_are_not_timed_behind_a_hold(torch):
 
 
 def test_a_call_that_waits_for_the_gpu_makes_the_hold_time_out_and_say_so(torch):
-    from gate.pipeline.gpu_hold import TIMEOUT_NS, Hold
+    from gate.timing.gpu_hold import TIMEOUT_NS, Hold
 
     hold, why = Hold.create()
     assert hold is not None, why

@@ -37,7 +37,7 @@ def checkout(tmp_path: Path, edit=None) -> Path:
 
 
 def build_and_load(tmp_path, cache, edit=None):
-    from gate.pipeline import build
+    from gate.compiling import build
 
     src = checkout(tmp_path, edit)
     res = build.build_extension(spec(), src, cache, tmp_path / "out")
@@ -45,7 +45,7 @@ def build_and_load(tmp_path, cache, edit=None):
 
 
 def test_correct_kernel_builds_and_passes_correctness(torch, cache, tmp_path):
-    from gate.pipeline import correctness, workloads
+    from gate.checking import correctness, workloads
 
     src, res, module = build_and_load(tmp_path, cache)
     assert res.status is StageStatus.PASSED, res.log
@@ -65,7 +65,7 @@ def test_kernel_only_change_hits_the_cache_for_the_binding(torch, cache, tmp_pat
 
 
 def test_unwritten_element_fails_correctness(torch, cache, tmp_path):
-    from gate.pipeline import correctness, workloads
+    from gate.checking import correctness, workloads
 
     src, res, module = build_and_load(tmp_path, cache,
                                       lambda s: s.replace("if (i >= n) return;", "if (i >= n || i == 7) return;"))
@@ -81,7 +81,8 @@ def test_compile_error_is_a_failed_build_with_the_log(torch, cache, tmp_path):
 
 
 def test_bench_of_two_builds_of_one_source_reports_a_ratio_near_one(torch, cache, tmp_path):
-    from gate.pipeline import bench, workloads
+    from gate.checking import workloads
+    from gate.timing import bench
 
     src, _, a = build_and_load(tmp_path / "a", cache)
     _, _, b = build_and_load(tmp_path / "b", cache)
@@ -97,7 +98,7 @@ def test_bench_of_two_builds_of_one_source_reports_a_ratio_near_one(torch, cache
 def test_attention_workload_passes_sdpa_itself_and_finds_peers(torch):
     import torch.nn.functional as F
 
-    from gate.pipeline import correctness, workloads
+    from gate.checking import correctness, workloads
 
     k = KernelSpec(name="sdpa", sources=[], workload="attention", shapes=[
         Shape({"b": 1, "h": 3, "s": 17, "d": 64, "causal": True}), Shape({"b": 2, "h": 8, "s": 512, "d": 64})])
@@ -110,7 +111,7 @@ def test_attention_workload_passes_sdpa_itself_and_finds_peers(torch):
 
 
 def test_gemm_workload_rejects_a_transposed_product(torch):
-    from gate.pipeline import correctness, workloads
+    from gate.checking import correctness, workloads
 
     k = KernelSpec(name="mm", sources=[], workload="gemm", shapes=[Shape({"m": 256, "n": 256, "k": 128})])
     wl = workloads.get_workload(k, Path("."))
@@ -121,7 +122,7 @@ def test_gemm_workload_rejects_a_transposed_product(torch):
 
 
 def test_work_on_another_stream_is_caught(torch):
-    from gate.pipeline import correctness, workloads
+    from gate.checking import correctness, workloads
 
     k = KernelSpec(name="mm", sources=[], workload="gemm", shapes=[Shape({"m": 2048, "n": 2048, "k": 2048})])
     wl = workloads.get_workload(k, Path("."))
@@ -140,7 +141,7 @@ def test_work_on_another_stream_is_caught(torch):
 
 
 def test_fingerprint_names_the_gpu(torch):
-    from gate.pipeline import fingerprint
+    from gate.nvidia import fingerprint
 
     fp = fingerprint.collect()
     assert fp.gpu_name and fp.compute_capability and fp.sm_count and fp.torch

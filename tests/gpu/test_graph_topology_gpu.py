@@ -7,8 +7,8 @@ the bench then does with the extension that forks."""
 
 import pytest
 
-from gate.pipeline.gpu_timing import _new_graph, _read_topology
-from gate.pipeline.graph_topology import capturing_graph, read_topology
+from gate.timing.gpu_timing import _new_graph, _read_topology
+from gate.timing.graph_topology import capturing_graph, read_topology
 
 pytestmark = pytest.mark.gpu
 CALLS = 8

@@ -81,8 +81,8 @@ def test_profile_tells_a_conflicting_transpose_from_a_padded_one(tmp_path: Path,
         pytest.skip(f"{ncu} not found")
     from torch.utils.cpp_extension import load
 
-    from gate.pipeline.ncu_isolated import read_launches_isolated
-    from gate.pipeline.profile import profile
+    from gate.profiling.ncu_isolated import read_launches_isolated
+    from gate.profiling.profile import profile
 
     (tmp_path / "transpose.cu").write_text(KERNEL_CU)
     (tmp_path / "binding.cpp").write_text(BINDING_CPP)

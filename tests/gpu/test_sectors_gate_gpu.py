@@ -99,7 +99,7 @@ def built(tmp_path_factory):
 
 
 def _profile(built, monkeypatch, out: str):  # noqa: ANN001, ANN202
-    from gate.pipeline.profile import profile
+    from gate.profiling.profile import profile
 
     root, module, ncu = built
     monkeypatch.setenv("PYTHONPATH", with_pythonpath(root))   # keep the carried wheels
@@ -134,7 +134,7 @@ def test_the_gate_rejects_strided_global_loads_and_accepts_coalesced_ones(built,
 
 
 def test_the_two_counters_add_no_replay_pass(built, monkeypatch):
-    import gate.pipeline.profile as profile_stage
+    import gate.profiling.profile as profile_stage
 
     with_counters = _profile(built, monkeypatch, "with")
     names = profile_stage.requested_metrics

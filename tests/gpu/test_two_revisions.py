@@ -17,8 +17,8 @@ PROGRAM = r"""
 import sys
 from pathlib import Path
 import torch
+from gate.compiling import build
 from gate.domain import Gates, KernelSpec, Shape
-from gate.pipeline import build
 
 spec = KernelSpec(name="fma_chain", sources=["kernels/fma_chain.cu", "extension/fma_binding.cpp"],
                   workload="gemm", arch=["sm_90"], shapes=[Shape({"n": 1024, "iters": 4})],

@@ -5,13 +5,13 @@ from pathlib import Path
 
 import pytest
 
+from gate.compiling import objects
+from gate.compiling.build_cache import Toolchain
+from gate.compiling.toolchain import Tools
+from gate.compiling.torch_facts import TorchFacts
 from gate.errors import ManifestError
 from gate.manifest import compile_flags
-from gate.pipeline import objects
-from gate.pipeline.build_cache import Toolchain
 from gate.manifest.load import load_manifest
-from gate.pipeline.toolchain import Tools
-from gate.pipeline.torch_facts import TorchFacts
 
 HEAD = """
 [[kernel]]

@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 
+from gate.compiling import objects
 from gate.domain import KernelSpec
 from gate.errors import ManifestError
-from gate.manifest.load import load_manifest
 from gate.manifest import module_name
-from gate.pipeline import objects
+from gate.manifest.load import load_manifest
 
 
 def kernel(tmp_path: Path, binding: str, *, name: str = "conv", module: str = "") -> KernelSpec:

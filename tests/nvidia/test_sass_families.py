@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from gate.domain.names import Direction, Metric
+from gate.nvidia.sass import disassemble, find_disassembler, parse_sass
 from gate.nvidia.sass_families import FAMILIES, SASS_METRICS, family_counts
-from gate.pipeline.sass import disassemble, find_disassembler, parse_sass
 
 SOURCE = Path(__file__).with_name("opcode_families.cu")
 M = Metric

@@ -4,12 +4,14 @@ joins that compile; profile sessions started ahead and never used are killed wit
 
 import threading
 
+from gate.compiling import build, objects, static
+from gate.compiling import toolchain as tc
+from gate.compiling.build_cache import Toolchain
+from gate.compiling.compile_pool import CompilePool
 from gate.domain import KernelSpec, StageStatus
 from gate.domain.job import Checkout, JobRequest, RunOptions
-from gate.pipeline import ahead, build, objects, static
-from gate.pipeline import toolchain as tc
-from gate.pipeline.build_cache import Toolchain
-from gate.pipeline.compile_pool import CompilePool
+from gate.nvidia import compiler
+from gate.pipeline import ahead
 
 
 class FakeTools:
@@ -35,7 +37,7 @@ def _fake_compiles(tmp_path, monkeypatch, compiled: list):
         return objects.CompiledObject(rel, True, False, obj, "ptxas info    : Used 8 registers")
     monkeypatch.setattr(objects, "compile_object", compile_object)
     monkeypatch.setattr(tc, "nvcc_versions", lambda nvcc: Toolchain("none", "none", "x"))
-    monkeypatch.setattr(tc, "find_nvcc", lambda nvcc: "nvcc")
+    monkeypatch.setattr(compiler, "find_nvcc", lambda nvcc: "nvcc")
     monkeypatch.setattr(static.sass, "find_disassembler", lambda nvcc: None)
 
 
@@ -81,7 +83,7 @@ def _kernel_with_binding(tmp_path, monkeypatch) -> tuple[KernelSpec, list]:
     _fake_compiles(tmp_path, monkeypatch, compiled)
     monkeypatch.setattr(tc, "discover", lambda nvcc="nvcc", facts=None: FakeTools())
     monkeypatch.setattr(tc, "target_archs", lambda archs: ["sm_90"])
-    monkeypatch.setattr(tc, "run_tool", lambda command, cwd, timeout_s: tc.ToolRun(True, ""))
+    monkeypatch.setattr(compiler, "run_tool", lambda command, cwd, timeout_s: compiler.ToolRun(True, ""))
     spec = KernelSpec(name="k", sources=["k.cu", "b.cpp"], arch=["sm_90"])
     return spec, compiled
 
@@ -123,13 +125,13 @@ def _request(tmp_path, profile_baseline=True):
 
 def _ahead_on_a_gpu(monkeypatch, early_arch: str):
     """Ahead on a pretend GPU machine; the sessions it starts, by checkout, with their arch."""
-    import gate.pipeline.profile as profile
+    import gate.profiling.profile as profile
     sessions: dict = {}
     monkeypatch.setattr(build, "prefetch", lambda *a, **kw: None)
     monkeypatch.setattr(ahead, "gpu_nodes", lambda: True)
-    monkeypatch.setattr(ahead.shutil, "which", lambda name: "/bin/ncu")
-    monkeypatch.setattr(profile, "arch_without_torch", lambda: early_arch)
-    monkeypatch.setattr(profile, "local_arch", lambda: "sm_90")
+    monkeypatch.setattr(ahead.ncu_cli, "find", lambda name: "/bin/ncu")
+    monkeypatch.setattr(ahead, "common_arch", lambda: early_arch)
+    monkeypatch.setattr(ahead, "device_arch", lambda: "sm_90")
     monkeypatch.setattr(profile, "start_session", lambda out, options, arch: sessions.setdefault(
         out.parent.name, _Session()).__dict__.update(arch=arch, out_dir=out) or sessions[out.parent.name])
     return sessions

@@ -12,8 +12,8 @@ from gate.domain.job import Checkout, JobRequest
 from gate.domain.names import Side
 from gate.domain.results import BuildResult, JobResult, SideResults
 from gate.errors import ProfilerError
-from gate.pipeline.profile import Turns
 from gate.pipeline.run import _profile_sides
+from gate.profiling.profile import Turns
 
 
 class NoAhead:
@@ -93,7 +93,7 @@ def test_a_sides_stage_time_leaves_out_its_wait_for_the_turn(tmp_path, monkeypat
     from types import SimpleNamespace
 
     from gate.domain.job import RunOptions
-    from gate.pipeline import profile
+    from gate.profiling import profile
 
     clock = [1000.0]
 

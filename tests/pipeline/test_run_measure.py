@@ -5,7 +5,11 @@ import types
 
 import pytest
 
-import gate.pipeline
+import gate.checking
+import gate.compiling
+import gate.nvidia
+import gate.profiling
+import gate.timing
 from gate.domain import (
     BenchResult,
     BuildResult,
@@ -17,14 +21,19 @@ from gate.domain import (
     StageStatus,
     StaticResult,
 )
+from gate.checking.workloads import get_workload
 from gate.domain.job import LOADING_MODULE, Checkout, JobRequest
 from gate.domain.verdict import Verdict
 from gate.errors import ToolMissingError
 from gate.pipeline import run
 from gate.verdict.decide import decide
-from gate.pipeline.workloads import get_workload
 
 P = StageStatus.PASSED
+
+
+# Where each stage module the fakes replace lives (`run` imports them from their packages).
+STAGE_PACKAGES = {"build": gate.compiling, "workloads": gate.checking, "correctness": gate.checking,
+                  "bench": gate.timing, "pinned": gate.timing, "profile": gate.profiling, "fingerprint": gate.nvidia}
 
 
 def request(tmp_path, baseline=True) -> JobRequest:
@@ -104,8 +113,9 @@ def fake_gpu(monkeypatch, static_passes):
         "fingerprint": types.SimpleNamespace(collect=lambda ncu: Fingerprint(gpu_name="Fake GPU")),
     }
     for name, fake in fakes.items():
-        monkeypatch.setitem(sys.modules, f"gate.pipeline.{name}", fake)
-        monkeypatch.setattr(gate.pipeline, name, fake, raising=False)
+        package = STAGE_PACKAGES[name]
+        monkeypatch.setitem(sys.modules, f"{package.__name__}.{name}", fake)
+        monkeypatch.setattr(package, name, fake, raising=False)
     monkeypatch.setattr(run, "cuda_available", lambda: True)
     monkeypatch.setattr(run.tc, "device_arch", lambda: "sm_90")
     fakes["build_args"] = fake_build_args
@@ -260,9 +270,9 @@ def test_the_timer_is_pinned_before_any_build_is_imported_and_the_kept_methods_r
 def isolated_gpu(tmp_path, fake_gpu, side_host_env, monkeypatch):
     """`fake_gpu` where the sources register torch ops: the baseline goes to a real side host whose
     GPU operations are `side_host_fakes`; its "built module" is a Python file `base_module` writes."""
-    from side_host_fakes import BACKEND
+    from tests.fakes.side_host_fakes import BACKEND
 
-    from gate.pipeline.remote_side import SideHostClient
+    from gate.timing.remote_side import SideHostClient
 
     calls, fakes = fake_gpu
     fakes["build"].registers_torch_ops = lambda kernel, src: src.name == "base"   # one side is enough
@@ -273,7 +283,7 @@ def isolated_gpu(tmp_path, fake_gpu, side_host_env, monkeypatch):
     start = SideHostClient.start.__func__
     monkeypatch.setattr(SideHostClient, "start",
                         classmethod(lambda cls, *a, **kw: start(cls, *a, **kw, backend=BACKEND)))
-    monkeypatch.setattr(gate.pipeline.pinned, "synchronize", lambda: None, raising=False)
+    monkeypatch.setattr(gate.timing.pinned, "synchronize", lambda: None, raising=False)
     return calls, module, fakes
 
 
@@ -281,7 +291,7 @@ def test_ops_registering_sources_time_the_baseline_in_its_own_process_closed_aft
                                                                                             monkeypatch):
     import contextlib
 
-    from gate.pipeline.remote_side import SideHostClient
+    from gate.timing.remote_side import SideHostClient
 
     calls, _, fakes = isolated_gpu
     watched = []
@@ -291,8 +301,8 @@ def test_ops_registering_sources_time_the_baseline_in_its_own_process_closed_aft
         watched.append(list(own_pids))
         yield types.SimpleNamespace(result=None)
     fake_watch = types.SimpleNamespace(watch_gpu=watch_gpu)
-    monkeypatch.setitem(sys.modules, "gate.pipeline.gpu_watch", fake_watch)
-    monkeypatch.setattr(gate.pipeline, "gpu_watch", fake_watch, raising=False)
+    monkeypatch.setitem(sys.modules, "gate.nvidia.gpu_watch", fake_watch)
+    monkeypatch.setattr(gate.nvidia, "gpu_watch", fake_watch, raising=False)
     result = run.measure(request(tmp_path), lambda e: None)
     assert result.candidate.build.status is P and result.baseline.build.status is P
     bench = [c for c in calls if c[0] == "bench"]
@@ -335,7 +345,7 @@ def test_a_baseline_whose_import_aborts_its_host_fails_its_build_and_the_candida
 
 
 def test_the_manifests_own_process_isolates_sources_that_show_no_registration(tmp_path, isolated_gpu):
-    from gate.pipeline.remote_side import SideHostClient
+    from gate.timing.remote_side import SideHostClient
 
     calls, _, fakes = isolated_gpu
     fakes["build"].registers_torch_ops = lambda kernel, src: False

@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 
 from gate import box
+from gate.compiling.static import run_static
 from gate.domain import KernelSpec, StageStatus
 from gate.domain.job import Checkout, JobRequest
 from gate.executors.child import run_child
-from gate.pipeline.static import run_static
 
 MiB = 1 << 20
 pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None or os.environ.get("GATE_BOX") == "off",

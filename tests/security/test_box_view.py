@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from gate import box, box_view
+from gate.nvidia import tools
 
 ROOT = Path(__file__).resolve().parents[2]
 needs_bwrap = pytest.mark.skipif(shutil.which("bwrap") is None or os.environ.get("GATE_BOX") == "off",
@@ -125,6 +126,6 @@ def test_the_nsight_compute_that_the_ncu_launcher_runs_is_bound_with_it(tmp_path
     (toolkit / "bin" / "ncu").write_text("#!/bin/sh\n")
     (toolkit / "bin" / "ncu").chmod(0o755)
     monkeypatch.delenv("GATE_NCU_PATH", raising=False)
-    monkeypatch.setattr(box_view, "NSIGHT_COMPUTE_HOMES", (nsight, tmp_path / "absent"))
+    monkeypatch.setattr(tools, "NSIGHT_COMPUTE_HOMES", (nsight, tmp_path / "absent"))
     paths = box_view.toolchain_paths({**box.environment(), "PATH": f"{toolkit / 'bin'}:/usr/bin:/bin"})
     assert toolkit in paths and nsight in paths and tmp_path / "absent" not in paths

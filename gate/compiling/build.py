@@ -1,0 +1,193 @@
+"""Build stage: compile a kernel's sources as a PyTorch C++/CUDA extension, through an object cache.
+
+Each source is compiled on its own (`.cu` with nvcc, `.cpp` with the host compiler, torch's include
+paths and defines) into an object that `build_cache.ObjectCache` keeps under a content key; the
+extension `.so` is then linked from those objects. The compile step is `objects.compile_object`,
+shared with the static stage: a `.cu` object the static stage made for the GPU's arch is a hit here. A revision that changes only a kernel `.cu`
+recompiles that file alone: the binding's object, the slow one (the torch headers take ~10 s), is a
+cache hit.
+
+Why our own cache and not ccache: ccache would hit just as well, but (1) it is one more tool every
+GPU worker must install and configure (`CCACHE_BASEDIR` for per-job checkouts, `CCACHE_DIR` shared
+between jobs); (2) the gate must *report* hits and misses per object, which ccache only gives as
+global counters that concurrent jobs disturb; (3) the key here is explicit and tested (source, local
+headers, command line, torch/CUDA/compiler versions), and compiles run with paths relative to the
+checkout, so checkouts of different revisions in different directories share entries. The cost is
+~100 lines (`build_cache.py`).
+
+Kernel faults (a compile or link error, a compile that runs past the kernel's timeout) end as
+`StageStatus.FAILED` with the compiler log. A missing compiler or torch raises `ToolMissingError`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import importlib.util
+import os
+import re
+import time
+from dataclasses import replace
+from pathlib import Path
+from types import ModuleType
+
+from gate.compiling import objects
+from gate.compiling import toolchain as tc
+from gate.compiling import torch_pch
+from gate.compiling.build_cache import ObjectCache
+from gate.compiling.compile_pool import CompilePool
+from gate.domain import BuildResult, KernelSpec, StageStatus
+from gate.errors import ManifestError, ToolMissingError
+from gate.nvidia import compiler
+
+extension_name = objects.extension_name
+
+# A static registration with PyTorch's dispatcher (torch/library.h). torch keeps one op registry per
+# process: a second `TORCH_LIBRARY` of a namespace aborts it, and `torch.ops.ns.op` is one entry, so
+# two builds that register ops cannot share a process (issue 26).
+TORCH_OP_REGISTRATION = re.compile(r"\bTORCH_LIBRARY(?:_FRAGMENT|_IMPL)?\s*\(")
+
+
+def registers_torch_ops(kernel: KernelSpec, src_dir: Path) -> bool:
+    """Whether any of `kernel.sources` in `src_dir` registers torch ops. A source that is missing,
+    unreadable or outside the checkout counts as not (the build stage names it). A registration in a
+    comment counts too: it costs a process, never a wrong figure."""
+    root = Path(src_dir).resolve()
+    for rel in kernel.sources:
+        path = (root / rel).resolve()
+        if not path.is_relative_to(root):
+            continue
+        try:
+            text = path.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        if TORCH_OP_REGISTRATION.search(text):
+            return True
+    return False
+
+
+def compile_jobs(kernel: KernelSpec, src_dir: Path, tools: tc.Tools,
+                 archs: list[str] | None) -> list[tuple[str, list[str], str]]:
+    """(source, command, key) of every object of the extension: `.cu` for `archs` (None: the host
+    sources only), `.cpp` with torch."""
+    name = extension_name(kernel, src_dir)
+    jobs = []
+    for rel in kernel.sources:
+        path = (src_dir / rel).resolve()
+        if not path.is_relative_to(src_dir):
+            raise ManifestError(f"source {rel!r} leaves the repository", key="sources")
+        if not path.is_file():
+            raise ManifestError(f"source {rel!r} does not exist", key="sources")
+        if path.suffix == ".cu" and archs is not None:
+            jobs.append((rel, *objects.cu_job(path, rel, src_dir, archs, name, kernel.nvcc_flags, tools.nvcc, tools)))
+        elif path.suffix != ".cu":
+            command = tools.cxx_command(name, kernel.cxx_flags)
+            jobs.append((rel, command, objects.key_of(path, rel, command, tools.versions, src_dir)))
+    return jobs
+
+
+def prefetch(kernel: KernelSpec, src_dir: Path, cache_dir: Path, out_dir: Path, pool: CompilePool, *,
+             nvcc: str = "nvcc", pch_dir: Path | None = None) -> None:
+    """Start compiling the build's host sources (the `.cpp` binding, the slow one: torch's headers)
+    in `pool` now, without waiting: the build joins those compiles (`build_extension(pool=)`). The
+    `.cu` objects are the static stage's. A manifest the build will reject is left to the build."""
+    src_dir = Path(src_dir).resolve()
+    try:
+        tools = tc.discover(nvcc, pch_dir)      # torch's saved facts lie beside its headers
+        jobs = compile_jobs(kernel, src_dir, tools, None)
+    except (ManifestError, ToolMissingError):
+        return
+    cache = ObjectCache(Path(cache_dir))
+    pch = _precompiled(pch_dir, tools)
+    for rel, command, key in jobs:
+        pool.submit(key, lambda rel=rel, command=command, key=key: objects.compile_object(
+            rel, command, key, src_dir, out_dir, cache, kernel.timeout_s, pch), for_the_build=True)
+
+
+def _precompiled(pch_dir: Path | None, tools: tc.Tools) -> torch_pch.Precompiled | None:
+    """The precompiled torch headers a host compile may use (`torch_pch`); None: compile without."""
+    return torch_pch.Precompiled(Path(pch_dir).resolve(), tools.versions) if pch_dir else None
+
+
+def build_extension(kernel: KernelSpec, src_dir: Path, cache_dir: Path, out_dir: Path, *,
+                    nvcc: str = "nvcc", pool: CompilePool | None = None, pch_dir: Path | None = None) -> BuildResult:
+    """Compile `kernel.sources` (relative to `src_dir`) and link `out_dir/<name>.so`; in `pool`
+    (the job's, shared with the static stage and `prefetch`) when given. `pch_dir`: the precompiled
+    torch headers (`torch_pch`) its host sources may use."""
+    start = time.perf_counter()
+    src_dir, out_dir = Path(src_dir).resolve(), Path(out_dir)
+    tools = tc.discover(nvcc, pch_dir)
+    name = extension_name(kernel, src_dir)
+    cache = ObjectCache(Path(cache_dir))
+    out_dir.mkdir(parents=True, exist_ok=True)   # the link writes here even when every object is a hit
+    archs = tc.target_archs(kernel.arch)
+    jobs = compile_jobs(kernel, src_dir, tools, archs)
+
+    pch = _precompiled(pch_dir, tools)
+
+    def compile_one(job: tuple[str, list[str], str]) -> objects.CompiledObject:
+        host = not job[0].endswith(".cu")
+        return objects.compile_object(*job, src_dir, out_dir, cache, kernel.timeout_s, pch if host else None)
+
+    with contextlib.ExitStack() as stack:
+        if pool is None:
+            pool = stack.enter_context(CompilePool(max(1, min(len(jobs), os.cpu_count() or 1))))
+        flights = [(job[2], *pool.submit(job[2], lambda job=job: compile_one(job))) for job in jobs]
+        results = [replace(future.result(), hit=True) if pool.made_elsewhere(key, started_here) else future.result()
+                   for key, future, started_here in flights]
+
+    log = "\n".join(f"== {r.source} ({_provenance(r)})\n{r.log}".rstrip()
+                    for r in results)
+    hits = sum(r.hit for r in results)
+    misses = len(results) - hits
+    failed = [r.source for r in results if not r.ok]
+    if failed and all(r.limit for r in results if not r.ok):
+        return BuildResult(StageStatus.ERROR, f"{failed[0]}: {next(r.limit for r in results if not r.ok)}",
+                           time.perf_counter() - start, hits, misses, "", log)
+    if failed:
+        return BuildResult(StageStatus.FAILED, f"compile error in {', '.join(failed)}",
+                           time.perf_counter() - start, hits, misses, "", log)
+
+    so_path = out_dir / f"{name}.so"
+    object_paths = [str(r.obj) for r in results if r.obj is not None]
+    link = compiler.run_tool(tools.link_command(object_paths, str(so_path)), cwd=src_dir,
+                       timeout_s=kernel.timeout_s)
+    log += f"\n== link\n{link.output}".rstrip()
+    if not link.ok:
+        return BuildResult(StageStatus.FAILED, "link error", time.perf_counter() - start, hits, misses,
+                           "", log)
+    arch_note = ",".join(archs)
+    return BuildResult(StageStatus.PASSED, f"built for {arch_note}: {hits} cached, {misses} compiled",
+                       time.perf_counter() - start, hits, misses, str(so_path), log)
+
+
+def _provenance(compiled: objects.CompiledObject) -> str:
+    if not compiled.hit:
+        return f"compiled, {compiled.pch}" if compiled.pch else "compiled"
+    return "cache hit" if compiled.ok else "cached compile failure"
+
+
+_LOADED: dict[str, ModuleType] = {}
+
+
+def load_module(path: str | Path) -> ModuleType:
+    """Import a built extension from its `.so` path (once per path and process).
+
+    Two revisions of one kernel share the module name, and pybind11 (3.x, multi-phase init) caches
+    module objects by their import name (`__pybind11_module_cache`): loaded under the same name, the
+    baseline would silently get the candidate's module and run its kernel. So each file is imported
+    under a name unique to it, `gate_build_<hash>.<stem>`: CPython takes the init symbol
+    (`PyInit_<stem>`) from the last component, and the module stays out of `sys.modules`.
+    """
+    path = str(Path(path).resolve())
+    if path not in _LOADED:
+        import torch  # noqa: F401  (loads libtorch, which the extension links against)
+
+        unique = hashlib.sha256(path.encode()).hexdigest()[:16]
+        spec = importlib.util.spec_from_file_location(f"gate_build_{unique}.{Path(path).stem}", path)
+        if not path.endswith(".so") or spec is None or spec.loader is None:
+            raise ImportError(f"cannot load extension {path}")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        _LOADED[path] = module
+    return _LOADED[path]

@@ -1,0 +1,100 @@
+"""One source into one cached object: the compile step the static and build stages share.
+
+The static stage compiles each `.cu` per manifest arch with the build's own command line (flags,
+torch include paths and defines, `TORCH_EXTENSION_NAME`) into the build's object cache, and reads
+its figures from that object: `ptxas -v` from the compile log, SASS from the object. The build then
+finds the object of the GPU's arch under the same key and links it, so the figures describe the very
+code that runs.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from gate.compiling import toolchain as tc
+from gate.compiling import torch_pch
+from gate.compiling.build_cache import ObjectCache, Toolchain, local_includes, object_key
+from gate.manifest import compile_flags, module_name
+from gate.nvidia import compiler
+
+# Headers only a torch install provides: a source that reaches one through its includes needs the
+# torch flags (and cannot compile where torch is not importable).
+_TORCH_HEADER = re.compile(rb'^\s*#\s*include\s*[<"](torch/|ATen/|c10/|pybind11/)', re.MULTILINE)
+
+
+@dataclass
+class CompiledObject:
+    source: str                   # path relative to the checkout
+    ok: bool
+    hit: bool                     # taken from the cache, not compiled now
+    obj: Path | None
+    log: str                      # compiler output: ptxas -v lines for a .cu
+    limit: str = ""               # the gate's limit that stopped it (`compiler.ToolRun.limit`): not the source's fault
+    pch: str = ""                 # a precompiled torch header offered to this compile, or why not (`torch_pch`)
+
+
+# The extension's import name: the manifest's `module`, the sources' `PyInit_<name>`, or derived.
+extension_name = module_name.extension_name
+
+
+def repo_include_dirs(flags: list[str], root: Path) -> list[Path]:
+    """The root and every relative `-I` directory of `flags`: where a quoted include is looked up
+    inside the repository (a manifest's `nvcc_flags = ["-Icsrc"]`). A header found there is part of
+    an object's key like one next to the source."""
+    dirs = [d for d in map(compile_flags.include_dir, flags) if d is not None and not Path(d).is_absolute()]
+    return list(dict.fromkeys([root, *(root / d for d in dirs)]))
+
+
+def uses_torch(path: Path, root: Path, flags: list[str] | None = None) -> bool:
+    """Whether `path`, or a local header it includes, includes a torch/ATen/c10/pybind11 header."""
+    found = local_includes(path, repo_include_dirs(flags or [], root), root)
+    return any(_TORCH_HEADER.search(p.read_bytes()) for p in [path, *found])
+
+
+def key_of(path: Path, rel: str, command: list[str], versions: Toolchain, src_dir: Path) -> str:
+    """The cache key of `rel` compiled by `command` (both stages must agree on it)."""
+    return object_key(path, [*command, rel], versions, repo_include_dirs(command, src_dir), src_dir)
+
+
+def cu_job(path: Path, rel: str, src_dir: Path, archs: list[str], name: str, flags: list[str], nvcc: str,
+           tools: tc.Tools | None) -> tuple[list[str], str]:
+    """The command line and cache key of one `.cu` for `archs`, the same in the static stage and the
+    build. A source that includes no torch header is compiled and keyed without torch (its object
+    does not depend on it): it needs no `tools`, so it compiles while the child still imports torch,
+    and where torch is missing. One that does needs `tools` (`toolchain.discover`)."""
+    if not uses_torch(path, src_dir, flags):
+        command = tc.plain_nvcc_command(nvcc, archs, flags)
+        return command, key_of(path, rel, command, tc.nvcc_versions(nvcc), src_dir)
+    if tools is None:
+        raise ValueError(f"{rel} includes torch headers: its command needs torch's flags")
+    command = tools.nvcc_command(archs, name, True, flags)
+    return command, key_of(path, rel, command, tools.versions, src_dir)
+
+
+def compile_object(rel: str, command: list[str], key: str, src_dir: Path, out_dir: Path, cache: ObjectCache,
+                   timeout_s: float, pch: torch_pch.Precompiled | None = None) -> CompiledObject:
+    """`command -c rel` in `src_dir`, or the cached object (or cached failure) of `key`; the log comes
+    with either. `pch`: precompiled torch headers the compile may use; `key` is the same either way
+    (the object is: `torch_pch`)."""
+    cached = cache.get(key)
+    if cached is not None:
+        return CompiledObject(rel, True, True, cached, cache.log(key))
+    if (failed_log := cache.failure(key)) is not None:
+        return CompiledObject(rel, False, True, None, failed_log)
+    tmp_obj = out_dir / "obj" / f"{key}.o"
+    tmp_obj.parent.mkdir(parents=True, exist_ok=True)
+    offered = pch.offer(command, src_dir / rel, src_dir) if pch is not None else torch_pch.Offer(command)
+    # Relative source path and cwd = checkout: no absolute checkout path ends up in the object.
+    run = compiler.run_tool([*offered.command, "-c", rel, "-o", str(tmp_obj)], cwd=src_dir, timeout_s=timeout_s)
+    if not run.ok and offered.command != command and not (run.timed_out or run.out_of_memory):
+        # A failure is stored and judged as the source's: it must not rest on the precompiled header.
+        run = compiler.run_tool([*command, "-c", rel, "-o", str(tmp_obj)], cwd=src_dir, timeout_s=timeout_s)
+        offered = torch_pch.Offer(command, f"{offered.note}; the compile failed, and failed again without it"
+                                  if not run.ok else f"{offered.note}; the compile failed with it, not without")
+    if not run.ok:
+        if not (run.timed_out or run.out_of_memory):   # the machine's limits are not facts about the source
+            cache.put_failure(key, run.output)
+        return CompiledObject(rel, False, False, None, run.output, limit=run.limit, pch=offered.note)
+    return CompiledObject(rel, True, False, cache.put(key, tmp_obj, run.output), run.output, pch=offered.note)

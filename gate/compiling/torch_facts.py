@@ -1,0 +1,103 @@
+"""What torch tells a compile, kept on disk so that a fresh GPU child need not import torch to start one.
+
+A binding compile needs torch's version, include and library folders, its ABI defines and the nvcc
+flags of a `CUDAExtension` (`toolchain.Tools`). Reading them means importing torch: 2 to 5 s in a
+fresh interpreter. A cold job's binding compile (10 to 15 s) waited for that import before it could
+start (docs/measurements.md), although nothing about them changes between jobs.
+
+The gate writes them when it makes the precompiled headers (`torch_pch_make.make`: `gate pch`, and
+serve, worker and demo at start), outside any box, as `<pch root>/torch-facts.json`, with a
+fingerprint of where they came from: the interpreter, and the size and time of torch's files that
+hold them (its package, its version, `cpp_extension`, its compiled `_C`). A job's child sees that
+folder read-only (`executors.child.launch`), so no submission can change them. The child uses
+them only when the fingerprint is still what it sees now (`importlib.util.find_spec` finds torch
+without importing it); otherwise, or without the file, it imports torch as before. The command
+lines are the same either way (tests/compiling/test_torch_facts.py).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import sys
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+FILE_NAME = "torch-facts.json"
+LAYOUT = 1                    # bump when the fields or the fingerprint change
+# torch's files the facts come from, relative to its package folder: a reinstall changes their times.
+_SOURCES = ("__init__.py", "version.py", "utils/cpp_extension.py")
+
+
+@dataclass(frozen=True)
+class TorchFacts:
+    torch_version: str
+    cuda_version: str                # the CUDA torch was built with ("None" for a CPU build)
+    torch_file: str                  # torch/__init__.py: where the CUDA library wheels lie beside it
+    includes: tuple[str, ...]        # cpp_extension.include_paths()
+    libs: tuple[str, ...]            # cpp_extension.library_paths()
+    defines: tuple[str, ...]         # the extension API, the C++ ABI and pybind11's ABI flags
+    nvcc_flags: tuple[str, ...]      # cpp_extension.COMMON_NVCC_FLAGS
+
+
+def from_torch() -> TorchFacts:
+    """The facts, from torch itself (imports it; `CUDA_HOME` must be set first: `toolchain`)."""
+    import warnings
+
+    import torch
+    import torch.utils.cpp_extension as ext
+
+    with warnings.catch_warnings():  # torch >= 2.9 warns that these flags are internal to pybind11
+        warnings.simplefilter("ignore")
+        pybind_flags = list(getattr(ext, "_get_pybind11_abi_build_flags", list)())
+    defines = ("-DTORCH_API_INCLUDE_EXTENSION_H",
+               f"-D_GLIBCXX_USE_CXX11_ABI={int(torch._C._GLIBCXX_USE_CXX11_ABI)}", *pybind_flags)
+    return TorchFacts(torch_version=torch.__version__, cuda_version=str(torch.version.cuda),
+                      torch_file=torch.__file__, includes=tuple(ext.include_paths(device_type="cpu")),
+                      libs=tuple(ext.library_paths(device_type="cpu")), defines=defines,
+                      nvcc_flags=tuple(ext.COMMON_NVCC_FLAGS))
+
+
+def fingerprint() -> dict | None:
+    """Where torch's facts would come from in this process, without importing torch; None when it
+    cannot be found."""
+    spec = importlib.util.find_spec("torch")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    package = Path(list(spec.submodule_search_locations)[0])
+    files = [package / rel for rel in _SOURCES] + sorted(package.glob("_C.*.so")) + sorted(package.glob("_C.so"))
+    stats = []
+    for path in files:
+        try:
+            st = os.stat(path)
+        except OSError:
+            return None
+        stats.append([str(path), st.st_size, st.st_mtime_ns])
+    return {"layout": LAYOUT, "python": sys.executable, "python_version": sys.version, "files": stats}
+
+
+def save(root: Path, facts: TorchFacts) -> None:
+    """Write `facts` with this process's fingerprint to `root`, atomically (a reader sees all or none)."""
+    found = fingerprint()
+    if found is None:
+        return
+    target = Path(root) / FILE_NAME
+    tmp = target.with_name(f".tmp-{os.getpid()}-{FILE_NAME}")
+    tmp.write_text(json.dumps({"fingerprint": found, "facts": asdict(facts)}, indent=1))
+    tmp.chmod(0o644)
+    os.replace(tmp, target)
+
+
+def load(root: Path) -> TorchFacts | None:
+    """The facts saved in `root`, when their fingerprint is what this process sees now; else None."""
+    try:
+        saved = json.loads((Path(root) / FILE_NAME).read_text())
+        if saved["fingerprint"] != fingerprint():
+            return None
+        fields = {k: tuple(v) if isinstance(v, list) else v for k, v in saved["facts"].items()}
+        if not all(isinstance(v, str) or all(isinstance(x, str) for x in v) for v in fields.values()):
+            return None
+        return TorchFacts(**fields)
+    except (OSError, ValueError, KeyError, TypeError):
+        return None

@@ -1,0 +1,46 @@
+"""The GPU fingerprint recorded with every run: which card, driver, toolkit, clocks and profiler.
+
+Absolute times and profiler ratios are comparable only between runs with equal fingerprints (same GPU
+model, ncu version); the clocks say whether the card ran at its usual speed. Each probe that fails
+leaves its field empty: a fingerprint is evidence, never a reason to stop the job.
+"""
+
+from __future__ import annotations
+
+import socket
+
+from gate.domain import Fingerprint
+from gate.nvidia import ncu_cli
+from gate.nvidia.tools import tool_output
+
+
+def parse_smi_clocks(text: str) -> tuple[int | None, int | None]:
+    """First line of `nvidia-smi --query-gpu=clocks.sm,clocks.mem --format=csv,noheader,nounits`."""
+    line = text.splitlines()[0] if text else ""
+    parts = [p.strip() for p in line.split(",")]
+    if len(parts) != 2 or not all(p.isdigit() for p in parts):
+        return None, None
+    return int(parts[0]), int(parts[1])
+
+
+def collect(ncu_path: str = "ncu") -> Fingerprint:
+    """Probe torch, nvidia-smi and ncu for the current CUDA device. The clocks are read now: call it
+    right after the timed work, when the card runs at its working clocks, not at idle."""
+    fp = Fingerprint(host=socket.gethostname(), ncu_version=ncu_cli.version(ncu_path))
+    try:
+        import torch
+    except ImportError:
+        return fp
+    fp.torch = torch.__version__
+    fp.cuda = str(torch.version.cuda or "")
+    if not torch.cuda.is_available():
+        return fp
+    index = torch.cuda.current_device()
+    props = torch.cuda.get_device_properties(index)
+    fp.gpu_name = props.name
+    fp.compute_capability = f"{props.major}.{props.minor}"
+    fp.sm_count = props.multi_processor_count
+    query = ["nvidia-smi", f"--id={index}", "--format=csv,noheader,nounits"]
+    fp.driver = next(iter(tool_output([*query, "--query-gpu=driver_version"]).splitlines()), "")
+    fp.sm_clock_mhz, fp.mem_clock_mhz = parse_smi_clocks(tool_output([*query, "--query-gpu=clocks.sm,clocks.mem"]))
+    return fp

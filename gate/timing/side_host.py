@@ -1,0 +1,177 @@
+"""The side host: one side of a job, loaded and timed in a process of its own (issue 26).
+
+Two builds of one PyTorch op namespace cannot share a process: torch keeps one op registry per
+process, the second `TORCH_LIBRARY(ns, m)` aborts it ("Only a single TORCH_LIBRARY can be used to
+register the namespace"), and `torch.ops.ns.op` is one entry, so both sides would run whichever build
+registered last. So when either side's sources register ops (`build.registers_torch_ops`), or the
+manifest sets `own_process`, the GPU child (`run.py`) starts this process for the baseline and times
+it through `remote_side.SideHostClient`:
+
+    python -m gate.timing.side_host --requests FD --replies FD [--backend module:factory]
+
+It serves one request at a time (`side_wire` frames) until `close` or the end of its request pipe.
+Each request is an operation of `OPERATIONS`, run by the backend; the reply is `{"ok": value}` or
+`{"error": "<type>: <message>"}` (the side's code raised: the client raises it in the GPU child, where
+the bench records it as a kernel fault). Every reply is sent once the backend's GPU work has finished
+(`idle`), so the GPU child may start its own. A crash ends the process: the client reads the end of
+its pipe and names the signal and the tail of the host's log.
+
+The backend is `GpuSide` (the baseline's build, the job's workload, an `InterleavedTimer` of its own,
+synchronous as the child's, with its own input sets and seeds per shape x dtype, all kept until the
+end, as the child keeps its own); `--backend` names another factory, which is how tests drive the
+real process with fake GPU operations.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import importlib
+import secrets
+import sys
+from pathlib import Path
+from typing import Any, Protocol
+
+from gate.timing import side_wire
+
+DEFAULT_BACKEND = "gate.timing.side_host:GpuSide"
+# What a request may ask; each is a method of the backend, with the request's "args" as keywords.
+OPERATIONS = frozenset({"load", "make_inputs", "estimate_us", "prepare", "replay_us", "drop_graphs",
+                        "repetition_us", "refill", "reset_persisting_l2", "tampered"})
+
+
+class SideBackend(Protocol):
+    """The GPU operations of one side, as `GpuSide` runs them: the seam tests replace. `run` names one
+    shape x dtype's input sets and graphs, all kept until the host ends (a rerun times one again)."""
+
+    def load(self, kernel: dict[str, Any], module_path: str, workload_dir: str) -> None: ...
+    def make_inputs(self, run: str, shape_index: int, dtype: str, input_sets: int) -> None: ...
+    def estimate_us(self, run: str, reps: int) -> float: ...
+    def prepare(self, run: str, use_graph: bool, launches: int, input_sets: int,
+                keep_output_bytes: int) -> dict[str, Any]: ...
+    def replay_us(self, run: str, reps: int) -> float: ...
+    def drop_graphs(self, run: str) -> None: ...
+    def repetition_us(self, run: str, set_index: int) -> float: ...
+    def refill(self, run: str, set_index: int) -> None: ...
+    def reset_persisting_l2(self) -> str: ...
+    def tampered(self) -> list[str]: ...
+    def idle(self) -> None: ...
+
+
+class GpuSide:
+    """The side on the GPU: its build, the workload, input sets and a timer of this process's own."""
+
+    def __init__(self) -> None:
+        self._kernel: Any = None
+        self._module: Any = None
+        self._workload: Any = None
+        self._timer: Any = None
+        self._runs: dict[str, tuple[list[Any], Any]] = {}      # run -> (input sets, gpu_timing.Side)
+
+    def load(self, kernel: dict[str, Any], module_path: str, workload_dir: str) -> None:
+        from gate.checking import workloads
+        from gate.compiling import build
+        from gate.domain import KernelSpec
+        from gate.domain.codec import from_json
+        from gate.timing import pinned
+        from gate.timing.gpu_timing import InterleavedTimer
+
+        pinned.pin()          # before the build's initialisers run, as in the GPU child (`pinned`)
+        self._kernel = from_json(KernelSpec, kernel)
+        self._module = build.load_module(module_path)
+        self._workload = workloads.get_workload(self._kernel, Path(workload_dir))
+        self._timer = InterleavedTimer(seed=secrets.randbits(32), synchronous=True)   # paced as the child's
+
+    def make_inputs(self, run: str, shape_index: int, dtype: str, input_sets: int) -> None:
+        from gate.timing.gpu_timing import Side
+
+        shape = self._kernel.shapes[shape_index]
+        sets = [self._workload.make_inputs(shape, dtype, secrets.randbits(31), "cuda") for _ in range(input_sets)]
+        side = Side("baseline", lambda i: self._workload.call(self._module, self._kernel.function, sets[i]))
+        self._runs[run] = (sets, side)
+
+    def estimate_us(self, run: str, reps: int) -> float:
+        return self._timer.estimate_us(self._runs[run][1].fn, reps)
+
+    def prepare(self, run: str, use_graph: bool, launches: int, input_sets: int,
+                keep_output_bytes: int) -> dict[str, Any]:
+        side = self._runs[run][1]
+        side.keep_output_bytes = keep_output_bytes
+        notes = len(self._timer.notes)
+        method = self._timer.prepare([side], use_graph, launches, input_sets)
+        return {"method": method, "launches": side.launches, "work_nodes": list(side.work_nodes),
+                "topologies": [dataclasses.asdict(t) for t in side.topologies],
+                "note": "; ".join(self._timer.notes[notes:])}
+
+    def replay_us(self, run: str, reps: int) -> float:
+        return self._timer.replay_us(self._runs[run][1], reps)
+
+    def drop_graphs(self, run: str) -> None:
+        self._timer.drop_graphs([self._runs[run][1]])
+
+    def repetition_us(self, run: str, set_index: int) -> float:
+        return self._timer.repetition_us(self._runs[run][1], set_index)
+
+    def refill(self, run: str, set_index: int) -> None:
+        self._workload.refill(self._runs[run][0][set_index], secrets.randbits(31))
+
+    def reset_persisting_l2(self) -> str:
+        from gate.timing.gpu_timing import reset_persisting_l2
+
+        return reset_persisting_l2()
+
+    def tampered(self) -> list[str]:
+        from gate.timing import pinned
+
+        return pinned.tampered()
+
+    def idle(self) -> None:
+        if self._timer is not None:
+            from gate.timing import pinned
+
+            pinned.synchronize()
+
+
+def serve(backend: SideBackend, requests_fd: int, replies_fd: int) -> None:
+    """Answer requests until `close` or the end of the request pipe."""
+    while (request := side_wire.receive(requests_fd)) is not None:
+        op = request.get("op")
+        if op == "close":
+            side_wire.send(replies_fd, {"ok": None})
+            return
+        if op not in OPERATIONS:
+            side_wire.send(replies_fd, {"error": f"ValueError: no operation {op!r}"})
+            continue
+        reply: dict[str, Any]
+        try:
+            reply = {"ok": getattr(backend, op)(**request.get("args", {}))}
+        except Exception as exc:  # noqa: BLE001  the side's code raised: the GPU child decides what it means
+            reply = _error(exc)
+        try:
+            backend.idle()          # also after an error: the GPU child's next request must find it idle
+        except Exception as exc:  # noqa: BLE001  an asynchronous CUDA error surfaces here
+            reply = _error(exc)
+        side_wire.send(replies_fd, reply)
+
+
+def _error(exc: Exception) -> dict[str, Any]:
+    return {"error": f"{type(exc).__name__}: {exc}"[:4000]}
+
+
+def _factory(spec: str) -> Any:
+    module, _, name = spec.partition(":")
+    return getattr(importlib.import_module(module), name)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m gate.timing.side_host")
+    parser.add_argument("--requests", type=int, required=True, help="file descriptor of the request pipe")
+    parser.add_argument("--replies", type=int, required=True, help="file descriptor of the reply pipe")
+    parser.add_argument("--backend", default=DEFAULT_BACKEND, help="module:factory of the side's operations")
+    args = parser.parse_args(argv)
+    serve(_factory(args.backend)(), args.requests, args.replies)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
