@@ -24,6 +24,8 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests.patience import HANG_S
+
 pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("installed-wheel")]   # conftest.py says why
 
 REPO = Path(__file__).resolve().parents[2]
@@ -104,12 +106,12 @@ def _drop(name: str) -> None:
 
 
 def _wait_healthy(proc: subprocess.Popen, base: str, log: Path) -> None:
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + HANG_S     # a hang guard: an exited server fails at once, below
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             raise AssertionError(f"the installed `gate serve` exited:\n{log.read_text()}")
         try:
-            if httpx.get(base + "/healthz", timeout=1).status_code == 200:
+            if httpx.get(base + "/healthz", timeout=5).status_code == 200:
                 return
         except httpx.HTTPError:
             pass

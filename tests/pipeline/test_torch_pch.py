@@ -20,6 +20,7 @@ import pytest
 from gate.pipeline import objects, torch_pch
 from gate.pipeline import toolchain as tc
 from gate.pipeline.build_cache import ObjectCache, Toolchain
+from tests.patience import HANG_S
 from gate.pipeline.torch_facts import TorchFacts
 from gate.pipeline.torch_pch_make import make
 
@@ -277,7 +278,7 @@ def test_the_background_maker_ends_with_the_process_that_started_it(tmp_path):
     parent.kill()                                                   # no exit handlers run
     parent.wait()
     parent.stdout.close()
-    deadline = time.monotonic() + 15
+    deadline = time.monotonic() + HANG_S     # a hang guard: returns once the maker is gone
     while _alive(maker) and time.monotonic() < deadline:
         time.sleep(0.2)
     assert not _alive(maker)
