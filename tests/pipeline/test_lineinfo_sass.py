@@ -88,7 +88,8 @@ def test_lineinfo_does_not_change_the_sass(tmp_path, source, include, arch):
     listings = {}
     # Both compiles at once: on two cores they take the time of one (wgmma.cu: a minute each).
     with ThreadPoolExecutor(2) as pool:
-        cubins = dict(zip((False, True), pool.map(lambda li: cubin(source, include, arch, li, tmp_path), (False, True))))
+        made = pool.map(lambda lineinfo: cubin(source, include, arch, lineinfo, tmp_path), (False, True))
+        cubins = dict(zip((False, True), made))
     for lineinfo, path in cubins.items():
         dump = subprocess.run([str(tool), "-sass", str(path)], capture_output=True, text=True, timeout=120)
         assert dump.returncode == 0, dump.stderr
