@@ -54,6 +54,7 @@ class Settings(BaseSettings):
 
     database_url: str = ""                        # default: SQLite at <data_dir>/gate.db
     data_dir: Path = Field(default_factory=user_state_dir)
+    build_cache_dir: Path | None = None           # the object cache; default: <data_dir>/build-cache
     api_token: str | None = None                  # when set, every write needs `Bearer <token>`
     read_token_required: bool = False             # reads (pages, JSON) need the token too; /healthz stays open
     executor: str = Field("local", pattern="^(local|celery)$")
@@ -125,10 +126,11 @@ class Settings(BaseSettings):
 
     def run_options(self) -> RunOptions:
         """What a job's GPU child is told of these settings (the one translation of them)."""
+        cache = Path(self.build_cache_dir or Path(self.data_dir).resolve() / "build-cache")
         return RunOptions(nvcc_path=self.nvcc_path, ncu_path=self.ncu_path,
                           ncu_clock_control=self.ncu_clock_control, bench_budget_s=self.bench_budget_s,
                           clock_policy=self.clock_policy, reuse_max_age_h=self.reuse_max_age_h,
-                          build_cache_dir=str(Path(self.data_dir).resolve() / "build-cache"),
+                          build_cache_dir=str(cache.resolve() if self.build_cache_dir else cache),
                           pch_dir=str(self.pch_dir() or ""))
 
 

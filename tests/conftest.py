@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -31,6 +31,26 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="session", autouse=True)
+def object_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """One object cache for the whole run (`GATE_BUILD_CACHE_DIR`, which every `gate` the tests start
+    inherits), shared by the xdist workers: a test that compiles FlashCore's kernels or the sample's
+    GEMM reuses what another test compiled from the same inputs, as a service's jobs share theirs.
+    Safe to share: objects are keyed by everything that can change their bytes and land by atomic
+    rename (gate/compiling/build_cache.py). A test about the cache itself passes a cache of its own."""
+    base = tmp_path_factory.getbasetemp()
+    cache = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "object-cache"
+    cache.mkdir(exist_ok=True)
+    cache.chmod(0o777)           # the box's user writes it where the gate runs as root (gate/box.py)
+    before = os.environ.get("GATE_BUILD_CACHE_DIR")
+    os.environ["GATE_BUILD_CACHE_DIR"] = str(cache)
+    yield cache
+    if before is None:
+        os.environ.pop("GATE_BUILD_CACHE_DIR", None)
+    else:
+        os.environ["GATE_BUILD_CACHE_DIR"] = before
 
 
 @pytest.fixture

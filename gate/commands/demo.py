@@ -12,12 +12,13 @@ import sys
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("demo", help="build a FlashCore history, gate it, serve the dashboard")
-    p.add_argument("--host", default="127.0.0.1")
-    p.add_argument("--port", type=int, default=8000)
+    p.add_argument("--host", default="127.0.0.1", help="address the dashboard listens on")
+    p.add_argument("--port", type=int, default=8000, help="port the dashboard listens on")
     p.add_argument("--no-serve", action="store_true", help="gate the history, print it, and exit")
+    p.add_argument("--verbose", action="store_true", help="print every stage of every job, not only the verdicts")
     p.add_argument("--sample", action="store_true",
                    help="serve the synthetic sample history instead (needs no GPU; labelled synthetic)")
-    p.add_argument("--revisions", type=int, default=60, help="revisions in the --sample history (default 60)")
+    p.add_argument("--revisions", type=int, default=60, help="revisions in the --sample history")
     p.set_defaults(func=main)
 
 
@@ -42,7 +43,7 @@ def main(args: argparse.Namespace) -> int:
               "every commit;\ncorrectness, timing and profiling are reported as not run, so verdicts are "
               "`incomplete`, never `accept`. The dashboard says so at the top of every page.\n"
               "(`gate demo --sample` serves a populated, synthetic dashboard instead.)")
-    rows = replay(settings, sys.stdout)
+    rows = replay(settings, sys.stdout, verbose=args.verbose)
     print("\n" + summary(rows))
     if args.no_serve:
         return 0

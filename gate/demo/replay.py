@@ -2,11 +2,17 @@
 
 Each commit is submitted and planned like any other revision (so its baseline is the last accepted
 revision of `main`), then the embedded executor runs its jobs before the next commit is submitted.
+The console gets one line per commit and one per kernel verdict; `verbose` adds every stage's end.
+A job's compiles use every core: the demo runs one job at a time, so half of them (a service's
+default, `compile_pool.compile_workers`) would leave the other half idle.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import os
+import textwrap
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
@@ -21,6 +27,9 @@ from gate.services.sources import MirrorSources
 from gate.services.submissions import plan_revision, submit_revision
 from gate.storage.schema import upgrade
 from gate.storage.unit import Store
+
+
+LINE_CHARS = 160          # a console line; longer texts are shortened at a word, with "[...]"
 
 
 @dataclass
@@ -40,14 +49,16 @@ def _printing(gate_job: GateJob, out: TextIO) -> GateJob:
         def on_event(event: ProgressEvent) -> None:
             store(event)
             if event.state != "started":
-                detail = f": {event.detail}" if event.detail else ""
-                print(f"      {order.kernel:<18} {event.side:<9} {event.stage:<11} {event.state}{detail}"[:160],
-                      file=out, flush=True)
+                line = f"      {order.kernel:<18} {event.side:<9} {event.stage:<11} {event.state}"
+                detail = textwrap.shorten(event.detail, LINE_CHARS - len(line) - 2) if event.detail else ""
+                print(f"{line}: {detail}" if detail else line, file=out, flush=True)
         return gate_job(order, dataclasses.replace(context, on_event=on_event))
     return run
 
 
-def replay(settings: Settings, out: TextIO, steps: tuple[Step, ...] | None = None) -> list[DemoRow]:
+def replay(settings: Settings, out: TextIO, steps: tuple[Step, ...] | None = None, *,
+           verbose: bool = False) -> list[DemoRow]:
+    started = time.monotonic()
     data_dir = Path(settings.data_dir).resolve()
     # Beside the data folder, never in it: the data folder (mirrors, database) is never gateable
     # (`sources.policy.FetchPolicy.protecting`), and the demo's history is a repository like any other.
@@ -57,14 +68,18 @@ def replay(settings: Settings, out: TextIO, steps: tuple[Step, ...] | None = Non
     store = Store.from_url(settings.database_url)
     upgrade(store.engine)
     sources = MirrorSources(data_dir)
-    env = JobEnvironment(store=store, gate_job=_printing(load_gate_job(), out),
-                         data_dir=data_dir, options=settings.run_options(), mirror=sources.mirror,
+    gate_job = _printing(load_gate_job(), out) if verbose else load_gate_job()
+    options = dataclasses.replace(settings.run_options(), compile_workers=os.cpu_count() or 1)
+    env = JobEnvironment(store=store, gate_job=gate_job,
+                         data_dir=data_dir, options=options, mirror=sources.mirror,
                          spare_child=settings.spare_child)
     executor = LocalExecutor(env, role="demo")
     rows = []
     try:
         for i, (sha, step) in enumerate(commits, 1):
-            print(f"\n[{i}/{len(commits)}] {sha[:10]}  {step.message}", file=out, flush=True)
+            if verbose:
+                print(file=out)
+            print(f"[{i:>{len(str(len(commits)))}}/{len(commits)}] {sha[:10]}  {step.message}", file=out, flush=True)
             with store.unit() as uow:
                 revision_id = submit_revision(uow, repo=str(repo), sha=sha, branch="main", source="demo")
                 plan = plan_revision(uow, revision_id, sources=sources)
@@ -73,10 +88,12 @@ def replay(settings: Settings, out: TextIO, steps: tuple[Step, ...] | None = Non
             executor.drain()
             rows.append(DemoRow(revision_id, sha, step.message, step.expect, _verdicts(store, revision_id)))
             for kernel, verdict, reason in rows[-1].verdicts:
-                print(f"   => {kernel:<18} {verdict.upper():<12} {reason}", file=out, flush=True)
+                line = f"   => {kernel:<18} {verdict.upper():<12}"
+                print(f"{line} {textwrap.shorten(reason, LINE_CHARS - len(line) - 1)}", file=out, flush=True)
     finally:
         executor.close_spares()
         store.dispose()
+    print(f"Gated {len(commits)} commits in {time.monotonic() - started:.0f} s.", file=out, flush=True)
     return rows
 
 

@@ -33,6 +33,7 @@ class RunOptions:
     pch_dir: str = ""              # precompiled torch headers (compiling/torch_pch.py), read-only in the box; "": none
     reuse_max_age_h: float = 168.0 # an earlier job's figures stand for unchanged inputs this long; 0: never
     stage_timeout_s: float = 300.0
+    compile_workers: int = 0       # compiles at once in one job; 0: half the cores (compile_pool.compile_workers)
 
     @property
     def pch_path(self) -> Path | None:

@@ -145,7 +145,8 @@ def measure(request: JobRequest, emit: Emit,
         _cuda_context()
         return True
 
-    with CompilePool(compile_workers()) as pool, Ahead(request, pool, object_cache_dir(request), gpu_ready) as ahead:
+    workers = request.options.compile_workers or compile_workers()
+    with CompilePool(workers) as pool, Ahead(request, pool, object_cache_dir(request), gpu_ready) as ahead:
         _static_sides(request, result, emit, pool)
         save(result)
         if result.candidate.static.status is StageStatus.FAILED:

@@ -19,6 +19,7 @@ import uvicorn
 
 from gate.api.app import create_app
 from gate.config import Settings
+from tests.patience import HANG_S
 
 SECRET = "webhook-secret"
 
@@ -102,7 +103,7 @@ def serve(settings: Settings, **app_kwargs: object) -> Iterator[str]:
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
-    deadline = time.monotonic() + 20
+    deadline = time.monotonic() + HANG_S     # a hang guard: a thread that died fails at once
     while not server.started:
         if time.monotonic() > deadline or not thread.is_alive():
             raise RuntimeError("uvicorn did not start")

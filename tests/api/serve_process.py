@@ -13,6 +13,8 @@ from typing import IO, Any
 
 import httpx
 
+from tests.patience import HANG_S
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -22,12 +24,17 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def wait_for(predicate: Callable[[], Any], timeout_s: float = 60.0, what: str = "condition") -> Any:
+def wait_for(predicate: Callable[[], Any], timeout_s: float = HANG_S, what: str = "condition",
+             alive: Callable[[], bool] = lambda: True) -> Any:
+    """`predicate()`'s first true value; fails once `alive()` is false (the process waited on has
+    died: no point waiting longer) or after `timeout_s`."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         value = predicate()
         if value:
             return value
+        if not alive():
+            raise AssertionError(f"gave up waiting for {what}: the process it depends on has exited")
         time.sleep(0.1)
     raise AssertionError(f"timed out waiting for {what}")
 
@@ -43,14 +50,21 @@ def gate_env(**settings: str) -> dict[str, str]:
 
 
 def start_server(env: dict[str, str], port: int, log: IO[str]) -> subprocess.Popen:
-    """Start `gate serve` and return once /healthz answers 200."""
+    """Start `gate serve` and return once /healthz answers 200: however long a busy machine takes to
+    start it, but no longer than it lives (a server that exits fails at once, its log says why). A
+    server that does not answer is killed and reaped, never left to a later test's garbage collection."""
     proc = subprocess.Popen([sys.executable, "-m", "gate.cli", "serve", "--port", str(port)], env=env,
                             stdout=subprocess.DEVNULL, stderr=log)
 
     def up() -> bool:
         try:
-            return httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200
+            return httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=5).status_code == 200
         except httpx.TransportError:
             return False
-    wait_for(up, what="the server to answer")
+    try:
+        wait_for(up, what="the server to answer", alive=lambda: proc.poll() is None)
+    except BaseException:
+        proc.kill()
+        proc.wait()
+        raise
     return proc

@@ -67,12 +67,14 @@ def _statuses(github: FakeGitHub, sha: str) -> list[dict]:
 
 def test_signed_pull_request_runs_the_job_and_posts_pending_then_the_final_status(
         database_url, tmp_path, repo, github, db):
-    pipeline = FakePipeline(verdict=Verdict.REJECT)
+    held = threading.Event()              # the job cannot end before the test lets it
+    pipeline = FakePipeline(verdict=Verdict.REJECT, gate=held)
     with serve(_settings(database_url, tmp_path, github), gate_job=pipeline, sources=_sources(repo)) as url:
-        started = time.monotonic()
         reply = post_event(url, "pull_request", pull_request_payload(repo))
-        assert time.monotonic() - started < 1.0
+        # Answered while its job was still held: the webhook does not wait for the gate.
+        assert not held.is_set() and _statuses(github, repo.head)[1:] == []
         assert reply.status_code == 202 and reply.json()["status"] == "queued"
+        held.set()
         github.wait_for(lambda: len(_statuses(github, repo.head)) == 2)
 
     pending, final = _statuses(github, repo.head)

@@ -6,9 +6,10 @@ from sqlalchemy import select
 
 from gate.storage.db import make_engine, make_session_factory
 from gate.storage.models import Job, Revision
+from tests.patience import HANG_S
 
 
-def _wait_done(client, status_url, timeout_s=20.0):
+def _wait_done(client, status_url, timeout_s=HANG_S):
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         body = client.get(status_url).json()
@@ -134,7 +135,7 @@ def test_openapi_documents_idempotency_and_force(make_client):
     assert "reused" in spec["components"]["schemas"]["RevisionCreatedOut"]["properties"]
 
 
-def _wait_state(client, status_url, state, timeout_s=20.0):
+def _wait_state(client, status_url, state, timeout_s=HANG_S):
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         body = client.get(status_url).json()

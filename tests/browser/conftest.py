@@ -12,17 +12,31 @@ import os
 import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
 
+from tests.api.serve_process import wait_for
+from tests.patience import HANG_S
+
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync", "--no-first-run"]
 REPO = Path(__file__).resolve().parents[2]
+
+
+def answering(url: str, proc: subprocess.Popen, log: Path) -> None:
+    """Return once `url`/healthz answers; fail at once, with the log, if `proc` exits first."""
+    def up() -> bool:
+        if proc.poll() is not None:
+            raise RuntimeError(f"{' '.join(map(str, proc.args))} exited: {log.read_text()}")
+        try:
+            return httpx.get(url + "/healthz", timeout=5).status_code == 200
+        except httpx.HTTPError:
+            return False
+    wait_for(up, what=f"{url} to answer")
 
 
 def _free_port() -> int:
@@ -45,18 +59,11 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
                             cwd=tmp)
     url = f"http://127.0.0.1:{port}"
     try:
-        for _ in range(150):
-            if proc.poll() is not None:
-                raise RuntimeError(f"gate serve exited: {(tmp / 'serve.log').read_text()}")
-            try:
-                if httpx.get(url + "/healthz", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                time.sleep(0.2)
+        answering(url, proc, tmp / "serve.log")
         yield url
     finally:
         proc.terminate()
-        proc.wait(timeout=20)
+        proc.wait(timeout=HANG_S)
         log.close()
 
 
@@ -68,8 +75,25 @@ def browser() -> Iterator[object]:
 
     with sync_playwright() as p:
         b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield b
+        yield PatientBrowser(b)
         b.close()
+
+
+class PatientBrowser:
+    """The browser, whose pages wait for what they wait for up to `HANG_S` (playwright's own default,
+    30 s, and the 10-20 s the tests once gave were missed on a busy 2-core machine)."""
+
+    def __init__(self, browser: object):
+        self._browser = browser
+
+    def new_page(self, **kwargs: object) -> object:
+        page = self._browser.new_page(**kwargs)
+        page.set_default_timeout(HANG_S * 1000)
+        page.set_default_navigation_timeout(HANG_S * 1000)
+        return page
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._browser, name)
 
 
 @pytest.fixture(scope="session")

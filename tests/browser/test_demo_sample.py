@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,7 +13,8 @@ import httpx
 import pytest
 
 from scripts.png_text import read_text
-from tests.browser.conftest import CHROMIUM, REPO, _free_port
+from tests.browser.conftest import CHROMIUM, REPO, _free_port, answering
+from tests.patience import HANG_S
 
 pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("demo-sample")]   # conftest.py says why
 
@@ -31,19 +31,12 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]
                              "--port", str(port)], env=env, stdout=log, stderr=subprocess.STDOUT, cwd=tmp)
     url = f"http://127.0.0.1:{port}"
     try:
-        for _ in range(300):
-            if proc.poll() is not None:
-                raise RuntimeError(f"gate demo --sample exited: {(tmp / 'demo.log').read_text()}")
-            try:
-                if httpx.get(url + "/healthz", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                time.sleep(0.2)
+        answering(url, proc, tmp / "demo.log")
         assert not (tmp / "real.db").exists()
         yield url, tmp / "data"
     finally:
         proc.terminate()
-        proc.wait(timeout=20)
+        proc.wait(timeout=HANG_S)
         log.close()
 
 

@@ -16,13 +16,14 @@ import socket
 import subprocess
 import sys
 import sysconfig
-import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
+
+from tests.browser.conftest import answering
 
 pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("installed-wheel")]   # conftest.py says why
 
@@ -89,7 +90,7 @@ def served(request: pytest.FixtureRequest, venv: Path, tmp_path_factory: pytest.
                                 cwd=tmp, stdout=log, stderr=subprocess.STDOUT)
         base = f"http://127.0.0.1:{port}"
         try:
-            _wait_healthy(proc, base, tmp / "serve.log")
+            answering(base, proc, tmp / "serve.log")
             yield base
         finally:
             proc.terminate()
@@ -101,20 +102,6 @@ def _drop(name: str) -> None:
 
     with psycopg.connect(PG_ADMIN, autocommit=True) as conn:
         conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-
-
-def _wait_healthy(proc: subprocess.Popen, base: str, log: Path) -> None:
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise AssertionError(f"the installed `gate serve` exited:\n{log.read_text()}")
-        try:
-            if httpx.get(base + "/healthz", timeout=1).status_code == 200:
-                return
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.2)
-    raise AssertionError(f"the installed `gate serve` never answered:\n{log.read_text()}")
 
 
 def _pages(base: str) -> dict[str, str]:
@@ -134,7 +121,7 @@ def test_every_page_of_the_installed_wheel_answers_and_draws_its_charts(browser,
         page.on("pageerror", lambda e: errors.append(str(e)))   # noqa: B023 (read before the next page)
         response = page.goto(served + path, wait_until="networkidle")
         assert response is not None and response.status == 200, (name, response and response.status)
-        page.wait_for_selector("body[data-charts-ready]", state="attached", timeout=20_000)
+        page.wait_for_selector("body[data-charts-ready]", state="attached")
         traces = page.evaluate("() => [...document.querySelectorAll('.js-plotly-plot')].map(gd => gd.data.length)")
         if name != "overview":          # the overview is a table; every other page leads with charts
             assert traces and all(n > 0 for n in traces), (name, traces)
@@ -146,6 +133,6 @@ def test_the_installed_wheel_serves_its_api_docs(browser, served):  # noqa: ANN0
     page = browser.new_page()
     response = page.goto(served + "/docs", wait_until="networkidle")
     assert response is not None and response.status == 200
-    page.wait_for_selector(".swagger-ui .info .title", timeout=20_000)
+    page.wait_for_selector(".swagger-ui .info .title")
     assert "FlashCore Gate" in page.inner_text(".swagger-ui .info .title")
     page.close()

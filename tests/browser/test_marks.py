@@ -24,7 +24,7 @@ def _open(browser, url: str):  # noqa: ANN001, ANN202
     page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
     page.on("pageerror", lambda e: errors.append(str(e)))
     page.goto(url, wait_until="networkidle")
-    page.wait_for_selector("body[data-charts-ready]", state="attached", timeout=20_000)
+    page.wait_for_selector("body[data-charts-ready]", state="attached")
     return page, errors
 
 

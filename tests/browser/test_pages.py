@@ -30,7 +30,7 @@ def _open(browser, url: str):  # noqa: ANN001, ANN202
     page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
     page.on("pageerror", lambda e: errors.append(str(e)))
     page.goto(url, wait_until="networkidle")
-    page.wait_for_selector("body[data-charts-ready]", state="attached", timeout=20_000)
+    page.wait_for_selector("body[data-charts-ready]", state="attached")
     return page, errors
 
 
@@ -68,7 +68,7 @@ def test_clicking_a_point_opens_its_revision(browser, server):  # noqa: ANN001
     }""")
     page.mouse.move(x, y)
     page.mouse.click(x, y)
-    page.wait_for_url(f"**/revisions/{rev}", timeout=10_000)
+    page.wait_for_url(f"**/revisions/{rev}")
     assert errors == []
     page.close()
 

@@ -22,6 +22,7 @@ from gate.compiling import toolchain as tc
 from gate.compiling.build_cache import ObjectCache, Toolchain
 from gate.compiling.torch_facts import TorchFacts
 from gate.compiling.torch_pch_make import make
+from tests.patience import HANG_S
 
 pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++")
 torch_here = importlib.util.find_spec("torch") is not None
@@ -277,7 +278,7 @@ def test_the_background_maker_ends_with_the_process_that_started_it(tmp_path):
     parent.kill()                                                   # no exit handlers run
     parent.wait()
     parent.stdout.close()
-    deadline = time.monotonic() + 15
+    deadline = time.monotonic() + HANG_S     # a hang guard: returns once the maker is gone
     while _alive(maker) and time.monotonic() < deadline:
         time.sleep(0.2)
     assert not _alive(maker)

@@ -21,7 +21,8 @@ from gate.manifest.load import load_manifest
 pytestmark = [pytest.mark.nvcc, pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not on PATH")]
 
 
-def test_without_a_gpu_the_wgmma_commits_are_incomplete_with_hgmma_and_no_spills(tmp_path, monkeypatch):
+def test_without_a_gpu_the_wgmma_commits_are_incomplete_with_hgmma_and_no_spills(tmp_path, monkeypatch,
+                                                                                  object_cache):
     monkeypatch.setattr(run, "cuda_available", lambda: False)
     repo = tmp_path / "flashcore"
     commits = build_demo_repo(repo)
@@ -31,7 +32,7 @@ def test_without_a_gpu_the_wgmma_commits_are_incomplete_with_hgmma_and_no_spills
         dirs[name] = tmp_path / name
         subprocess.run(["git", "worktree", "add", "-q", "--detach", str(dirs[name]), sha], cwd=repo, check=True)
     (spec,) = [k for k in load_manifest(dirs["slow"]).kernels if k.name == "flashcore_wgmma"]
-    options = RunOptions(build_cache_dir=str(tmp_path / "cache"))   # the baseline's objects are hits
+    options = RunOptions(build_cache_dir=str(object_cache))   # the run's: the baseline's objects are hits
     add = Checkout(add_sha, str(dirs["add"]))
     for label, candidate, baseline in (("add", add, None), ("slow", Checkout(slow_sha, str(dirs["slow"])), add)):
         result = run.measure(JobRequest(spec, candidate, str(tmp_path / "art" / label), baseline, options),

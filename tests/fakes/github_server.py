@@ -27,6 +27,8 @@ import jwt
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
+from tests.patience import HANG_S
+
 API_VERSION = "2022-11-28"
 STATUS_STATES = {"error", "failure", "pending", "success"}
 CHECK_STATUSES = {"queued", "in_progress", "completed", "waiting", "requested", "pending"}
@@ -105,7 +107,7 @@ class FakeGitHub:
         return [r for r in self.requests if r.method == method and re.search(path_pattern, r.path)
                 and 200 <= r.answered < 300]
 
-    def wait_for(self, predicate: Any, timeout_s: float = 60.0) -> None:
+    def wait_for(self, predicate: Any, timeout_s: float = HANG_S) -> None:
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             if predicate():

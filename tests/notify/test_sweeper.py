@@ -26,6 +26,6 @@ def test_running_sweeper_delivers_a_row_soon_after_its_commit(store, session_fac
         with session_factory() as session:
             outbox.add(session, [github_status.new_status(github.url, "octo/flashcore", SHA, body, None)])
             session.commit()
-        github.wait_for(lambda: github.accepted("POST", "/statuses/"), timeout_s=5)   # not the 60 s poll
+        github.wait_for(lambda: github.accepted("POST", "/statuses/"), timeout_s=60 / 2)   # a wake-up, not the 60 s poll
     finally:
         running.stop()

@@ -19,8 +19,13 @@ import httpx
 import pytest
 
 from tests.api.serve_process import ROOT, free_port, gate_env, start_server, wait_for
+from tests.patience import HANG_S
 
 HERE = Path(__file__).resolve().parent
+# An answer under attack counts as prompt within 50 times the server's calm answer in the same test: a
+# server starved by the attack waits for it (seconds to minutes), a busy machine slows both alike.
+PROMPT_FACTOR = 50
+PROMPT_FLOOR_S = 1.0
 TOKEN = "api-token"
 SECRET = "webhook-secret"
 GIT_ENV = {"GIT_AUTHOR_NAME": "Ada", "GIT_AUTHOR_EMAIL": "ada@example.com", "GIT_COMMITTER_NAME": "Ada",
@@ -55,6 +60,7 @@ class Server:
     port: int = field(default_factory=free_port)
     proc: subprocess.Popen | None = None
     texts: list[str] = field(default_factory=list)
+    calm_s: float = 0.0            # the slowest of three GETs of /healthz right after the first start
 
     @property
     def url(self) -> str:
@@ -67,6 +73,8 @@ class Server:
     def start(self) -> Server:
         with open(self.tmp / "serve.log", "a") as log:
             self.proc = start_server(self.env, self.port, log)
+        if not self.calm_s:
+            self.calm_s = max(self._get_s("/healthz") for _ in range(3))
         return self
 
     def stop(self) -> None:
@@ -95,12 +103,23 @@ class Server:
                  what=f"revision {revision_id} to finish")
         return self.revision(revision_id)
 
-    def timed_get(self, path: str) -> float:
-        """Seconds one GET took (asserted 200); a hung server fails at the 5 s timeout."""
+    def _get_s(self, path: str) -> float:
         started = time.monotonic()
-        reply = self.request("GET", path, timeout=5)
+        reply = self.request("GET", path, timeout=HANG_S)
         assert reply.status_code == 200, (path, reply.status_code, reply.text[:300])
         return time.monotonic() - started
+
+    def prompt(self, took_s: float, what: str) -> None:
+        """`what` took `took_s`: at most PROMPT_FACTOR times this server's calm answer, measured on this
+        machine in this test, and at most PROMPT_FLOOR_S on a machine calm enough to answer in 20 ms."""
+        bound = max(PROMPT_FLOOR_S, PROMPT_FACTOR * self.calm_s)
+        assert took_s <= bound, f"{what} took {took_s:.2f} s; calm /healthz {self.calm_s:.3f} s, bound {bound:.2f} s"
+
+    def timed_get(self, path: str) -> float:
+        """Seconds one GET took (asserted 200 and prompt: `prompt`)."""
+        took = self._get_s(path)
+        self.prompt(took, f"GET {path}")
+        return took
 
     def memory_kib(self, key: str) -> int:
         """`VmRSS` (now) or `VmHWM` (the peak) of the server process, from /proc."""

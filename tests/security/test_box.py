@@ -2,6 +2,7 @@
 the two compiles that escaped it before (`#include "/etc/passwd"`, `#include "/dev/zero"`)."""
 
 import os
+import signal
 import shutil
 import socket
 import subprocess
@@ -14,6 +15,7 @@ import pytest
 from gate import box
 from gate.compiling.static import LOG_NAME, run_static
 from gate.domain import KernelSpec, StageStatus
+from tests.patience import HANG_S
 
 pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None or os.environ.get("GATE_BOX") == "off",
                                 reason="bubblewrap is not installed (apt install bubblewrap)")
@@ -80,9 +82,10 @@ def test_memory_is_bounded(work):
 
 
 def test_cpu_time_is_bounded(work):
-    started = time.monotonic()
-    out = boxed(work, "while True: pass", box.Limits(cpu_s=1))
-    assert out.returncode < 0 and time.monotonic() - started < 15     # SIGXCPU, then SIGKILL
+    out = boxed(work, "while True: pass", box.Limits(cpu_s=1), timeout_s=HANG_S)
+    # Killed by a signal (SIGXCPU, then SIGKILL), not by the wall-time limit, which raises instead:
+    # the loop never ends by itself, so only the CPU limit can have ended it, however busy the machine.
+    assert -out.returncode in (signal.SIGXCPU, signal.SIGKILL), out.returncode
 
 
 def test_file_size_is_bounded(work):
@@ -107,7 +110,7 @@ def test_wall_time_kills_the_whole_box(work):
     with pytest.raises(subprocess.TimeoutExpired):
         boxed(work, f"import subprocess, time; subprocess.Popen(['sleep', '100', {marker!r}]); time.sleep(100)",
               timeout_s=2)
-    assert time.monotonic() - started < 10
+    assert time.monotonic() - started < 100 / 2        # the box's sleeps: 100 s unless it was killed
     time.sleep(0.5)
     leftovers = [p for p in Path("/proc").glob("[0-9]*/cmdline") if _has_arg(p, marker)]
     assert leftovers == []
@@ -146,12 +149,11 @@ def test_an_included_host_file_never_reaches_the_ptxas_log(work):
 def test_including_dev_zero_stops_at_the_memory_limit(work, monkeypatch):
     monkeypatch.setattr(box, "COMPILE_LIMITS", box.Limits(memory_bytes=512 * MiB, cpu_s=60))
     repo = _repo(work, '#include "/dev/zero"\n__global__ void k() {}\n')
-    started = time.monotonic()
     res = run_static(KernelSpec(name="k", sources=["k.cu"], arch=["sm_90"]), repo, work / "out")
     # The gate cannot tell a bomb from a heavy template source: its limit stopped it, and it says so
     # (the verdict is `error`, never accept), without caching the failure as the source's.
     assert res.status is StageStatus.ERROR and "GATE_COMPILE_MEMORY_GIB" in res.reason, res.reason
-    assert time.monotonic() - started < 60
+    assert "timed out" not in res.reason       # stopped by its memory limit, not by a clock
 
 
 @pytest.mark.parametrize("host_dir", ["/dev", "/etc", "/usr/lib", "/"])

@@ -75,6 +75,6 @@ def test_replays_surrogates_nuls_nesting_and_hover_links(make_server, tmp_path, 
     hovers = [row[2] for row in json.loads(table.group(1)).values()]      # [sha, date, message]
     assert any("&lt;a href=" in message and "<a" not in message for message in hovers), hovers
 
-    assert server.timed_get("/healthz") < 1.0
+    server.timed_get("/healthz")                   # answers, promptly (conftest: `Server.prompt`)
     server.assert_no_server_paths()
     server.stop()

@@ -42,7 +42,7 @@ def test_a_hundred_big_unsigned_webhooks_keep_the_server_within_its_budget(make_
 
     growth = server.memory_kib("VmHWM") - before
     assert growth < PEAK_GROWTH_KIB, f"peak RSS grew {growth >> 10} MiB (bound {PEAK_GROWTH_KIB >> 10} MiB)"
-    assert server.timed_get("/healthz") < 1.0
+    server.timed_get("/healthz")                   # answers, promptly (conftest: `Server.prompt`)
     print(f"{time.monotonic() - started:.1f} s; server peak RSS growth: {growth >> 10} MiB; signed-badly answers: "
           f"{signed_badly.count(401)} read and refused, {signed_badly.count(503)} refused unread")
     server.stop()

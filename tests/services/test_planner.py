@@ -9,6 +9,7 @@ import time
 import pytest
 
 from gate.services.planner import Planner
+from tests.patience import HANG_S
 
 
 @pytest.fixture
@@ -28,13 +29,12 @@ def planner():  # noqa: ANN201
 
 def test_a_full_queue_refuses_at_once_and_takes_again_once_there_is_room(planner):
     p = planner(1, 2)
-    release = threading.Event()
-    running = p.offer(lambda: release.wait(5), "holds the worker")
-    time.sleep(0.2)                                  # the worker has taken it: the queue is empty
+    release, taken = threading.Event(), threading.Event()
+    running = p.offer(lambda: taken.set() or release.wait(HANG_S), "holds the worker")
+    assert taken.wait(HANG_S)                        # the worker has taken it: the queue is empty
     waiting = [p.offer(lambda: "ok", f"wait {i}") for i in range(2)]
-    started = time.monotonic()
     assert p.offer(lambda: "ok", "one too many") is None and not p.has_room()
-    assert time.monotonic() - started < 0.1          # refused, not blocked
+    assert not running.done()          # refused, not blocked: it returned while the worker was still held
     release.set()
     assert running.result(5) is True and [f.result(5) for f in waiting] == ["ok", "ok"]
     assert p.offer(lambda: "again", "after").result(5) == "again"
@@ -51,11 +51,12 @@ def test_a_task_that_raises_leaves_its_worker_working(planner):
 def test_feed_queues_more_than_fits_without_blocking_its_caller(planner):
     p = planner(2, 1)
     done: list[int] = []
-    started = time.monotonic()
-    feeder = p.feed([(lambda i=i: done.append(i), f"left {i}") for i in range(20)])
-    assert time.monotonic() - started < 0.1
-    feeder.join(10)
-    deadline = time.monotonic() + 5
+    go = threading.Event()
+    feeder = p.feed([(lambda i=i: go.wait(HANG_S) and done.append(i), f"left {i}") for i in range(20)])
+    assert done == []                  # it returned while every task still waited: it did not block
+    go.set()
+    feeder.join(HANG_S)
+    deadline = time.monotonic() + HANG_S
     while len(done) < 20 and time.monotonic() < deadline:
         time.sleep(0.01)
     assert sorted(done) == list(range(20))

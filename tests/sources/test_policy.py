@@ -5,7 +5,6 @@ import re
 import socket
 import subprocess
 import threading
-import time
 import tracemalloc
 from pathlib import Path
 
@@ -78,10 +77,9 @@ def test_a_remote_that_never_answers_times_out_and_leaves_no_mirror(tmp_path):
         url = f"git://127.0.0.1:{server.getsockname()[1]}/x.git"
         mirror = Mirror(tmp_path / "mirrors", FetchPolicy(schemes=("git",), allow_private_hosts=True,
                                                           timeout_s=2))
-        started = time.monotonic()
+        # The remote holds the connection for ever: only the 2 s limit can end the fetch, and says so.
         with pytest.raises(SourceError, match="timed out after 2 s"):
             mirror.update(url)
-        assert time.monotonic() - started < 10
         assert not mirror.path(url).exists()
         for connection, _ in held:
             connection.close()
