@@ -269,7 +269,7 @@ def _result(kernel: KernelSpec, tally: _Tally, log: str, elapsed: float, disasse
     a source left to the build makes it NOT_RUN."""
     def result(status: StageStatus, reason: str, functions: list[FunctionResources]) -> StaticResult:
         return StaticResult(status, reason=reason, duration_s=elapsed, functions=functions,
-                            sass_available=tally.sass_ok, log=log)
+                            sass_available=tally.sass_ok, log=log, flags=kernel.flags)
 
     if tally.failure:
         return result(StageStatus.FAILED, tally.failure, tally.functions)

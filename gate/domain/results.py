@@ -48,6 +48,7 @@ class StaticResult:
     functions: list[FunctionResources] = field(default_factory=list)
     sass_available: bool = False  # False when no disassembler was found: SASS rules cannot pass
     log: str = ""                 # compiler output (ptxas -v), kept as evidence
+    flags: dict[str, list[str]] = field(default_factory=dict)   # the manifest's flags it was built with, by key
 
 
 @dataclass

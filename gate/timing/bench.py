@@ -86,12 +86,13 @@ class _ShapeRun:
 def time_revisions(kernel: KernelSpec, workload: Any, candidate_module: Any, baseline_module: Any | None,
                    options: RunOptions, kept_methods: dict[str, str] | None = None,
                    baseline_remote: RemoteBaseline | None = None, synchronous: bool = False,
-                   on_step: Callable[[str], None] | None = None) -> BenchResult:
+                   on_step: Callable[[str], None] | None = None, baseline_function: str | None = None) -> BenchResult:
     """`kept_methods` (`JobRequest.kept_methods`): the method each shape's history used, kept unless
     it cannot give an honest figure (`timing_methods.graph_refused`). `baseline_remote`: the baseline
     in its own process (isolated mode), instead of `baseline_module`. `synchronous`: every repetition
     synchronous even without one (`gpu_timing.InterleavedTimer.synchronous`). `on_step` hears
-    `CAPTURING_GRAPHS` before a shape's captures and `TIMING` after them."""
+    `CAPTURING_GRAPHS` before a shape's captures and `TIMING` after them. `baseline_function`: the
+    attribute the baseline's own manifest names (default: the candidate's `kernel.function`)."""
     import torch
 
     pinned.pin()     # a no-op when the child pinned before importing the builds, as it does
@@ -111,7 +112,8 @@ def time_revisions(kernel: KernelSpec, workload: Any, candidate_module: Any, bas
         for shape in kernel.shapes:
             for dtype in kernel.dtypes:
                 run = _prepare(kernel, workload, candidate_module, baseline_module, shape, dtype, timer,
-                               kept.get(method_key(shape.label, dtype)), baseline_remote, on_step or _quiet)
+                               kept.get(method_key(shape.label, dtype)), baseline_remote, on_step or _quiet,
+                               baseline_function or kernel.function)
                 _sample(run, workload, timer, options.bench_budget_s, options.target_rel_se_pct)
                 runs.append(run)
     except Exception as exc:  # noqa: BLE001  a kernel that raises while timed is a kernel fault
@@ -163,10 +165,11 @@ def _tampered(remote: RemoteBaseline | None) -> list[str]:
 
 def _prepare(kernel: KernelSpec, workload: Any, cand: Any, base: Any | None, shape: Any, dtype: str,
              timer: InterleavedTimer, kept_method: str | None = None,
-             base_remote: RemoteBaseline | None = None, on_step: Callable[[str], None] = _quiet) -> _ShapeRun:
+             base_remote: RemoteBaseline | None = None, on_step: Callable[[str], None] = _quiet,
+             base_function: str = "") -> _ShapeRun:
     """`base_remote`: the baseline in its own process, in place of `base` (it makes its own input sets)."""
     sets = [workload.make_inputs(shape, dtype, secrets.randbits(31), "cuda") for _ in range(INPUT_SETS)]
-    sides = _sides(kernel, workload, cand, base, shape, dtype, sets, base_remote)
+    sides = _sides(kernel, workload, cand, base, shape, dtype, sets, base_remote, base_function or kernel.function)
     gated = 2 if base is not None or base_remote is not None else 1   # they alone choose the method
     estimates = [timer.estimate_side_us(s) for s in sides[:gated]]
     use_graph, launches = timing_method(estimates)
@@ -209,19 +212,19 @@ def _prepare(kernel: KernelSpec, workload: Any, cand: Any, base: Any | None, sha
 
 
 def _sides(kernel: KernelSpec, workload: Any, cand: Any, base: Any | None, shape: Any, dtype: str,
-           sets: list[dict[str, Any]], base_remote: RemoteBaseline | None) -> list[Side]:
+           sets: list[dict[str, Any]], base_remote: RemoteBaseline | None, base_function: str) -> list[Side]:
     """The sides of one shape x dtype: the candidate (its timed calls checked), the baseline (here or
     in its own process), then the workload's peers (PyTorch's own), each calling on `sets`."""
-    def calling(module: Any) -> Any:
-        return lambda i: workload.call(module, kernel.function, sets[i])
+    def calling(module: Any, function: str) -> Any:
+        return lambda i: workload.call(module, function, sets[i])
 
-    sides = [Side("candidate", calling(cand))]
+    sides = [Side("candidate", calling(cand, kernel.function))]
     if callable(getattr(workload, "reference", None)):   # every workload has it (REQUIRED_METHODS)
         sides[0].checks = checks_for(workload, shape, dtype, sets, DTYPE_TOLERANCE, lambda: sides[0].fn(0))
     if base_remote is not None:
         sides.append(Side.of_remote("baseline", base_remote.side_for(kernel.shapes.index(shape), dtype, INPUT_SETS)))
     elif base is not None:
-        sides.append(Side("baseline", calling(base)))
+        sides.append(Side("baseline", calling(base, base_function)))
     if sides[0].checks is not None:
         for side in sides:      # both gated sides keep their graph outputs alike (`Side.keep_output_bytes`)
             side.keep_output_bytes = sides[0].checks.output_bytes
