@@ -96,9 +96,10 @@ class KernelSpec:
     @property
     def flags(self) -> dict[str, list[str]]:
         """The manifest's compile flags by key, as the static delta names them (`nvcc_flags: + -O0`)."""
-        return {"nvcc_flags": list(self.nvcc_flags), "cxx_flags": list(self.cxx_flags)}
+        return {key: list(getattr(self, key)) for key in FLAG_KEYS}
 
 
+FLAG_KEYS = ("nvcc_flags", "cxx_flags")
 # What builds a side, read from that side's own manifest: each revision is built as it was committed.
 # The rest (shapes, dtypes, workload, archs, gates, timeout) is what the job measures: the candidate's.
 BUILD_FIELDS = ("sources", "function", "module", "nvcc_flags", "cxx_flags", "own_process")

@@ -41,7 +41,7 @@ from gate.timing.all_streams import AllStreams, all_streams_time
 from gate.timing.gpu_timing import InterleavedTimer, Side
 from gate.timing.graph_topology import GraphTopology
 from gate.timing.remote_protocol import RemoteSide
-from gate.timing.timed_checks import checks_for
+from gate.timing.timed_checks import checks_for, pass_calls
 from gate.timing.timing_methods import graph_refused, timing_method
 
 ROUNDS_PER_BATCH = 16
@@ -134,14 +134,15 @@ def time_revisions(kernel: KernelSpec, workload: Any, candidate_module: Any, bas
     traced = pinned.now()
     try:
         _integrity_figures(runs, workload, timer)
+        checked_s = _checking_pass(runs)
     except Exception as exc:  # noqa: BLE001  a kernel that raises there is a kernel fault
-        return BenchResult(StageStatus.FAILED, f"raised in the all-streams check: {type(exc).__name__}: {exc}"[:2000],
-                           pinned.now() - start, tampered=_tampered(baseline_remote))
+        return BenchResult(StageStatus.FAILED, f"raised in the all-streams check or the checking pass: "
+                           f"{type(exc).__name__}: {exc}"[:2000], pinned.now() - start, tampered=_tampered(baseline_remote))
     shapes = [_timing(r, workload) for r in runs]
     checks = [r.sides[0].checks for r in runs if r.sides[0].checks is not None]
-    checked = (f", {sum(c.tally.checked for c in checks)} timed calls checked in "
-               f"{sum(c.spent_s for c in checks):.2f} s") if checks else ""
-    reason = (f"{len(shapes)} shape(s) timed, integrity figures in {pinned.now() - traced:.2f} s{checked}"
+    checked = (f", {sum(c.tally.checked for c in checks)} calls checked ({sum(c.passed_calls for c in checks)} "
+               f"in the checking pass, {checked_s:.2f} s) in {sum(c.spent_s for c in checks):.2f} s") if checks else ""
+    reason = (f"{len(shapes)} shape(s) timed, integrity figures in {pinned.now() - traced - checked_s:.2f} s{checked}"
               + (f"; {'; '.join(timer.notes)}" if timer.notes else ""))
     return BenchResult(StageStatus.PASSED, reason, pinned.now() - start, shapes, attempts,
                        tampered=_tampered(baseline_remote))
@@ -276,6 +277,18 @@ def _integrity_figures(runs: list[_ShapeRun], workload: Any, timer: InterleavedT
             run.floor = roofline.floor_us(peak, run.dtype, flops(run.shape) if flops else None,
                                           dram_bytes(run.shape, run.dtype) if dram_bytes else None,
                                           warm_memory=run.method == "graph")
+
+
+def _checking_pass(runs: list[_ShapeRun]) -> float:
+    """After all timing: the checking pass of every shape's candidate (`timed_checks`: at least
+    `CHECKED_PER_JOB` calls in the job, each compared on the device); its seconds."""
+    began = pinned.now()
+    calls = pass_calls(len(runs))
+    for run in runs:
+        checks = run.sides[0].checks
+        if checks is not None:
+            checks.check_pass(run.sides[0].fn, calls)
+    return pinned.now() - began
 
 
 def _call(run: _ShapeRun, threshold_pct: float) -> stats.RegressionCall:
