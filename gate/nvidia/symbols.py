@@ -29,6 +29,17 @@ def kernel_name(function: str) -> str:
     return _strip_signature(_QUALIFIER.sub("", full)) or short_name(function)
 
 
+def launch_name(function: str, mangled: str = "", demangled: str = "") -> str:
+    """A profiled launch's name as the tables show it. Nsight Compute's function name drops the
+    template arguments, so every CUTLASS 2 instance reads `Kernel` (CUTLASS 3: `device_kernel`): the
+    name comes from the mangled one as `kernel_name` reads it (`Kernel<Gemm<MmaMultistage<GemmShape<128,
+    128, 32>, ...>, ...>>`, which tells the instances apart), else from the demangled signature, else
+    it is `function`."""
+    if mangled.startswith("_Z"):
+        return kernel_name(mangled)
+    return (_strip_signature(_QUALIFIER.sub("", demangled)) if demangled else "") or function
+
+
 # nvcc names an anonymous namespace per translation unit, `_GLOBAL__N__<hash>_<len>_<file>_<hash>`
 # (seen with CUDA 13.0: `_ZN36_GLOBAL__N__5794feb6_4_a_cu_d589cb6015conv_fwd_kernelILi4EEEvPf`), so
 # the same kernel in two builds of one file gets two mangled names. The Itanium length prefix

@@ -54,3 +54,30 @@ def test_names_that_merely_contain_digits_are_kept():
     assert match_key("void k<Vec3u, float4, (int)2>(int)") == "k<Vec3u,float4,2>"
     assert match_key("void k<(ns::E)3>(int)") == "k<(ns::E)3>"       # an enumeration keeps its type
     assert match_key("void k<(int)64>()") == "k<64>"                  # no parameters to strip
+
+
+# Two instances of a CUTLASS 2-style `cutlass::Kernel<Gemm<...>>`, as nvcc 13.0 mangled them here
+# (a small kernel of the same templates compiled with `nvcc -arch=sm_80 -Xptxas -v`).
+CUTLASS_128 = ("_ZN7cutlass6KernelINS_4gemm6kernel4GemmINS1_11threadblock13MmaMultistageINS_9GemmShapeILi128ELi128E"
+               "Li32EEENS_6half_tENS_6layout8RowMajorES8_NS9_11ColumnMajorELi3EEENS4_30GemmIdentityThreadblockSwizzleILi8"
+               "EEELb0EEEEEvNT_6ParamsE")
+CUTLASS_64 = ("_ZN7cutlass6KernelINS_4gemm6kernel4GemmINS1_11threadblock13MmaMultistageINS_9GemmShapeILi64ELi64ELi32EE"
+              "ENS_6half_tENS_6layout8RowMajorES8_NS9_11ColumnMajorELi4EEENS4_30GemmIdentityThreadblockSwizzleILi8EEELb0"
+              "EEEEEvNT_6ParamsE")
+
+
+def test_cutlass_instances_are_told_apart_and_matched_by_their_template():
+    from fnmatch import fnmatchcase
+
+    from gate.nvidia.symbols import launch_name
+
+    assert kernel_name(CUTLASS_128) == ("Kernel<Gemm<MmaMultistage<GemmShape<128, 128, 32>, half_t, RowMajor, half_t, "
+                                        "ColumnMajor, 3>, GemmIdentityThreadblockSwizzle<8>, false> >")
+    assert kernel_name(CUTLASS_64) != kernel_name(CUTLASS_128)
+    # Nsight Compute's function name is `Kernel` for both: a launch is named from its mangled name
+    assert launch_name("Kernel", CUTLASS_128) == kernel_name(CUTLASS_128)
+    assert launch_name("Kernel", "", "void cutlass::Kernel<Op>(Op::Params)") == "Kernel<Op>"
+    assert launch_name("Kernel") == "Kernel"
+    # the manifest's `kernels` globs match the whole name, tile shape included
+    pattern = "cutlass::Kernel<*GemmShape<128,128,32>*"
+    assert fnmatchcase(match_key(CUTLASS_128), pattern) and not fnmatchcase(match_key(CUTLASS_64), pattern)
