@@ -67,7 +67,10 @@ def test_a_commit_that_only_adds_ptxas_O0_is_rejected_on_latency(repo):
     assert report.verdict.value == "reject", report.reason
     assert report.reason.startswith("reject: max_latency_regression_pct"), report.reason
     assert any(r.rule == "static_delta" and r.reason == "nvcc_flags: + -Xptxas=-O0" for r in report.rules)
-    assert all(st.ratio > 1.5 for st in outcome.result.bench.shapes), [st.ratio for st in outcome.result.bench.shapes]
+    # the H200 job read 1,868 us against 591 us at the large shape (3.2x): the baseline was built
+    # with the candidate's flag then, and the job accepted "+0.2 %"
+    ratios = [st.ratio for st in outcome.result.bench.shapes]
+    assert max(ratios) > 1.5, ratios
 
 
 @pytest.mark.parametrize("job", range(JOBS))
