@@ -15,7 +15,7 @@ fetch() {
 }
 fetch fastapi starlette pydantic pydantic-settings python-dotenv annotated-types typing-inspection \
   typing-extensions annotated-doc opentelemetry-api sqlalchemy greenlet alembic mako uvicorn plotly \
-  ruptures tenacity pyjwt cxxfilt fastapi-offline cryptography cffi pycparser
+  ruptures tenacity pyjwt cxxfilt itanium-demangler fastapi-offline cryptography cffi pycparser
 # pydantic pins its core exactly: take the version its metadata names, not the newest.
 core=$(unzip -p .whl/pydantic-2*.whl '*/METADATA' | sed -n 's/^Requires-Dist: pydantic-core==\([0-9.]*\).*/\1/p')
 fetch "pydantic-core==$core"

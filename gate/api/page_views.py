@@ -14,7 +14,9 @@ from gate.api.source_view import SourceView, source_views
 from gate.domain.names import Metric, Side, Stage
 from gate.domain.results import CorrectnessCase, FunctionResources, KernelMetrics
 from gate.domain.verdict import Verdict
-from gate.domain.wording import format_value, gpu_words, plural, reason_beside
+from gate.domain.manifest import FLAG_KEYS
+from gate.domain.rule_catalog import Rule
+from gate.domain.wording import checked_calls_words, format_value, gpu_words, plural, reason_beside
 from gate.figures.gpu_watch import GpuWatchPanel, gpu_watch_panel
 from gate.figures.kernel_page import Chart, Flat, LegendItem, kernel_charts, page_legend
 from gate.figures.revision import compare_figure, ncu_figure, sass_figure, timing_figure
@@ -118,6 +120,7 @@ class JobView:
     build_log: str
     ptxas_log: str
     report: ArtifactDetail | None    # the .ncu-rep
+    facts: list[str] = field(default_factory=list)   # under the reason: a change of flags, what the checks catch
 
 
 @dataclass(frozen=True)
@@ -163,7 +166,17 @@ def job_view(job: JobDetail, rev: RevisionDetail, data_dir: Path) -> JobView:
         cases=correctness.cases if correctness else [],
         build_log=build.log if build else "", ptxas_log=static.log if static else "",
         report=next((a for a in present if a.kind in ("ncu_report", "ncu-rep") or a.path.endswith(".ncu-rep")),
-                    None))
+                    None),
+        facts=job_facts(job))
+
+
+def job_facts(job: JobDetail) -> list[str]:
+    """The lines under a job's reason: each change of the manifest's flags (its `static_delta` row,
+    which the rule table may fold) and what the job's checked calls would have caught."""
+    rows = job.verdict.rules if job.verdict else []
+    flags = [r.reason for r in rows if r.rule == Rule.STATIC_DELTA and r.reason.split(":", 1)[0] in FLAG_KEYS]
+    checked = job.bench.checked_calls if job.bench is not None else 0
+    return flags + ([checked_calls_words(checked)] if checked else [])
 
 
 def baseline_profile_note(job: JobDetail, rev: RevisionDetail) -> str:

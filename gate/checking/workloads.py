@@ -152,6 +152,19 @@ def torch_op(qualified: str) -> Any:
                           f"register {op!r} ({exc})") from exc
 
 
+def entry(module: Any, function_name: str) -> Any:
+    """What a workload calls for the manifest's `function`: the module's attribute of that name (a
+    pybind11 function), else the op `torch.ops.<ns>.<name>` the extension registered, where <ns> is
+    the module's name (`TORCH_EXTENSION_NAME`, kernel-builder's `TORCH_LIBRARY_EXPAND`) unless the
+    name says its own ("ns::op")."""
+    if "::" in function_name:
+        return torch_op(function_name)
+    found = getattr(module, function_name, None)
+    if found is not None:
+        return found
+    return torch_op(f"{module.__name__.rsplit('.', 1)[-1]}::{function_name}")
+
+
 def _torch_dtype(dtype: str) -> Any:
     import torch
 
@@ -253,7 +266,7 @@ class Attention:
     refill = staticmethod(refill_normal)
 
     def call(self, module: Any, function_name: str, inputs: Inputs) -> Any:
-        return getattr(module, function_name)(inputs["q"], inputs["k"], inputs["v"], inputs["causal"])
+        return entry(module, function_name)(inputs["q"], inputs["k"], inputs["v"], inputs["causal"])
 
     def reference(self, shape: Shape, inputs: Inputs) -> Any:
         import torch
@@ -337,7 +350,7 @@ class Gemm:
     refill = staticmethod(refill_normal)
 
     def call(self, module: Any, function_name: str, inputs: Inputs) -> Any:
-        return getattr(module, function_name)(inputs["a"], inputs["b"])
+        return entry(module, function_name)(inputs["a"], inputs["b"])
 
     def reference(self, shape: Shape, inputs: Inputs) -> Any:
         a, b = inputs["a"], inputs["b"]

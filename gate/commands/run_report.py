@@ -7,6 +7,7 @@ from gate.domain.results import FunctionResources
 from gate.nvidia.symbols import kernel_name
 from gate.verdict.lines import job_diffs
 from gate.domain.line_wording import as_text
+from gate.domain.wording import checked_calls_words
 
 # Opcodes worth a glance: tensor cores (HMMA/HGMMA/IMMA/QGMMA), ldmatrix, cp.async, spills, barriers.
 KEY_OPCODES = ("HMMA", "HGMMA", "IMMA", "QGMMA", "LDSM", "LDGSTS", "STL", "LDL", "BAR")
@@ -45,6 +46,8 @@ def render(outcomes: list[GateOutcome], *, sha: str, base_sha: str | None) -> st
                   _cell(r.baseline), _cell(r.delta), r.unit or "-", r.reason] for r in report.rules]
         lines += _table(["rule", "shape", "outcome", "value", "threshold", "baseline", "delta", "unit",
                          "reason"], rules)
+        if result.bench is not None and result.bench.checked_calls:
+            lines.append("  " + checked_calls_words(result.bench.checked_calls))
         hot = as_text(job_diffs(result))      # the source lines that gained stalls, conflicts, work
         if hot:
             lines += ["", *hot]

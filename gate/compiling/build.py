@@ -26,6 +26,7 @@ import hashlib
 import importlib.util
 import os
 import re
+import struct
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -38,32 +39,45 @@ from gate.compiling.build_cache import ObjectCache
 from gate.compiling.compile_pool import CompilePool
 from gate.domain import BuildResult, KernelSpec, StageStatus
 from gate.errors import ManifestError, ToolMissingError
+from gate.manifest import module_name
 from gate.nvidia import compiler
 
 extension_name = objects.extension_name
 
-# A static registration with PyTorch's dispatcher (torch/library.h). torch keeps one op registry per
-# process: a second `TORCH_LIBRARY` of a namespace aborts it, and `torch.ops.ns.op` is one entry, so
-# two builds that register ops cannot share a process (issue 26).
-TORCH_OP_REGISTRATION = re.compile(r"\bTORCH_LIBRARY(?:_FRAGMENT|_IMPL)?\s*\(")
+# Sources, or headers they include, that register torch ops (`module_name.registering_file`).
+registers_torch_ops = module_name.registers_torch_ops
+# Symbols torch/library.h's registration macros define (static `TORCH_LIBRARY_init_<ns>`,
+# `TORCH_LIBRARY_FRAGMENT_init_<ns>_<uid>`, `TORCH_LIBRARY_IMPL_init_<ns>_<key>_<uid>`, and the
+# `TORCH_LIBRARY_static_init_...` objects that run them at load): local symbols, kept in `.symtab`
+# however the registration was spelt (a macro, a header, a library of the repository's own).
+_REGISTRATION_SYMBOL = re.compile(rb"TORCH_LIBRARY(?:_FRAGMENT|_IMPL)?_(?:static_)?init_")
 
 
-def registers_torch_ops(kernel: KernelSpec, src_dir: Path) -> bool:
-    """Whether any of `kernel.sources` in `src_dir` registers torch ops. A source that is missing,
-    unreadable or outside the checkout counts as not (the build stage names it). A registration in a
-    comment counts too: it costs a process, never a wrong figure."""
-    root = Path(src_dir).resolve()
-    for rel in kernel.sources:
-        path = (root / rel).resolve()
-        if not path.is_relative_to(root):
-            continue
-        try:
-            text = path.read_text(encoding="utf-8", errors="replace")
-        except OSError:
-            continue
-        if TORCH_OP_REGISTRATION.search(text):
-            return True
-    return False
+def module_registers_ops(module_path: str | Path) -> bool:
+    """Whether the built extension at `module_path` registers torch ops: the sure way, read from its
+    ELF symbol names (`.strtab`) before it is loaded. False for a file that is no readable ELF."""
+    try:
+        strtab = elf_section(Path(module_path).read_bytes(), b".strtab")
+    except (OSError, ValueError, struct.error):
+        return False
+    return bool(_REGISTRATION_SYMBOL.search(strtab))
+
+
+def elf_section(data: bytes, name: bytes) -> bytes:
+    """The bytes of the section called `name` of a 64-bit little-endian ELF file (b"" when it has
+    none); `ValueError` when `data` is no such file. The section headers, as the ELF specification
+    (System V ABI, "Sections") lays them out: e_shoff at 0x28, e_shentsize..e_shstrndx at 0x3a."""
+    if data[:6] != b"\x7fELF\x02\x01":
+        raise ValueError("not a 64-bit little-endian ELF file")
+    (shoff,) = struct.unpack_from("<Q", data, 0x28)
+    entsize, count, names_index = struct.unpack_from("<HHH", data, 0x3A)
+    headers = [struct.unpack_from("<IIQQQQ", data, shoff + i * entsize) for i in range(count)]
+    names = headers[names_index]
+    for name_at, _type, _flags, _addr, offset, size in headers:
+        end = data.index(b"\0", names[4] + name_at)
+        if data[names[4] + name_at:end] == name:
+            return data[offset:offset + size]
+    return b""
 
 
 def compile_jobs(kernel: KernelSpec, src_dir: Path, tools: tc.Tools,

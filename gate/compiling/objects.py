@@ -54,8 +54,30 @@ def uses_torch(path: Path, root: Path, flags: list[str] | None = None) -> bool:
 
 
 def key_of(path: Path, rel: str, command: list[str], versions: Toolchain, src_dir: Path) -> str:
-    """The cache key of `rel` compiled by `command` (both stages must agree on it)."""
-    return object_key(path, [*command, rel], versions, repo_include_dirs(command, src_dir), src_dir)
+    """The cache key of `rel` compiled by `command` (both stages must agree on it), the command read
+    by `portable`."""
+    return object_key(path, [*portable(command, src_dir), rel], versions, repo_include_dirs(command, src_dir),
+                      src_dir)
+
+
+# An absolute path, alone or after a flag that takes one (`-I/x/torch/include`, `-isystem`, `-L`).
+_ABSOLUTE = re.compile(r"^(-I|-isystem|-L)?(/.*)$")
+
+
+def portable(command: list[str], src_dir: Path) -> list[str]:
+    """`command` as an object's key reads it: each absolute path outside the checkout (the compiler,
+    torch's, Python's and the toolkit's include folders) by its last two parts, `.../torch/include`.
+    What those folders hold is keyed by the toolchain's versions, and the paths themselves moved
+    between runs of one unchanged side (another venv, a work tree copied elsewhere, nvcc reached
+    through another link), so an object compiled once was compiled again (issue 43)."""
+    out = []
+    for arg in command:
+        match = _ABSOLUTE.match(arg)
+        if match is None or Path(match.group(2)).is_relative_to(src_dir):
+            out.append(arg)
+            continue
+        out.append((match.group(1) or "") + ".../" + "/".join(Path(match.group(2)).parts[-2:]))
+    return out
 
 
 def cu_job(path: Path, rel: str, src_dir: Path, archs: list[str], name: str, flags: list[str], nvcc: str,

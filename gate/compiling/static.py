@@ -203,10 +203,19 @@ def _compile_all(setting: _Setting, torch_needed: dict[str, bool], facts: Path |
             i = futures[future]
             got = done.reads[i] = future.result()
             if on_compiled is not None and not got.compiled.hit:
-                outcome = "compiled" if got.compiled.ok else "compile error"
-                on_compiled(f"{done.jobs[i].source} for {done.jobs[i].arch}: {outcome} in {got.seconds:.0f} s "
-                            f"({len(done.reads)} of {len(done.jobs)})")
+                on_compiled(f"{done.jobs[i].source} for {done.jobs[i].arch}: {_outcome(got.compiled, done.tools)} "
+                            f"in {got.seconds:.0f} s ({len(done.reads)} of {len(done.jobs)})")
     return done
+
+
+def _outcome(compiled: objects.CompiledObject, tools: tc.Tools | None) -> str:
+    """A compile's progress word: a header missing from the toolchain, or the gate's own limit, is no
+    compile error of the source (the stage's reason says the same)."""
+    if compiled.ok:
+        return "compiled"
+    if tools is not None and (missing := _missing_under_torch(compiled.log, tools.torch.includes)):
+        return f"not compiled here: torch's headers include {missing}, which is not installed"
+    return "stopped by the gate's limit" if compiled.limit else "compile error"
 
 
 def _read(setting: _Setting, job: _Job) -> _Read:
@@ -269,7 +278,7 @@ def _result(kernel: KernelSpec, tally: _Tally, log: str, elapsed: float, disasse
     a source left to the build makes it NOT_RUN."""
     def result(status: StageStatus, reason: str, functions: list[FunctionResources]) -> StaticResult:
         return StaticResult(status, reason=reason, duration_s=elapsed, functions=functions,
-                            sass_available=tally.sass_ok, log=log)
+                            sass_available=tally.sass_ok, log=log, flags=kernel.flags)
 
     if tally.failure:
         return result(StageStatus.FAILED, tally.failure, tally.functions)

@@ -32,6 +32,9 @@ from gate.nvidia import compiler
 _NVCC_FLAGS = ["-O3", "-std=c++17", "-Xcompiler", "-fPIC,-fvisibility=hidden", "-Xptxas", "-v", "-lineinfo",
                "-I."]
 _CXX_FLAGS = ["-O3", "-fPIC", "-I."]
+# Headers a CUDA build of torch generates and a CPU build lacks (`cpu_torch/`), offered after torch's own.
+_CPU_TORCH = Path(__file__).parent / "cpu_torch"
+_CPU_TORCH_LACKS = "c10/cuda/impl/cuda_cmake_macros.h"
 
 
 def gate_python_env() -> dict[str, str]:
@@ -104,7 +107,7 @@ class Tools:
     versions: Toolchain
     torch: torch_facts.TorchFacts       # what torch tells a compile (saved for fresh processes)
     torch_std: str                      # -std=c++17 (torch <= 2.11) or -std=c++20 (newer)
-    cuda_includes: tuple[str, ...]
+    cuda_includes: tuple[str, ...]      # the toolkit's, then stand-ins for what a CPU torch lacks
 
     def _torch_flags(self, name: str) -> list[str]:
         py_include = sysconfig.get_paths()["include"]
@@ -184,5 +187,13 @@ def _discovered(nvcc: str, facts_dir: Path | None) -> Tools:
     )
     return Tools(
         nvcc=nvcc_path, cxx=cxx, cuda_home=cuda_home, versions=versions, torch=facts,
-        torch_std=_torch_std(list(facts.includes)), cuda_includes=tuple(compiler.cuda_includes(cuda_home, facts.torch_file)),
+        torch_std=_torch_std(list(facts.includes)),
+        cuda_includes=(*compiler.cuda_includes(cuda_home, facts.torch_file), *_stand_ins(facts)),
     )
+
+
+def _stand_ins(facts: torch_facts.TorchFacts) -> tuple[str, ...]:
+    """The gate's stand-in folder when torch's headers lack what only its CUDA build generates: a CPU
+    torch (static figures on a CPU machine, docs/manifest.md); none for a CUDA build."""
+    has = any((Path(root) / _CPU_TORCH_LACKS).is_file() for root in facts.includes)
+    return () if has else (str(_CPU_TORCH),)

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from gate.domain.manifest import KernelSpec
+from gate.domain.names import Side
 from gate.domain.results import JobResult
 from gate.domain.reuse import Provenance
 from gate.domain.verdict import VerdictReport
@@ -86,6 +87,13 @@ class JobRequest:
     # environment: the child keeps it, so one history never mixes methods (issue 25). Empty: the
     # first job chooses.
     kept_methods: dict[str, str] = field(default_factory=dict)
+    # The baseline as its own manifest builds it (`manifest.built_as`); None: as `kernel` (no baseline,
+    # or one whose manifest does not load).
+    baseline_kernel: KernelSpec | None = None
+
+    def spec(self, side: str) -> KernelSpec:
+        """The kernel as `side` is built: the baseline from its own commit's manifest."""
+        return self.baseline_kernel if side == Side.BASELINE and self.baseline_kernel is not None else self.kernel
 
 
 # The `running` detail said right before the child imports a built extension. Unlike a compile's

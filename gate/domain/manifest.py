@@ -86,12 +86,28 @@ class KernelSpec:
     cxx_flags: list[str] = field(default_factory=list)
     module: str = ""                 # the extension's import name; "" = the sources' PyInit_<name>, or derived
     kernels: list[str] = field(default_factory=list)      # globs of the judged kernels; [] = the launched ones
-    own_process: bool = False        # load the baseline's build in a process of its own, even when no source
-                                     # shows a TORCH_LIBRARY (e.g. one registered from a header)
+    own_process: bool = False        # load the baseline's build in a process of its own, even when the gate
+                                     # cannot see that the build registers torch ops
 
     @property
     def cuda_sources(self) -> list[str]:
         return [s for s in self.sources if s.endswith(".cu")]
+
+    @property
+    def flags(self) -> dict[str, list[str]]:
+        """The manifest's compile flags by key, as the static delta names them (`nvcc_flags: + -O0`)."""
+        return {key: list(getattr(self, key)) for key in FLAG_KEYS}
+
+
+FLAG_KEYS = ("nvcc_flags", "cxx_flags")
+# What builds a side, read from that side's own manifest: each revision is built as it was committed.
+# The rest (shapes, dtypes, workload, archs, gates, timeout) is what the job measures: the candidate's.
+BUILD_FIELDS = ("sources", "function", "module", "nvcc_flags", "cxx_flags", "own_process")
+
+
+def built_as(measured: KernelSpec, own: KernelSpec) -> KernelSpec:
+    """`measured` (the candidate's kernel) with the build fields of `own` (the baseline's declaration)."""
+    return dataclasses.replace(measured, **{name: getattr(own, name) for name in BUILD_FIELDS})
 
 
 @dataclass

@@ -48,6 +48,7 @@ class StaticResult:
     functions: list[FunctionResources] = field(default_factory=list)
     sass_available: bool = False  # False when no disassembler was found: SASS rules cannot pass
     log: str = ""                 # compiler output (ptxas -v), kept as evidence
+    flags: dict[str, list[str]] = field(default_factory=dict)   # the manifest's flags it was built with, by key
 
 
 @dataclass
@@ -111,8 +112,8 @@ class ShapeTiming:
     caller_stream_us: float | None = None  # ... and the caller's stream's time per call in that loop
     floor_us: float | None = None         # physical floor of one call on this GPU (roofline.py)
     floor_basis: str = ""                 # what bound the floor: "compute 2.1 GFLOP at 989 TFLOP/s"
-    # Issue 25, what keeps the figure honest: the candidate's timed calls checked in full, and how
-    # many of them were wrong ("timed call 37: unwritten (NaN/Inf) output elements; ...").
+    # Issue 25, what keeps the figure honest: the candidate's calls checked in full, timed ones and
+    # (issue 43) the checking pass's, and how many of them were wrong ("timed call 37: unwritten ...").
     timed_checked: int | None = None      # None: a bench from before these checks
     timed_wrong: int = 0
     timed_evidence: str = ""
@@ -160,6 +161,11 @@ class BenchResult:
     clock_policy: str = "observe"         # applied: `ClockPolicy` (lock falls back to observe)
     clock_note: str = ""                  # what the policy did: "SM clock locked at 1755 MHz", why not
     tampered: list[str] = field(default_factory=list)   # timer references submitted code replaced
+
+    @property
+    def checked_calls(self) -> int:
+        """The candidate's calls checked in full over every shape (timed and the checking pass's)."""
+        return sum(st.timed_checked or 0 for st in self.shapes)
 
 
 @dataclass

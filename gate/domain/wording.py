@@ -45,6 +45,15 @@ def progress_line(state: str, progress: str | None) -> str:
     return f"{state}: {rest}" if rest else state
 
 
+def checked_calls_words(checked: int) -> str:
+    """What a job's `checked` calls checked in full can catch: the smallest share of wrong calls, at
+    random, found with 99 % probability, 1 - 0.01^(1/n) (wrong on a share f, a kernel escapes n checks
+    with probability (1 - f)^n)."""
+    share = 1 - 0.01 ** (1 / checked)
+    return (f"{plural(checked, 'call')} checked in full: a kernel wrong on {100 * share:.2g} % of its calls (at random) "
+            f"or more is caught with 99 % probability")
+
+
 def plural(n: int, word: str, many: str | None = None) -> str:
     """`1 revision`, `2 revisions`."""
     return f"{n} {word if n == 1 else (many or word + 's')}"

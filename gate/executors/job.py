@@ -106,11 +106,12 @@ def check_out(order: JobOrder, mirror: Mirror, workspace: Path, emit: Emit) -> S
     candidate = mirror.checkout(order.repo, order.sha, workspace / "candidate")
     spec = kernel_spec(load_manifest(Path(candidate.path)), order.kernel)
     baseline = mirror.checkout(order.repo, order.base_sha, workspace / "baseline") if order.base_sha else None
+    declared, note = baseline_declaration(Path(baseline.path), order.kernel) if baseline else (None, "")
     # A root commit, or a baseline whose manifest lacks the kernel: nothing to regress against.
-    new_kernel = baseline is None or not declares(Path(baseline.path), order.kernel)
+    new_kernel = baseline is None or (declared is None and not note)
     emit(ProgressEvent(stage=Stage.SOURCE, side=Side.JOINT, state="passed", detail=f"{order.sha[:12]}" + (
-        ", new kernel: no baseline declares it" if new_kernel else f" vs {order.base_sha[:12]}")))
-    return Sources(candidate, None if new_kernel else baseline, spec, new_kernel)
+        ", new kernel: no baseline declares it" if new_kernel else f" vs {order.base_sha[:12]}{note}")))
+    return Sources(candidate, None if new_kernel else baseline, spec, new_kernel, declared)
 
 
 @contextmanager
@@ -202,14 +203,15 @@ def judge(plan: JobPlan, sources: Sources, result: JobResult, kept: list[tuple[s
                        reused_from=plan.reused.source if plan.reused is not None else None)
 
 
-def declares(repo_dir: Path, kernel: str) -> bool:
-    """Whether the manifest at `repo_dir` declares `kernel`. A baseline whose manifest is unreadable
-    declares nothing we could compare with, but that is not a *new* kernel: the caller keeps it and
-    its build fails visibly."""
+def baseline_declaration(repo_dir: Path, kernel: str) -> tuple[KernelSpec | None, str]:
+    """The kernel as the manifest at `repo_dir` (the baseline's) declares it, or None when it declares
+    no such kernel. A manifest that does not load declares nothing we could build from, but that is
+    not a *new* kernel: the baseline is then built as the candidate declares it, and the note says so."""
     try:
-        return any(k.name == kernel for k in load_manifest(repo_dir).kernels)
-    except ManifestError:
-        return True
+        manifest = load_manifest(repo_dir)
+    except ManifestError as exc:
+        return None, f" (the baseline's gate.toml does not load, so it is built as the candidate's declares: {exc})"
+    return next((k for k in manifest.kernels if k.name == kernel), None), ""
 
 
 def kernel_spec(manifest: Manifest, name: str) -> KernelSpec:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gate.domain.job import Checkout, JobOrder, JobRequest, RunOptions, methods_agree
-from gate.domain.manifest import KernelSpec
+from gate.domain.manifest import KernelSpec, built_as
 from gate.domain.results import JobResult, StageStatus
 from gate.domain.reuse import HistoryAnswers, ReusedMeasurement, ReusedProfile, ReuseKeys
 
@@ -27,6 +27,7 @@ class Sources:
     baseline: Checkout | None     # None: a root commit, or a baseline whose manifest lacks the kernel
     spec: KernelSpec
     new_kernel: bool              # no baseline declares the kernel: nothing to regress against
+    baseline_spec: KernelSpec | None = None   # the kernel as the baseline's own manifest declares it
 
 
 @dataclass(frozen=True)
@@ -40,11 +41,15 @@ class JobPlan:
 
 
 def request_for(order: JobOrder, sources: Sources, options: RunOptions, box_dir: Path) -> JobRequest:
-    """The child's request. A baseline is always profiled: its profile feeds the relative ncu rules
-    and, whatever the rules, the source-line diff (verdict/lines.py) names lines against it."""
+    """The child's request. Each side is built as its own commit declares it (`manifest.BUILD_FIELDS`),
+    and both are measured as the candidate declares (docs/manifest.md). A baseline is always profiled:
+    its profile feeds the relative ncu rules and, whatever the rules, the source-line diff
+    (verdict/lines.py) names lines against it."""
+    own = sources.baseline_spec if sources.baseline is not None else None
     return JobRequest(kernel=sources.spec, candidate=sources.candidate, baseline=sources.baseline,
                       artifacts_dir=str(box_dir), options=options, profile_baseline=sources.baseline is not None,
-                      kept_methods=dict(order.kept_methods))
+                      kept_methods=dict(order.kept_methods),
+                      baseline_kernel=built_as(sources.spec, own) if own is not None else None)
 
 
 def plan_job(request: JobRequest, keys: ReuseKeys, answers: HistoryAnswers) -> JobPlan:

@@ -22,6 +22,7 @@ import gate
 from gate.domain.codec import to_json
 from gate.domain.job import JobRequest, RunOptions
 from gate.domain.manifest import KernelSpec
+from gate.domain.names import Side
 from gate.domain.reuse import ReuseKeys
 from gate.manifest import compile_flags
 from gate.compiling.build_cache import local_includes
@@ -30,9 +31,10 @@ from gate.nvidia.tools import tool_version
 
 BUILT_IN_WORKLOADS = {"attention", "gemm"}
 _MEASURING_CODE = ("pipeline", "runner", "compiling", "checking", "timing", "profiling", "nvidia")
-# JobRequest fields that are not hashed as they are: the sides by content, the options by choice,
-# the history's timing methods by comparison with the found job's (`domain.job.methods_agree`).
-_NOT_MEASURING = ("candidate", "baseline", "artifacts_dir", "options", "kept_methods")
+# JobRequest fields that are not hashed as they are: the sides by content (the baseline's own build
+# fields in its side key), the options by choice, the history's timing methods by comparison with the
+# found job's (`domain.job.methods_agree`).
+_NOT_MEASURING = ("candidate", "baseline", "artifacts_dir", "options", "kept_methods", "baseline_kernel")
 # RunOptions fields that change what the child measures (paths and timeouts do not).
 _MEASURING_OPTIONS = ("gpu_stages", "profile", "bench_budget_s", "target_rel_se_pct", "max_reruns",
                       "correctness_seeds", "ncu_clock_control", "clock_policy")
@@ -126,12 +128,14 @@ def side_key(spec: KernelSpec, root: Path, environment: str) -> str:
 
 def job_keys(request: JobRequest, environment: str) -> ReuseKeys:
     """The job's key, which it shares with an earlier one exactly when that one's result may stand
-    for it (both sides' `side_key` and the rest of the request), and the two side keys; all ''
+    for it (both sides' `side_key`, each of the kernel as that side is built, and the rest of the
+    request), and the two side keys; all ''
     (never reused) when `environment` is '' (no GPU seen)."""
     if not environment:
         return ReuseKeys()
-    candidate = side_key(request.kernel, Path(request.candidate.path), environment)
-    baseline = "" if request.baseline is None else side_key(request.kernel, Path(request.baseline.path), environment)
+    candidate = side_key(request.spec(Side.CANDIDATE), Path(request.candidate.path), environment)
+    baseline = "" if request.baseline is None else side_key(request.spec(Side.BASELINE), Path(request.baseline.path),
+                                                            environment)
     h = _Hash()
     h.part("request", measuring_request(request))
     h.part("candidate", candidate.encode())

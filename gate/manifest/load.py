@@ -177,6 +177,8 @@ def _kernel(check: _Checker, table: Any, key: str, root: Path) -> KernelSpec:
     if "kernels" in table:
         spec.kernels = _patterns(check, table["kernels"], f"{key}.kernels")
     module_name.extension_name(spec, root, key=f"{key}.module")   # sources and `module` agree on one name
+    if "function" not in table:
+        _op_function_named(check, spec, f"{key}.function", root)
     if "gates" in table:
         spec.gates = _gates(check, table["gates"], f"{key}.gates", {s.label for s in shapes})
     cases = len(spec.shapes) * len(spec.dtypes) * len(spec.arch)
@@ -184,6 +186,18 @@ def _kernel(check: _Checker, table: Any, key: str, root: Path) -> KernelSpec:
         raise check.fail(key, f"{len(spec.shapes)} shapes x {len(spec.dtypes)} dtypes x {len(spec.arch)} archs = "
                               f"{cases} cases; at most {MAX_CASES} per kernel")
     return spec
+
+
+def _op_function_named(check: _Checker, spec: KernelSpec, key: str, root: Path) -> None:
+    """Refuse a kernel that registers torch ops and has no pybind11 module but names no `function`:
+    there is no `forward` to default to, and the op it means cannot be guessed."""
+    where = module_name.registering_file(spec, root)
+    if where and not module_name.defines_pybind_module(spec, root):
+        ns = module_name.extension_name(spec, root)
+        raise check.fail(key, f"missing: {where} registers torch ops and no source defines a pybind11 module, so "
+                              f"there is no `forward` to call; name the op the workload calls: function = \"myop\" "
+                              f"is torch.ops.{ns}.myop (the namespace TORCH_EXTENSION_NAME names is the module's, "
+                              f"{ns!r}), function = \"ns::myop\" an op of another namespace")
 
 
 def _sources(check: _Checker, value: Any, key: str, root: Path) -> list[str]:

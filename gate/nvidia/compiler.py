@@ -88,10 +88,12 @@ def cuda_home(nvcc: str) -> Path:
 
 def cuda_includes(home: Path, torch_file: str) -> list[str]:
     """The toolkit's include folders for a compile with torch's CUDA headers. Those include the CUDA
-    libraries' headers (cusparse.h, cublas_v2.h); a minimal toolkit may lack them, and the CUDA
-    library wheels torch itself runs on (beside `torch_file`'s package) carry the matching ones."""
+    libraries' headers (`ATen/cuda/CUDAContextLight.h`: cusparse.h, cublas_v2.h, cublasLt.h,
+    cusolverDn.h); a minimal toolkit may lack them, and the CUDA library wheels torch itself runs on
+    (beside `torch_file`'s package, one folder per library) carry the matching ones: each library's,
+    after the toolkit's own (whose runtime headers come first; the wheels' `cuda_*` are left out)."""
     dirs = [str(home / "include")]
     if not (home / "include" / "cusparse.h").is_file():
         site = Path(torch_file).resolve().parent.parent / "nvidia"
-        dirs += sorted(str(p) for p in site.glob("*/include") if (p / "cusparse.h").is_file())
+        dirs += sorted(str(p) for p in site.glob("*/include") if not p.parent.name.startswith("cuda_"))
     return dirs

@@ -24,6 +24,7 @@ from gate.domain import KernelMetrics
 from gate.errors import ProfilerError, ToolMissingError
 from gate.nvidia.ncu_catalog import arch_of, reading_catalog
 from gate.nvidia.source_counters import RawInstruction, read_instructions
+from gate.nvidia.symbols import launch_name
 
 RANGE_PREFIX = "gate:"   # NVTX push/pop range per profiled call: "gate:<shape label>:<dtype>"
 _LAUNCH_ATTRIBUTES = (
@@ -118,7 +119,8 @@ def kernel_metrics(launch: Launch) -> KernelMetrics:
     read = {quantity: value for quantity, value in q.items() if quantity in _FIELDS}
     return KernelMetrics(**{
         **read,
-        "kernel": launch.kernel, "demangled": launch.demangled, "mangled": launch.mangled,
+        "kernel": launch_name(launch.kernel, launch.mangled, launch.demangled), "demangled": launch.demangled,
+        "mangled": launch.mangled,
         "shape": shape, "dtype": dtype,
         "ld_bank_conflict_pct": conflict_pct(q["ld_bank_conflicts"], q["ld_wavefronts"]),
         "st_bank_conflict_pct": conflict_pct(q["st_bank_conflicts"], q["st_wavefronts"]),

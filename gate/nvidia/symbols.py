@@ -3,8 +3,11 @@
 `kernel_name("_ZN9flashcore26flashcore_wgmma_fwd_kernelINS_3CfgILi128ELi1ELi128ELb0EEELb0EEEv11FlashParamsNS_7TmaMapsE")`
 is `flashcore_wgmma_fwd_kernel<Cfg<128, 1, 128, false>, false>`: the name with its template
 arguments (so a kernel's instantiations are told apart), without namespaces, return type or
-parameters. Demangling is GCC's own (`abi::__cxa_demangle` from libstdc++, through `cxxfilt`);
-without it, `short_name` reads the last name of an Itanium nested name.
+parameters. Demangling is GCC's own (`abi::__cxa_demangle` from libstdc++, through `cxxfilt`), else
+a pure-Python reading of the Itanium grammar (`itanium_demangler`) for the names GCC's refuses: a
+CUTLASS 2 device GEMM's 1,456-character `cutlass::Kernel<...>` instance, which libstdc++ and binutils'
+c++filt give up on (LLVM's reads it), read `Kernel` in every table (issue 43). Without either,
+`short_name` reads the last name of an Itanium nested name.
 """
 
 from __future__ import annotations
@@ -20,13 +23,39 @@ def kernel_name(function: str) -> str:
     """The readable name of a (possibly mangled) function: name<template args>."""
     if not function.startswith("_Z"):
         return function
+    full = _demangle(function)
+    if full is None:
+        return short_name(function)
+    return _strip_signature(_QUALIFIER.sub("", full)) or short_name(function)
+
+
+def _demangle(mangled: str) -> str | None:
+    """`mangled` demangled in c++filt's form, by libstdc++, else by `itanium_demangler` (its integral
+    template arguments, `(int)128`, read as c++filt's `128`); None when neither reads it."""
     try:
         import cxxfilt
 
-        full = cxxfilt.demangle(function)
+        return cxxfilt.demangle(mangled)
     except Exception:   # no libstdc++ demangler here, or a name it cannot read
-        return short_name(function)
-    return _strip_signature(_QUALIFIER.sub("", full)) or short_name(function)
+        pass
+    try:
+        import itanium_demangler
+
+        node = itanium_demangler.parse(mangled)
+    except Exception:   # not installed, or a name outside its grammar
+        return None
+    return _plain_integers(str(node)) if node is not None else None
+
+
+def launch_name(function: str, mangled: str = "", demangled: str = "") -> str:
+    """A profiled launch's name as the tables show it. Nsight Compute's function name drops the
+    template arguments, so every CUTLASS 2 instance reads `Kernel` (CUTLASS 3: `device_kernel`): the
+    name comes from the mangled one as `kernel_name` reads it (`Kernel<Gemm<MmaMultistage<GemmShape<128,
+    128, 32>, ...>, ...>>`, which tells the instances apart), else from the demangled signature, else
+    it is `function`."""
+    if mangled.startswith("_Z"):
+        return kernel_name(mangled)
+    return (_strip_signature(_QUALIFIER.sub("", demangled)) if demangled else "") or function
 
 
 # nvcc names an anonymous namespace per translation unit, `_GLOBAL__N__<hash>_<len>_<file>_<hash>`
@@ -45,12 +74,10 @@ def match_key(name: str) -> str:
     `ns::k<(anonymous namespace)::Cfg>` is `ns::k<Cfg>` from either."""
     if name.startswith("_Z"):
         name = canonical_anonymous(name)
-        try:
-            import cxxfilt
-
-            name = cxxfilt.demangle(name)
-        except Exception:   # no demangler, or a name it cannot read: the canonical mangled name
+        full = _demangle(name)
+        if full is None:    # no demangler, or a name it cannot read: the canonical mangled name
             return name
+        name = full
     return "".join(_strip_signature(_plain_integers(name).replace(_ANONYMOUS, "")).split())
 
 

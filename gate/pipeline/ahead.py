@@ -141,7 +141,7 @@ class Ahead:
             # The binding's compile next (it needs torch's flags: the import, not yet the GPU), then
             # the CUDA context: on a cold cache the compile is the longest wait of the job.
             for side, checkout in sides:
-                build.prefetch(kernel, Path(checkout.path), self.cache_dir, artifacts / side / Stage.BUILD,
+                build.prefetch(request.spec(side), Path(checkout.path), self.cache_dir, artifacts / side / Stage.BUILD,
                                self.pool, nvcc=options.nvcc_path,
                                pch_dir=options.pch_path)
             if not self.gpu_ready():

@@ -8,9 +8,11 @@ profile sessions load and wait for their go. Each stage lives in its subsystem's
 (`gate.compiling`, `gate.checking`, `gate.timing`, `gate.profiling`; `gate.nvidia` for the GPU's
 watch, clocks and fingerprint).
 
-Both builds are imported into this process, unless either side's sources register torch ops
-(`build.registers_torch_ops`: two builds of one op namespace cannot share a process, issue 26), or
-the manifest asks for it (`own_process`); then the baseline is loaded and timed in a side host of its
+Each side is built as its own commit declares it (`JobRequest.spec`), and measured as the
+candidate declares. Both builds are imported into this process, unless either side registers torch
+ops (in its sources or their headers, `build.registers_torch_ops`, or in its built module,
+`build.module_registers_ops`: two builds of one op namespace cannot share a process, issue 26), or
+either manifest asks for it (`own_process`); then the baseline is loaded and timed in a side host of its
 own (`side_host`, `remote_side`), closed after the bench, and a crash while loading it is its build's
 failure, not this process's end. Such a kernel is timed with the isolated pacing alone too
 (`bench.time_revisions(synchronous=)`). Without a GPU those stages are NOT_RUN "not run: no CUDA
@@ -170,10 +172,10 @@ def measure(request: JobRequest, emit: Emit,
 
 
 def _static_sides(request: JobRequest, result: JobResult, emit: Emit, pool: CompilePool) -> None:
-    """The static stage of the candidate and, for the static delta, the baseline, side by side in one
-    compile pool of the job (`compile_pool.CompilePool`: a source both revisions share is compiled
+    """The static stage of the candidate and, for the static delta, the baseline (each built as its
+    own commit declares it), side by side in one compile pool of the job (`compile_pool.CompilePool`: a source both revisions share is compiled
     once). Their events go out one line at a time through a lock."""
-    kernel, options = request.kernel, request.options
+    options = request.options
     artifacts = Path(request.artifacts_dir)
     say = _one_at_a_time(emit, threading.Lock())
 
@@ -181,7 +183,7 @@ def _static_sides(request: JobRequest, result: JobResult, emit: Emit, pool: Comp
         def compiled(detail: str) -> None:
             say(ProgressEvent(stage=Stage.STATIC, side=side, state="running", detail=detail))
         return _stage(say, Stage.STATIC, side, StaticResult, lambda: static.run_static(
-            kernel, Path(checkout.path), artifacts / side / Stage.STATIC, nvcc=options.nvcc_path,
+            request.spec(side), Path(checkout.path), artifacts / side / Stage.STATIC, nvcc=options.nvcc_path,
             cache_dir=object_cache_dir(request), on_compiled=compiled, pool=pool,
             facts=options.pch_path))
 
@@ -226,11 +228,11 @@ class _GpuStages:
         self.time_revisions = bench.time_revisions     # taken before any build is imported, as the pins are
         self.modules: dict[str, Any] = {}               # by side, and the job's "workload"
         self.hosts: dict[str, SideHostClient] = {}      # a side timed in its own process (`side_host`)
-        kernel = request.kernel
-        checkouts = [checkout for checkout in (request.candidate, request.baseline) if checkout]
-        self.registers_ops = kernel.own_process or any(build.registers_torch_ops(kernel, Path(checkout.path))
-                                                       for checkout in checkouts)
-        self.isolated = self.registers_ops and request.baseline is not None
+        sides = [(side, checkout) for side, checkout in ((Side.CANDIDATE, request.candidate),
+                                                          (Side.BASELINE, request.baseline)) if checkout]
+        # Seen in the sources or their headers now; in a built module once it is built (`_build`).
+        self.registers_ops = any(request.spec(side).own_process or build.registers_torch_ops(
+            request.spec(side), Path(checkout.path)) for side, checkout in sides)
 
     def run(self) -> None:
         request, result, emit = self.request, self.result, self.emit
@@ -260,14 +262,15 @@ class _GpuStages:
 
         request, options = self.request, self.request.options
         out = Path(request.artifacts_dir) / side / Stage.BUILD
-        res = build.build_extension(request.kernel, src, object_cache_dir(request), out, nvcc=options.nvcc_path,
+        res = build.build_extension(request.spec(side), src, object_cache_dir(request), out, nvcc=options.nvcc_path,
                                     pool=self.pool, pch_dir=options.pch_path)
         if res.status is not StageStatus.PASSED:
             return res
+        self.registers_ops = self.registers_ops or build.module_registers_ops(res.module_path)
         # Said before the import: a static initialiser that aborts the process (a second
         # TORCH_LIBRARY of one namespace is SIGABRT) leaves this as the stage's last word.
         self.emit(ProgressEvent(stage=Stage.BUILD, side=side, state="running", detail=LOADING_MODULE))
-        if self.isolated and side is Side.BASELINE:
+        if self.registers_ops and side is Side.BASELINE:
             return self._host(side, res, out / "side-host.log")
         try:
             self.modules[side] = build.load_module(res.module_path)
@@ -282,7 +285,7 @@ class _GpuStages:
         from gate.timing.remote_side import SideHostClient, SideHostError
 
         try:
-            self.hosts[side] = SideHostClient.start(self.request.kernel, res.module_path,
+            self.hosts[side] = SideHostClient.start(self.request.spec(side), res.module_path,
                                                     Path(self.request.candidate.path), log, quiesce=pinned.synchronize)
         except SideHostError as exc:
             res.status = StageStatus.FAILED
@@ -312,6 +315,7 @@ class _GpuStages:
             res = self.time_revisions(request.kernel, modules["workload"], modules[Side.CANDIDATE],
                                       modules.get(Side.BASELINE), options, kept_methods=request.kept_methods,
                                       baseline_remote=self.hosts.get(Side.BASELINE), synchronous=self.registers_ops,
+                                      baseline_function=request.spec(Side.BASELINE).function,
                                       on_step=lambda step: self.emit(ProgressEvent(
                                           stage=Stage.BENCH, side=Side.JOINT, state="running", detail=step)))
         res.gpu_watch = watch.result
@@ -342,9 +346,9 @@ def _skip_rest(result: JobResult, emit: Emit, reason: str) -> None:
 
 def _profile_sides(request: JobRequest, result: JobResult, emit: Emit, save: Callable[[JobResult], None],
                    run_profile: Callable[..., ProfileResult], ahead: Ahead) -> None:
-    kernel, options = request.kernel, request.options
+    options = request.options
     artifacts = Path(request.artifacts_dir)
-    if not (options.profile and kernel.profile):
+    if not (options.profile and request.kernel.profile):
         result.candidate.profile = _not_run(emit, Stage.PROFILE, Side.CANDIDATE, ProfileResult,
                                             "not run: profiling disabled")
         return
@@ -363,8 +367,8 @@ def _profile_sides(request: JobRequest, result: JobResult, emit: Emit, save: Cal
         turn = turns.turn(number)
         try:
             target.profile = _stage(say, Stage.PROFILE, side, ProfileResult, lambda: run_profile(
-                kernel, target.build.module_path, Path(checkout.path), artifacts / side / Stage.PROFILE, options,
-                session=ahead.session(side), turn=turn))
+                request.spec(side), target.build.module_path, Path(checkout.path), artifacts / side / Stage.PROFILE,
+                options, session=ahead.session(side), turn=turn, workload_dir=Path(request.candidate.path)))
         finally:
             turn.release()          # a profile that never took its turn hands it on
         with lock:

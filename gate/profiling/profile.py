@@ -137,16 +137,18 @@ class Turn:
 def profile(kernel: KernelSpec, module_path: str, src_dir: Path, out_dir: Path,
             options: RunOptions, *, arch: str | None = None,
             workload_factory: str = DEFAULT_WORKLOAD_FACTORY, session: ProfileSession | None = None,
-            turn: AbstractContextManager = nullcontext()) -> ProfileResult:
-    """Profile `kernel` (built at `module_path`) on the local GPU, in `session` when one was started
-    ahead (`start_session`), else in one started now. `turn` is held while the GPU is in use (the
-    session's start and ncu's run), not while the report is read. See the module docstring."""
+            turn: AbstractContextManager = nullcontext(), workload_dir: Path | None = None) -> ProfileResult:
+    """Profile `kernel` (built at `module_path` from `src_dir`) on the local GPU, in `session` when one
+    was started ahead (`start_session`), else in one started now, driven by the workload of
+    `workload_dir` (the job's: the candidate's checkout; default `src_dir`). `turn` is held while the
+    GPU is in use (the session's start and ncu's run), not while the report is read. See the module
+    docstring."""
     try:
         with turn:
             start = time.monotonic()        # the stage's own time: not the wait for the other side's run
             if session is None:
                 session = start_session(out_dir, options, arch=arch, workload_factory=workload_factory)
-            returncode, output = session.run(module_path, kernel, src_dir, options.stage_timeout_s)
+            returncode, output = session.run(module_path, kernel, workload_dir or src_dir, options.stage_timeout_s)
         return _profiled(session, src_dir, returncode, output, start)
     finally:
         if session is not None:

@@ -41,7 +41,7 @@ from gate.timing.all_streams import AllStreams, all_streams_time
 from gate.timing.gpu_timing import InterleavedTimer, Side
 from gate.timing.graph_topology import GraphTopology
 from gate.timing.remote_protocol import RemoteSide
-from gate.timing.timed_checks import checks_for
+from gate.timing.timed_checks import checks_for, pass_calls
 from gate.timing.timing_methods import graph_refused, timing_method
 
 ROUNDS_PER_BATCH = 16
@@ -86,12 +86,13 @@ class _ShapeRun:
 def time_revisions(kernel: KernelSpec, workload: Any, candidate_module: Any, baseline_module: Any | None,
                    options: RunOptions, kept_methods: dict[str, str] | None = None,
                    baseline_remote: RemoteBaseline | None = None, synchronous: bool = False,
-                   on_step: Callable[[str], None] | None = None) -> BenchResult:
+                   on_step: Callable[[str], None] | None = None, baseline_function: str | None = None) -> BenchResult:
     """`kept_methods` (`JobRequest.kept_methods`): the method each shape's history used, kept unless
     it cannot give an honest figure (`timing_methods.graph_refused`). `baseline_remote`: the baseline
     in its own process (isolated mode), instead of `baseline_module`. `synchronous`: every repetition
     synchronous even without one (`gpu_timing.InterleavedTimer.synchronous`). `on_step` hears
-    `CAPTURING_GRAPHS` before a shape's captures and `TIMING` after them."""
+    `CAPTURING_GRAPHS` before a shape's captures and `TIMING` after them. `baseline_function`: the
+    attribute the baseline's own manifest names (default: the candidate's `kernel.function`)."""
     import torch
 
     pinned.pin()     # a no-op when the child pinned before importing the builds, as it does
@@ -111,7 +112,8 @@ def time_revisions(kernel: KernelSpec, workload: Any, candidate_module: Any, bas
         for shape in kernel.shapes:
             for dtype in kernel.dtypes:
                 run = _prepare(kernel, workload, candidate_module, baseline_module, shape, dtype, timer,
-                               kept.get(method_key(shape.label, dtype)), baseline_remote, on_step or _quiet)
+                               kept.get(method_key(shape.label, dtype)), baseline_remote, on_step or _quiet,
+                               baseline_function or kernel.function)
                 _sample(run, workload, timer, options.bench_budget_s, options.target_rel_se_pct)
                 runs.append(run)
     except Exception as exc:  # noqa: BLE001  a kernel that raises while timed is a kernel fault
@@ -132,14 +134,15 @@ def time_revisions(kernel: KernelSpec, workload: Any, candidate_module: Any, bas
     traced = pinned.now()
     try:
         _integrity_figures(runs, workload, timer)
+        checked_s = _checking_pass(runs)
     except Exception as exc:  # noqa: BLE001  a kernel that raises there is a kernel fault
-        return BenchResult(StageStatus.FAILED, f"raised in the all-streams check: {type(exc).__name__}: {exc}"[:2000],
-                           pinned.now() - start, tampered=_tampered(baseline_remote))
+        return BenchResult(StageStatus.FAILED, f"raised in the all-streams check or the checking pass: "
+                           f"{type(exc).__name__}: {exc}"[:2000], pinned.now() - start, tampered=_tampered(baseline_remote))
     shapes = [_timing(r, workload) for r in runs]
     checks = [r.sides[0].checks for r in runs if r.sides[0].checks is not None]
-    checked = (f", {sum(c.tally.checked for c in checks)} timed calls checked in "
-               f"{sum(c.spent_s for c in checks):.2f} s") if checks else ""
-    reason = (f"{len(shapes)} shape(s) timed, integrity figures in {pinned.now() - traced:.2f} s{checked}"
+    checked = (f", {sum(c.tally.checked for c in checks)} calls checked ({sum(c.passed_calls for c in checks)} "
+               f"in the checking pass, {checked_s:.2f} s) in {sum(c.spent_s for c in checks):.2f} s") if checks else ""
+    reason = (f"{len(shapes)} shape(s) timed, integrity figures in {pinned.now() - traced - checked_s:.2f} s{checked}"
               + (f"; {'; '.join(timer.notes)}" if timer.notes else ""))
     return BenchResult(StageStatus.PASSED, reason, pinned.now() - start, shapes, attempts,
                        tampered=_tampered(baseline_remote))
@@ -163,10 +166,11 @@ def _tampered(remote: RemoteBaseline | None) -> list[str]:
 
 def _prepare(kernel: KernelSpec, workload: Any, cand: Any, base: Any | None, shape: Any, dtype: str,
              timer: InterleavedTimer, kept_method: str | None = None,
-             base_remote: RemoteBaseline | None = None, on_step: Callable[[str], None] = _quiet) -> _ShapeRun:
+             base_remote: RemoteBaseline | None = None, on_step: Callable[[str], None] = _quiet,
+             base_function: str = "") -> _ShapeRun:
     """`base_remote`: the baseline in its own process, in place of `base` (it makes its own input sets)."""
     sets = [workload.make_inputs(shape, dtype, secrets.randbits(31), "cuda") for _ in range(INPUT_SETS)]
-    sides = _sides(kernel, workload, cand, base, shape, dtype, sets, base_remote)
+    sides = _sides(kernel, workload, cand, base, shape, dtype, sets, base_remote, base_function or kernel.function)
     gated = 2 if base is not None or base_remote is not None else 1   # they alone choose the method
     estimates = [timer.estimate_side_us(s) for s in sides[:gated]]
     use_graph, launches = timing_method(estimates)
@@ -209,19 +213,19 @@ def _prepare(kernel: KernelSpec, workload: Any, cand: Any, base: Any | None, sha
 
 
 def _sides(kernel: KernelSpec, workload: Any, cand: Any, base: Any | None, shape: Any, dtype: str,
-           sets: list[dict[str, Any]], base_remote: RemoteBaseline | None) -> list[Side]:
+           sets: list[dict[str, Any]], base_remote: RemoteBaseline | None, base_function: str) -> list[Side]:
     """The sides of one shape x dtype: the candidate (its timed calls checked), the baseline (here or
     in its own process), then the workload's peers (PyTorch's own), each calling on `sets`."""
-    def calling(module: Any) -> Any:
-        return lambda i: workload.call(module, kernel.function, sets[i])
+    def calling(module: Any, function: str) -> Any:
+        return lambda i: workload.call(module, function, sets[i])
 
-    sides = [Side("candidate", calling(cand))]
+    sides = [Side("candidate", calling(cand, kernel.function))]
     if callable(getattr(workload, "reference", None)):   # every workload has it (REQUIRED_METHODS)
         sides[0].checks = checks_for(workload, shape, dtype, sets, DTYPE_TOLERANCE, lambda: sides[0].fn(0))
     if base_remote is not None:
         sides.append(Side.of_remote("baseline", base_remote.side_for(kernel.shapes.index(shape), dtype, INPUT_SETS)))
     elif base is not None:
-        sides.append(Side("baseline", calling(base)))
+        sides.append(Side("baseline", calling(base, base_function)))
     if sides[0].checks is not None:
         for side in sides:      # both gated sides keep their graph outputs alike (`Side.keep_output_bytes`)
             side.keep_output_bytes = sides[0].checks.output_bytes
@@ -273,6 +277,18 @@ def _integrity_figures(runs: list[_ShapeRun], workload: Any, timer: InterleavedT
             run.floor = roofline.floor_us(peak, run.dtype, flops(run.shape) if flops else None,
                                           dram_bytes(run.shape, run.dtype) if dram_bytes else None,
                                           warm_memory=run.method == "graph")
+
+
+def _checking_pass(runs: list[_ShapeRun]) -> float:
+    """After all timing: the checking pass of every shape's candidate (`timed_checks`: at least
+    `CHECKED_PER_JOB` calls in the job, each compared on the device); its seconds."""
+    began = pinned.now()
+    calls = pass_calls(len(runs))
+    for run in runs:
+        checks = run.sides[0].checks
+        if checks is not None:
+            checks.check_pass(run.sides[0].fn, calls)
+    return pinned.now() - began
 
 
 def _call(run: _ShapeRun, threshold_pct: float) -> stats.RegressionCall:

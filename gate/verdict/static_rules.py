@@ -94,10 +94,10 @@ def static_delta_rows(cand: StaticResult | None, base: StaticResult | None, gate
     wanted = [spec for spec in figures if threshold_of(spec, gates) is not None]
     if new_kernel:
         return [RuleRow(spec.rule, O.PASS, NEW_KERNEL) for spec in wanted]
+    rows = flag_rows(cand, base)
     if cand is None or base is None or cand.status is not StageStatus.PASSED or base.status is not StageStatus.PASSED:
-        return [RuleRow(spec.rule, O.NOT_RUN, "no static figures of both revisions") for spec in wanted]
+        return rows + [RuleRow(spec.rule, O.NOT_RUN, "no static figures of both revisions") for spec in wanted]
     before = {(f.function, f.arch): f for f in base.functions}
-    rows: list[RuleRow] = []
     for now in cand.functions:
         old = before.get((now.function, now.arch))
         if old is None:
@@ -123,6 +123,23 @@ def static_delta_rows(cand: StaticResult | None, base: StaticResult | None, gate
                                 baseline=_of(spec, old), delta=increase, unit=spec.unit))
     for side in (Side.CANDIDATE, Side.BASELINE):
         rows += _unpaired_rows([u for u in unpaired or [] if u.side is side], side, figures)
+    return rows
+
+
+def flag_rows(cand: StaticResult | None, base: StaticResult | None) -> list[RuleRow]:
+    """A `static_delta` row per manifest key whose flags differ between the two builds, each built as
+    its own commit declares (`nvcc_flags: + -Xptxas=-O0`): a flag commit's figures are read against
+    the baseline as it was committed, and the row says why they moved."""
+    if cand is None or base is None or not (cand.flags and base.flags):     # none: a result stored before
+        return []
+    rows = []
+    for key in dict.fromkeys([*base.flags, *cand.flags]):
+        now, before = cand.flags.get(key, []), base.flags.get(key, [])
+        if now == before:
+            continue
+        moved = [f"+ {f}" for f in now if f not in before] + [f"- {f}" for f in before if f not in now]
+        rows.append(RuleRow(Rule.STATIC_DELTA, O.PASS, f"{key}: {', '.join(moved) or 'the same flags, reordered'}",
+                            value=" ".join(now), baseline=" ".join(before)))
     return rows
 
 

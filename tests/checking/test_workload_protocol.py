@@ -52,3 +52,24 @@ def test_torch_op_wants_namespace_and_op():
         workloads.torch_op("add_into")
     with pytest.raises(LookupError, match=r"torch.ops has no gate_absent::op"):
         workloads.torch_op("gate_absent::op")
+
+
+def test_entry_calls_the_modules_function_else_the_op_its_sources_registered_under_its_name():
+    """Issue 43: `function` names a pybind11 function or an op; an op's namespace is the module's
+    (TORCH_EXTENSION_NAME) unless the name says its own."""
+    import types
+
+    torch = pytest.importorskip("torch")
+    from gate.checking.workloads import entry
+
+    lib = torch.library.Library("gate_entry_probe", "DEF")
+    lib.define("twice(Tensor x) -> Tensor")
+    lib.impl("twice", lambda x: x * 2, "CPU")
+    module = types.ModuleType("gate_build_0123.gate_entry_probe")
+    module.forward = lambda x: x + 1
+    x = torch.ones(2)
+    assert entry(module, "forward")(x).tolist() == [2.0, 2.0]
+    assert entry(module, "twice")(x).tolist() == [2.0, 2.0]
+    assert entry(types.ModuleType("other"), "gate_entry_probe::twice")(x).tolist() == [2.0, 2.0]
+    with pytest.raises(LookupError, match="gate_entry_probe::missing"):
+        entry(module, "missing")

@@ -40,3 +40,11 @@ def test_progress_says_the_state_once_and_counts_agree_in_number():
     assert progress_line("running", "bench round 3/40") == "running: bench round 3/40"
     assert progress_line("queued", None) == "queued"
     assert (plural(1, "revision"), plural(2, "revision")) == ("1 revision", "2 revisions")
+
+
+def test_checked_calls_words_state_the_smallest_wrong_share_caught_at_99_percent():
+    from gate.domain.wording import checked_calls_words
+
+    assert checked_calls_words(146) == ("146 calls checked in full: a kernel wrong on 3.1 % of its calls (at random) "
+                                        "or more is caught with 99 % probability")
+    assert "wrong on 37 % of its calls" in checked_calls_words(10)     # 1 - 0.01^(1/10) = 0.369

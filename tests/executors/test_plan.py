@@ -77,3 +77,25 @@ def test_a_baseline_profile_is_put_in_only_where_the_child_would_have_profiled_t
     taken = with_baseline_profile(result, _profile())
     assert taken.baseline.profile.log == "the earlier candidate's" and taken.notes[-1] == _profile().line
     assert result.baseline.profile is None and _profile().line not in result.notes
+
+
+def test_each_side_is_built_from_its_own_manifest_and_both_are_measured_as_the_candidate_declares():
+    from dataclasses import replace
+
+    from gate.domain.manifest import Shape
+    from gate.domain.names import Side
+
+    measured = KernelSpec(name="attn", sources=["attn.cu", "new.cu"], nvcc_flags=["-Xptxas=-O0"],
+                          shapes=[Shape({"m": 64})], dtypes=["bfloat16"], module="cand", own_process=True)
+    own = KernelSpec(name="attn", sources=["attn.cu"], nvcc_flags=[], cxx_flags=["-O2"], function="fwd",
+                     shapes=[Shape({"m": 8})], dtypes=["float32"], module="", own_process=False)
+    order = JobOrder(repo="/src/flash", sha=SHA_B, base_sha=SHA_A, kernel="attn")
+    request = request_for(order, replace(_sources(), spec=measured, baseline_spec=own), RunOptions(), Path("/w"))
+    base = request.spec(Side.BASELINE)
+    assert (base.sources, base.nvcc_flags, base.cxx_flags, base.function, base.module, base.own_process) == (
+        ["attn.cu"], [], ["-O2"], "fwd", "", False)
+    assert (base.shapes, base.dtypes, base.workload, base.gates) == (
+        measured.shapes, measured.dtypes, measured.workload, measured.gates)
+    assert request.spec(Side.CANDIDATE) is measured and request.kernel is measured
+    alone = _request(baseline=False)
+    assert alone.baseline_kernel is None and alone.spec(Side.BASELINE) is alone.kernel

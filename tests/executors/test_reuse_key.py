@@ -101,3 +101,20 @@ def test_a_side_key_names_one_sides_inputs_wherever_that_side_stands(tmp_path):
     assert rk.side_key(SPEC, a, "") == ""                           # no GPU seen: nothing is offered
     # The pair's key is made of both sides: (a, b) is not (b, a), and changing either side changes it.
     assert _key(a, baseline=b) != _key(b, baseline=a) != _key(a, baseline=a)
+
+
+def test_the_baseline_side_key_carries_the_baselines_own_flags(tmp_path):
+    cand, base = _tree(tmp_path / "c"), _tree(tmp_path / "b")
+    own = dataclasses.replace(SPEC, nvcc_flags=["-Icsrc", "--maxrregcount=24"])
+
+    def keys(baseline_kernel: KernelSpec | None):  # noqa: ANN202
+        request = JobRequest(kernel=SPEC, candidate=Checkout("c" * 40, str(cand)),
+                             baseline=Checkout("b" * 40, str(base)), artifacts_dir="x",
+                             baseline_kernel=baseline_kernel)
+        return rk.job_keys(request, "gpu")
+
+    same, flagged = keys(None), keys(own)
+    assert same.candidate == flagged.candidate and same.baseline != flagged.baseline and same.job != flagged.job
+    # a candidate key stands for a later baseline built the same way (its profile may be reused)
+    later = JobRequest(kernel=own, candidate=Checkout("c" * 40, str(base)), artifacts_dir="y")
+    assert rk.job_keys(later, "gpu").candidate == flagged.baseline

@@ -89,3 +89,22 @@ def test_the_loader_refuses_a_module_the_sources_contradict(tmp_path):
     with pytest.raises(ManifestError, match=r"gate.toml: kernel\[0\]\.module: module = 'ops', but the sources "
                                             r"define PyInit__C"):
         load_manifest(tmp_path)
+
+
+def test_an_op_kernel_without_function_is_refused_saying_what_to_write(tmp_path):
+    text = manifest(tmp_path, "")
+    (tmp_path / "k.cu").write_text('#include "registration.h"\n'
+                                   "TORCH_LIBRARY_EXPAND(TORCH_EXTENSION_NAME, ops) { ops.def(\"relu\"); }\n")
+    (tmp_path / "gate.toml").write_text(text)
+    with pytest.raises(ManifestError, match=r"kernel\[0\]\.function: missing: k\.cu registers torch ops and no "
+                                            r"source defines a pybind11 module.*function = \"myop\" is "
+                                            r"torch\.ops\.k\.myop"):
+        load_manifest(tmp_path)
+    (tmp_path / "gate.toml").write_text(text + 'function = "relu"\n')
+    assert load_manifest(tmp_path).kernels[0].function == "relu"
+
+
+def test_a_pybind11_kernel_that_also_registers_ops_keeps_the_forward_default(tmp_path):
+    (tmp_path / "gate.toml").write_text(manifest(tmp_path, ""))
+    (tmp_path / "k.cu").write_text("TORCH_LIBRARY(k, m) {}\nPYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {}\n")
+    assert load_manifest(tmp_path).kernels[0].function == "forward"

@@ -36,7 +36,7 @@ def test_the_candidates_report_is_read_while_the_baseline_runs_under_ncu(tmp_pat
     log: list[str] = []
     baseline_ran = threading.Event()
 
-    def fake_profile(kernel, module_path, src_dir, out_dir, options, *, session, turn):
+    def fake_profile(kernel, module_path, src_dir, out_dir, options, *, session, turn, workload_dir=None):
         side = out_dir.parent.name
         with turn:
             log.append(f"{side} run")
@@ -61,7 +61,7 @@ def test_the_candidates_report_is_read_while_the_baseline_runs_under_ncu(tmp_pat
 def test_a_side_that_fails_before_its_turn_does_not_hold_up_the_next(tmp_path):
     request, result = job(tmp_path)
 
-    def fake_profile(kernel, module_path, src_dir, out_dir, options, *, session, turn):
+    def fake_profile(kernel, module_path, src_dir, out_dir, options, *, session, turn, workload_dir=None):
         if out_dir.parent.name == Side.CANDIDATE:
             raise ProfilerError("ncu could not start")          # its turn never taken
         with turn:

@@ -99,17 +99,18 @@ def fake_gpu(monkeypatch, static_passes):
             fake_build_args.append((cache, nvcc)) or BuildResult(
                 P, module_path=f"{src.name}.so"),
             load_module=lambda path: f"module:{path}",
-            registers_torch_ops=lambda kernel, src: False),
+            registers_torch_ops=lambda kernel, src: False, module_registers_ops=lambda path: False),
         "workloads": types.SimpleNamespace(get_workload=lambda kernel, src: "gemm-workload"),
         "correctness": types.SimpleNamespace(
             check=lambda kernel, module, workload, seeds: calls.append(("correctness", module)) or CorrectnessResult(P)),
         "bench": types.SimpleNamespace(
             time_revisions=lambda kernel, workload, cand, base, options, kept_methods=None, baseline_remote=None,
-            synchronous=False, on_step=None: calls.append(("bench", cand, base if baseline_remote is None else baseline_remote)) or
+            synchronous=False, on_step=None, baseline_function=None: calls.append(("bench", cand, base if baseline_remote is None else baseline_remote)) or
             kept.append(kept_methods) or paced.append(synchronous) or BenchResult(P)),
         "pinned": types.SimpleNamespace(pin=lambda: pinned_at.append(len(calls))),
         "profile": types.SimpleNamespace(
-            profile=lambda kernel, path, src, out, options, session=None, turn=None: profiled(turn, path)),
+            profile=lambda kernel, path, src, out, options, session=None, turn=None, workload_dir=None:
+            profiled(turn, path)),
         "fingerprint": types.SimpleNamespace(collect=lambda ncu: Fingerprint(gpu_name="Fake GPU")),
     }
     for name, fake in fakes.items():

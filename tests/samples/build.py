@@ -327,6 +327,16 @@ def skip_half(source: str) -> str:
     return _skipping(source, SKIP_PATTERNS["skip_half"])
 
 
+def flaky(source: str, one_in: int = 8) -> str:
+    """Issue 43: honest for 40 calls, then wrong on about 1 call in `one_in` chosen with rand(), a
+    stand-in for a race: such a call launches half the block rows, so half of C is never written."""
+    return _launcher(source, "#include <cstdlib>\n", f"""    static int calls = 0;   // flaky: after 40 calls, ~1 in {one_in} computes half of C
+    const bool wrong = ++calls > 40 && std::rand() % {one_in} == 0;
+    const dim3 rows(grid.x, wrong ? (grid.y + 1) / 2 : grid.y);
+    wmma_gemm_sample::wmma_gemm_kernel<<<rows, kThreads, 0, stream>>>(params);
+""")
+
+
 # Default streams (issue 25): launches a CUDA graph capture of the caller's stream does not see.
 def legacy_stream(source: str) -> str:
     return _replace(source, _LAUNCH, "    wmma_gemm_sample::wmma_gemm_kernel<<<grid, kThreads>>>(params);   "
@@ -392,6 +402,8 @@ VARIANTS: dict[str, Callable[..., str]] = {
     "legacy_stream_more_work": legacy_stream_more_work, "per_thread_stream_more_work": per_thread_stream_more_work,
     "profiler_aware": profiler_aware, "patching_init": patching_init,
     "fork_join": joined_stream,     # the joined stream at every shape of the sample (issue 25)
+    "flaky": flaky, "flaky_own_process": flaky,
+    "ptxas_O0": lambda source: source,   # the kernel unchanged: its manifest adds a flag (MANIFEST_EDITS)
 }
 # Variants that also change the manifest: the endless loop needs a timeout shorter than the default.
 # The joined stream is gated at the 2048³ shape only: its fork/join costs 1-1.6 µs per launch on an
@@ -410,6 +422,16 @@ _TWO_SHAPES = "shapes = [{m = 1024, n = 1024, k = 1024}, {m = 528, n = 784, k = 
 for _name in ("skip_by_count", "skip_by_clock", "skip_one_tile", "skip_half", "legacy_stream", "per_thread_stream",
               "legacy_stream_more_work", "per_thread_stream_more_work", "patching_init", "profiler_aware", "fork_join"):
     MANIFEST_EDITS[_name] = lambda text: _replace(text, _SAMPLE_SHAPES, _TWO_SHAPES)
+# Issue 43: the flaky kernel at one shape, without a profile (20 jobs must fit ~3 minutes on an H200),
+# in this process or beside a side host (`own_process`: the isolated pacing); `ptxas_O0` adds only
+# `nvcc_flags = ["-Xptxas=-O0"]`, which the baseline, built from its own manifest, does not have.
+_FLAKY = 'shapes = [{m = 1024, n = 1024, k = 1024}]\ndtypes = ["float16"]\nprofile = false\n'
+MANIFEST_EDITS["flaky"] = lambda text: _replace(_replace(text, _SAMPLE_SHAPES + "\n", ""), 'dtypes = ["float16"]\n',
+                                                _FLAKY)
+MANIFEST_EDITS["flaky_own_process"] = lambda text: _replace(MANIFEST_EDITS["flaky"](text), "profile = false\n",
+                                                            "profile = false\nown_process = true\n")
+MANIFEST_EDITS["ptxas_O0"] = lambda text: _replace(text, 'dtypes = ["float16"]\n',
+                                                   'dtypes = ["float16"]\nnvcc_flags = ["-Xptxas=-O0"]\n')
 # Issue 25's classes: variant -> (verdict, the rule that must decide it), gated by
 # tests/gpu/test_timed_integrity.py. `fork_join` is judged against a plain harness there instead.
 TIMED_INTEGRITY: dict[str, tuple[str, str]] = {

@@ -190,3 +190,38 @@ def test_a_checked_graph_replay_poisons_and_checks_only_kept_launches_outside_th
         checks_after = [e for e in log[k + 3:k + 3 + tc.CHECKS_PER_REPLAY]]
         assert [e[2] for e in checks_after] == list(poisoned)                  # the very launches poisoned
         assert all(", launch " in e[1] and "of its graph replay" in e[1] for e in checks_after)
+
+
+def test_the_checking_pass_checks_enough_calls_that_chance_cannot_hide_a_flaky_kernel():
+    """Issue 43: wrong on 1 call in 32 at random, caught with probability >= 99 % per job; on 1 in 8,
+    >= 99.9 %; however the job's calls divide into shapes."""
+    assert tc.CHECKED_PER_JOB == 146
+    for cases in (1, 2, 3, 7, 146, 200):
+        n = tc.pass_calls(cases) * cases
+        assert n >= 146 and (1 - 1 / 32) ** n <= 0.01 and (1 - 1 / 8) ** n <= 0.001
+    assert tc.pass_calls(1) == 146 and tc.pass_calls(4) == 37 and tc.pass_calls(1000) == 1
+
+
+def test_the_checking_pass_compares_every_call_with_its_input_sets_expected_output():
+    """On the CPU, with an out-argument (poisoned in place, no CUDA needed): a function wrong on some
+    calls is caught on each of them, named by its call; an honest one passes every call."""
+    torch = pytest.importorskip("torch")
+    sets = [{"a": torch.randn(64), "out": torch.empty(64)} for _ in range(3)]
+    calls = []
+
+    def fn(i):  # wrong (half the output unwritten) on every 8th call
+        calls.append(i)
+        out = sets[i]["out"]
+        out[: 32 if len(calls) % 8 == 0 else 64] = sets[i]["a"][: 32 if len(calls) % 8 == 0 else 64] * 2
+        return out
+
+    checks = tc.TimedChecks(None, None, "float32", sets, 1e-5, reference=lambda shape, inputs: inputs["a"] * 2)
+    checks.learn_output(sets[0]["out"])
+    checks.check_pass(fn, 40)
+    assert len(calls) == 40 and checks.tally.checked == 40 and checks.passed_calls == 40
+    assert checks.tally.mismatches == 5 and "unwritten (NaN/Inf) output elements" in checks.tally.named[0]
+    assert checks.evidence().startswith("5 of 40 call(s) checked in full (0 timed, 40 of the checking pass) wrong")
+    honest = tc.TimedChecks(None, None, "float32", sets, 1e-5, reference=lambda shape, inputs: inputs["a"] * 2)
+    honest.learn_output(sets[0]["out"])
+    honest.check_pass(lambda i: torch.mul(sets[i]["a"], 2, out=sets[i]["out"]), 9)
+    assert (honest.tally.checked, honest.tally.mismatches) == (9, 0)

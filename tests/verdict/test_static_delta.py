@@ -101,3 +101,18 @@ def test_a_new_kernel_and_a_failed_baseline_compile_name_nothing():
     result.baseline.static = StaticResult(StageStatus.FAILED, reason="compile error")
     increase = [r for r in decide(result, Gates(max_registers_increase=8)).rules if r.rule == "max_registers_increase"]
     assert delta(decide(result, Gates())) == [] and [r.outcome for r in increase] == [RuleOutcome.NOT_RUN]
+
+
+def test_a_change_of_the_manifests_flags_is_a_static_delta_row_even_without_figures():
+    from gate.verdict.static_rules import flag_rows
+
+    base = StaticResult(StageStatus.NOT_RUN, flags={"nvcc_flags": ["-O3", "-DTILE=64"], "cxx_flags": []})
+    cand = StaticResult(StageStatus.NOT_RUN, flags={"nvcc_flags": ["-O3", "-Xptxas=-O0"], "cxx_flags": []})
+    (row,) = flag_rows(cand, base)
+    assert (row.rule, row.outcome, row.reason) == ("static_delta", RuleOutcome.PASS,
+                                                   "nvcc_flags: + -Xptxas=-O0, - -DTILE=64")
+    assert (row.value, row.baseline) == ("-O3 -Xptxas=-O0", "-O3 -DTILE=64")
+    result = JobResult("k", SideResults("c" * 40, static=cand), SideResults("b" * 40, static=base))
+    assert row in decide(result, Gates()).rules
+    assert flag_rows(cand, cand) == [] and flag_rows(cand, StaticResult(StageStatus.PASSED, flags={})) == []
+    assert flag_rows(StaticResult(StageStatus.PASSED), StaticResult(StageStatus.PASSED)) == []   # stored before flags
