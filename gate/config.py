@@ -62,7 +62,8 @@ class Settings(BaseSettings):
     # Every request's body, 413 past it; GitHub sends webhook payloads of 25 MB at most.
     max_body_bytes: int = Field(25 * 1024 * 1024, ge=1024)
     # Bodies read before their sender is known (webhooks: the HMAC needs the body; writes when no
-    # GATE_API_TOKEN is set), all requests together; past it 503 + Retry-After, nothing read.
+    # GATE_API_TOKEN is set), all requests together, counted as their bytes arrive; past it 503 +
+    # Retry-After and the connection closes (gate/api/body_limit.py, with the bodies' deadline).
     unauthenticated_body_bytes: int = Field(32 * 1024 * 1024, ge=1024)
     # Planning (git fetches, gate.toml) runs on its own threads; a full queue answers 503.
     planner_workers: int = Field(4, ge=1, le=64)

@@ -92,7 +92,8 @@ def create_app(settings: Settings | None = None, *, gate_job: GateJob | None = N
     docs_pages.install(app)             # /docs without a CDN
     pages.install_error_pages(app)      # page routes answer errors with HTML, the API with JSON
     validation_errors.install(app)      # 422s that do not echo large input
-    app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
+    app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes,
+                       unauthenticated_bytes=settings.unauthenticated_body_bytes)
     app.add_middleware(AuthBeforeBody, settings=settings)     # outermost: refusals before any body
     app.state.gate = gate
     app.state.metrics_registry = make_registry(store)
