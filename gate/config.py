@@ -68,6 +68,8 @@ class Settings(BaseSettings):
     # Planning (git fetches, gate.toml) runs on its own threads; a full queue answers 503.
     planner_workers: int = Field(4, ge=1, le=64)
     planner_queue: int = Field(64, ge=1)
+    # Open connections at once (gate/api/connections.py): past it the idlest is closed.
+    max_connections: int = Field(1024, ge=16)
 
     github_api_url: str = "https://api.github.com"
     github_token: str | None = None               # commit statuses
