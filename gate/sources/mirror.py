@@ -157,6 +157,10 @@ class Mirror:
     def path(self, repo: str) -> Path:
         return self.root / f"{self._key(repo)}.git"
 
+    def holds(self, repo: str) -> bool:
+        """Whether this repository was mirrored here before (the planner serves such ones first)."""
+        return (self.path(repo) / "HEAD").exists()
+
     @contextmanager
     def _locked(self, repo: str) -> Iterator[Path]:
         """One writer per mirror: concurrent jobs of one repository wait for each other's fetch."""

@@ -151,13 +151,14 @@ async def _queue(gate: GateContext, wanted: GateRequest, delivery: str, event: s
         gate.policy.check_static(wanted.clone_url)
     except FetchRefused as exc:
         raise _refuse(422, f"repository.clone_url: {exc}", delivery) from exc
-    if not gate.planner.has_room():
+    fetch = await run_in_threadpool(gate.fetch_of, wanted.clone_url)
+    if not gate.planner.has_room(fetch):
         raise _busy(delivery)
     revision_id, fresh = await run_in_threadpool(_record, gate, wanted, delivery, event)
     if not fresh:
         detail = f"delivery {delivery} was received before, or this commit and event were judged"
         return JSONResponse(WebhookOut(status="duplicate", detail=detail, revision_id=revision_id).model_dump())
-    if gate.plan_later(revision_id, before=lambda: _merge_base(gate, revision_id, wanted)) is None:
+    if gate.plan_later(revision_id, fetch, before=lambda: _merge_base(gate, revision_id, wanted)) is None:
         await run_in_threadpool(fail_unplanned, gate.store, revision_id, PLANNER_FULL)
         raise _busy(delivery)
     detail = f"{wanted.full_name}@{wanted.sha[:12]} queued"

@@ -60,7 +60,8 @@ async def create_revision(body: RevisionIn, request: Request, gate: GateDep) -> 
         gate.policy.check_static(body.repo)     # refused now, not answered 202 and refused later
     except FetchRefused as exc:
         return _refused("repo", str(exc))
-    if not gate.planner.has_room():
+    fetch = await run_in_threadpool(gate.fetch_of, body.repo)
+    if not gate.planner.has_room(fetch):
         raise _busy()
     submitted = await run_in_threadpool(_submit, gate, body)
     revision_id = submitted.revision_id
@@ -68,7 +69,7 @@ async def create_revision(body: RevisionIn, request: Request, gate: GateDep) -> 
                              status_url=str(request.url_for("read_revision", revision_id=revision_id)))
     if submitted.reused:
         return JSONResponse(out.model_dump(), status_code=200)
-    planning = gate.plan_later(revision_id)
+    planning = gate.plan_later(revision_id, fetch)
     if planning is None:
         await run_in_threadpool(fail_unplanned, gate.store, revision_id, PLANNER_FULL)
         raise _busy()
