@@ -126,6 +126,18 @@ class Settings(BaseSettings):
                              "that does not exist")
         return self
 
+    def private_paths(self) -> list[Path]:
+        """What no box may read (`gate.box.keep_private`): the data folder, the SQLite database and
+        its journals wherever they lie, and the GitHub App's private key file."""
+        paths = [Path(self.data_dir)]
+        if self.database_url.startswith("sqlite:///"):
+            db = Path(self.database_url.removeprefix("sqlite:///").split("?")[0])
+            paths += [db.with_name(db.name + end) for end in ("", "-wal", "-shm", "-journal") if db.name]
+        key = self.github_app_private_key
+        if key and "-----BEGIN" not in key:
+            paths.append(Path(key).expanduser())
+        return paths
+
     def run_options(self) -> RunOptions:
         """What a job's GPU child is told of these settings (the one translation of them)."""
         return RunOptions(nvcc_path=self.nvcc_path, ncu_path=self.ncu_path,
@@ -143,4 +155,9 @@ class ServiceSettings(Settings):
 
 @lru_cache
 def get_settings(service: bool = False) -> Settings:
-    return ServiceSettings() if service else Settings()
+    """The process's settings; whatever they name as private is hidden from every box it makes."""
+    from gate import box
+
+    settings = ServiceSettings() if service else Settings()
+    box.keep_private(settings.private_paths())
+    return settings
