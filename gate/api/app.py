@@ -25,6 +25,7 @@ from gate.notify.listeners import notifier_for
 from gate.services.outbox import start_sweeper
 from gate.services.planner import Planner
 from gate.services.sources import MirrorSources, SourceReader
+from gate.sources.mirror import end_fetches
 from gate.sources.policy import FetchPolicy
 from gate.storage.series_cache import SeriesCache
 from gate.storage.unit import Store
@@ -81,7 +82,7 @@ def create_app(settings: Settings | None = None, *, gate_job: GateJob | None = N
         try:
             yield
         finally:
-            await run_in_threadpool(gate.planner.stop)
+            await run_in_threadpool(gate.planner.stop, end_fetches)      # no git child outlives the server
             await run_in_threadpool(warmup.stop)
             await run_in_threadpool(gate.executor.stop)
             await run_in_threadpool(sweeper.stop)

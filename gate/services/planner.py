@@ -72,12 +72,15 @@ class Planner:
             thread.start()
             self._threads.append(thread)
 
-    def stop(self, wait_s: float = 2.0) -> None:
-        """Stop taking tasks. A worker inside a git call is a daemon thread: it is not waited for
-        past `wait_s` (its revision stays queued and is planned at the next start)."""
+    def stop(self, end: Callable[[], None] | None = None, wait_s: float = 2.0) -> None:
+        """Stop taking tasks, then call `end` to end the running ones' work (their git children:
+        `gate.sources.mirror.end_fetches`). A worker still busy is a daemon thread: it is not waited
+        for past `wait_s` (its revision stays queued and is planned at the next start)."""
         self._stop.set()
         with self._changed:
             self._changed.notify_all()
+        if end is not None:
+            end()
         for thread in self._threads:
             thread.join(wait_s / max(len(self._threads), 1))
         self._threads.clear()
@@ -143,6 +146,8 @@ class Planner:
             try:
                 if entry.future.set_running_or_notify_cancel():
                     entry.future.set_result(entry.task())
+            except SystemExit as exc:        # the server is stopping (`stop`'s `end`): nothing to say
+                entry.future.set_exception(exc)
             except BaseException as exc:     # noqa: BLE001 - a worker outlives any one task
                 log.exception("planning %s failed", entry.what)
                 entry.future.set_exception(exc)
