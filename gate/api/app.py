@@ -14,6 +14,7 @@ from gate.api.auth import AuthBeforeBody
 from gate.api.body_limit import BodyLimit
 from gate.api.series_warmup import SeriesWarmup
 from gate.api.page_cache import PageCache
+from gate.api.security_headers import SecurityHeaders
 from gate.api.routes import artifacts, github, health, kernels, revisions
 from gate.api.telemetry import make_registry
 from gate.config import Settings, get_settings
@@ -95,7 +96,8 @@ def create_app(settings: Settings | None = None, *, gate_job: GateJob | None = N
     validation_errors.install(app)      # 422s that do not echo large input
     app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes,
                        unauthenticated_bytes=settings.unauthenticated_body_bytes)
-    app.add_middleware(AuthBeforeBody, settings=settings)     # outermost: refusals before any body
+    app.add_middleware(AuthBeforeBody, settings=settings)     # refusals before any body
+    app.add_middleware(SecurityHeaders)                       # outermost: on every answer, refusals too
     app.state.gate = gate
     app.state.metrics_registry = make_registry(store)
     app.state.page_cache = PageCache()
