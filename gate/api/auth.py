@@ -23,9 +23,8 @@ from collections.abc import Mapping
 from urllib.parse import urlsplit
 
 from fastapi import HTTPException, Request, status
-from fastapi.responses import JSONResponse
 
-from gate.api.body_limit import UNAUTHENTICATED, ASGIApp, Receive, Scope, Send
+from gate.api.body_limit import UNAUTHENTICATED, ASGIApp, Receive, Refusal, Scope, Send, answer
 from gate.config import Settings
 from gate.domain import routes
 
@@ -67,11 +66,11 @@ class AuthBeforeBody:
         headers = {name.decode("latin-1").lower(): value.decode("latin-1") for name, value in scope["headers"]}
         method, path = scope["method"], scope["path"]
         if method not in SAFE_METHODS and from_another_site(headers):
-            await _answer(403, CROSS_SITE_REFUSAL, scope, receive, send, {})
+            await answer(Refusal(403, CROSS_SITE_REFUSAL), scope, receive, send)
             return
         refusal = self._refusal(method, path, headers)
         if refusal is not None:
-            await _answer(401, refusal, scope, receive, send, {"WWW-Authenticate": 'Bearer realm="gate"'})
+            await answer(Refusal(401, refusal, {"WWW-Authenticate": 'Bearer realm="gate"'}), scope, receive, send)
             return
         # A body read before its sender is known: a webhook's (checked by its HMAC after), or any
         # write's when no token is set.
@@ -101,10 +100,3 @@ def from_another_site(headers: Mapping[str, str]) -> bool:
         return site in ("cross-site", "same-site")
     origin = headers.get("origin")
     return origin is not None and urlsplit(origin).netloc != headers.get("host")
-
-
-async def _answer(code: int, detail: str, scope: Scope, receive: Receive, send: Send,
-                  headers: dict[str, str]) -> None:
-    """Answer without reading the body; the connection closes, so its rest is never read."""
-    response = JSONResponse({"detail": detail}, status_code=code, headers={**headers, "Connection": "close"})
-    await response(scope, receive, send)

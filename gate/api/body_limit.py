@@ -39,25 +39,26 @@ BUSY_RETRY_AFTER_S = 5
 CLOSE = {"Connection": "close"}
 
 
-class BodyRefused(HTTPException):
-    """An HTTPException, so that FastAPI's own body reading lets it through and renders it."""
+class Refusal(HTTPException):
+    """A request refused before (or while) its body is read; the connection closes. An HTTPException,
+    so that FastAPI's own body reading lets it through and renders it."""
 
     def __init__(self, status_code: int, detail: str, headers: dict[str, str] | None = None):
         super().__init__(status_code, detail, headers={**CLOSE, **(headers or {})})
 
 
-def too_large(max_bytes: int) -> BodyRefused:
-    return BodyRefused(413, f"the request body is larger than {max_bytes} bytes (GATE_MAX_BODY_BYTES); "
+def too_large(max_bytes: int) -> Refusal:
+    return Refusal(413, f"the request body is larger than {max_bytes} bytes (GATE_MAX_BODY_BYTES); "
                             "nothing of it was kept")
 
 
-def too_slow(received: int) -> BodyRefused:
-    return BodyRefused(408, f"the request body came too slowly ({received} bytes arrived; it must start within "
+def too_slow(received: int) -> Refusal:
+    return Refusal(408, f"the request body came too slowly ({received} bytes arrived; it must start within "
                             f"{GRACE_S:g} s and then keep up {MIN_RATE_BPS >> 10} KiB/s)")
 
 
-def budget_full() -> BodyRefused:
-    return BodyRefused(503, "too many unauthenticated request bodies are being read at once "
+def budget_full() -> Refusal:
+    return Refusal(503, "too many unauthenticated request bodies are being read at once "
                             "(GATE_UNAUTHENTICATED_BODY_BYTES); retry later", {"Retry-After": str(BUSY_RETRY_AFTER_S)})
 
 
@@ -73,7 +74,7 @@ class BodyLimit:
             await self.app(scope, receive, send)
             return
         if declared_length(scope) > self.max_bytes:
-            await _refuse(too_large(self.max_bytes), scope, receive, send)
+            await answer(too_large(self.max_bytes), scope, receive, send)
             return
         loop = asyncio.get_running_loop()
         started, received, held, ended, answered = loop.time(), 0, 0, False, False
@@ -107,10 +108,10 @@ class BodyLimit:
 
         try:
             await self.app(scope, limited_receive, watched_send)
-        except BodyRefused as exc:    # read outside FastAPI's handlers (a middleware, a raw route)
+        except Refusal as exc:    # read outside FastAPI's handlers (a middleware, a raw route)
             if answered:
                 raise
-            await _refuse(exc, scope, receive, send)
+            await answer(exc, scope, receive, send)
         finally:
             self.held -= held
 
@@ -126,6 +127,7 @@ def declared_length(scope: Scope) -> int:
     return -1
 
 
-async def _refuse(exc: HTTPException, scope: Scope, receive: Receive, send: Send) -> None:
-    response = JSONResponse({"detail": exc.detail}, status_code=exc.status_code, headers=exc.headers)
+async def answer(refusal: HTTPException, scope: Scope, receive: Receive, send: Send) -> None:
+    """Answer `refusal` without reading the body: the connection closes, so its rest is never read."""
+    response = JSONResponse({"detail": refusal.detail}, status_code=refusal.status_code, headers=refusal.headers)
     await response(scope, receive, send)

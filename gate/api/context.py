@@ -7,17 +7,26 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 
+from fastapi import HTTPException
+
 from gate.config import Settings
 from gate.domain.executor import Executor
 from gate.notify import Notifier
 from gate.errors import GateError
-from gate.services.planner import Fetch, Planner, Task
+from gate.services.planner import RETRY_AFTER_S, Fetch, Planner, Task
 from gate.services.sources import SourceReader
-from gate.services.submissions import PlanResult, canonical_repo, plan_by_id
+from gate.services.submissions import PLANNER_FULL, PlanResult, canonical_repo, plan_by_id
 from gate.sources.policy import FetchPolicy, url_kind
 from gate.storage.unit import Store
 
 log = logging.getLogger(__name__)
+
+
+class PlannerFull(HTTPException):
+    """503 with Retry-After: the planner's queue for such a repository is full (nothing was planned)."""
+
+    def __init__(self) -> None:
+        super().__init__(503, PLANNER_FULL, headers={"Retry-After": str(RETRY_AFTER_S)})
 
 
 class NoExecutor:

@@ -8,7 +8,7 @@ from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
 
-from gate.api.context import GateContext
+from gate.api.context import GateContext, PlannerFull
 from gate.api.deps import GateDep, UnitDep, WriteAuth
 from gate.api.schemas import (
     ArtifactOut,
@@ -24,7 +24,6 @@ from gate.api.schemas import (
 from gate.domain import routes
 from gate.domain.codec import to_json
 from gate.services.cancellation import cancel
-from gate.services.planner import RETRY_AFTER_S
 from gate.services.submissions import PLANNER_FULL, Submission, fail_unplanned, is_local_repo, submit
 from gate.sources.policy import FetchRefused
 from gate.read_models.revision import RevisionDetail
@@ -62,7 +61,7 @@ async def create_revision(body: RevisionIn, request: Request, gate: GateDep) -> 
         return _refused("repo", str(exc))
     fetch = await run_in_threadpool(gate.fetch_of, body.repo)
     if not gate.planner.has_room(fetch):
-        raise _busy()
+        raise PlannerFull()
     submitted = await run_in_threadpool(_submit, gate, body)
     revision_id = submitted.revision_id
     out = RevisionCreatedOut(id=revision_id, reused=submitted.reused,
@@ -72,7 +71,7 @@ async def create_revision(body: RevisionIn, request: Request, gate: GateDep) -> 
     planning = gate.plan_later(revision_id, fetch)
     if planning is None:
         await run_in_threadpool(fail_unplanned, gate.store, revision_id, PLANNER_FULL)
-        raise _busy()
+        raise PlannerFull()
     if not is_local_repo(body.repo):
         return out                          # fetching a remote may be slow: planned after the reply
     try:
@@ -96,10 +95,6 @@ def _submit(gate: GateContext, body: RevisionIn) -> Submission:
 def _refused(field: str, message: str, created: RevisionCreatedOut | None = None) -> JSONResponse:
     detail = [{"loc": ["body", field], "msg": message, "type": "gate_plan_error"}]
     return JSONResponse({"detail": detail, **(created.model_dump() if created else {})}, status_code=422)
-
-
-def _busy() -> HTTPException:
-    return HTTPException(status_code=503, detail=PLANNER_FULL, headers={"Retry-After": str(RETRY_AFTER_S)})
 
 
 CANCEL_DESCRIPTION = """Cancel a revision: its queued jobs never start, its running jobs are stopped
