@@ -9,7 +9,8 @@ its descriptor meanwhile), `timeout_keep_alive` starts only after a response, an
 deadline. So uvicorn's HTTP/1.1 protocol gets two rules here, at the socket:
 
 - a connection waiting for a request's headers (since it was made, or since its last answer) is
-  closed after `HEADER_TIMEOUT_S`;
+  closed after `HEADER_TIMEOUT_S`, and one whose body is still coming once it was answered (a route
+  that reads none, a 404) is closed then: uvicorn would drain that body for as long as it trickles;
 - at most `max_connections` are open: a new one past the cap closes the connection that has waited
   longest for its headers (an idle socket costs its owner nothing to open again; a request in
   progress is never dropped), or itself when every one has a request in progress.
@@ -60,8 +61,12 @@ def guarded_h11(max_connections: int) -> type[H11Protocol]:
 
         def on_response_complete(self) -> None:
             super().on_response_complete()
-            if not self.transport.is_closing() and self.conn.their_state is h11.IDLE:
+            if self.transport.is_closing():
+                return
+            if self.conn.their_state is h11.IDLE:
                 self.start_waiting()
+            elif self.conn.their_state is h11.SEND_BODY and self.cycle.response_complete:
+                self.transport.close()          # the rest of a body no route read: never drained
 
         def connection_lost(self, exc: Exception | None) -> None:
             self.stop_waiting()

@@ -53,12 +53,12 @@ def post_body(port: int, path: str, headers: dict[str, str], size: int, timeout_
 
 class SlowSender:
     """A request that declares a body of `declared` bytes and then sends `trickle` bytes every
-    `every_s` seconds (0: nothing), until the server answers or closes; `status` and `answered_after_s`
-    say how and when it did."""
+    `every_s` seconds (0: nothing), answered or not, until the server closes the connection or
+    `give_up_s` passes: `status`, `answered_after_s` and `closed_after_s` say how and when."""
 
     def __init__(self, port: int, path: str, headers: dict[str, str], declared: int, trickle: int = 0,
                  every_s: float = 0.2, give_up_s: float = 60):
-        self.status, self.answered_after_s = 0, None
+        self.status, self.answered_after_s, self.closed_after_s = 0, None, None
         self._sock = socket.create_connection(("127.0.0.1", port), timeout=every_s)
         head = "".join(f"{k}: {v}\r\n" for k, v in {"Host": "127.0.0.1", "Content-Length": str(declared),
                                                       **headers}.items())
@@ -72,21 +72,22 @@ class SlowSender:
         while time.monotonic() - self._started < give_up_s:
             try:
                 data = self._sock.recv(4096)
-                if not data:
-                    break
-                reply += data
-                if b"\r\n" in reply:
-                    break
-            except TimeoutError:            # nothing from the server yet: send the next few bytes
+            except TimeoutError:            # nothing from the server now: send the next few bytes
                 try:
                     self._sock.sendall(b"x" * trickle)
+                    continue
                 except OSError:
-                    break
+                    data = b""
             except OSError:
+                data = b""
+            if not data:
+                self.closed_after_s = time.monotonic() - self._started
                 break
-        self.answered_after_s = time.monotonic() - self._started
-        status = reply.split(b"\r\n", 1)[0].split()
-        self.status = int(status[1]) if len(status) > 1 else 0
+            reply += data
+            if self.answered_after_s is None and b"\r\n" in reply:
+                self.answered_after_s = time.monotonic() - self._started
+                status = reply.split(b"\r\n", 1)[0].split()
+                self.status = int(status[1]) if len(status) > 1 else 0
         self._sock.close()
 
     def join(self, timeout_s: float) -> None:

@@ -60,3 +60,14 @@ def test_two_slow_16_mib_senders_never_turn_a_signed_ping_away(make_server):
     print(f"{len(took)} pings: unloaded {baseline * 1000:.0f} ms, worst while held {max(took) * 1000:.0f} ms; "
           f"silent sender cut at {silent.answered_after_s:.1f} s, trickling at {trickling.answered_after_s:.1f} s")
     server.stop()
+
+
+def test_a_body_no_route_reads_is_not_drained_after_the_answer(make_server):
+    """A trickled body on a route that reads none (a cancel of no revision: 404) held its connection
+    for as long as it trickled, past the answer: the body deadline never saw it."""
+    server = make_server().start()
+    unread = SlowSender(server.port, "/api/v1/revisions/999/cancel", {}, DECLARED, trickle=1)
+    unread.join(LOSES_SHARE_S)
+    assert unread.status == 404 and unread.answered_after_s < LOSES_SHARE_S, (unread.status, unread.answered_after_s)
+    assert unread.closed_after_s is not None and unread.closed_after_s < LOSES_SHARE_S, unread.closed_after_s
+    server.stop()
