@@ -215,7 +215,7 @@ class Mirror:
             if not (mirror / "HEAD").exists():
                 try:
                     _transfer(["clone", "--mirror", "--quiet", "--", url, str(mirror)], mirror, self.policy)
-                except SourceError:
+                except (SourceError, FetchStopped):
                     shutil.rmtree(mirror, ignore_errors=True)     # no half-cloned mirror stays
                     raise
             else:
