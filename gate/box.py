@@ -99,6 +99,16 @@ class Box:
     limits: Limits = field(default_factory=Limits)
 
 
+# The server's own files, hidden from every box wherever they lie (issue 44: a data folder under a bound
+# import path showed its database to a submitted `#include`). Each command's settings name them
+# (`gate.config.get_settings`); `Box.hidden` adds a box's own.
+PRIVATE: set[Path] = set()
+
+
+def keep_private(paths: list[Path]) -> None:
+    PRIVATE.update(Path(p).resolve() for p in paths)
+
+
 def enabled() -> bool:
     return os.environ.get("GATE_BOX", "bwrap") != "off"
 
@@ -136,11 +146,13 @@ def environment(base: dict[str, str] | None = None) -> dict[str, str]:
 
 @cache
 def _identity_files(uid: int) -> Path:
-    """A directory holding the box's own `passwd` and `group` (one per process and uid)."""
+    """A directory holding the box's own `passwd` and `group`, and the empty file that covers a
+    hidden one (one per process and uid)."""
     directory = Path(tempfile.mkdtemp(prefix="gate-box-etc-"))
     (directory / "passwd").write_text(f"gate:x:{uid}:{uid}:gate box:/tmp/home:/usr/sbin/nologin\n")
     (directory / "group").write_text(f"gate:x:{uid}:\n")
-    for path in (directory, directory / "passwd", directory / "group"):
+    (directory / "empty").write_text("")
+    for path in (directory, directory / "passwd", directory / "group", directory / "empty"):
         path.chmod(0o755 if path.is_dir() else 0o644)
     return directory
 
@@ -190,7 +202,7 @@ def sizes_tmpfs() -> bool:
 def view(box: Box, cwd: Path, env: dict[str, str], uid: int | None = None) -> list[box_view.Mount]:
     """Every mount of `box` (`gate.box_view`), for a command in `cwd` with the boxed environment `env`."""
     box = anchored(box, cwd)
-    return box_view.view(readable=box.readable, writable=box.writable, hidden=box.hidden, gpu=box.gpu,
+    return box_view.view(readable=box.readable, writable=box.writable, hidden=(*box.hidden, *PRIVATE), gpu=box.gpu,
                          cwd=Path(cwd), env=env, identity=_identity_files(box_uid() if uid is None else uid),
                          tmp_bytes=box.limits.tmp_bytes)
 

@@ -25,7 +25,9 @@ The reasons (`Mount.why`), in the order bwrap applies them:
 - `gate-package`: the gate's own package directory: never its checkout's root, where a `.env` or a
   key could sit next to it (`#include "../../.env"` once printed one into a public ptxas log);
 - `job-inputs`: the command's working directory and `Box.readable` (checkouts, include dirs);
-- `hidden`: `Box.hidden` (the gate's data folder) as an empty tmpfs, in case a path above put it back;
+- `hidden`: `Box.hidden` and the server's own files (`gate.box.PRIVATE`: the data folder, the
+  database, the GitHub App's key) wherever a bind above shows them: a folder as an empty tmpfs, a
+  file as an empty file;
 - `job-output`: `Box.writable`, read-write (the job's artifacts folder, the object cache);
 - `gpu`: the host's `/dev/nvidia*` nodes, with `Box.gpu` (`gate.nvidia.devices.device_nodes`).
 """
@@ -171,7 +173,7 @@ def view(*, readable: tuple[Path, ...], writable: tuple[Path, ...], hidden: tupl
     mounts += _binds([gate_package()], "--ro-bind", "gate-package", never)
     inputs = [Path(cwd), *readable]
     mounts += _binds(inputs, "--ro-bind", "job-inputs", never)
-    mounts += [Mount("--tmpfs", "", str(path), "hidden") for path in hidden]
+    mounts += [_cover(path, identity) for path in hidden if path.exists() and _bound(path, mounts)]
     # Again, after the covers: a checkout that sits inside a hidden folder (the data folder).
     mounts += _binds([p for p in inputs if any(p.resolve().is_relative_to(h) for h in hidden)], "--ro-bind",
                      "job-inputs", never)
@@ -179,6 +181,17 @@ def view(*, readable: tuple[Path, ...], writable: tuple[Path, ...], hidden: tupl
     if gpu:
         mounts += [Mount("--dev-bind", node, node, "gpu") for node in devices.device_nodes()]
     return _tidy(mounts)
+
+
+def _bound(path: Path, mounts: list[Mount]) -> bool:
+    """Whether a bind made so far shows `path` (a place no bind shows is absent already)."""
+    return any(m.how.endswith("bind") and path.is_relative_to(m.target) for m in mounts)
+
+
+def _cover(path: Path, identity: Path) -> Mount:
+    """A hidden folder as an empty tmpfs, a hidden file as an empty one (read-only)."""
+    return Mount("--tmpfs", "", str(path), "hidden") if path.is_dir() else \
+        Mount("--ro-bind", str(identity / "empty"), str(path), "hidden")
 
 
 def _tidy(mounts: list[Mount]) -> list[Mount]:
@@ -198,7 +211,7 @@ def _tidy(mounts: list[Mount]) -> list[Mount]:
                 continue
             made.add(target)
         elif mount.how.startswith("--ro-bind"):
-            if inside_bind:
+            if inside_bind and mount.source == mount.target:      # a cover (another source) stays
                 continue
             layers.append((target, True))
         elif mount.how in ("--tmpfs", "--bind", "--dev-bind"):    # covers whatever was mounted below it

@@ -63,11 +63,14 @@ class Settings(BaseSettings):
     # Every request's body, 413 past it; GitHub sends webhook payloads of 25 MB at most.
     max_body_bytes: int = Field(25 * 1024 * 1024, ge=1024)
     # Bodies read before their sender is known (webhooks: the HMAC needs the body; writes when no
-    # GATE_API_TOKEN is set), all requests together; past it 503 + Retry-After, nothing read.
+    # GATE_API_TOKEN is set), all requests together, counted as their bytes arrive; past it 503 +
+    # Retry-After and the connection closes (gate/api/body_limit.py, with the bodies' deadline).
     unauthenticated_body_bytes: int = Field(32 * 1024 * 1024, ge=1024)
     # Planning (git fetches, gate.toml) runs on its own threads; a full queue answers 503.
     planner_workers: int = Field(4, ge=1, le=64)
     planner_queue: int = Field(64, ge=1)
+    # Open connections at once (gate/api/connections.py): past it the idlest is closed.
+    max_connections: int = Field(1024, ge=16)
 
     github_api_url: str = "https://api.github.com"
     github_token: str | None = None               # commit statuses
@@ -124,6 +127,18 @@ class Settings(BaseSettings):
                              "that does not exist")
         return self
 
+    def private_paths(self) -> list[Path]:
+        """What no box may read (`gate.box.keep_private`): the data folder, the SQLite database and
+        its journals wherever they lie, and the GitHub App's private key file."""
+        paths = [Path(self.data_dir)]
+        if self.database_url.startswith("sqlite:///"):
+            db = Path(self.database_url.removeprefix("sqlite:///").split("?")[0])
+            paths += [db.with_name(db.name + end) for end in ("", "-wal", "-shm", "-journal") if db.name]
+        key = self.github_app_private_key
+        if key and "-----BEGIN" not in key:
+            paths.append(Path(key).expanduser())
+        return paths
+
     def run_options(self) -> RunOptions:
         """What a job's GPU child is told of these settings (the one translation of them)."""
         cache = Path(self.build_cache_dir or Path(self.data_dir).resolve() / "build-cache")
@@ -142,4 +157,9 @@ class ServiceSettings(Settings):
 
 @lru_cache
 def get_settings(service: bool = False) -> Settings:
-    return ServiceSettings() if service else Settings()
+    """The process's settings; whatever they name as private is hidden from every box it makes."""
+    from gate import box
+
+    settings = ServiceSettings() if service else Settings()
+    box.keep_private(settings.private_paths())
+    return settings

@@ -137,9 +137,13 @@ def copy_returned(root: Path, relative: str, target: Path, budget: Budget) -> Pa
         left = os.fstat(source.fileno()).st_size
         target.parent.mkdir(parents=True, exist_ok=True)
         with open(target, "xb") as sink:
-            while left > 0 and (chunk := source.read(min(_CHUNK, left))):
-                sink.write(chunk)
-                left -= len(chunk)
+            try:
+                while left > 0 and (chunk := source.read(min(_CHUNK, left))):
+                    sink.write(chunk)
+                    left -= len(chunk)
+            except BaseException:       # a disk filled meanwhile: no half copy stays behind
+                os.unlink(target)
+                raise
     return target
 
 

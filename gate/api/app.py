@@ -14,6 +14,7 @@ from gate.api.auth import AuthBeforeBody
 from gate.api.body_limit import BodyLimit
 from gate.api.series_warmup import SeriesWarmup
 from gate.api.page_cache import PageCache
+from gate.api.security_headers import SecurityHeaders
 from gate.api.routes import artifacts, github, health, kernels, revisions
 from gate.api.telemetry import make_registry
 from gate.config import Settings, get_settings
@@ -25,6 +26,7 @@ from gate.notify.listeners import notifier_for
 from gate.services.outbox import start_sweeper
 from gate.services.planner import Planner
 from gate.services.sources import MirrorSources, SourceReader
+from gate.sources.mirror import end_fetches
 from gate.sources.policy import FetchPolicy
 from gate.storage.series_cache import SeriesCache
 from gate.storage.unit import Store
@@ -81,7 +83,7 @@ def create_app(settings: Settings | None = None, *, gate_job: GateJob | None = N
         try:
             yield
         finally:
-            await run_in_threadpool(gate.planner.stop)
+            await run_in_threadpool(gate.planner.stop, end_fetches)      # no git child outlives the server
             await run_in_threadpool(warmup.stop)
             await run_in_threadpool(gate.executor.stop)
             await run_in_threadpool(sweeper.stop)
@@ -92,8 +94,10 @@ def create_app(settings: Settings | None = None, *, gate_job: GateJob | None = N
     docs_pages.install(app)             # /docs without a CDN
     pages.install_error_pages(app)      # page routes answer errors with HTML, the API with JSON
     validation_errors.install(app)      # 422s that do not echo large input
-    app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
-    app.add_middleware(AuthBeforeBody, settings=settings)     # outermost: refusals before any body
+    app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes,
+                       unauthenticated_bytes=settings.unauthenticated_body_bytes)
+    app.add_middleware(AuthBeforeBody, settings=settings)     # refusals before any body
+    app.add_middleware(SecurityHeaders)                       # outermost: on every answer, refusals too
     app.state.gate = gate
     app.state.metrics_registry = make_registry(store)
     app.state.page_cache = PageCache()

@@ -8,20 +8,23 @@ any check; 100 concurrent unsigned webhooks cost +2.2 GB):
 - a write without the token is refused (401) before a byte of its body is read;
 - a webhook without `X-Hub-Signature-256` is refused (401) likewise; one with the header must be
   read to check its HMAC, so such bodies, and writes when no token is set, are *unauthenticated
-  bodies*: all of them together may hold at most `GATE_UNAUTHENTICATED_BODY_BYTES` (each counts its
-  Content-Length, or GATE_MAX_BODY_BYTES when chunked); past it the answer is 503 with Retry-After
-  and the body is not read.
+  bodies*: marked here for `gate.api.body_limit`, which holds all of them within one budget
+  (`GATE_UNAUTHENTICATED_BODY_BYTES`) and a deadline;
+- a write a browser sends from another site (`Sec-Fetch-Site: cross-site` or `same-site`, or an
+  `Origin` that is not this server's) is refused (403): with no token set, a page elsewhere could
+  otherwise cancel revisions through a visitor's browser (issue 44). GitHub's webhook sends neither
+  header.
 """
 
 from __future__ import annotations
 
 import hmac
 from collections.abc import Mapping
+from urllib.parse import urlsplit
 
 from fastapi import HTTPException, Request, status
-from fastapi.responses import JSONResponse
 
-from gate.api.body_limit import ASGIApp, Receive, Scope, Send, declared_length
+from gate.api.body_limit import UNAUTHENTICATED, ASGIApp, Receive, Refusal, Scope, Send, answer
 from gate.config import Settings
 from gate.domain import routes
 
@@ -29,9 +32,9 @@ WEBHOOK_PATH = routes.GITHUB_WEBHOOK
 OPEN_PATHS = (routes.HEALTHZ,)              # answered without a token whatever the setting
 OPEN_PREFIXES = (routes.STATIC + "/",)      # the dashboards' own CSS and scripts
 SAFE_METHODS = ("GET", "HEAD", "OPTIONS")
-BUSY_RETRY_AFTER_S = 5
 WRITE_REFUSAL = "a bearer token is required for writes (Authorization: Bearer <GATE_API_TOKEN>)"
 READ_REFUSAL = "a bearer token is required for reads here (GATE_READ_TOKEN_REQUIRED)"
+CROSS_SITE_REFUSAL = "a write from a page of another site is refused"
 
 
 def token_matches(headers: Mapping[str, str], token: str) -> bool:
@@ -50,11 +53,10 @@ def require_write_token(request: Request) -> None:
 
 
 class AuthBeforeBody:
-    """ASGI middleware: refusals that need only the headers, and the unauthenticated-body budget."""
+    """ASGI middleware: refusals that need only the headers; unauthenticated bodies marked."""
 
     def __init__(self, app: ASGIApp, settings: Settings):
         self.app, self.settings = app, settings
-        self.in_flight = 0          # bytes of unauthenticated bodies being read now (one event loop)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -62,25 +64,18 @@ class AuthBeforeBody:
             return
         # An ASGI HTTP scope always holds `headers` (the spec requires the key).
         headers = {name.decode("latin-1").lower(): value.decode("latin-1") for name, value in scope["headers"]}
-        refusal = self._refusal(scope["method"], scope["path"], headers)
+        method, path = scope["method"], scope["path"]
+        if method not in SAFE_METHODS and from_another_site(headers):
+            await answer(Refusal(403, CROSS_SITE_REFUSAL), scope, receive, send)
+            return
+        refusal = self._refusal(method, path, headers)
         if refusal is not None:
-            await _answer(401, refusal, scope, receive, send, {"WWW-Authenticate": 'Bearer realm="gate"'})
+            await answer(Refusal(401, refusal, {"WWW-Authenticate": 'Bearer realm="gate"'}), scope, receive, send)
             return
-        if scope["method"] in SAFE_METHODS or not self._unauthenticated(scope["path"], headers):
-            await self.app(scope, receive, send)
-            return
-        size = declared_length(scope)
-        size = self.settings.max_body_bytes if size < 0 else min(size, self.settings.max_body_bytes)
-        if size and self.in_flight + size > self.settings.unauthenticated_body_bytes:
-            await _answer(503, "too many unauthenticated request bodies are being read at once "
-                               "(GATE_UNAUTHENTICATED_BODY_BYTES); retry later", scope, receive, send,
-                          {"Retry-After": str(BUSY_RETRY_AFTER_S)})
-            return
-        self.in_flight += size
-        try:
-            await self.app(scope, receive, send)
-        finally:
-            self.in_flight -= size
+        # A body read before its sender is known: a webhook's (checked by its HMAC after), or any
+        # write's when no token is set.
+        scope[UNAUTHENTICATED] = method not in SAFE_METHODS and (path == WEBHOOK_PATH or not self.settings.api_token)
+        await self.app(scope, receive, send)
 
     def _refusal(self, method: str, path: str, headers: dict[str, str]) -> str | None:
         token = self.settings.api_token
@@ -96,14 +91,12 @@ class AuthBeforeBody:
             return WRITE_REFUSAL
         return None
 
-    def _unauthenticated(self, path: str, headers: dict[str, str]) -> bool:
-        """A body read before its sender is known: a webhook's (checked by its HMAC after), or any
-        write's when no token is set."""
-        return path == WEBHOOK_PATH or not self.settings.api_token
 
-
-async def _answer(code: int, detail: str, scope: Scope, receive: Receive, send: Send,
-                  headers: dict[str, str]) -> None:
-    """Answer without reading the body; the connection closes, so its rest is never read."""
-    response = JSONResponse({"detail": detail}, status_code=code, headers={**headers, "Connection": "close"})
-    await response(scope, receive, send)
+def from_another_site(headers: Mapping[str, str]) -> bool:
+    """A browser's request made by a page of another site: its `Sec-Fetch-Site` says so (Fetch
+    Metadata), or, from a browser without it, its `Origin` names another host than `Host`."""
+    site = headers.get("sec-fetch-site")
+    if site is not None:
+        return site in ("cross-site", "same-site")
+    origin = headers.get("origin")
+    return origin is not None and urlsplit(origin).netloc != headers.get("host")

@@ -14,6 +14,7 @@ from typing import Annotated, Any, Union, get_args, get_origin, get_type_hints
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints, create_model, field_validator
 
 from gate.errors import SourceError
+from gate.manifest.load import MAX_KERNEL_NAME_CHARS
 from gate.read_models.kernel_series import HistoryPoint, KernelSummary, LatestVerdict
 from gate.read_models.revision import (
     ArtifactDetail,
@@ -110,7 +111,7 @@ class RevisionIn(BaseModel):
     branch: str | None = Field(None, max_length=limits.BRANCH_CHARS, pattern=REV_PATTERN)
     base_sha: str | None = Field(None, max_length=limits.BASE_SHA_CHARS, pattern=REV_PATTERN,
                                  description="baseline; default: last accepted revision, else the parent")
-    kernels: list[Annotated[str, Field(pattern=NAME_PATTERN, max_length=limits.JOB_KERNEL_CHARS)]] | None = Field(
+    kernels: list[Annotated[str, Field(pattern=NAME_PATTERN, max_length=MAX_KERNEL_NAME_CHARS)]] | None = Field(
         None, min_length=1, max_length=200, description="only these kernels of gate.toml (default: all)")
     force: bool = Field(False, description=(
         "store a new revision even when an identical submission (same repository, full commit sha, "

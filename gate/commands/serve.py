@@ -2,7 +2,9 @@
 
 The schema is migrated first. Unlike `gate run` and `gate demo`, repositories on the server's disk
 are refused unless GATE_ALLOW_LOCAL_REPOS=1. With GATE_EXECUTOR=celery the server only sends jobs to the broker;
-with --no-executor (local) jobs wait in the database for `gate worker` processes.
+with --no-executor (local) jobs wait in the database for `gate worker` processes. Connections are
+capped and given a header deadline (`gate.api.connections`); a reverse proxy belongs in front
+(docs/deploy.md).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def main(args: argparse.Namespace) -> int:
     import uvicorn
 
+    from gate.api import connections
     from gate.api.app import create_app
     from gate.commands.pch import precompile_in_background
     from gate.commands.startup import start
@@ -32,5 +35,9 @@ def main(args: argparse.Namespace) -> int:
         precompile_in_background(settings)       # this process's executor compiles jobs' bindings on its GPU
     # Answering the network: repositories on this disk only with GATE_ALLOW_LOCAL_REPOS=1.
     app = create_app(settings, embedded_executor=not args.no_executor, local_repos=False)
-    uvicorn.run(app, host=args.host, port=args.port, log_level="info")
+    cap = connections.descriptor_cap(settings.max_connections)
+    config = uvicorn.Config(app, host=args.host, port=args.port, log_level="info", backlog=connections.BACKLOG,
+                            http=connections.guarded_h11(cap))
+    connections.cut_repeats()            # after uvicorn's Config, which sets its loggers up
+    uvicorn.Server(config).run()
     return 0

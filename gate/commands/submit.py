@@ -101,7 +101,9 @@ def main(args: argparse.Namespace) -> int:
         print(f"revision {created['id']}{reused}: {page}  (API: {created['status_url']})")
         if not args.wait:
             return 0 if reply.status_code in (200, 202) else 2
-        revision = follow(client, created["status_url"])
+        # Followed on the server given, never at the `status_url` the answer names: the client sends
+        # the bearer token with every request, and another origin must not get it (issue 44).
+        revision = follow(client, routes.link(routes.REVISION, revision_id=created["id"]))
     if revision.get("error"):
         print(f"error: {revision['error']}")
     elif revision["status"] == "cancelled":

@@ -53,6 +53,9 @@ _PATH_PART = re.compile(r"^[A-Za-z0-9_.+][A-Za-z0-9_.+-]*$")   # one part of a s
 
 MAX_MANIFEST_BYTES = 256 * 1024
 MAX_KERNELS = 32                # one job each
+# A kernel's name names its job's folders (`<sha>-<name>-<tag>`, 255 bytes at most) and fills a
+# 200-character column: 250 characters ended the job `error` (issue 44). The API's limit too.
+MAX_KERNEL_NAME_CHARS = 128
 MAX_SHAPES = 64                 # per kernel
 MAX_CASES = 512                 # shapes x dtypes x archs, per kernel
 MAX_TIMEOUT_S = 3600.0          # the whole job's child
@@ -142,6 +145,8 @@ def _kernel(check: _Checker, table: Any, key: str, root: Path) -> KernelSpec:
     name = check.string(table["name"], f"{key}.name")
     if not _NAME.match(name):
         raise check.fail(f"{key}.name", f"use letters, digits, '_', '.', '-': {name!r}")
+    if len(name) > MAX_KERNEL_NAME_CHARS:
+        raise check.fail(f"{key}.name", f"{len(name)} characters; at most {MAX_KERNEL_NAME_CHARS}")
     sources = _sources(check, table["sources"], f"{key}.sources", root)
     workload = _workload(check, table["workload"], f"{key}.workload", root)
     shapes = _shapes(check, table["shapes"], f"{key}.shapes", workload)

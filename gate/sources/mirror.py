@@ -16,13 +16,16 @@ every `fatal:`/`error:` line of its stderr, not only the last one.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import hashlib
 import os
 import re
 import shutil
+import signal
 import subprocess
 import tarfile
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -102,6 +105,8 @@ def _transfer(args: list[str], target: Path, policy: FetchPolicy, *, cwd: Path |
     except FileNotFoundError as exc:
         raise SourceError("git is not installed") from exc
     stderr = Tail(proc.stderr)       # a remote may send `remote:` lines without end
+    with _lock:
+        _fetching.add(proc)
     deadline, why = time.monotonic() + policy.timeout_s, ""
     while proc.poll() is None:
         if time.monotonic() > deadline:
@@ -115,12 +120,40 @@ def _transfer(args: list[str], target: Path, policy: FetchPolicy, *, cwd: Path |
         time.sleep(0.5)
     text = stderr.text()
     proc.stderr.close()
+    with _lock:
+        _fetching.discard(proc)
+        if proc.pid in _ended:
+            _ended.discard(proc.pid)
+            raise FetchStopped(f"git {args[0]} ended: the server is stopping")
     if not why and proc.returncode == 0 and _dir_bytes(target) > policy.max_bytes:
         why = f"exceeded {policy.max_bytes} bytes"      # a local clone can finish between two checks
     if why:
         raise SourceError(f"git {args[0]} {why}")
     if proc.returncode != 0:
         raise SourceError(f"git {args[0]} failed (exit {proc.returncode}): {git_cause(text) or 'no message'}")
+
+
+class FetchStopped(SystemExit):
+    """The server is stopping and `end_fetches` ended this clone or fetch: no fault of the repository,
+    so nothing is recorded (a revision stays queued, a running job is re-queued at the next start).
+    A SystemExit, so that no `except Exception` turns it into an error and a thread it ends ends quietly."""
+
+
+_lock = threading.Lock()
+_fetching: set[subprocess.Popen] = set()      # clones and fetches running now
+_ended: set[int] = set()                      # the pids `end_fetches` killed
+
+
+def end_fetches() -> None:
+    """End every clone and fetch still running, each with its process group (a server's clean stop):
+    the planner's threads are daemons, and their git children outlived the server (issue 44: a
+    `git clone` of a silent remote lived on 457 s after a SIGTERM)."""
+    with _lock:
+        ending = list(_fetching)
+        _ended.update(proc.pid for proc in ending)
+    for proc in ending:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
 
 
 def check_rev(rev: str) -> str:
@@ -157,6 +190,10 @@ class Mirror:
     def path(self, repo: str) -> Path:
         return self.root / f"{self._key(repo)}.git"
 
+    def holds(self, repo: str) -> bool:
+        """Whether this repository was mirrored here before (the planner serves such ones first)."""
+        return (self.path(repo) / "HEAD").exists()
+
     @contextmanager
     def _locked(self, repo: str) -> Iterator[Path]:
         """One writer per mirror: concurrent jobs of one repository wait for each other's fetch."""
@@ -178,7 +215,7 @@ class Mirror:
             if not (mirror / "HEAD").exists():
                 try:
                     _transfer(["clone", "--mirror", "--quiet", "--", url, str(mirror)], mirror, self.policy)
-                except SourceError:
+                except (SourceError, FetchStopped):
                     shutil.rmtree(mirror, ignore_errors=True)     # no half-cloned mirror stays
                     raise
             else:

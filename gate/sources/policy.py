@@ -19,7 +19,11 @@ A repository URL reaches git only after `FetchPolicy.check` accepted it:
 before it is stored. A malformed URL is refused by name, never raised as a ValueError.
 
 git itself is told the same (`git_config`): only the allowed protocols (never `ext::`, which runs a
-command), no credential prompts, and an HTTP transfer slower than 1 KB/s for 30 s is abandoned.
+command), no credential prompts, an HTTP transfer slower than 1 KB/s for 30 s is abandoned (curl
+counts from the request on, so a server that accepts and never answers is left after 30 s), and ssh
+must connect and shake hands within 15 s. git has no connect timeout for https: a server that
+accepts and stalls the TLS handshake holds its fetch until `timeout_s`, so the planner caps the
+fetches of one host at once (gate/services/planner.py).
 `max_bytes` and `timeout_s` bound one clone or fetch (the mirror enforces them while git runs).
 """
 
@@ -39,6 +43,9 @@ from gate.errors import SourceError
 _SCHEME = re.compile(r"^([a-z][a-z0-9+.-]*)://", re.IGNORECASE)
 _HELPER = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*::")
 GiB = 1 << 30
+# ssh's own limits (ssh_config(5)): the connection and its handshake within 15 s, and a server that
+# stops answering mid-transfer dropped after 2 x 15 s; never a prompt. GIT_SSH_COMMAND, where set, wins.
+SSH = "ssh -o ConnectTimeout=15 -o ServerAliveInterval=15 -o ServerAliveCountMax=2 -o BatchMode=yes"
 
 
 class FetchRefused(SourceError):
@@ -125,7 +132,7 @@ class FetchPolicy:
         for scheme in self.schemes:
             if scheme in protocols:
                 args += ["-c", f"protocol.{protocols[scheme]}.allow=always"]
-        return args + ["-c", "http.lowSpeedLimit=1000", "-c", "http.lowSpeedTime=30",
+        return args + ["-c", "http.lowSpeedLimit=1000", "-c", "http.lowSpeedTime=30", "-c", f"core.sshCommand={SSH}",
                        "-c", "credential.interactive=false", "-c", "core.askPass="]
 
 
@@ -175,9 +182,13 @@ def _not_a_private_literal(host: str) -> None:
 
 
 def _refuse_private(host: str, address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> None:
-    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped:
-        address = address.ipv4_mapped
-    if not address.is_global:
+    """Only global unicast: Python's `is_global` alone let multicast (224.0.0.0/4, ff00::/8) and
+    IPv4-compatible IPv6 (`::127.0.0.1`, inside the reserved ::/8, as is NAT64's 64:ff9b::/96) through.
+    An IPv4 address inside IPv6 (mapped `::ffff:a.b.c.d`, 6to4 `2002:...`) is judged as that address."""
+    if isinstance(address, ipaddress.IPv6Address):
+        address = address.ipv4_mapped or address.sixtofour or address
+    site_local = isinstance(address, ipaddress.IPv6Address) and address.is_site_local
+    if not address.is_global or address.is_multicast or address.is_reserved or site_local:
         raise FetchRefused(f"{host!r} is not a public address; set GATE_ALLOW_PRIVATE_HOSTS=1 to "
                            "fetch from this network")
 

@@ -12,6 +12,8 @@ from gate.storage.db import Queries
 from gate.storage.limits import storable_id
 from gate.storage.models import Artifact
 
+NAME_MAX_BYTES = 255        # a file name, on every Linux file system
+
 
 def job_artifact_dir(data_dir: Path, job_id: int) -> Path:
     return Path(data_dir) / "artifacts" / str(job_id)
@@ -25,13 +27,23 @@ def keep(data_dir: Path, job_id: int, kind: str, source: Path) -> Artifact:
     folder = job_artifact_dir(data_dir, job_id)
     folder.mkdir(parents=True, exist_ok=True)
     source = Path(os.path.abspath(source))
-    target = source if source.parent == folder else folder / source.name
+    target = source if source.parent == folder else _unused(folder, source.name, kind)
     if target != source:
-        if target.exists():   # two artifacts with one file name: keep both
-            target = folder / f"{kind}-{source.name}"
         copy_returned(source.parent, source.name, target, Budget())
     return Artifact(job_id=job_id, kind=kind, path=target.relative_to(data_dir).as_posix(),
                     size_bytes=target.stat().st_size)
+
+
+def _unused(folder: Path, name: str, kind: str) -> Path:
+    """`name` in `folder`, else `<kind>-<n>-<name>` for the first `n` free, within the 255 bytes a file
+    name may have (issue 44: `a/ptxas.log` and `b/ptxas.log`, or a 249-character name with its prefix,
+    ended the job `error`, FileExistsError or ENAMETOOLONG, and left copies without rows)."""
+    n, candidate = 1, folder / name
+    while candidate.exists():
+        n += 1
+        prefix = f"{kind}-{n}-".encode()
+        candidate = folder / (prefix + name.encode()[len(prefix) - NAME_MAX_BYTES:]).decode(errors="ignore")
+    return candidate
 
 
 def write_text(data_dir: Path, job_id: int, kind: str, name: str, text: str) -> Artifact:

@@ -67,3 +67,30 @@ def hostile_gate_job(order, context):  # noqa: ANN001, ANN201
 
     child.child_command = command(json.loads(os.environ[TARGETS_ENV]))
     return gate_job(order, context)
+
+
+# Issue 44: names the artifact store once could not keep side by side (`FileExistsError`, `File name
+# too long`: the job ended `error`, its copies left without rows).
+LONG = "n" * 241 + ".ncu-rep"           # 249 characters, one folder each: the store's prefix made it 260
+CROWDED = {"a/ptxas.log": "a", "b/ptxas.log": "b", "c/ptxas.log": "c", "sub/result.json": "{}",
+           f"d1/{LONG}": "d1", f"d2/{LONG}": "d2"}
+_CROWDED_SCRIPT = '''
+import json, sys
+from pathlib import Path
+request = json.loads(Path(sys.argv[1]).read_text())
+folder = Path(sys.argv[2]).parent
+for name, text in json.loads({files!r}).items():
+    (folder / name).parent.mkdir(parents=True, exist_ok=True)
+    (folder / name).write_text(text)
+result = {{"kernel": request["kernel"]["name"], "candidate": {{"sha": request["candidate"]["sha"]}}}}
+Path(sys.argv[2]).write_text(json.dumps(result))
+'''
+
+
+def crowded_gate_job(order, context):  # noqa: ANN001, ANN201
+    from gate.executors.job import gate_job
+
+    script = _CROWDED_SCRIPT.format(files=json.dumps(CROWDED))
+    child.child_command = lambda request_path, result_path, **_: [sys.executable, "-c", script, str(request_path),
+                                                                  str(result_path)]
+    return gate_job(order, context)

@@ -8,15 +8,18 @@ import threading
 
 
 class SilentRemote:
-    def __init__(self) -> None:
-        self.listener = socket.create_server(("127.0.0.1", 0), backlog=256)
+    """On `host`, any loopback address (Linux routes all of 127.0.0.0/8 to the loopback)."""
+
+    def __init__(self, host: str = "127.0.0.1") -> None:
+        self.host = host
+        self.listener = socket.create_server((host, 0), backlog=256)
         self.port = self.listener.getsockname()[1]
         self.held: list[socket.socket] = []
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._accept, daemon=True)
 
     def url(self, name: str) -> str:
-        return f"http://127.0.0.1:{self.port}/{name}.git"
+        return f"http://{self.host}:{self.port}/{name}.git"
 
     def __enter__(self) -> SilentRemote:
         self._thread.start()

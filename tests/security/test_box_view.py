@@ -129,3 +129,21 @@ def test_the_nsight_compute_that_the_ncu_launcher_runs_is_bound_with_it(tmp_path
     monkeypatch.setattr(tools, "NSIGHT_COMPUTE_HOMES", (nsight, tmp_path / "absent"))
     paths = box_view.toolchain_paths({**box.environment(), "PATH": f"{toolkit / 'bin'}:/usr/bin:/bin"})
     assert toolkit in paths and nsight in paths and tmp_path / "absent" not in paths
+
+
+@needs_bwrap
+def test_the_servers_own_files_are_hidden_from_a_compile_box_whatever_binds_above_them(tmp_path, monkeypatch):
+    """Issue 44: the data folder and the database under a folder the box binds (here the compile's
+    working directory; in the issue a PYTHONPATH entry) were read by a submitted `#include`."""
+    work = tmp_path / "work"
+    data, database = work / "data", work / "gate.db"
+    (data / "jobs").mkdir(parents=True)
+    (data / "jobs" / "log.txt").write_text("another job's log\n")
+    database.write_text("SQLite format 3\n")
+    monkeypatch.setattr(box, "PRIVATE", set())
+    box.keep_private([data, database])
+    script = ("import os, sys\nprint(sorted(os.listdir(sys.argv[1])), repr(open(sys.argv[2]).read()))\n")
+    argv = [sys.executable, "-c", script, str(data), str(database)]
+    out = box.run(box.for_compile(argv, work), argv, cwd=work, timeout_s=60, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[] ''"          # the folder is there and empty, the file empty

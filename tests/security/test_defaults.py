@@ -1,7 +1,8 @@
 """Server defaults safe for the internet (issue 24): with the default settings any client could
 gate any repository on the server's disk, the gate's own mirrors of private repositories included;
 a remote URL refused by policy was answered 202 and refused later; `gate run` let git ssh to a
-bracketed private address."""
+bracketed private address. Issue 44: `::127.0.0.1`, multicast and other non-global addresses passed
+the public-address check."""
 
 from __future__ import annotations
 
@@ -20,6 +21,18 @@ REFUSED_REMOTES = [
     ("git@[127.0.0.1:22]:acme/k", "not a public address"),
     ("ssh://[127.0.0.1]:22/x", "malformed repository URL"),
     ("ext::sh -c touch% /tmp/pwned", "refusing repository"),
+    # Issue 44: Python's `is_global` let these through.
+    ("https://[::127.0.0.1]/acme/k.git", "not a public address"),        # IPv4-compatible IPv6
+    ("https://[::ffff:127.0.0.1]/acme/k.git", "not a public address"),   # IPv4-mapped
+    ("https://[64:ff9b::a00:1]/acme/k.git", "not a public address"),     # NAT64 of 10.0.0.1
+    ("https://[2002:7f00:1::1]/acme/k.git", "not a public address"),     # 6to4 of 127.0.0.1
+    ("https://224.0.0.1/acme/k.git", "not a public address"),            # multicast
+    ("https://239.255.255.250/acme/k.git", "not a public address"),
+    ("https://[ff02::1]/acme/k.git", "not a public address"),
+    ("https://[fec0::1]/acme/k.git", "not a public address"),            # site-local
+    ("https://0.0.0.0/acme/k.git", "not a public address"),
+    ("https://100.64.0.1/acme/k.git", "not a public address"),           # shared (carrier NAT)
+    ("https://240.0.0.1/acme/k.git", "not a public address"),            # reserved
 ]
 
 

@@ -35,7 +35,7 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ValidationError
 from starlette.concurrency import run_in_threadpool
 
-from gate.api.context import GateContext
+from gate.api.context import GateContext, PlannerFull
 from gate.api.deps import GateDep
 from gate.api.github_events import (
     HANDLED_EVENTS,
@@ -57,7 +57,6 @@ from gate.notify import github_status
 from gate.notify.app_auth import github_headers
 from gate.notify.outbound import verify
 from gate.services.merge_base import find_merge_base
-from gate.services.planner import RETRY_AFTER_S
 from gate.services.submissions import PLANNER_FULL, canonical_repo, fail_unplanned, submit_revision
 from gate.sources.policy import FetchRefused
 from gate.storage.limits import DELIVERY_ID_CHARS
@@ -151,13 +150,14 @@ async def _queue(gate: GateContext, wanted: GateRequest, delivery: str, event: s
         gate.policy.check_static(wanted.clone_url)
     except FetchRefused as exc:
         raise _refuse(422, f"repository.clone_url: {exc}", delivery) from exc
-    if not gate.planner.has_room():
+    fetch = await run_in_threadpool(gate.fetch_of, wanted.clone_url)
+    if not gate.planner.has_room(fetch):
         raise _busy(delivery)
     revision_id, fresh = await run_in_threadpool(_record, gate, wanted, delivery, event)
     if not fresh:
         detail = f"delivery {delivery} was received before, or this commit and event were judged"
         return JSONResponse(WebhookOut(status="duplicate", detail=detail, revision_id=revision_id).model_dump())
-    if gate.plan_later(revision_id, before=lambda: _merge_base(gate, revision_id, wanted)) is None:
+    if gate.plan_later(revision_id, fetch, before=lambda: _merge_base(gate, revision_id, wanted)) is None:
         await run_in_threadpool(fail_unplanned, gate.store, revision_id, PLANNER_FULL)
         raise _busy(delivery)
     detail = f"{wanted.full_name}@{wanted.sha[:12]} queued"
@@ -199,7 +199,7 @@ def _awaiting_approval_status(gate: GateContext, waiting: AwaitingApproval, appr
 
 def _busy(delivery: str | None) -> HTTPException:
     log.warning("github webhook %s refused (503): %s", delivery or "-", PLANNER_FULL)
-    return HTTPException(status_code=503, detail=PLANNER_FULL, headers={"Retry-After": str(RETRY_AFTER_S)})
+    return PlannerFull()
 
 
 def _record(gate: GateContext, wanted: GateRequest, delivery_id: str, event: str) -> tuple[int | None, bool]:

@@ -8,7 +8,7 @@ from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
 
-from gate.api.context import GateContext
+from gate.api.context import GateContext, PlannerFull
 from gate.api.deps import GateDep, UnitDep, WriteAuth
 from gate.api.schemas import (
     ArtifactOut,
@@ -24,7 +24,6 @@ from gate.api.schemas import (
 from gate.domain import routes
 from gate.domain.codec import to_json
 from gate.services.cancellation import cancel
-from gate.services.planner import RETRY_AFTER_S
 from gate.services.submissions import PLANNER_FULL, Submission, fail_unplanned, is_local_repo, submit
 from gate.sources.policy import FetchRefused
 from gate.read_models.revision import RevisionDetail
@@ -60,18 +59,19 @@ async def create_revision(body: RevisionIn, request: Request, gate: GateDep) -> 
         gate.policy.check_static(body.repo)     # refused now, not answered 202 and refused later
     except FetchRefused as exc:
         return _refused("repo", str(exc))
-    if not gate.planner.has_room():
-        raise _busy()
+    fetch = await run_in_threadpool(gate.fetch_of, body.repo)
+    if not gate.planner.has_room(fetch):
+        raise PlannerFull()
     submitted = await run_in_threadpool(_submit, gate, body)
     revision_id = submitted.revision_id
     out = RevisionCreatedOut(id=revision_id, reused=submitted.reused,
                              status_url=str(request.url_for("read_revision", revision_id=revision_id)))
     if submitted.reused:
         return JSONResponse(out.model_dump(), status_code=200)
-    planning = gate.plan_later(revision_id)
+    planning = gate.plan_later(revision_id, fetch)
     if planning is None:
         await run_in_threadpool(fail_unplanned, gate.store, revision_id, PLANNER_FULL)
-        raise _busy()
+        raise PlannerFull()
     if not is_local_repo(body.repo):
         return out                          # fetching a remote may be slow: planned after the reply
     try:
@@ -95,10 +95,6 @@ def _submit(gate: GateContext, body: RevisionIn) -> Submission:
 def _refused(field: str, message: str, created: RevisionCreatedOut | None = None) -> JSONResponse:
     detail = [{"loc": ["body", field], "msg": message, "type": "gate_plan_error"}]
     return JSONResponse({"detail": detail, **(created.model_dump() if created else {})}, status_code=422)
-
-
-def _busy() -> HTTPException:
-    return HTTPException(status_code=503, detail=PLANNER_FULL, headers={"Retry-After": str(RETRY_AFTER_S)})
 
 
 CANCEL_DESCRIPTION = """Cancel a revision: its queued jobs never start, its running jobs are stopped
