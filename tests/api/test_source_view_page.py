@@ -6,13 +6,13 @@ from __future__ import annotations
 import re
 import time
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
 
 import pytest
 from service_fakes import FakeOutcome, job_result
 
 from gate.domain import Gates, KernelMetrics, ProfileResult, SideResults, StageStatus
+from gate.domain.job import JobOrder
+from gate.executors.job import JobContext
 from gate.verdict.decide import decide
 from tests.verdict.test_lines import baseline, conflicting_candidate
 
@@ -21,13 +21,13 @@ GATES = Gates(max_bank_conflict_pct=10)
 
 @dataclass
 class ConflictingLine:
-    def __call__(self, *, repo: str, sha: str, base_sha: str | None, kernel: str, data_dir: Path, **_: Any):
-        result = job_result(kernel, sha, base_sha)
+    def __call__(self, order: JobOrder, _context: JobContext) -> FakeOutcome:
+        result = job_result(order.kernel, order.sha, order.base_sha)
         shape = result.bench.shapes[0].shape
         result.candidate.profile = ProfileResult(StageStatus.PASSED, kernels=[KernelMetrics(
             kernel="flashcore_mma_fwd_kernel", shape=shape, ld_bank_conflict_pct=60.0)],
             source=[conflicting_candidate()])
-        result.baseline = result.baseline or SideResults(base_sha or "a" * 40)
+        result.baseline = result.baseline or SideResults(order.base_sha or "a" * 40)
         result.baseline.profile = ProfileResult(StageStatus.PASSED, source=[baseline()])
         return FakeOutcome(result, decide(result, GATES))
 
