@@ -4,7 +4,8 @@ include paths and defines, same object cache: `objects.py`), read the resource f
 function. No GPU needed; torch is needed for sources that include its headers.
 
 A compile error is the kernel's fault (`FAILED` with the log); a missing nvcc is the gate's
-(`ToolMissingError`), so is a compile stopped by the gate's memory limit (`ERROR`, naming the limit),
+(`ToolMissingError`), so is a compile the machine stopped (`ERROR`, naming the resource:
+`compiler.ToolRun.fault`),
 and so is a missing torch (the stage is `NOT_RUN`, see `run_static`). ptxas lines are read with
 independent regexes because their fields vary by CUDA version (12.x prints no "used N barriers";
 sm_90a omits cmem) — see NCU-FACTS.md §4. nvcc and the disassembler run through `gate.nvidia`
@@ -203,7 +204,8 @@ def _compile_all(setting: _Setting, torch_needed: dict[str, bool], facts: Path |
             i = futures[future]
             got = done.reads[i] = future.result()
             if on_compiled is not None and not got.compiled.hit:
-                outcome = "compiled" if got.compiled.ok else "compile error"
+                outcome = ("compiled" if got.compiled.ok else "not compiled (the machine's fault)"
+                           if got.compiled.limit else "compile error")
                 on_compiled(f"{done.jobs[i].source} for {done.jobs[i].arch}: {outcome} in {got.seconds:.0f} s "
                             f"({len(done.reads)} of {len(done.jobs)})")
     return done
