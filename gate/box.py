@@ -88,7 +88,7 @@ class Limits:
 # A compile: cc1plus with torch's headers peaks near 1.5 GiB, but nvcc's cicc on a CuTe flash
 # attention (32 template instances in one .cu) peaked at 9.0 GB, so the default is 16 GiB per process
 # (GATE_COMPILE_MEMORY_GIB sets it); `#include "/dev/zero"` still stops at the limit, which the
-# static stage then reports as the gate's limit (nvidia.compiler.ToolRun.out_of_memory), never cached.
+# static stage then reports as the gate's limit (nvidia.compiler.ToolRun.fault), never cached.
 COMPILE_MEMORY_GIB = int(os.environ.get("GATE_COMPILE_MEMORY_GIB", "16"))
 COMPILE_LIMITS = Limits(memory_bytes=COMPILE_MEMORY_GIB * GiB, cpu_s=900, file_bytes=1 * GiB, processes=256,
                         box_memory_bytes=(COMPILE_MEMORY_GIB + 2) * GiB, tmp_bytes=1 * GiB, disk_bytes=1 * GiB)

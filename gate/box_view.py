@@ -178,8 +178,7 @@ def view(*, readable: tuple[Path, ...], writable: tuple[Path, ...], hidden: tupl
                      "job-inputs", never)
     mounts += _binds(list(writable), "--bind", "job-output", never)
     if gpu:
-        nodes = devices.device_nodes(None if gpu is True else gpu)
-        mounts += [Mount("--dev-bind", node, node, "gpu") for node in nodes]
+        mounts += _binds(devices.device_nodes(None if gpu is True else gpu), "--dev-bind", "gpu", never)
     return _tidy(mounts)
 
 
