@@ -1,12 +1,11 @@
 """The GPU child of a job: `run_child` writes its request, starts it in its box (or tells a spare to
 go), follows it, and turns how it ended into the job's `JobResult` or the gate's error.
 
-`launch` is the one place a child's box and environment are made: a slot's child sees only its GPU
-(CUDA_VISIBLE_DEVICES is its UUID, and the box binds only its device node and the shared ones) and
-runs on the CPU cores near it, where the host says which; its result notes which GPU and cores it
-had and how busy the other GPUs were when it started and ended. A job's child and a spare (`gate.executors.spare`) are the same
-`ChildProcess`: `supervise` streams its events to the caller and kills its process group on cancel
-(`JobCancelled`), on the timeout, or past the box's disk cap.
+`launch` is the one place a child's box and environment are made: a slot's child sees its GPU alone
+(its UUID in CUDA_VISIBLE_DEVICES, its node in the box) and runs on the cores near it, and its result
+notes them and how busy the other GPUs were (`slot_note`). A job's child and a spare
+(`gate.executors.spare`) are the same `ChildProcess`: `supervise` streams its events to the caller
+and kills its process group on cancel (`JobCancelled`), on the timeout, or past the box's disk cap.
 
 Nothing the child writes is believed: its result JSON is read through `gate.returned_files` (regular
 files under its folder, no link followed). A child that dies inside a stage (signal, CUDA fault,
@@ -99,25 +98,16 @@ def launch(folder: Path, options: RunOptions, checkouts: tuple[Path, ...], hidde
 
 def slot_note(gpu: devices.Gpu, cpus: tuple[int, ...], before: dict[str, int], after: dict[str, int]) -> str:
     """The job's evidence of its slot: the GPU and cores its child had, and the other GPUs' load
-    (`devices.utilisation`) when the child started and when it ended."""
-    cores = "any core (the host names none near it)" if not cpus else f"cores {_ranges(cpus)} (near it)"
+    (`devices.utilisation`, by UUID) when the child started and when it ended."""
+    cores = "any core (the host names none near it)"
+    if cpus:
+        listed = f"{cpus[0]}-{cpus[-1]}" if cpus[-1] - cpus[0] + 1 == len(cpus) else ",".join(map(str, cpus))
+        cores = f"cores {listed} (near it)"
     others = [uuid for uuid in dict.fromkeys([*before, *after]) if uuid != gpu.uuid]
-    loads = [f"{uuid[:12]} {before.get(uuid, '?')} -> {after.get(uuid, '?')} %" for uuid in others]
+    loads = ", ".join(f"{uuid[:12]} {before.get(uuid, '?')} -> {after.get(uuid, '?')} %" for uuid in others)
     busy = any(max(before.get(u, 0), after.get(u, 0)) >= BUSY_WHILE_IDLE_PCT for u in others)
-    neighbours = ("none" if not others else f"{'busy' if busy else 'idle'} ({', '.join(loads)} from the child's "
-                  "start to its end)")
+    neighbours = f"{'busy' if busy else 'idle'} ({loads} from the child's start to its end)" if others else "none"
     return f"slot: {gpu}; its child ran on {cores}; the other GPUs: {neighbours}"
-
-
-def _ranges(cpus: tuple[int, ...]) -> str:
-    """(0, 1, 2, 5) -> "0-2,5"."""
-    runs: list[list[int]] = []
-    for cpu in sorted(cpus):
-        if runs and cpu == runs[-1][1] + 1:
-            runs[-1][1] = cpu
-        else:
-            runs.append([cpu, cpu])
-    return ",".join(f"{a}-{b}" if a != b else f"{a}" for a, b in runs)
 
 
 def run_child(request: JobRequest, timeout_s: float, on_event: Callable[[ProgressEvent], None] | None = None,

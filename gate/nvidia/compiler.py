@@ -60,7 +60,7 @@ class ToolRun:
             return (f"the compiler ran out of the memory the gate allows one compile ({box.COMPILE_MEMORY_GIB} GiB "
                     "per process; GATE_COMPILE_MEMORY_GIB raises it): the gate's limit, not a fault of the source")
         said = next((line.strip() for line in self.output.splitlines() if _FAULT_WORDS.search(line)), "")
-        what = {"processes": "could not start a process (the box's process limit)",
+        what = {"processes": "could not start a process (fork refused: the box's or the host's process limit)",
                 "start": "could not be started", "disk space": "ran out of disk space",
                 "a signal": "was killed by a signal"}[self.fault]
         return f"the compiler {what}, twice: {said[:200] or 'no words'}; the machine's fault, not the source's"
