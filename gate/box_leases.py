@@ -20,6 +20,8 @@ from pathlib import Path
 
 LEASE_DIR = Path("/tmp/gate-leases")
 POLL_S = 0.05
+# A place's file is opened neither through a link nor waiting on a FIFO: anyone may write in /tmp.
+_NOT_A_TRAP = os.O_NOFOLLOW | os.O_NONBLOCK
 
 
 class Lease:
@@ -46,7 +48,7 @@ def folder(kind: str, count: int) -> Path:
         try:
             for number in range(count):
                 with contextlib.suppress(OSError):
-                    os.close(os.open(str(number), os.O_RDONLY | os.O_CREAT | os.O_NOFOLLOW, 0o644, dir_fd=fd))
+                    os.close(os.open(str(number), os.O_RDONLY | os.O_CREAT | _NOT_A_TRAP, 0o644, dir_fd=fd))
         finally:
             os.close(fd)
     return LEASE_DIR / kind
@@ -75,7 +77,7 @@ def take(kind: str, count: int, wait_s: float) -> Lease | None:
         for step in range(count):
             number = (start + step) % count
             try:
-                fd = os.open(where / str(number), os.O_RDONLY | os.O_NOFOLLOW)
+                fd = os.open(where / str(number), os.O_RDONLY | _NOT_A_TRAP)
             except OSError:
                 continue
             try:
