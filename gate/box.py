@@ -27,8 +27,9 @@ What the box gives a command (`command()` builds the argument list, `popen()`/`r
   mounts of a fixed size (`Limits.tmp_bytes`: a 500-byte preprocessor bomb once wrote gigabytes of
   preprocessed source to /tmp), and for the caller to enforce, a cap on its output folder
   (`Limits.disk_bytes`, see `gate.executors.child`);
-- a clean environment: only `PATH`, locale, `PYTHONPATH` and the CUDA/NVIDIA/torch variables pass;
-  no `GATE_*` secret (database URL, GitHub tokens) reaches submitted code.
+- a clean environment: only `PATH`, locale, `PYTHONPATH`, the CUDA/NVIDIA/torch variables and
+  `GATE_COMPILE_MEMORY_GIB` pass; no `GATE_*` secret (database URL, GitHub tokens) reaches
+  submitted code.
 
 Why bubblewrap: it is small (one ~50 KB binary, a Debian/Ubuntu package, also carried as a `.deb`
 and unpacked where nothing can be installed), well kept (Flatpak's sandbox), and does the mount
@@ -65,8 +66,10 @@ from gate.nvidia.devices import Gpu
 GiB = 1 << 30
 BOX_ENV = "GATE_IN_BOX"
 _SYSTEM_DIRS = {Path("/"), Path("/dev"), Path("/proc"), Path("/sys"), Path("/etc"), Path("/usr")}
+# GATE_COMPILE_MEMORY_GIB, no secret: the GPU child's compiles are limited by it, and count the
+# host's compile places with it (`nvidia.compiler.compile_slots`) as the parent does.
 _ENV_NAMES = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "PYTHONPATH", "PYTHONUNBUFFERED", "PYTHONHASHSEED",
-              "LD_LIBRARY_PATH")
+              "LD_LIBRARY_PATH", "GATE_COMPILE_MEMORY_GIB")
 _ENV_PREFIXES = ("CUDA_", "NVIDIA_", "NCCL_", "NVSHMEM_", "TORCH_", "OMP_")
 
 
