@@ -278,7 +278,8 @@ def table(results: dict) -> None:
         for j in r["jobs"]:
             wall = f"{j['wall_s']:.1f}" if j["wall_s"] is not None else "-"
             print(f"  {j['label']:<9} {j['gpu'] if j['gpu'] is not None else '-':>3} {(j['worker'] or '-')[-28:]:<28} "
-                  f"{j['verdict']:<8} {j['rule'] or '-':<28} {wall:>7} {j['verdicts']:>8} {'yes' if j['as_expected'] else 'NO'}")
+                  f"{j['verdict']:<8} {j['rule'] or '-':<28} {wall:>7} {j['verdicts']:>8} "
+                  f"{'yes' if j['as_expected'] else 'NO'}")
     if "all" in results and "one" in results:
         ratio = results["all"]["batch_s"] / results["one"]["batch_s"]
         print(f"batch on {len(results['all']['gpus'])} GPUs / on one: {ratio:.2f}")
@@ -288,8 +289,8 @@ def table(results: dict) -> None:
         for key in ("aa_large", "aa_small", "det3_large", "det3_small"):
             if key in a:
                 v = a[key]
-                bias = (f"  bias mean {v['bias']['mean_shift_pct']:+.3f} % median {v['bias']['median_shift_pct']:+.3f} %"
-                        if "bias" in v else "")
+                b = v.get("bias")
+                bias = f"  bias mean {b['mean_shift_pct']:+.3f} % median {b['median_shift_pct']:+.3f} %" if b else ""
                 print(f"  {key:<11} regressions at +1 %: {v['regressions_1pct']:>2}/{a['trials']}  "
                       f"median {v['median_us']:.2f} us  ratio {v['median_ratio']:.4f}{bias}")
 

@@ -156,7 +156,8 @@ def build_extension(kernel: KernelSpec, src_dir: Path, cache_dir: Path, out_dir:
                              timeout_s=kernel.timeout_s)
     log += f"\n== link\n{link.output}".rstrip()
     if not link.ok:
-        status, reason = (StageStatus.ERROR, f"link: {link.limit}") if link.fault else (StageStatus.FAILED, "link error")
+        status, reason = (StageStatus.ERROR, f"link: {link.limit}") if link.fault else (StageStatus.FAILED,
+                                                                                       "link error")
         return BuildResult(status, reason, time.perf_counter() - start, hits, misses, "", log)
     arch_note = ",".join(archs)
     return BuildResult(StageStatus.PASSED, f"built for {arch_note}: {hits} cached, {misses} compiled",

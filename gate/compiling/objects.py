@@ -31,7 +31,7 @@ class CompiledObject:
     hit: bool                     # taken from the cache, not compiled now
     obj: Path | None
     log: str                      # compiler output: ptxas -v lines for a .cu
-    limit: str = ""               # the machine's limit that stopped it (`compiler.ToolRun.limit`): not the source's fault
+    limit: str = ""               # the machine's limit that stopped it (`compiler.ToolRun.limit`), not the source
     pch: str = ""                 # a precompiled torch header offered to this compile, or why not (`torch_pch`)
 
 

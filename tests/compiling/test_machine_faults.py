@@ -112,7 +112,8 @@ def test_a_link_the_machine_stopped_is_the_builds_error_not_a_link_error(tmp_pat
     monkeypatch.setattr(build, "compile_jobs", lambda *a: [])
     said = "c++: fatal error: cannot execute 'collect2': vfork: Resource temporarily unavailable"
     monkeypatch.setattr(build.compiler, "run_tool", lambda *a, **kw: compiler.ToolRun(False, said, fault="processes"))
-    res = build.build_extension(KernelSpec(name="k", sources=[], module="k"), tmp_path, tmp_path / "cache", tmp_path / "o")
+    res = build.build_extension(KernelSpec(name="k", sources=[], module="k"), tmp_path, tmp_path / "cache",
+                                tmp_path / "o")
     assert res.status is StageStatus.ERROR and res.reason.startswith("link: the compiler could not start a process")
     assert "Resource temporarily unavailable" in res.reason
 

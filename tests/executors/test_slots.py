@@ -117,7 +117,8 @@ def test_a_worker_for_a_gpu_takes_only_that_gpu(tmp_path, monkeypatch, session_f
     two_gpu_host(tmp_path, monkeypatch)
     from gate.nvidia.devices import slot_gpus
 
-    env = JobEnvironment(store=Store(session_factory.kw["bind"]), gate_job=None, data_dir=tmp_path, options=RunOptions())
+    env = JobEnvironment(store=Store(session_factory.kw["bind"]), gate_job=None, data_dir=tmp_path,
+                         options=RunOptions())
     (slot,) = LocalExecutor(env, gpus=slot_gpus([GPUS[1][1]]))._slots()
     assert (slot.gpu.index, slot.kinds) == (1, ["any", "NVIDIA H200"]) and slot.worker.endswith(":gpu1")
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")

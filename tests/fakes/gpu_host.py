@@ -58,7 +58,7 @@ def two_gpu_host(tmp_path: Path, monkeypatch) -> GpuHost:  # noqa: ANN001 (pytes
     near core 0, GPU 1 near the rest, where the machine has more than one)."""
     from gate.nvidia import devices
 
-    bin_dir, dev, proc, sys_pci = tmp_path / "host-bin", tmp_path / "host-dev", tmp_path / "host-proc", tmp_path / "host-sys"
+    bin_dir, dev, proc, sys_pci = (tmp_path / f"host-{name}" for name in ("bin", "dev", "proc", "sys"))
     write_nvidia_smi(bin_dir)
     dev.mkdir()
     for _, uuid, bus, _, _, minor in GPUS:

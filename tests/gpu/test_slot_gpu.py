@@ -26,8 +26,10 @@ PROBE = textwrap.dedent("""
     x = torch.randn(1024, 1024, device="cuda")
     seen = {"count": torch.cuda.device_count(), "sum_finite": bool((x @ x).sum().isfinite()),
             "nvml_uuid": uuid if isinstance(uuid, str) else uuid.decode(),
-            "driver": fingerprint.collect("ncu").driver, "nodes": sorted(n for n in os.listdir("/dev") if "nvidia" in n)}
-    json.dump({"kernel": "k", "candidate": {"sha": "c"}, "notes": ["probe " + json.dumps(seen)]}, open("result.json", "w"))
+            "driver": fingerprint.collect("ncu").driver,
+            "nodes": sorted(n for n in os.listdir("/dev") if "nvidia" in n)}
+    json.dump({"kernel": "k", "candidate": {"sha": "c"}, "notes": ["probe " + json.dumps(seen)]},
+              open("result.json", "w"))
 """)
 
 

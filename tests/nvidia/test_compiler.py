@@ -62,7 +62,8 @@ def test_a_run_killed_twice_names_the_signal_and_the_retry(monkeypatch, tmp_path
 
 def test_a_diagnostic_about_the_source_is_not_retried(monkeypatch, tmp_path, no_pause):
     calls = []
-    monkeypatch.setattr(compiler.box, "run", lambda *a, **kw: calls.append(a) or Proc(1, "x.cu(1): error: expected a ;"))
+    said = "x.cu(1): error: expected a ;"
+    monkeypatch.setattr(compiler.box, "run", lambda *a, **kw: calls.append(a) or Proc(1, said))
     assert not compiler.run_tool(["nvcc"], tmp_path, 10).fault and len(calls) == 1
 
 

@@ -215,9 +215,10 @@ def test_boxes_at_once_run_as_users_of_their_own_and_share_a_folder_they_both_wr
         pytest.skip("only a gate running as root gives each box a user of its own")
     shared = tmp_path / "cache"
     shared.mkdir()
-    with box.popen(box.Box(writable=(shared,)), [sys.executable, "-c", (
-            f"import os, time\nos.makedirs({str(shared / 'ab')!r})\nopen({str(shared / 'ab' / 'x')!r}, 'w').write('1')\n"
-            "print(os.getuid(), flush=True)\ntime.sleep(60)")], cwd=tmp_path, stdout=subprocess.PIPE, text=True) as first:
+    script = (f"import os, time\nos.makedirs({str(shared / 'ab')!r})\nopen({str(shared / 'ab' / 'x')!r}, 'w').write('1')"
+              "\nprint(os.getuid(), flush=True)\ntime.sleep(60)")
+    with box.popen(box.Box(writable=(shared,)), [sys.executable, "-c", script], cwd=tmp_path, stdout=subprocess.PIPE,
+                   text=True) as first:
         _beside(first, shared, tmp_path)
 
 
