@@ -241,7 +241,10 @@ def aa(work: Path, repo: Path, base: str, shas: dict[str, str], gpus: list[Gpu],
 
     def neighbours() -> None:
         while not stop.is_set():
-            done = wait_done(submit_all(server.url, repo, base, shas, force=True), 900)
+            try:
+                done = wait_done(submit_all(server.url, repo, base, shas, force=True), 900)
+            except (httpx.HTTPError, SystemExit):      # the server stopped under it (the count says how far it got)
+                return
             rounds.append(sum(len(b["jobs"]) for b in done.values()))
 
     loop = threading.Thread(target=neighbours, daemon=True)

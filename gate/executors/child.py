@@ -21,6 +21,7 @@ import dataclasses
 import json
 import os
 import queue
+import shutil
 import signal
 import subprocess
 import sys
@@ -87,8 +88,9 @@ def launch(folder: Path, options: RunOptions, checkouts: tuple[Path, ...], hidde
     if pch is not None and any(pch.resolve().is_relative_to(w.resolve()) for w in writable):
         raise box.BoxError(f"the precompiled headers ({pch}) must not lie inside a folder a job writes")
     readable = (*checkouts, *((pch,) if pch is not None and pch.is_dir() else ()), compiler.slot_folder())
+    pinned = gpu is not None and shutil.which("taskset") is not None      # util-linux's, beside prlimit
     spec = box.Box(writable=writable, readable=readable, hidden=hidden, gpu=gpu or True, limits=box.GPU_CHILD_LIMITS,
-                   cpus=tuple(devices.near_cpus(gpu)) if gpu is not None else ())
+                   cpus=tuple(devices.near_cpus(gpu)) if pinned else ())
     root = str(Path(gate.__file__).resolve().parent.parent)
     paths = [root, *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(dict.fromkeys(paths)), "PYTHONUNBUFFERED": "1",
