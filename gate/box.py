@@ -5,13 +5,10 @@ What the box gives a command (`command()` builds the argument list, `popen()`/`r
 - no network (a new network namespace holds only a loopback that is down), its own pid, IPC and UTS
   namespaces, a new session (no terminal to inject into), killed with its parent;
 - an unprivileged user of its own: when the gate runs as root, bwrap sets up the namespaces as root
-  and `setpriv` drops to a user id leased for this box alone (`gate.box_leases`: one of `BOX_UIDS`
-  from `GATE_BOX_UID`, default 100000, all in group `GATE_BOX_UID`) with no capabilities, no other
-  groups and `no_new_privs` before the command starts. RLIMIT_NPROC counts every process and thread
-  of a user id: with one id shared, two GPU children (torch starts hundreds of threads) and their
-  compiles once counted together, and a compile's `vfork` failed in a box that had not used its
-  share. When the gate runs as another user, bwrap makes a user namespace and the command keeps
-  that (already unprivileged) user, whose count it shares;
+  and `setpriv` drops to a user id leased for this box alone (`gate.box_leases`; group
+  `GATE_BOX_UID`) with no capabilities and `no_new_privs`: RLIMIT_NPROC counts all of a user's
+  threads, and with one id for every box a GPU child's torch threads made another job's `vfork`
+  fail. As another user, bwrap makes a user namespace and the command keeps that user;
 - only the host it needs, read-only (`gate.box_view`, which docs/security.md lists): the system's
   programs and libraries, the toolchain, the Python installation, the gate's own package (never its
   checkout's root), the job's inputs; its own /etc, /tmp, /proc and /dev; the job's output folder

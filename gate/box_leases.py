@@ -1,12 +1,8 @@
-"""Host-wide leases on numbered places, one `flock`ed file per place under `LEASE_DIR`: a box's user
-id (`gate.box`: every box of the host runs as its own user, so that RLIMIT_NPROC, which counts every
-process and thread of a user, bounds one box and not all of them together) and a compile's place in
-the host's compile pool (`gate.nvidia.compiler`). Host-wide: two `gate run` processes with their own
-data folders, the workers of several GPUs and the GPU children inside their boxes (which see the
-compile places' folder, bound read-only) all lock the same files.
-
-A lease ends when its holder closes the file or dies: the kernel drops the lock, so a killed gate
-leaves nothing behind to clean up.
+"""Host-wide leases on numbered places, one `flock`ed file per place under `LEASE_DIR`: a box's own
+user id (`gate.box`) and a compile's place in the host's pool (`gate.nvidia.compiler`). Every gate
+process of the host (two `gate run`s with their own data folders, the workers of several GPUs) and
+the GPU children in their boxes (the places' folder bound read-only) lock the same files. The kernel
+drops a lock when its holder dies: a killed gate leaves nothing to clean up.
 """
 
 from __future__ import annotations
@@ -38,33 +34,26 @@ class Lease:
 
 def folder(kind: str, count: int) -> Path:
     """The folder of `kind`'s places, with a file for each of the first `count` (made where this
-    process may write; a box reads those its parent made). Never through a link: the folder is in
-    /tmp, where anyone could have put one."""
-    for path in (LEASE_DIR, LEASE_DIR / kind):
-        with contextlib.suppress(OSError):
-            _shared_dir(path)
-    with contextlib.suppress(OSError):
-        fd = os.open(LEASE_DIR / kind, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
-        try:
-            for number in range(count):
-                with contextlib.suppress(OSError):
-                    os.close(os.open(str(number), os.O_RDONLY | os.O_CREAT | _NOT_A_TRAP, 0o644, dir_fd=fd))
-        finally:
+    process may write; a box reads those its parent made). Every step is taken from the folder above
+    without following a link: the folder is in /tmp, where anyone could have put one."""
+    fds: list[int] = []
+    try:
+        fds.append(os.open(LEASE_DIR.parent, os.O_RDONLY | os.O_DIRECTORY))
+        for name in (LEASE_DIR.name, kind):
+            with contextlib.suppress(FileExistsError):
+                os.mkdir(name, dir_fd=fds[-1])
+            fds.append(os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fds[-1]))
+            if os.fstat(fds[-1]).st_uid == os.geteuid():     # a gate run by another user shares them
+                os.fchmod(fds[-1], 0o1777)
+        for number in range(count):
+            with contextlib.suppress(OSError):
+                os.close(os.open(str(number), os.O_RDONLY | os.O_CREAT | _NOT_A_TRAP, 0o644, dir_fd=fds[-1]))
+    except OSError:
+        pass
+    finally:
+        for fd in fds:
             os.close(fd)
     return LEASE_DIR / kind
-
-
-def _shared_dir(path: Path) -> None:
-    """`path` made a directory every user may lock files in (a gate run by another user shares the
-    same places), if it is this user's own."""
-    with contextlib.suppress(FileExistsError):
-        os.mkdir(path)
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
-    try:
-        if os.fstat(fd).st_uid == os.geteuid():
-            os.fchmod(fd, 0o1777)
-    finally:
-        os.close(fd)
 
 
 def take(kind: str, count: int, wait_s: float) -> Lease | None:

@@ -74,3 +74,12 @@ def test_a_link_in_the_lease_folder_is_never_followed(tmp_path, monkeypatch):
     monkeypatch.setattr(box_leases, "LEASE_DIR", tmp_path / "leases")
     assert box_leases.take("compile-slots", 2, 0) is None
     assert list(target.iterdir()) == [] and (target.stat().st_mode & 0o777) == 0o700
+
+
+def test_a_link_in_place_of_the_lease_folder_itself_is_never_followed(tmp_path, monkeypatch):
+    target = tmp_path / "etc"
+    target.mkdir()
+    (tmp_path / "gate-leases").symlink_to(target)
+    monkeypatch.setattr(box_leases, "LEASE_DIR", tmp_path / "gate-leases")
+    box_leases.folder("box-uids", 2)
+    assert list(target.iterdir()) == []
