@@ -320,8 +320,9 @@ def main(argv: list[str]) -> int:
             results[section] = celery_batch(work, repo, base, shas, gpus)
         else:
             results[section] = aa(work, repo, base, shas, gpus, out)
+        # Each section kept as it ends: a device call cut short still leaves what it measured.
+        (out / f"fleet-{'-'.join(sections)}.json").write_text(json.dumps(results, indent=1, default=str))
         print(f"{section}: done", flush=True)
-    (out / f"fleet-{'-'.join(sections)}.json").write_text(json.dumps(results, indent=1, default=str))
     table(results)
     return 0 if all(j["as_expected"] and j["verdicts"] == 1 for r in results.values() for j in r.get("jobs", [])) else 1
 

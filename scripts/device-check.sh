@@ -13,9 +13,10 @@
 #   ab       bench/kernel_ab.py KERNEL_AB_ARGS: flashcore_wgmma revisions built side by side and timed in
 #            turns with cuDNN (e.g. ".carry/ab/before . --configs c2n128p"; the script's header says how
 #            to carry a revision); a limit of KERNEL_AB_LIMIT_S (default 300 s). Not part of "all".
-#   fleet    bench/fleet.py all one, on a machine with several GPUs: 8 revisions of the FMA chain submitted
-#            at once to `gate serve` with every GPU, then with one; per job GPU, verdict, deciding rule,
-#            wall time, and the ratio of the batch times (~6 min on 2 GPUs, ~5 on 4). Not part of "all".
+#   fleet    bench/fleet.py FLEET_SECTIONS (default "all one"), on a machine with several GPUs: 8
+#            revisions of the FMA chain submitted at once to `gate serve` with every GPU (all), then
+#            with one (one); per job GPU, verdict, deciding rule, wall time, and the ratio of the batch
+#            times. Where both do not fit one call, FLEET_SECTIONS=all, then FLEET_SECTIONS=one.
 #   fleet-aa bench/fleet.py aa: gate_quality's aa and det sections on GPU 0 while the other GPUs gate
 #            the batch in a loop (~6 min). Not part of "all".
 #   fleet-celery  bench/fleet.py celery: the batch through redis-server (carried in .debs/, below) and
@@ -77,7 +78,7 @@ for part in "${parts[@]}"; do
              cp /tmp/gate-demo/gate.db "$OUT/demo-gate.db" 2>/dev/null ;;   # for scripts/screenshots.py
     reuse)   step reuse-cost 580 python3 bench/reuse_cost.py ;;
     ab)      step kernel-ab "${KERNEL_AB_LIMIT_S:-300}" python3 bench/kernel_ab.py ${KERNEL_AB_ARGS:-.} ;;
-    fleet)   step fleet "${FLEET_LIMIT_S:-585}" python3 bench/fleet.py all one ;;
+    fleet)   step fleet "${FLEET_LIMIT_S:-585}" python3 bench/fleet.py ${FLEET_SECTIONS:-all one} ;;
     fleet-aa) step fleet-aa "${FLEET_LIMIT_S:-585}" python3 bench/fleet.py aa ;;
     fleet-celery) step fleet-celery "${FLEET_LIMIT_S:-585}" python3 bench/fleet.py celery ;;
     latency) step flashcore-latency "${FLASHCORE_LATENCY_LIMIT_S:-180}" \
