@@ -4,17 +4,19 @@ What the box gives a command (`command()` builds the argument list, `popen()`/`r
 
 - no network (a new network namespace holds only a loopback that is down), its own pid, IPC and UTS
   namespaces, a new session (no terminal to inject into), killed with its parent;
-- an unprivileged user: when the gate runs as root, bwrap sets up the namespaces as root and
-  `setpriv` drops to `GATE_BOX_UID` (default 65534, `nobody`) with no capabilities, no groups and
-  `no_new_privs` before the command starts; when the gate runs as another user, bwrap makes a user
-  namespace and the command keeps that (already unprivileged) user;
+- an unprivileged user of its own: when the gate runs as root, bwrap sets up the namespaces as root
+  and `setpriv` drops to a user id leased for this box alone (`gate.box_leases`; group
+  `GATE_BOX_UID`) with no capabilities and `no_new_privs`: RLIMIT_NPROC counts all of a user's
+  threads, and with one id for every box a GPU child's torch threads made another job's `vfork`
+  fail. As another user, bwrap makes a user namespace and the command keeps that user;
 - only the host it needs, read-only (`gate.box_view`, which docs/security.md lists): the system's
   programs and libraries, the toolchain, the Python installation, the gate's own package (never its
   checkout's root), the job's inputs; its own /etc, /tmp, /proc and /dev; the job's output folder
   read-write. /var, /opt, /home, the gate's checkout and data folder are simply not there;
 - limits per process (`prlimit`, set inside the box after the namespaces exist): private writable
   memory (RLIMIT_DATA; not RLIMIT_AS, because the CUDA driver reserves a very large address space
-  that RLIMIT_AS would refuse), CPU seconds, file size, processes; the wall time is the caller's
+  that RLIMIT_AS would refuse), CPU seconds, file size, processes (the box's user's, unless the box's
+  cgroup bounds them: `pids.max`); the wall time is the caller's
   timeout, after which the whole box is killed (bwrap is the process the caller kills;
   `--die-with-parent` takes its pid namespace down with it);
 - limits for the whole box: a memory cgroup over all its processes and tmpfs pages where the host
@@ -22,8 +24,9 @@ What the box gives a command (`command()` builds the argument list, `popen()`/`r
   mounts of a fixed size (`Limits.tmp_bytes`: a 500-byte preprocessor bomb once wrote gigabytes of
   preprocessed source to /tmp), and for the caller to enforce, a cap on its output folder
   (`Limits.disk_bytes`, see `gate.executors.child`);
-- a clean environment: only `PATH`, locale, `PYTHONPATH` and the CUDA/NVIDIA/torch variables pass;
-  no `GATE_*` secret (database URL, GitHub tokens) reaches submitted code.
+- a clean environment: only `PATH`, locale, `PYTHONPATH`, the CUDA/NVIDIA/torch variables and
+  `GATE_COMPILE_MEMORY_GIB` pass; no `GATE_*` secret (database URL, GitHub tokens) reaches
+  submitted code.
 
 Why bubblewrap: it is small (one ~50 KB binary, a Debian/Ubuntu package, also carried as a `.deb`
 and unpacked where nothing can be installed), well kept (Flatpak's sandbox), and does the mount
@@ -34,8 +37,10 @@ protobuf and libnl at run time and a configuration language; namespaces plus rli
 (Python 3.12's `os.unshare`) would mean re-implementing bwrap's mount set-up.
 
 Nesting: the box sets `GATE_IN_BOX=1`; a command boxed from inside a box (a compile inside the GPU
-child) only gets the per-process limits, which can be lowered but not raised; it stays inside the
-outer box's cgroup and tmpfs mounts. `GATE_BOX=off` runs commands unboxed (with the limits): for
+child) only gets the per-process limits, which can be lowered but not raised (not the process
+count: its user's count includes the outer box's threads); it stays inside the outer box's cgroup,
+user and tmpfs mounts. `Box.cpus` pins a box to CPU cores (`taskset`: the GPU child of a slot, to
+the cores near its GPU). `GATE_BOX=off` runs commands unboxed (with the limits): for
 trusted code on a machine without bubblewrap, never for a server that builds other people's
 repositories.
 """
@@ -51,14 +56,17 @@ from dataclasses import dataclass, field, replace
 from functools import cache
 from pathlib import Path
 
-from gate import box_memory, box_view
+from gate import box_leases, box_memory, box_view
 from gate.errors import GateError, ToolMissingError
+from gate.nvidia.devices import Gpu
 
 GiB = 1 << 30
 BOX_ENV = "GATE_IN_BOX"
 _SYSTEM_DIRS = {Path("/"), Path("/dev"), Path("/proc"), Path("/sys"), Path("/etc"), Path("/usr")}
+# GATE_COMPILE_MEMORY_GIB, no secret: the GPU child's compiles are limited by it, and count the
+# host's compile places with it (`nvidia.compiler.compile_slots`) as the parent does.
 _ENV_NAMES = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "PYTHONPATH", "PYTHONUNBUFFERED", "PYTHONHASHSEED",
-              "LD_LIBRARY_PATH")
+              "LD_LIBRARY_PATH", "GATE_COMPILE_MEMORY_GIB")
 _ENV_PREFIXES = ("CUDA_", "NVIDIA_", "NCCL_", "NVSHMEM_", "TORCH_", "OMP_")
 
 
@@ -80,7 +88,7 @@ class Limits:
 # A compile: cc1plus with torch's headers peaks near 1.5 GiB, but nvcc's cicc on a CuTe flash
 # attention (32 template instances in one .cu) peaked at 9.0 GB, so the default is 16 GiB per process
 # (GATE_COMPILE_MEMORY_GIB sets it); `#include "/dev/zero"` still stops at the limit, which the
-# static stage then reports as the gate's limit (nvidia.compiler.ToolRun.out_of_memory), never cached.
+# static stage then reports as the gate's limit (nvidia.compiler.ToolRun.fault), never cached.
 COMPILE_MEMORY_GIB = int(os.environ.get("GATE_COMPILE_MEMORY_GIB", "16"))
 COMPILE_LIMITS = Limits(memory_bytes=COMPILE_MEMORY_GIB * GiB, cpu_s=900, file_bytes=1 * GiB, processes=256,
                         box_memory_bytes=(COMPILE_MEMORY_GIB + 2) * GiB, tmp_bytes=1 * GiB, disk_bytes=1 * GiB)
@@ -95,8 +103,9 @@ class Box:
     writable: tuple[Path, ...] = ()     # bound read-write (a job's artifacts, the object cache)
     readable: tuple[Path, ...] = ()     # bound read-only (checkouts, include directories)
     hidden: tuple[Path, ...] = ()       # covered with an empty tmpfs (the gate's data directory)
-    gpu: bool = False                   # bind the host's /dev/nvidia* nodes
+    gpu: bool | Gpu = False             # bind every GPU's /dev/nvidia* nodes, or one GPU's and the shared ones
     limits: Limits = field(default_factory=Limits)
+    cpus: tuple[int, ...] = ()          # the CPU cores its processes run on; (): any
 
 
 # The server's own files, hidden from every box wherever they lie (issue 44: a data folder under a bound
@@ -117,8 +126,24 @@ def inside() -> bool:
     return os.environ.get(BOX_ENV) == "1"
 
 
+BOX_UIDS = 64                          # boxes at once on one host, each its own user id
+UID_WAIT_S = 60.0
+
+
 def box_uid() -> int:
-    return int(os.environ.get("GATE_BOX_UID", "65534"))
+    """The first of the boxes' user ids, and their group."""
+    return int(os.environ.get("GATE_BOX_UID", "100000"))
+
+
+def _lease_uid() -> box_leases.Lease | None:
+    """A user id of its own for a box about to start (see the module doc); None where the box keeps
+    the gate's user (not root, nested, unboxed)."""
+    if inside() or not enabled() or os.geteuid() != 0:
+        return None
+    lease = box_leases.take("box-uids", BOX_UIDS, UID_WAIT_S)
+    if lease is None:
+        raise BoxError(f"no box user id came free in {UID_WAIT_S:g} s: {BOX_UIDS} boxes run on this host")
+    return lease
 
 
 def _find(tool: str) -> str:
@@ -129,10 +154,12 @@ def _find(tool: str) -> str:
     return found
 
 
-def limit_args(limits: Limits) -> list[str]:
-    prlimit = _find("prlimit")
-    return [prlimit, f"--data={limits.memory_bytes}", f"--cpu={limits.cpu_s}",
-            f"--fsize={limits.file_bytes}", f"--nproc={limits.processes}", "--core=0", "--"]
+def limit_args(limits: Limits, processes: bool = True) -> list[str]:
+    """prlimit's arguments; `processes`: RLIMIT_NPROC too (not where the box's cgroup counts them,
+    nor nested: the outer box's user counts the outer box's threads as well)."""
+    nproc = [f"--nproc={limits.processes}"] if processes and not inside() else []
+    return [_find("prlimit"), f"--data={limits.memory_bytes}", f"--cpu={limits.cpu_s}",
+            f"--fsize={limits.file_bytes}", *nproc, "--core=0", "--"]
 
 
 def environment(base: dict[str, str] | None = None) -> dict[str, str]:
@@ -145,12 +172,12 @@ def environment(base: dict[str, str] | None = None) -> dict[str, str]:
 
 
 @cache
-def _identity_files(uid: int) -> Path:
+def _identity_files(uid: int, gid: int) -> Path:
     """A directory holding the box's own `passwd` and `group`, and the empty file that covers a
     hidden one (one per process and uid)."""
     directory = Path(tempfile.mkdtemp(prefix="gate-box-etc-"))
-    (directory / "passwd").write_text(f"gate:x:{uid}:{uid}:gate box:/tmp/home:/usr/sbin/nologin\n")
-    (directory / "group").write_text(f"gate:x:{uid}:\n")
+    (directory / "passwd").write_text(f"gate:x:{uid}:{gid}:gate box:/tmp/home:/usr/sbin/nologin\n")
+    (directory / "group").write_text(f"gate:x:{gid}:\n")
     (directory / "empty").write_text("")
     for path in (directory, directory / "passwd", directory / "group", directory / "empty"):
         path.chmod(0o755 if path.is_dir() else 0o644)
@@ -165,16 +192,19 @@ def anchored(box: Box, cwd: Path) -> Box:
                    hidden=tuple(Path(cwd) / p for p in box.hidden))
 
 
-def command(box: Box, argv: list[str], cwd: Path, env: dict[str, str]) -> list[str]:
-    """The argument list that runs `argv` in `box` (see the module doc)."""
-    limits = limit_args(box.limits)
+def command(box: Box, argv: list[str], cwd: Path, env: dict[str, str], uid: int | None = None,
+            processes: bool = True) -> list[str]:
+    """The argument list that runs `argv` in `box` (see the module doc), as `uid` where the gate runs
+    as root (default: the first box user id); `processes`: see `limit_args`."""
+    limits = limit_args(box.limits, processes)
+    pin = [_find("taskset"), "--cpu-list", ",".join(map(str, box.cpus))] if box.cpus else []
     box = anchored(box, cwd)
     if inside() or not enabled():
-        return [*limits, *argv]
+        return [*pin, *limits, *argv]
     bwrap = _find("bwrap")
     as_root = os.geteuid() == 0
-    uid = box_uid() if as_root else os.geteuid()
-    args = [bwrap, "--die-with-parent", "--new-session", "--unshare-net", "--unshare-pid", "--unshare-ipc",
+    uid = (box_uid() if uid is None else uid) if as_root else os.geteuid()
+    args = [*pin, bwrap, "--die-with-parent", "--new-session", "--unshare-net", "--unshare-pid", "--unshare-ipc",
             "--unshare-uts", "--unshare-cgroup-try", "--hostname", "gate-box"]
     if not as_root:
         args += ["--unshare-user"]
@@ -183,7 +213,7 @@ def command(box: Box, argv: list[str], cwd: Path, env: dict[str, str]) -> list[s
         args += mount.args(sized)
     args += ["--chdir", str(cwd), "--"]
     if as_root:
-        args += [_find("setpriv"), f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--inh-caps=-all",
+        args += [_find("setpriv"), f"--reuid={uid}", f"--regid={box_uid()}", "--clear-groups", "--inh-caps=-all",
                  "--bounding-set=-all", "--no-new-privs", "--"]
     return [*args, *limits, *argv]
 
@@ -203,7 +233,7 @@ def view(box: Box, cwd: Path, env: dict[str, str], uid: int | None = None) -> li
     """Every mount of `box` (`gate.box_view`), for a command in `cwd` with the boxed environment `env`."""
     box = anchored(box, cwd)
     return box_view.view(readable=box.readable, writable=box.writable, hidden=(*box.hidden, *PRIVATE), gpu=box.gpu,
-                         cwd=Path(cwd), env=env, identity=_identity_files(box_uid() if uid is None else uid),
+                         cwd=Path(cwd), env=env, identity=_identity_files(box_uid() if uid is None else uid, box_uid()),
                          tmp_bytes=box.limits.tmp_bytes)
 
 
@@ -219,32 +249,48 @@ def _check_ownable(path: Path) -> None:
         raise BoxError(f"refusing to give {resolved} to the box's user (a host directory, not a job's)")
 
 
-def prepare_writable(box: Box) -> None:
-    """Let the box's user write its writable paths (when the gate runs as root and drops to it).
-    Only plain directories of a job qualify: a host directory or a mount point raises `BoxError`."""
+def prepare_writable(box: Box, uid: int | None = None) -> None:
+    """Let the box's user (`uid`, default the first box user id) write its writable paths, when the
+    gate runs as root and drops to it; their directories also to its group, which every box shares:
+    a folder several boxes write at once (the object cache) stays writable to each (boxes run with
+    umask 002). Only plain directories of a job qualify: a host directory or a mount point raises
+    `BoxError`."""
     if not enabled() or inside() or os.geteuid() != 0:
         return
-    uid = box_uid()
+    uid, gid = (box_uid() if uid is None else uid), box_uid()
     for top in box.writable:
         top = Path(top)
         top.mkdir(parents=True, exist_ok=True)
         _check_ownable(top)
         device = top.stat().st_dev
         for path in [top, *top.rglob("*")]:
-            if path.lstat().st_dev == device:
-                os.lchown(path, uid, uid)
+            try:
+                stat = path.lstat()
+                if stat.st_dev == device:
+                    os.lchown(path, uid, gid)
+                    if path.is_dir() and not path.is_symlink():
+                        path.chmod(stat.st_mode | 0o070)
+            except FileNotFoundError:      # another box renamed its temporary file meanwhile
+                continue
 
 
 class BoxedPopen(subprocess.Popen):
-    """A boxed command's process, with the memory cap of its box (`gate.box_memory`)."""
+    """A boxed command's process, with the memory cap of its box (`gate.box_memory`) and the lease
+    on its user id, both released when it has ended."""
 
-    def __init__(self, args: list[str], memory: box_memory.MemoryCap, **kwargs) -> None:
-        self.memory = memory
+    def __init__(self, args: list[str], memory: box_memory.MemoryCap, uid: box_leases.Lease | None = None,
+                 **kwargs) -> None:
+        self.memory, self._uid = memory, uid
         try:
-            super().__init__([*memory.join, *args], **kwargs)
+            super().__init__([*memory.join, *args], umask=0o002, **kwargs)
         except BaseException:
-            memory.release()
+            self._release()
             raise
+
+    def _release(self) -> None:
+        self.memory.release()
+        if self._uid is not None:
+            self._uid.release()
 
     def kill(self) -> None:
         self.memory.kill_all()
@@ -252,13 +298,13 @@ class BoxedPopen(subprocess.Popen):
 
     def wait(self, timeout: float | None = None) -> int:
         code = super().wait(timeout)
-        self.memory.release()
+        self._release()
         return code
 
     def poll(self) -> int | None:
         code = super().poll()
         if code is not None:
-            self.memory.release()
+            self._release()
         return code
 
 
@@ -275,9 +321,19 @@ def popen(box: Box, argv: list[str], *, cwd: Path, env: dict[str, str] | None = 
           **kwargs) -> BoxedPopen:
     """Start `argv` in `box` (the Popen arguments as usual, but never a shell)."""
     env = environment(env)
-    full = command(box, argv, Path(cwd), env)
-    prepare_writable(anchored(box, Path(cwd)))
-    return BoxedPopen(full, memory_cap(box), cwd=cwd, env=env, **kwargs)
+    lease = _lease_uid()
+    uid = None if lease is None else box_uid() + lease.number
+    cap = box_memory.MemoryCap("not made")
+    try:
+        cap = memory_cap(box)
+        full = command(box, argv, Path(cwd), env, uid, processes=not cap.pids)
+        prepare_writable(anchored(box, Path(cwd)), uid)
+    except BaseException:
+        cap.release()
+        if lease is not None:
+            lease.release()
+        raise
+    return BoxedPopen(full, cap, lease, cwd=cwd, env=env, **kwargs)
 
 
 def run(box: Box, argv: list[str], *, cwd: Path, timeout_s: float, env: dict[str, str] | None = None,

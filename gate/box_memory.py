@@ -50,6 +50,7 @@ class MemoryCap:
     folder: Path | None = None     # the box's cgroup; None: no cgroup
     version: int = 0               # 2, 1, or 0 (no cgroup)
     killed: bool = False           # the kernel killed a process of the box for passing the cap
+    pids: bool = False             # the cgroup bounds the box's processes too (`pids.max`)
 
     @property
     def join(self) -> list[str]:
@@ -148,10 +149,9 @@ def _v2(memory_bytes: int, processes: int) -> MemoryCap | None:
         folder.rmdir()
         return None
     _write(folder, "memory.swap.max", 0)
-    if "pids" in enabled:
-        _write(folder, "pids.max", processes)
-    return MemoryCap(f"cgroup v2: memory.max {memory_bytes} bytes for all its processes and tmpfs pages",
-                     folder, 2)
+    pids = "pids" in enabled and _write(folder, "pids.max", processes)
+    return MemoryCap(f"cgroup v2: memory.max {memory_bytes} bytes for all its processes and tmpfs pages"
+                     + (f", pids.max {processes}" if pids else ""), folder, 2, pids=pids)
 
 
 def _v1(memory_bytes: int) -> MemoryCap | None:

@@ -29,7 +29,8 @@ The reasons (`Mount.why`), in the order bwrap applies them:
   database, the GitHub App's key) wherever a bind above shows them: a folder as an empty tmpfs, a
   file as an empty file;
 - `job-output`: `Box.writable`, read-write (the job's artifacts folder, the object cache);
-- `gpu`: the host's `/dev/nvidia*` nodes, with `Box.gpu` (`gate.nvidia.devices.device_nodes`).
+- `gpu`: the host's `/dev/nvidia*` nodes, with `Box.gpu`: every GPU's, or one GPU's own node and
+  the shared ones (`gate.nvidia.devices.device_nodes`).
 """
 
 from __future__ import annotations
@@ -156,7 +157,7 @@ def _binds(paths: list[Path], how: str, why: str, never: set[Path]) -> list[Moun
     return mounts
 
 
-def view(*, readable: tuple[Path, ...], writable: tuple[Path, ...], hidden: tuple[Path, ...], gpu: bool,
+def view(*, readable: tuple[Path, ...], writable: tuple[Path, ...], hidden: tuple[Path, ...], gpu: bool | devices.Gpu,
          cwd: Path, env: dict[str, str], identity: Path, tmp_bytes: int) -> list[Mount]:
     """Every mount of a box, in bwrap's order (see the module doc)."""
     hidden = tuple(Path(p).resolve() for p in hidden)
@@ -179,7 +180,7 @@ def view(*, readable: tuple[Path, ...], writable: tuple[Path, ...], hidden: tupl
                      "job-inputs", never)
     mounts += _binds(list(writable), "--bind", "job-output", never)
     if gpu:
-        mounts += [Mount("--dev-bind", node, node, "gpu") for node in devices.device_nodes()]
+        mounts += _binds(devices.device_nodes(None if gpu is True else gpu), "--dev-bind", "gpu", never)
     return _tidy(mounts)
 
 

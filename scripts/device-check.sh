@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The one script for the GPU machine: carried wheels, versions, then the parts asked for, a short
-# table last. Usage (repo root): scripts/device-check.sh [tests] [quality] [spread] [drift] [streams] [cost] [demo] [latency] [reuse] [ab]
-# (no argument = all; one device call runs at most 10 minutes, so the parts are split across calls).
+# table last. Usage (repo root): scripts/device-check.sh [tests] [quality] [spread] [drift] [streams] [cost] [demo] [latency] [reuse] [ab] [fleet] [fleet-aa] [fleet-celery]
+# (no argument = all but ab and the fleet parts; one device call runs at most 10 minutes, so the parts are split across calls).
 #   quality  bench/gate_quality.py sections GATE_QUALITY_SECTIONS (default verdict,aa,det,sdpa: ~6 min
 #            on an H100; `aa` alone prints the A/A bias at both sizes)
 #   spread   bench/gate_quality.py spread: one revision in 5 separate jobs x 3 arrangements (~5 min)
@@ -13,6 +13,14 @@
 #   ab       bench/kernel_ab.py KERNEL_AB_ARGS: flashcore_wgmma revisions built side by side and timed in
 #            turns with cuDNN (e.g. ".carry/ab/before . --configs c2n128p"; the script's header says how
 #            to carry a revision); a limit of KERNEL_AB_LIMIT_S (default 300 s). Not part of "all".
+#   fleet    bench/fleet.py FLEET_SECTIONS (default "all one"), on a machine with several GPUs: 8
+#            revisions of the FMA chain submitted at once to `gate serve` with every GPU (all), then
+#            with one (one); per job GPU, verdict, deciding rule, wall time, and the ratio of the batch
+#            times. Where both do not fit one call, FLEET_SECTIONS=all, then FLEET_SECTIONS=one.
+#   fleet-aa bench/fleet.py aa: gate_quality's aa and det sections on GPU 0 while the other GPUs gate
+#            the batch in a loop (~6 min). Not part of "all".
+#   fleet-celery  bench/fleet.py celery: the batch through redis-server (carried in .debs/, below) and
+#            one Celery `gate worker --gpu N` per GPU; needs celery's wheels in .whl (scripts/device-wheels.sh).
 #   cost     bench/verdict_cost.py: the warm verdict beside the gate before the defences (~4 min); needs
 #            that gate's tree carried in .carry/before: git archive c381cf8 | tar -x -C .carry/before
 # Logs and JSON go to $OUT (default ./device-out).
@@ -24,16 +32,20 @@ if [ -d .whl ] && ls .whl/*.whl >/dev/null 2>&1; then
     && export PYTHONPATH="/tmp/site:${PYTHONPATH:-}"
 fi
 export PATH="$PATH:/usr/local/cuda/bin"
-# The box for submitted code (gate/box.py) needs bubblewrap; where it cannot be installed,
-# .debs carried in .debs/ are unpacked (not installed) and used from there. Fetch them on a Debian or
-# Ubuntu machine with: (mkdir -p .debs && cd .debs && apt-get download bubblewrap libcap2 libselinux1
-# libpcre2-8-0) and carry .debs with the working tree.
-if ! command -v bwrap >/dev/null 2>&1 && ls .debs/*.deb >/dev/null 2>&1; then
+# The box for submitted code (gate/box.py) needs bubblewrap, and the fleet-celery part a Redis; where
+# they cannot be installed, .debs carried in .debs/ are unpacked (not installed) and used from there.
+# Fetch them on a Debian or Ubuntu machine with: (mkdir -p .debs && cd .debs && apt-get download
+# bubblewrap libcap2 libselinux1 libpcre2-8-0 redis-server redis-tools libjemalloc2 liblzf1 libatomic1
+# libssl3 libsystemd0) and carry .debs with the working tree.
+if { ! command -v bwrap || ! command -v redis-server; } >/dev/null 2>&1 && ls .debs/*.deb >/dev/null 2>&1; then
   for deb in .debs/*.deb; do dpkg -x "$deb" /opt/gate-debs; done
   export PATH="$PATH:/opt/gate-debs/usr/bin"
-  if ldd "$(command -v bwrap)" | grep -q "not found"; then
-    export LD_LIBRARY_PATH="${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}/opt/gate-debs/lib/x86_64-linux-gnu:/opt/gate-debs/usr/lib/x86_64-linux-gnu"
-  fi
+  for tool in bwrap redis-server; do
+    if command -v "$tool" >/dev/null && ldd "$(command -v "$tool")" | grep -q "not found"; then
+      export LD_LIBRARY_PATH="${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}/opt/gate-debs/lib/x86_64-linux-gnu:/opt/gate-debs/usr/lib/x86_64-linux-gnu"
+      break
+    fi
+  done
 fi
 echo "box: $(command -v bwrap || echo 'no bwrap') $(bwrap --version 2>/dev/null) GATE_BOX=${GATE_BOX:-bwrap}"
 export PYTHONPATH="$PWD:${PYTHONPATH:-}"
@@ -66,9 +78,12 @@ for part in "${parts[@]}"; do
              cp /tmp/gate-demo/gate.db "$OUT/demo-gate.db" 2>/dev/null ;;   # for scripts/screenshots.py
     reuse)   step reuse-cost 580 python3 bench/reuse_cost.py ;;
     ab)      step kernel-ab "${KERNEL_AB_LIMIT_S:-300}" python3 bench/kernel_ab.py ${KERNEL_AB_ARGS:-.} ;;
+    fleet)   step fleet "${FLEET_LIMIT_S:-585}" python3 bench/fleet.py ${FLEET_SECTIONS:-all one} ;;
+    fleet-aa) step fleet-aa "${FLEET_LIMIT_S:-585}" python3 bench/fleet.py aa ;;
+    fleet-celery) step fleet-celery "${FLEET_LIMIT_S:-585}" python3 bench/fleet.py celery ;;
     latency) step flashcore-latency "${FLASHCORE_LATENCY_LIMIT_S:-180}" \
                python3 bench/flashcore_latency.py --json "$OUT/flashcore_latency.json" ${FLASHCORE_LATENCY_ARGS:-} ;;
-    *) echo "unknown part: $part (tests, quality, spread, drift, streams, cost, demo, latency, reuse, ab)"; exit 2 ;;
+    *) echo "unknown part: $part (tests, quality, spread, drift, streams, cost, demo, latency, reuse, ab, fleet, fleet-aa, fleet-celery)"; exit 2 ;;
   esac
 done
 
@@ -82,4 +97,5 @@ echo; echo "== device check: ${parts[*]}"
 [ -f "$OUT/reuse-cost.log" ] && sed -n '/^== reuse cost/,$p' "$OUT/reuse-cost.log"
 [ -f "$OUT/demo.log" ] && sed -n '/^commit /,$p' "$OUT/demo.log"
 [ -f "$OUT/kernel-ab.log" ] && sed -n '/^median \/ cuDNN/,$p' "$OUT/kernel-ab.log"
+for f in fleet fleet-aa fleet-celery; do [ -f "$OUT/$f.log" ] && sed -n '/^== fleet/,$p' "$OUT/$f.log"; done
 for k in "${!STATUS[@]}"; do printf '%-18s %s\n' "$k" "${STATUS[$k]}"; done

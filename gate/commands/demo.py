@@ -30,9 +30,9 @@ def main(args: argparse.Namespace) -> int:
         return _sample(args, settings)
     from gate.commands.pch import precompile_in_background
     from gate.demo.replay import replay, summary
-    from gate.executors.local import local_gpus
+    from gate.nvidia.devices import slot_gpus
 
-    gpus = local_gpus()
+    gpus = [gpu.name for gpu in slot_gpus()]
     if gpus:        # bindings compile in the build stage, which runs only where a GPU is
         precompile_in_background(settings)
     if gpus:

@@ -27,11 +27,11 @@ def main(args: argparse.Namespace) -> int:
     from gate.api.app import create_app
     from gate.commands.pch import precompile_in_background
     from gate.commands.startup import start
-    from gate.executors.local import local_gpus
+    from gate.nvidia.devices import slot_gpus
 
     settings, store = start()
     store.dispose()
-    if not args.no_executor and settings.executor == "local" and local_gpus():
+    if not args.no_executor and settings.executor == "local" and slot_gpus():
         precompile_in_background(settings)       # this process's executor compiles jobs' bindings on its GPU
     # Answering the network: repositories on this disk only with GATE_ALLOW_LOCAL_REPOS=1.
     app = create_app(settings, embedded_executor=not args.no_executor, local_repos=False)

@@ -16,7 +16,9 @@ checkout, so checkouts of different revisions in different directories share ent
 ~100 lines (`build_cache.py`).
 
 Kernel faults (a compile or link error, a compile that runs past the kernel's timeout) end as
-`StageStatus.FAILED` with the compiler log. A missing compiler or torch raises `ToolMissingError`.
+`StageStatus.FAILED` with the compiler log; a compile or link the machine ended (`ToolRun.fault`:
+out of processes, memory or disk, killed) as `ERROR`, naming it. A missing compiler or torch raises
+`ToolMissingError`.
 """
 
 from __future__ import annotations
@@ -165,11 +167,12 @@ def build_extension(kernel: KernelSpec, src_dir: Path, cache_dir: Path, out_dir:
     so_path = out_dir / f"{name}.so"
     object_paths = [str(r.obj) for r in results if r.obj is not None]
     link = compiler.run_tool(tools.link_command(object_paths, str(so_path)), cwd=src_dir,
-                       timeout_s=kernel.timeout_s)
+                             timeout_s=kernel.timeout_s)
     log += f"\n== link\n{link.output}".rstrip()
     if not link.ok:
-        return BuildResult(StageStatus.FAILED, "link error", time.perf_counter() - start, hits, misses,
-                           "", log)
+        status, reason = (StageStatus.ERROR, f"link: {link.limit}") if link.fault else (StageStatus.FAILED,
+                                                                                       "link error")
+        return BuildResult(status, reason, time.perf_counter() - start, hits, misses, "", log)
     arch_note = ",".join(archs)
     return BuildResult(StageStatus.PASSED, f"built for {arch_note}: {hits} cached, {misses} compiled",
                        time.perf_counter() - start, hits, misses, str(so_path), log)

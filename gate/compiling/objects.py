@@ -31,7 +31,7 @@ class CompiledObject:
     hit: bool                     # taken from the cache, not compiled now
     obj: Path | None
     log: str                      # compiler output: ptxas -v lines for a .cu
-    limit: str = ""               # the gate's limit that stopped it (`compiler.ToolRun.limit`): not the source's fault
+    limit: str = ""               # the machine's limit that stopped it (`compiler.ToolRun.limit`), not the source
     pch: str = ""                 # a precompiled torch header offered to this compile, or why not (`torch_pch`)
 
 
@@ -110,13 +110,13 @@ def compile_object(rel: str, command: list[str], key: str, src_dir: Path, out_di
     offered = pch.offer(command, src_dir / rel, src_dir) if pch is not None else torch_pch.Offer(command)
     # Relative source path and cwd = checkout: no absolute checkout path ends up in the object.
     run = compiler.run_tool([*offered.command, "-c", rel, "-o", str(tmp_obj)], cwd=src_dir, timeout_s=timeout_s)
-    if not run.ok and offered.command != command and not (run.timed_out or run.out_of_memory):
+    if not run.ok and offered.command != command and not (run.timed_out or run.fault):
         # A failure is stored and judged as the source's: it must not rest on the precompiled header.
         run = compiler.run_tool([*command, "-c", rel, "-o", str(tmp_obj)], cwd=src_dir, timeout_s=timeout_s)
         offered = torch_pch.Offer(command, f"{offered.note}; the compile failed, and failed again without it"
                                   if not run.ok else f"{offered.note}; the compile failed with it, not without")
     if not run.ok:
-        if not (run.timed_out or run.out_of_memory):   # the machine's limits are not facts about the source
+        if not (run.timed_out or run.fault):   # only a diagnostic about the source is a fact about it
             cache.put_failure(key, run.output)
         return CompiledObject(rel, False, False, None, run.output, limit=run.limit, pch=offered.note)
     return CompiledObject(rel, True, False, cache.put(key, tmp_obj, run.output), run.output, pch=offered.note)

@@ -4,7 +4,8 @@ include paths and defines, same object cache: `objects.py`), read the resource f
 function. No GPU needed; torch is needed for sources that include its headers.
 
 A compile error is the kernel's fault (`FAILED` with the log); a missing nvcc is the gate's
-(`ToolMissingError`), so is a compile stopped by the gate's memory limit (`ERROR`, naming the limit),
+(`ToolMissingError`), so is a compile the machine stopped (`ERROR`, naming the resource:
+`compiler.ToolRun.fault`),
 and so is a missing torch (the stage is `NOT_RUN`, see `run_static`). ptxas lines are read with
 independent regexes because their fields vary by CUDA version (12.x prints no "used N barriers";
 sm_90a omits cmem) — see NCU-FACTS.md §4. nvcc and the disassembler run through `gate.nvidia`
@@ -215,7 +216,7 @@ def _outcome(compiled: objects.CompiledObject, tools: tc.Tools | None) -> str:
         return "compiled"
     if tools is not None and (missing := _missing_under_torch(compiled.log, tools.torch.includes)):
         return f"not compiled here: torch's headers include {missing}, which is not installed"
-    return "stopped by the gate's limit" if compiled.limit else "compile error"
+    return "not compiled (the machine's fault)" if compiled.limit else "compile error"
 
 
 def _read(setting: _Setting, job: _Job) -> _Read:

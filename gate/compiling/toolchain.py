@@ -95,8 +95,13 @@ def plain_nvcc_command(nvcc: str, archs: list[str], extra: list[str] | None = No
 @cache
 def nvcc_versions(nvcc: str) -> Toolchain:
     """The key versions of a stand-alone `.cu` object (one that includes no torch header): nvcc's
-    alone, torch "none" (`objects.cu_job`)."""
-    return Toolchain(torch_version="none", cuda_version="none", compiler_version=compiler.version([nvcc, "--version"]))
+    and its host compiler's (nvcc compiles the host code with it), torch "none" (`objects.cu_job`)."""
+    try:
+        host = compiler.version([compiler.find_host_compiler(), "--version"]).splitlines()[0]
+    except (ToolMissingError, IndexError):
+        host = "no host compiler"
+    return Toolchain(torch_version="none", cuda_version="none",
+                     compiler_version=f"{compiler.version([nvcc, '--version'])}\n{host}")
 
 
 @dataclass(frozen=True)

@@ -24,6 +24,7 @@ from gate.executors.job import GateJob, JobContext
 from gate.executors.spare import Spares
 from gate.job_folders import remove
 from gate.notify import Notifier
+from gate.nvidia.devices import Gpu
 from gate.services.announce import announce
 from gate.storage.claims import HEARTBEAT_S, Claims
 from gate.storage.outcomes import Outcomes
@@ -48,11 +49,12 @@ class JobEnvironment:
 
 
 def run_claimed(env: JobEnvironment, job_id: int, attempt: int, cancel: threading.Event | None = None,
-                spares: Spares | None = None) -> None:
+                spares: Spares | None = None, gpu: Gpu | None = None) -> None:
     """Run a job this worker has claimed and store its outcome. Never raises for a job's failure:
     a GateError or any unexpected exception becomes verdict `error` with the message. `cancel` stops
     the job (nothing is stored): set by the executor when the job is cancelled, or by a heartbeat that
-    finds the job no longer this attempt's. `spares`: this worker thread's (`gate.executors.spare`)."""
+    finds the job no longer this attempt's. `spares`: this worker thread's (`gate.executors.spare`);
+    `gpu`: its slot's, the only GPU the job's child sees (None: every GPU)."""
     cancel = cancel or threading.Event()
     with env.store.unit() as uow:
         order = uow.group(Claims).order(job_id)
@@ -61,7 +63,7 @@ def run_claimed(env: JobEnvironment, job_id: int, attempt: int, cancel: threadin
     work_dir.mkdir(parents=True, exist_ok=True)
     heart = _Heartbeat(env, job_id, attempt, cancel)
     context = JobContext(data_dir=work_dir, options=env.options, mirror=env.mirror, cancel=cancel,
-                         on_event=heart.on_event, history=_history(env, order), spares=spares)
+                         on_event=heart.on_event, history=_history(env, order), spares=spares, gpu=gpu)
     try:
         outcome = _gated(env, heart, order, context)
         if outcome is not None:

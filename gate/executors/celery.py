@@ -22,6 +22,7 @@ from celery import Celery
 from gate.executors.base import JobEnvironment, run_claimed
 from gate.executors.liveness import OrphanSweeper, worker_id
 from gate.executors.spare import for_worker
+from gate.nvidia.devices import Gpu
 from gate.storage.claims import Claims
 
 log = logging.getLogger(__name__)
@@ -54,15 +55,16 @@ class CeleryExecutor:
     """Both sides: the server sends (`start`, `wake`), a worker runs (`register_worker_task`)."""
 
     def __init__(self, env: JobEnvironment, broker_url: str, *, app: Celery | None = None,
-                 worker_name: str | None = None, sweeper: OrphanSweeper | None = None):
+                 worker_name: str | None = None, sweeper: OrphanSweeper | None = None, gpu: Gpu | None = None):
         self.env = env
         self.app = app or make_celery(broker_url)
         self.worker_name = worker_name or worker_id("celery", "worker")
         self.sweeper = sweeper or OrphanSweeper(env.store, self.resend)
+        self.gpu = gpu                # a worker's one GPU (`gate worker --gpu`): its jobs' children see it alone
         self._sent: set[int] = set()
         self._lock = threading.Lock()
         # This worker process's child started ahead of its next job (one job at a time: `--pool=solo`).
-        self._spares = for_worker(env.data_dir, self.worker_name, env.spare_child)
+        self._spares = for_worker(env.data_dir, self.worker_name, env.spare_child, gpu)
 
         def run_job(job_id: int) -> str:
             return self.run_job(job_id)
@@ -72,11 +74,11 @@ class CeleryExecutor:
     def run_job(self, job_id: int) -> str:
         """The task body: claim the row by id, run it; a message for a job not claimable is dropped."""
         with self.env.store.unit() as uow:
-            attempt = uow.group(Claims).claim(job_id, worker=self.worker_name)
+            attempt = uow.group(Claims).claim(job_id, worker=self.worker_name, gpu=self.gpu)
         if attempt is None:
             log.info("job %s: not claimable (done, or running elsewhere); message dropped", job_id)
             return "skipped"
-        run_claimed(self.env, job_id, attempt, spares=self._spares)
+        run_claimed(self.env, job_id, attempt, spares=self._spares, gpu=self.gpu)
         return "ran"
 
     def dispatch_queued(self) -> list[int]:

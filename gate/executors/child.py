@@ -1,10 +1,11 @@
 """The GPU child of a job: `run_child` writes its request, starts it in its box (or tells a spare to
 go), follows it, and turns how it ended into the job's `JobResult` or the gate's error.
 
-`launch` is the one place a child's box and environment are made (a slot that pins its child to one
-GPU will hand that GPU to it). A job's child and a spare (`gate.executors.spare`) are the same
-`ChildProcess`: `supervise` streams its events to the caller and kills its process group on cancel
-(`JobCancelled`), on the timeout, or past the box's disk cap.
+`launch` is the one place a child's box and environment are made: a slot's child sees its GPU alone
+(its UUID in CUDA_VISIBLE_DEVICES, its node in the box) and runs on the cores near it, and its result
+notes them and how busy the other GPUs were (`slot_note`). A job's child and a spare
+(`gate.executors.spare`) are the same `ChildProcess`: `supervise` streams its events to the caller
+and kills its process group on cancel (`JobCancelled`), on the timeout, or past the box's disk cap.
 
 Nothing the child writes is believed: its result JSON is read through `gate.returned_files` (regular
 files under its folder, no link followed). A child that dies inside a stage (signal, CUDA fault,
@@ -20,6 +21,7 @@ import dataclasses
 import json
 import os
 import queue
+import shutil
 import signal
 import subprocess
 import sys
@@ -38,6 +40,8 @@ from gate.domain.job import CAPTURING_GRAPHS, LOADING_MODULE, JobRequest, Progre
 from gate.domain.names import Side, Stage
 from gate.domain.results import STAGE_RESULT_TYPES, JobResult, SideResults, StageStatus
 from gate.errors import GateError, JobCancelled, RunnerError
+from gate.nvidia import compiler, devices
+from gate.nvidia.gpu_watch import BUSY_WHILE_IDLE_PCT
 from gate.returned_files import Budget, Refused, read_returned, usage_bytes
 from gate.domain.child_protocol import (
     REQUEST_NAME,
@@ -73,43 +77,65 @@ class Launch:
     env: dict[str, str]
 
 
-def launch(folder: Path, options: RunOptions, checkouts: tuple[Path, ...], hidden: tuple[Path, ...]) -> Launch:
-    """A child's box (it writes its folder and the object cache, reads its checkouts and the precompiled
-    torch headers, which every later job's binding compiles with, and sees nothing of `hidden`) and its
-    environment (it imports the same `gate` package as this process, wherever it is installed)."""
+def launch(folder: Path, options: RunOptions, checkouts: tuple[Path, ...], hidden: tuple[Path, ...],
+           gpu: devices.Gpu | None = None) -> Launch:
+    """A child's box (it writes its folder and the object cache, reads its checkouts, the precompiled
+    torch headers, which every later job's binding compiles with, and the host's compile places, and
+    sees nothing of `hidden`) and its environment (it imports the same `gate` package as this
+    process, wherever it is installed). `gpu`: a slot's, the only GPU it sees; None: every GPU."""
     writable = (Path(folder), *((Path(options.build_cache_dir),) if options.build_cache_dir else ()))
     pch = options.pch_path
     if pch is not None and any(pch.resolve().is_relative_to(w.resolve()) for w in writable):
         raise box.BoxError(f"the precompiled headers ({pch}) must not lie inside a folder a job writes")
-    readable = (*checkouts, *((pch,) if pch is not None and pch.is_dir() else ()))
-    spec = box.Box(writable=writable, readable=readable, hidden=hidden, gpu=True, limits=box.GPU_CHILD_LIMITS)
+    readable = (*checkouts, *((pch,) if pch is not None and pch.is_dir() else ()), compiler.slot_folder())
+    pinned = gpu is not None and shutil.which("taskset") is not None      # util-linux's, beside prlimit
+    spec = box.Box(writable=writable, readable=readable, hidden=hidden, gpu=gpu or True, limits=box.GPU_CHILD_LIMITS,
+                   cpus=tuple(devices.near_cpus(gpu)) if pinned else ())
     root = str(Path(gate.__file__).resolve().parent.parent)
     paths = [root, *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(dict.fromkeys(paths)), "PYTHONUNBUFFERED": "1"}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(dict.fromkeys(paths)), "PYTHONUNBUFFERED": "1",
+           **({"CUDA_VISIBLE_DEVICES": gpu.uuid} if gpu is not None else {})}
     return Launch(Path(folder), spec, env)
+
+
+def slot_note(gpu: devices.Gpu, cpus: tuple[int, ...], before: dict[str, int], after: dict[str, int]) -> str:
+    """The job's evidence of its slot: the GPU and cores its child had, and the other GPUs' load
+    (`devices.utilisation`, by UUID) when the child started and when it ended."""
+    cores = "any core (the host names none near it)"
+    if cpus:
+        listed = f"{cpus[0]}-{cpus[-1]}" if cpus[-1] - cpus[0] + 1 == len(cpus) else ",".join(map(str, cpus))
+        cores = f"cores {listed} (near it)"
+    others = [uuid for uuid in dict.fromkeys([*before, *after]) if uuid != gpu.uuid]
+    loads = ", ".join(f"{uuid[:12]} {before.get(uuid, '?')} -> {after.get(uuid, '?')} %" for uuid in others)
+    busy = any(max(before.get(u, 0), after.get(u, 0)) >= BUSY_WHILE_IDLE_PCT for u in others)
+    neighbours = f"{'busy' if busy else 'idle'} ({loads} from the child's start to its end)" if others else "none"
+    return f"slot: {gpu}; its child ran on {cores}; the other GPUs: {neighbours}"
 
 
 def run_child(request: JobRequest, timeout_s: float, on_event: Callable[[ProgressEvent], None] | None = None,
               *, command: list[str] | None = None, hidden: tuple[Path, ...] = (),
               cancel: threading.Event | None = None, budget: Budget | None = None,
-              child: ChildProcess | None = None) -> JobResult:
+              child: ChildProcess | None = None, gpu: devices.Gpu | None = None) -> JobResult:
     """One job's stages in a child process: its `JobResult` (see the module doc), whose first note says
-    what bounded the box. `child`: a spare whose box was made with this request's folders, told to go;
-    else one is started, hiding `hidden` (the data dir), with `command` if given (tests stand in a
-    crashing child). `budget` counts what the child hands back (the caller takes the rest with it)."""
+    what bounded the box (and the next, for a slot's `gpu`, which GPU and cores it had). `child`: a
+    spare whose box was made with this request's folders (and `gpu`), told to go; else one is
+    started, hiding `hidden` (the data dir), with `command` if given (tests stand in a crashing
+    child). `budget` counts what the child hands back (the caller takes the rest with it)."""
     budget = budget if budget is not None else Budget()
     folder = Path(request.artifacts_dir)
     folder.mkdir(parents=True, exist_ok=True)
     (folder / RESULT_NAME).unlink(missing_ok=True)
     write_request(folder / REQUEST_NAME, request)
+    before = devices.utilisation() if gpu is not None else {}
     if child is not None:
         child.go()
     else:
         checkouts = tuple(Path(side.path) for side in (request.candidate, request.baseline) if side is not None)
-        child = ChildProcess.start(launch(folder, request.options, checkouts, hidden), command=command)
+        child = ChildProcess.start(launch(folder, request.options, checkouts, hidden, gpu), command=command)
     ending = child.supervise(timeout_s, on_event, cancel)
+    slot = [slot_note(gpu, child.launch.box.cpus, before, devices.utilisation())] if gpu is not None else []
     result = _outcome(request, ending, folder, budget)
-    return dataclasses.replace(result, notes=[ending.notes[0], *result.notes, *ending.notes[1:]])
+    return dataclasses.replace(result, notes=[ending.notes[0], *slot, *result.notes, *ending.notes[1:]])
 
 
 @dataclass

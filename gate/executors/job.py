@@ -25,7 +25,7 @@ from pathlib import Path
 from gate.domain.job import CAPTURING_GRAPHS, GateOutcome, JobOrder, JobRequest, ProgressEvent, RunOptions, method_key
 from gate.domain.manifest import KernelSpec, Manifest
 from gate.domain.names import Side, Stage
-from gate.domain.results import JobResult, StageStatus
+from gate.domain.results import Fingerprint, JobResult, StageStatus
 from gate.domain.reuse import History, HistoryAnswers
 from gate.errors import JobCancelled, ManifestError
 from gate.executors.child import run_child
@@ -34,6 +34,7 @@ from gate.executors.reuse_key import environment_inputs, job_keys
 from gate.executors.spare import Spare, Spares
 from gate.job_folders import remove
 from gate.manifest.load import load_manifest
+from gate.nvidia.devices import Gpu
 from gate.returned_files import Budget, Refused, copy_returned, listed
 from gate.sources.mirror import Mirror
 from gate.verdict.decide import decide
@@ -58,6 +59,7 @@ class JobContext:
     cancel: threading.Event = field(default_factory=threading.Event)   # set: stop, store nothing
     history: History | None = None     # the history of the order's repository; None: always measure
     spares: Spares | None = None       # children started ahead of jobs (`gate.executors.spare`); None: start one
+    gpu: Gpu | None = None             # the slot's GPU, the only one its child sees; None: every GPU
 
 
 GateJob = Callable[[JobOrder, JobContext], GateOutcome]
@@ -84,7 +86,7 @@ def gate_job(order: JobOrder, context: JobContext) -> GateOutcome:
     try:
         sources = check_out(order, context.mirror, workspace, context.on_event)
         request = request_for(order, sources, context.options, box_dir)
-        keys = job_keys(request, environment_inputs(context.options))
+        keys = job_keys(request, environment_inputs(context.options, context.gpu))
         asked = context.history is not None and keys.job
         plan = plan_job(request, keys, context.history.answers(order.kernel, keys) if asked else HistoryAnswers())
         if plan.reused is not None:
@@ -126,7 +128,7 @@ def measure(plan: JobPlan, context: JobContext, hidden: tuple[Path, ...]) -> Ite
         if spare is not None:
             request = spare.adopt(request)
         try:
-            result = _measured(request, spare, context, hidden, budget)
+            result = named_gpu(_measured(request, spare, context, hidden, budget), context.gpu)
         finally:
             if spares is not None:
                 spares.refill(context.options)
@@ -146,15 +148,25 @@ def _measured(request: JobRequest, spare: Spare | None, context: JobContext, hid
     method, not of the kernel: the job runs once more, with events."""
     spec, emit, note = request.kernel, context.on_event, spare.note() if spare is not None else None
     result = run_child(request, timeout_s=spec.timeout_s, on_event=emit, hidden=hidden, cancel=context.cancel,
-                       budget=budget, child=spare.child if spare is not None else None)
+                       budget=budget, child=spare.child if spare is not None else None, gpu=context.gpu)
     if (died := died_capturing(result)) is None:
         return result if note is None else dataclasses.replace(result, notes=[*result.notes, note])
     emit(ProgressEvent(stage=Stage.BENCH, side=Side.JOINT, state="running", detail=EVENTS_RERUN))
     remove(Path(request.artifacts_dir))
     request = dataclasses.replace(request, kept_methods=events_everywhere(spec))
     result = run_child(request, timeout_s=spec.timeout_s, on_event=emit, hidden=hidden, cancel=context.cancel,
-                       budget=budget)
+                       budget=budget, gpu=context.gpu)
     return dataclasses.replace(result, notes=[*result.notes, f"{EVENTS_RERUN}: its first child {died}"])
+
+
+def named_gpu(result: JobResult, gpu: Gpu | None) -> JobResult:
+    """`result` naming the slot's GPU where its child did not (it never reached the GPU stages: a
+    compile failed): a job of a slot never reads "no GPU" (`Fingerprint.gpu_kind`)."""
+    found = result.fingerprint or Fingerprint()
+    if gpu is None or found.gpu_name:
+        return result
+    return dataclasses.replace(result, fingerprint=dataclasses.replace(found, gpu_name=gpu.name,
+                                                                       driver=found.driver or gpu.driver))
 
 
 def died_capturing(result: JobResult) -> str | None:

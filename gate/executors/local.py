@@ -1,35 +1,40 @@
-"""The embedded executor: one thread per GPU (one in all with no GPU) taking jobs from the database.
+"""The embedded executor: one slot per GPU (one in all with no GPU), each a thread taking jobs from the
+database one after another and running them on its GPU alone (`gate.executors.child.launch`).
 
 Used inside `gate serve` and by `gate worker` with GATE_EXECUTOR=local (a database-polling worker).
-At start, and then every `sweep_s`, its `OrphanSweeper` re-queues the jobs dead workers left running
-(`liveness.py`). `cancel(job_ids)` stops the jobs this process runs at once (their children's process
-groups are killed).
+Its GPUs are `devices.slot_gpus`: those `gate worker --gpu` names, else those CUDA_VISIBLE_DEVICES
+leaves visible, else every GPU nvidia-smi lists. At start, and then every `sweep_s`, its
+`OrphanSweeper` re-queues the jobs dead workers left running (`liveness.py`). `cancel(job_ids)`
+stops the jobs this process runs at once (their children's process groups are killed).
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+from typing import NamedTuple
 
 from gate.executors.base import JobEnvironment, run_claimed
 from gate.executors.spare import Spares, for_worker
 from gate.executors.liveness import OrphanSweeper, worker_id
-from gate.nvidia.devices import list_gpus
+from gate.nvidia.devices import Gpu, slot_gpus
 from gate.storage.claims import Claims
 
 log = logging.getLogger(__name__)
 
 
-def local_gpus() -> list[str]:
-    """GPU names from `nvidia-smi` (the server needs no torch); [] when there is none."""
-    return [gpu.name for gpu in list_gpus()]
+class Slot(NamedTuple):
+    worker: str                 # its worker id (`liveness.worker_id`)
+    kinds: list[str]            # the GPU kinds of the jobs it takes: "any" and its GPU's name
+    gpu: Gpu | None             # the GPU its jobs run on; None: a machine without one
 
 
 class LocalExecutor:
-    def __init__(self, env: JobEnvironment, *, gpus: list[str] | None = None, poll_s: float = 2.0,
-                 role: str = "serve", sweeper: OrphanSweeper | None = None):
+    def __init__(self, env: JobEnvironment, *, gpus: list[Gpu] | None = None, poll_s: float = 2.0,
+                 role: str = "serve", sweeper: OrphanSweeper | None = None, kind: str | None = None):
         self.env = env
-        self.gpus = local_gpus() if gpus is None else gpus
+        self.gpus = slot_gpus() if gpus is None else gpus
+        self.kind = kind            # the GPU kind every slot takes (`gate worker --gpu-kind`); None: its GPU's name
         self.poll_s = poll_s
         self.role = role
         self.sweeper = sweeper or OrphanSweeper(env.store, lambda _ids: self.wake())
@@ -40,11 +45,12 @@ class LocalExecutor:
         self._running_lock = threading.Lock()
         self._spares: dict[str, Spares] = {}                 # worker id -> its child started ahead
 
-    def _slots(self) -> list[tuple[str, list[str]]]:
-        """(worker id, GPU kinds it serves) per slot. Jobs of kind "any" go to the first free slot."""
+    def _slots(self) -> list[Slot]:
+        """One per GPU. Jobs of kind "any" go to the first free slot."""
         if not self.gpus:
-            return [(worker_id("local", self.role, "cpu"), ["any", "cpu"])]
-        return [(worker_id("local", self.role, f"gpu{i}"), ["any", name]) for i, name in enumerate(self.gpus)]
+            return [Slot(worker_id("local", self.role, "cpu"), ["any", self.kind or "cpu"], None)]
+        return [Slot(worker_id("local", self.role, f"gpu{gpu.index}"), ["any", self.kind or gpu.name], gpu)
+                for gpu in self.gpus]
 
     def recover(self) -> list[int]:
         """Re-queue what dead processes (of this host, or silent too long) left running."""
@@ -53,8 +59,8 @@ class LocalExecutor:
     def start(self) -> None:
         self.recover()
         self.sweeper.start()
-        for worker, kinds in self._slots():
-            t = threading.Thread(target=self._loop, args=(worker, kinds), name=worker, daemon=True)
+        for slot in self._slots():
+            t = threading.Thread(target=self._loop, args=(slot,), name=slot.worker, daemon=True)
             t.start()
             self._threads.append(t)
 
@@ -73,11 +79,12 @@ class LocalExecutor:
             spares.close()
         self._spares.clear()
 
-    def _spares_of(self, worker: str) -> Spares | None:
+    def _spares_of(self, slot: Slot) -> Spares | None:
         """The slot's spares (`gate.executors.spare`), where the environment asks for them."""
-        if worker not in self._spares and (spares := for_worker(self.env.data_dir, worker, self.env.spare_child)):
-            self._spares[worker] = spares
-        return self._spares.get(worker)
+        if slot.worker not in self._spares and (
+                spares := for_worker(self.env.data_dir, slot.worker, self.env.spare_child, slot.gpu)):
+            self._spares[slot.worker] = spares
+        return self._spares.get(slot.worker)
 
     def wake(self) -> None:
         self._wake.set()
@@ -88,10 +95,10 @@ class LocalExecutor:
                 if job_id in self._running:
                     self._running[job_id].set()
 
-    def run_once(self, worker: str, kinds: list[str]) -> bool:
-        """Claim and run one job; False when none was queued."""
+    def run_once(self, slot: Slot) -> bool:
+        """Claim and run one job on `slot`; False when none was queued."""
         with self.env.store.unit() as uow:
-            claimed = uow.group(Claims).claim_next(worker=worker, gpu_kinds=kinds)
+            claimed = uow.group(Claims).claim_next(worker=slot.worker, gpu_kinds=slot.kinds, gpu=slot.gpu)
         if claimed is None:
             return False
         job_id, attempt = claimed
@@ -99,26 +106,27 @@ class LocalExecutor:
         with self._running_lock:
             self._running[job_id] = cancel
         try:
-            run_claimed(self.env, job_id, attempt, cancel, spares=self._spares_of(worker))
+            run_claimed(self.env, job_id, attempt, cancel, spares=self._spares_of(slot), gpu=slot.gpu)
         finally:
             with self._running_lock:
                 self._running.pop(job_id, None)
         return True
 
     def drain(self) -> int:
-        """Run queued jobs in this thread until none is left (`gate worker --once`); how many ran."""
-        worker, kinds = self._slots()[0]
+        """Run queued jobs in this thread, on the first slot, until none is left (`gate worker
+        --once`); how many ran."""
+        slot = self._slots()[0]
         count = 0
-        while not self._stop.is_set() and self.run_once(worker, kinds):
+        while not self._stop.is_set() and self.run_once(slot):
             count += 1
         return count
 
-    def _loop(self, worker: str, kinds: list[str]) -> None:
+    def _loop(self, slot: Slot) -> None:
         while not self._stop.is_set():
             try:
-                ran = self.run_once(worker, kinds)
+                ran = self.run_once(slot)
             except Exception:   # the database went away: wait and try again, never die
-                log.exception("%s: taking a job failed", worker)
+                log.exception("%s: taking a job failed", slot.worker)
                 ran = False
             if not ran:
                 self._wake.wait(self.poll_s)

@@ -26,7 +26,7 @@ from gate.domain.names import Side
 from gate.domain.reuse import ReuseKeys
 from gate.manifest import compile_flags
 from gate.compiling.build_cache import local_includes
-from gate.nvidia.devices import visible_gpus
+from gate.nvidia.devices import Gpu, visible_gpus
 from gate.nvidia.tools import tool_version
 
 BUILT_IN_WORKLOADS = {"attention", "gemm"}
@@ -100,9 +100,10 @@ def measuring_code() -> str:
     return h.hexdigest()
 
 
-def environment_inputs(options: RunOptions) -> str:
-    """What of this machine the measurement depends on, as one text; '' when no GPU is visible."""
-    gpus = visible_gpus()
+def environment_inputs(options: RunOptions, gpu: Gpu | None = None) -> str:
+    """What of this machine the measurement depends on, as one text (of a slot's `gpu` alone: the
+    other GPUs of its host do not measure it); '' when no GPU is visible."""
+    gpus = visible_gpus(gpu)
     if not gpus:
         return ""
     measuring = {name: getattr(options, name) for name in _MEASURING_OPTIONS}

@@ -70,10 +70,11 @@ class Spare:
 
 
 class Spares:
-    """At most one spare child at a time, for the jobs one executor thread runs one after another."""
+    """At most one spare child at a time, for the jobs one executor thread runs one after another
+    (on its slot's `gpu`, the only one its children see; None: every GPU)."""
 
-    def __init__(self, root: Path, hidden: tuple[Path, ...]):
-        self.root, self.hidden = Path(root), tuple(hidden)
+    def __init__(self, root: Path, hidden: tuple[Path, ...], gpu: devices.Gpu | None = None):
+        self.root, self.hidden, self.gpu = Path(root), tuple(hidden), gpu
         self._spare: Spare | None = None
         self._lock = threading.Lock()
         self._more = True
@@ -98,7 +99,7 @@ class Spares:
             if self._spare is not None:
                 return
             try:
-                self._spare = _start(self.root / uuid.uuid4().hex[:12], self.hidden, options)
+                self._spare = _start(self.root / uuid.uuid4().hex[:12], self.hidden, options, self.gpu)
             except (OSError, box.BoxError) as exc:
                 log.warning("no spare child started: %s", exc)
 
@@ -114,20 +115,20 @@ class Spares:
         remove(self.root)
 
 
-def for_worker(data_dir: Path, worker: str, enabled: bool) -> Spares | None:
+def for_worker(data_dir: Path, worker: str, enabled: bool, gpu: devices.Gpu | None = None) -> Spares | None:
     """The spares of one worker (an executor's slot thread, a Celery worker process), which runs its
-    jobs one after another: None where it does not ask for them or has no GPU."""
+    jobs one after another on `gpu`: None where it does not ask for them or has no GPU."""
     if not (enabled and devices.gpu_nodes()):
         return None
     data_dir = Path(data_dir).resolve()
     folder = "".join(ch if ch.isalnum() else "-" for ch in worker)    # a worker id holds '/' and '@'
-    return Spares(data_dir / "spares" / folder, hidden=(data_dir,))
+    return Spares(data_dir / "spares" / folder, hidden=(data_dir,), gpu=gpu)
 
 
-def _start(folder: Path, hidden: tuple[Path, ...], options: RunOptions) -> Spare:
+def _start(folder: Path, hidden: tuple[Path, ...], options: RunOptions, gpu: devices.Gpu | None) -> Spare:
     box_dir = folder / "box"
     sides = (folder / "candidate", folder / "baseline")
     for path in (box_dir, *sides):
         path.mkdir(parents=True)
     (box_dir / SPARE_OPTIONS_NAME).write_text(json.dumps(to_json(options)))   # what it warms up for
-    return Spare(ChildProcess.start(launch(box_dir, options, sides, hidden), spare=True), folder, options)
+    return Spare(ChildProcess.start(launch(box_dir, options, sides, hidden, gpu), spare=True), folder, options)

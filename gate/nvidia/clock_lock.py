@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gate.domain.environment import ClockPolicy
-from gate.nvidia.gpu_watch import import_nvml, nvml_index
+from gate.nvidia.gpu_watch import device_handle, import_nvml
 
 
 @dataclass
@@ -39,7 +39,7 @@ def apply(requested: str, device_index: int | None = None, nvml: Any = None) -> 
     try:
         nvml = nvml or import_nvml()
         nvml.nvmlInit()
-        handle = nvml.nvmlDeviceGetHandleByIndex(nvml_index() if device_index is None else device_index)
+        handle = device_handle(nvml, device_index)
         target = int(nvml.nvmlDeviceGetDefaultApplicationsClock(handle, nvml.NVML_CLOCK_SM))
         nvml.nvmlDeviceSetGpuLockedClocks(handle, target, target)
     except Exception as exc:   # not permitted, no driver, no library: observe and say why

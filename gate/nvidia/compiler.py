@@ -1,52 +1,129 @@
 """Running the compilers: the compile interface of the static and build stages, whose command lines
 `gate.compiling.toolchain` composes. nvcc and the host compiler are found, asked their versions and
-run here, in the box with the gate's compile limits; `ToolRun.limit` says when the gate, not the
-source, ended a run (never cached as the source's failure). CUDA_HOME is the toolkit of the nvcc in
-use, as `nvcc --dryrun` names it (even through wrapper scripts), never a guess from PATH: one
-toolkit's headers with another's nvcc make objects that fail at load time."""
+run here, in the box with the gate's compile limits, each run in one of the host's compile places
+(`compile_slot`). CUDA_HOME is the toolkit of the nvcc in use, as `nvcc --dryrun` names it (even
+through wrapper scripts), never a guess from PATH: one toolkit's headers with another's nvcc make
+objects that fail at load time.
+
+A run the machine ended (`ToolRun.fault`: it could not start a process, ran out of memory or disk,
+was killed by a signal) is tried once more, and then it is the gate's failure, never the source's:
+its stage ends `error` naming the resource, and it is never cached. A compile that runs past the
+kernel's own timeout is the kernel's failure, but not cached either (it depends on the load)."""
 
 from __future__ import annotations
 
+import contextlib
+import os
 import re
 import shutil
 import subprocess
-from dataclasses import dataclass
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
 from pathlib import Path
 
-from gate import box
+from gate import box, box_leases
 from gate.errors import ToolMissingError
 
-# What compilers print when an allocation fails: nvcc's front end (cicc, cudafe++), gcc, the linker.
-_OUT_OF_MEMORY = re.compile(r"catastrophic error: out of memory|virtual memory exhausted|std::bad_alloc"
-                            r"|cannot allocate memory|Killed signal terminated program|out of memory allocating")
+# What compilers print when the machine, not the source, stopped them, by the resource (the first
+# that matches names it). Memory: nvcc's front end (cicc, cudafe++), gcc, the linker, the box's
+# cgroup (`gate.box.run`'s note). Processes: a fork or vfork refused (EAGAIN), as gcc's driver said
+# when the box's user ran out of processes ("cannot execute '.../collect2': vfork: Resource
+# temporarily unavailable"). Start: a program that could not be executed at all. Disk: ENOSPC, EDQUOT.
+_FAULTS = (
+    ("memory", re.compile(r"catastrophic error: out of memory|virtual memory exhausted|std::bad_alloc"
+                          r"|cannot allocate memory|out of memory allocating|passed its memory cap", re.I)),
+    ("processes", re.compile(r"resource temporarily unavailable|\bv?fork\b.*(failed|error)|cannot fork", re.I)),
+    ("start", re.compile(r"cannot execute|failed to execute|could not execute|execvp", re.I)),
+    ("disk space", re.compile(r"no space left on device|disk quota exceeded", re.I)),
+    ("a signal", re.compile(r"died due to signal|killed signal terminated program|internal compiler error: killed",
+                            re.I)),
+)
+RETRY_PAUSE_S = 2.0          # a refused fork or a full disk may pass: the one retry waits this long
+SLOT_WAIT_S = 300.0          # a compile waits at most this long for a place, then runs anyway
 
 
 @dataclass(frozen=True)
 class ToolRun:
     ok: bool
     output: str
-    timed_out: bool = False      # a fact about the machine's load, not the source: never cached
-    out_of_memory: bool = False  # stopped at the gate's compile memory limit: never cached either
+    timed_out: bool = False      # past the kernel's compile timeout: its failure, but never cached (the load's)
+    fault: str = ""              # the resource the machine ran out of (`_FAULTS`, or "a signal"): the gate's
 
     @property
     def limit(self) -> str:
-        """Why the gate, not the source, ended this run ('' when it did not)."""
-        if self.out_of_memory:
+        """Why the machine, not the source, ended this run ('' when it did not), in words that name
+        the resource."""
+        if not self.fault:
+            return ""
+        if self.fault == "memory":
             return (f"the compiler ran out of the memory the gate allows one compile ({box.COMPILE_MEMORY_GIB} GiB "
                     "per process; GATE_COMPILE_MEMORY_GIB raises it): the gate's limit, not a fault of the source")
+        said = next((line.strip() for line in self.output.splitlines() if _FAULT_WORDS.search(line)), "")
+        what = {"processes": "could not start a process (fork refused: the box's or the host's process limit)",
+                "start": "could not be started", "disk space": "ran out of disk space",
+                "a signal": "was killed by a signal"}[self.fault]
+        return f"the compiler {what}, twice: {said[:200] or 'no words'}; the machine's fault, not the source's"
+
+
+_FAULT_WORDS = re.compile("|".join(f"(?:{pattern.pattern})" for _, pattern in _FAULTS) + r"|killed by", re.I)
+
+
+def fault(returncode: int, output: str) -> str:
+    """The resource a failed run lacked, by its words or its end ('' for an ordinary failure: the
+    compiler's diagnostic about the source). The box's memory cgroup says when its SIGKILL was its."""
+    if returncode == 0:
         return ""
+    return next((name for name, pattern in _FAULTS if pattern.search(output)), "a signal" if returncode < 0 else "")
+
+
+def compile_slots() -> int:
+    """Compiles at once on this host, across every job and process: one per core, and no more than
+    its memory holds at the gate's per-compile limit (`GATE_COMPILE_MEMORY_GIB`)."""
+    memory_gib = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / box.GiB
+    return max(1, min(os.cpu_count() or 1, int(memory_gib // box.COMPILE_MEMORY_GIB)))
+
+
+def slot_folder() -> Path:
+    """The folder of the host's compile places, which the GPU child's box binds read-only."""
+    return box_leases.folder("compile-slots", compile_slots())
+
+
+@contextlib.contextmanager
+def compile_slot() -> Iterator[None]:
+    """One of the host's compile places for the block, waited for at most `SLOT_WAIT_S`: a holder
+    frees it within a compile's timeout, and a wait past the bound runs anyway, so no job starves."""
+    lease = box_leases.take("compile-slots", compile_slots(), SLOT_WAIT_S)
+    try:
+        yield
+    finally:
+        if lease is not None:
+            lease.release()
 
 
 def run_tool(command: list[str], cwd: Path, timeout_s: float) -> ToolRun:
-    """Run a compiler (argument list, never a shell string) in the box; a timeout is a failed run."""
+    """Run a compiler (argument list, never a shell string) in the box, in a compile place; a
+    timeout is a failed run, and a run the machine ended is tried once more (see the module doc)."""
+    with compile_slot():
+        run = _run_once(command, cwd, timeout_s)
+        if run.fault:
+            time.sleep(RETRY_PAUSE_S)
+            again = _run_once(command, cwd, timeout_s)
+            run = again if not again.fault else replace(again, output=f"{run.output}\n(tried again:)\n{again.output}")
+    return run
+
+
+def _run_once(command: list[str], cwd: Path, timeout_s: float) -> ToolRun:
     try:
         proc = box.run(box.for_compile(command, cwd), command, cwd=cwd, timeout_s=timeout_s)
     except subprocess.TimeoutExpired:
         return ToolRun(False, f"{command[0]}: timed out after {timeout_s:.0f} s", timed_out=True)
+    except OSError as exc:      # the box's own launcher could not start (EAGAIN, ENOMEM, ENOSPC)
+        return ToolRun(False, f"{command[0]}: {exc}", fault=fault(-1, str(exc)) or "start")
     output = (proc.stdout + proc.stderr).strip()
-    # SIGKILL: the box's memory cgroup ended it (the box runs the compiler as a child: -9 or 128 + 9)
-    oom = proc.returncode != 0 and (bool(_OUT_OF_MEMORY.search(output)) or proc.returncode in (-9, 137))
-    return ToolRun(proc.returncode == 0, output, out_of_memory=oom)
+    if proc.returncode < 0:
+        output += f"\n{command[0]}: {box.how_it_ended(proc.returncode)}"
+    return ToolRun(proc.returncode == 0, output, fault=fault(proc.returncode, output))
 
 
 def find_nvcc(nvcc: str) -> str:

@@ -7,6 +7,7 @@ leaves its field empty: a fingerprint is evidence, never a reason to stop the jo
 
 from __future__ import annotations
 
+import os
 import socket
 
 from gate.domain import Fingerprint
@@ -40,7 +41,9 @@ def collect(ncu_path: str = "ncu") -> Fingerprint:
     fp.gpu_name = props.name
     fp.compute_capability = f"{props.major}.{props.minor}"
     fp.sm_count = props.multi_processor_count
-    query = ["nvidia-smi", f"--id={index}", "--format=csv,noheader,nounits"]
+    # nvidia-smi's id of that device: CUDA_VISIBLE_DEVICES's entry for it (a slot's child: its UUID)
+    visible = [v.strip() for v in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if v.strip()]
+    query = ["nvidia-smi", f"--id={visible[index] if index < len(visible) else index}", "--format=csv,noheader,nounits"]
     fp.driver = next(iter(tool_output([*query, "--query-gpu=driver_version"]).splitlines()), "")
     fp.sm_clock_mhz, fp.mem_clock_mhz = parse_smi_clocks(tool_output([*query, "--query-gpu=clocks.sm,clocks.mem"]))
     return fp

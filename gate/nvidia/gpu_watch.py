@@ -159,7 +159,7 @@ def watch_gpu(device_index: int | None = None, *, interval_s: float = INTERVAL_S
     try:
         nvml = nvml or import_nvml()
         nvml.nvmlInit()
-        handle = nvml.nvmlDeviceGetHandleByIndex(nvml_index() if device_index is None else device_index)
+        handle = device_handle(nvml, device_index)
     except Exception as exc:       # no driver, no library: say so, time as before
         unwatched = _Watcher(None, interval_s)
         unwatched.result = GpuWatch(available=False, reason=f"no NVML: {exc}")
@@ -197,6 +197,16 @@ def _synchronize() -> None:
 
     if torch.cuda.is_available():
         torch.cuda.synchronize()
+
+
+def device_handle(nvml: Any, device_index: int | None = None) -> Any:
+    """NVML's handle of the GPU this process times on: NVML's `device_index` when given; else the
+    one CUDA_VISIBLE_DEVICES names by UUID (a slot's child: NVML reaches it by UUID alone, with the
+    other GPUs' nodes absent from its box); else the CUDA device torch uses."""
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES", "").strip()
+    if device_index is None and visible.startswith("GPU-") and "," not in visible:
+        return nvml.nvmlDeviceGetHandleByUUID(visible)
+    return nvml.nvmlDeviceGetHandleByIndex(nvml_index() if device_index is None else device_index)
 
 
 def nvml_index() -> int:

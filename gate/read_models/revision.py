@@ -87,6 +87,8 @@ class JobDetail:
     # when it differs, the two jobs' absolute figures are not comparable.
     baseline_environment: str | None = None
     reused_from: str = ""                    # `domain.reuse.reused_line` when no child ran ("" = measured)
+    gpu_index: int | None = None             # the GPU its slot ran it on: nvidia-smi's index on its host
+    gpu_uuid: str | None = None              # and its UUID (None: no GPU, or not claimed yet)
 
     def stage(self, side: Side, stage: Stage) -> StageDetail | None:
         return next((s for s in self.stages if s.side == side and s.stage == stage), None)

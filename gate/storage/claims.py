@@ -15,6 +15,7 @@ from sqlalchemy import and_, or_, select, update
 from sqlalchemy.orm import Session
 
 from gate.domain.job import JobOrder
+from gate.nvidia.devices import Gpu
 from gate.storage.models import Job, JobEvent, JobState, Revision, RevisionStatus, utcnow
 from gate.storage.timing_methods import kept_methods
 
@@ -30,14 +31,17 @@ def _claimable(stale_after_s: float):  # noqa: ANN202 (SQL expression)
     )
 
 
-def claim_job(session: Session, job_id: int, *, worker: str, stale_after_s: float = STALE_AFTER_S) -> int | None:
-    """Take job `job_id` if it is queued (or running with a dead worker); the attempt number, or None."""
+def claim_job(session: Session, job_id: int, *, worker: str, stale_after_s: float = STALE_AFTER_S,
+              gpu: Gpu | None = None) -> int | None:
+    """Take job `job_id` if it is queued (or running with a dead worker), for a slot on `gpu` (None:
+    a worker without one); the attempt number, or None."""
     now = utcnow()
     result = session.execute(
         update(Job)
         .where(Job.id == job_id, _claimable(stale_after_s))
         .values(state=JobState.RUNNING, attempts=Job.attempts + 1, worker=worker,
-                started_at=now, heartbeat_at=now, progress="claimed")
+                started_at=now, heartbeat_at=now, progress="claimed",
+                gpu_index=gpu.index if gpu else None, gpu_uuid=gpu.uuid if gpu else None)
         .execution_options(synchronize_session=False)
     )
     if result.rowcount != 1:
@@ -46,7 +50,8 @@ def claim_job(session: Session, job_id: int, *, worker: str, stale_after_s: floa
     attempts, revision_id = session.execute(
         select(Job.attempts, Job.revision_id).where(Job.id == job_id)
     ).one()
-    session.add(JobEvent(job_id=job_id, state="claimed", detail=f"worker {worker}, attempt {attempts}", at=now))
+    on = f", {gpu}" if gpu else ""
+    session.add(JobEvent(job_id=job_id, state="claimed", detail=f"worker {worker}{on}, attempt {attempts}", at=now))
     session.execute(
         update(Revision).where(Revision.id == revision_id, Revision.status == RevisionStatus.QUEUED)
         .values(status=RevisionStatus.RUNNING)
@@ -55,15 +60,16 @@ def claim_job(session: Session, job_id: int, *, worker: str, stale_after_s: floa
     return attempts
 
 
-def claim_next(session: Session, *, worker: str, gpu_kinds: Sequence[str] = ("any",)) -> tuple[int, int] | None:
-    """Take the oldest queued job this worker may run: (job id, attempt), or None when there is none."""
+def claim_next(session: Session, *, worker: str, gpu_kinds: Sequence[str] = ("any",),
+               gpu: Gpu | None = None) -> tuple[int, int] | None:
+    """Take the oldest queued job this worker (on `gpu`) may run: (job id, attempt), or None."""
     candidates = session.scalars(
         select(Job.id).where(Job.state == JobState.QUEUED, Job.gpu_kind.in_(list(gpu_kinds)))
         .order_by(Job.id).limit(8)
     ).all()
     session.rollback()   # end the read transaction before the write (SQLite lock upgrade)
     for job_id in candidates:
-        attempt = claim_job(session, job_id, worker=worker)
+        attempt = claim_job(session, job_id, worker=worker, gpu=gpu)
         if attempt is not None:
             return job_id, attempt
     return None
@@ -137,11 +143,11 @@ class Claims:
     def __init__(self, session: Session):
         self._session = session
 
-    def claim(self, job_id: int, *, worker: str) -> int | None:
-        return claim_job(self._session, job_id, worker=worker)
+    def claim(self, job_id: int, *, worker: str, gpu: Gpu | None = None) -> int | None:
+        return claim_job(self._session, job_id, worker=worker, gpu=gpu)
 
-    def claim_next(self, *, worker: str, gpu_kinds: Sequence[str]) -> tuple[int, int] | None:
-        return claim_next(self._session, worker=worker, gpu_kinds=gpu_kinds)
+    def claim_next(self, *, worker: str, gpu_kinds: Sequence[str], gpu: Gpu | None = None) -> tuple[int, int] | None:
+        return claim_next(self._session, worker=worker, gpu_kinds=gpu_kinds, gpu=gpu)
 
     def order(self, job_id: int) -> JobOrder:
         return job_order(self._session, job_id)

@@ -117,6 +117,10 @@ class Job(Base):
     # Its candidate side's `side_key`: a later job whose baseline has this key reuses the candidate's
     # profile for its baseline rather than profiling it again (`storage.reuse.find_profile`).
     candidate_key: Mapped[str | None] = mapped_column(String(64))
+    # The GPU its worker's slot ran it on (set by the claim): nvidia-smi's index on that host, and
+    # its UUID. None: claimed by a worker without a GPU, or before a slot knew its GPU.
+    gpu_index: Mapped[int | None] = mapped_column()
+    gpu_uuid: Mapped[str | None] = mapped_column(String(64))
     reused_from: Mapped[Job | None] = relationship(remote_side=[id], foreign_keys=[reused_from_job_id])
     revision: Mapped[Revision] = relationship(back_populates="jobs")
     events: Mapped[list[JobEvent]] = relationship(order_by="JobEvent.id")

@@ -90,7 +90,7 @@ def _job(job: Job, baseline_environment: str | None = None) -> JobDetail:
         artifacts=[ArtifactDetail(a.id, a.kind, a.path, a.size_bytes) for a in job.artifacts],
         events=[EventDetail(e.state, e.detail, e.at) for e in job.events],
         environment=_environment(job) if v else "", baseline_environment=baseline_environment,
-        reused_from=_reused_from(job),
+        reused_from=_reused_from(job), gpu_index=job.gpu_index, gpu_uuid=job.gpu_uuid,
     )
 
 

@@ -121,7 +121,7 @@ def test_a_compile_stopped_by_the_gates_memory_limit_is_not_cached_and_not_the_s
     """cicc peaked at 9.0 GB on a CuTe flash attention: that used to read `reject: compile error`, cached."""
     calls = []
     monkeypatch.setattr(compiler, "run_tool", lambda command, cwd, timeout_s: calls.append(command) or compiler.ToolRun(
-        False, "cute/layout.hpp(1003): catastrophic error: out of memory", out_of_memory=True))
+        False, "cute/layout.hpp(1003): catastrophic error: out of memory", fault="memory"))
     cache = ObjectCache(tmp_path / "cache")
     for _ in range(2):
         got = objects.compile_object("k.cu", ["nvcc"], "ef" * 32, tmp_path, tmp_path / "out", cache, 60)

@@ -145,3 +145,64 @@ def test_a_worker_killed_mid_job_has_its_job_run_elsewhere_once_without_a_restar
             if proc is not None and proc.poll() is None:
                 proc.terminate()
                 proc.wait(timeout=30)
+
+
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+def test_a_celery_worker_per_gpu_runs_each_job_once_on_its_own_gpu(session_factory, database_url, tmp_path):
+    """Issue 42: `gate worker --gpu 0` and `gate worker --gpu 1` (GATE_EXECUTOR=celery) on a host with
+    two GPUs (a stand-in nvidia-smi) against one Redis and one database: every job runs once, on one
+    worker, which records its GPU; both GPUs take jobs."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from tests.fakes.gpu_host import GPUS, write_nvidia_smi
+
+    kind = f"test-{uuid.uuid4().hex[:8]}"
+    broker = "redis://127.0.0.1:6379/11"          # its own database: the workers also consume `gate.any`
+    kernels = tuple(f"k{i}" for i in range(6))
+    with session_factory() as s:
+        rev_id = submit_revision(UnitOfWork(s), repo="/src/flash", sha="HEAD")
+        plan_revision(UnitOfWork(s), rev_id, sources=FakeSources(kernels=kernels))
+        for job in s.get(Revision, rev_id).jobs:
+            job.gpu_kind = kind
+        s.commit()
+    tests_dir = Path(__file__).resolve().parent.parent
+    env = {**os.environ, "PATH": f"{write_nvidia_smi(tmp_path / 'bin').parent}{os.pathsep}{os.environ['PATH']}",
+           "GATE_EXECUTOR": "celery", "GATE_BROKER_URL": broker, "GATE_DATABASE_URL": database_url,
+           "GATE_DATA_DIR": str(tmp_path / "data"), "GATE_TORCH_PCH": "off", "FLEET_JOB_S": "1",
+           "GATE_TEST_PIPELINE": "tests.fakes.fleet_pipeline:gate_job",
+           "PYTHONPATH": os.pathsep.join([str(tests_dir.parent), str(tests_dir)])}
+    env.pop("CUDA_VISIBLE_DEVICES", None)
+    workers = [subprocess.Popen([sys.executable, "-m", "gate.cli", "worker", "--gpu", str(i), "--gpu-kind", kind],
+                                env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) for i in (0, 1)]
+    server = CeleryExecutor(JobEnvironment(store=Store(session_factory.kw["bind"]), gate_job=FakePipeline(),
+                                           data_dir=tmp_path, options=RunOptions()), broker)
+    try:
+        deadline = time.monotonic() + 120
+        while len(server.app.control.ping(timeout=1)) < 2 and time.monotonic() < deadline:
+            assert all(w.poll() is None for w in workers), "a worker exited"
+        server.start()
+        while time.monotonic() < deadline:
+            with session_factory() as s:
+                if all(j.state == "done" for j in s.get(Revision, rev_id).jobs):
+                    break
+            time.sleep(0.2)
+        time.sleep(1.0)                                   # a stray second run would show up by now
+        with session_factory() as s:
+            jobs = s.get(Revision, rev_id).jobs
+            assert all((j.state, j.attempts) == ("done", 1) for j in jobs)
+            assert s.scalar(select(func.count()).select_from(VerdictRecord)) == len(kernels)
+            ran = {j.kernel: (j.gpu_index, j.gpu_uuid, j.worker) for j in jobs}
+    finally:
+        server.stop()
+        for worker in workers:
+            worker.terminate()
+            worker.wait(timeout=60)
+    assert {(index, uuid_) for index, uuid_, _ in ran.values()} == {(0, GPUS[0][1]), (1, GPUS[1][1])}
+    for index, _, worker in ran.values():
+        assert worker.endswith(f":gpu{index}")           # the worker of that GPU ran it
+    with session_factory() as s:
+        for job in s.get(Revision, rev_id).jobs:
+            assert job.verdict.reason == f"accept: correctness: ran on GPU {job.gpu_index}"

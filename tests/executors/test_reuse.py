@@ -122,7 +122,7 @@ def history(session_factory, tmp_path, monkeypatch):
         return result
 
     monkeypatch.setattr(job_module, "run_child", child)
-    monkeypatch.setattr(job_module, "environment_inputs", lambda options: ENVIRONMENT)
+    monkeypatch.setattr(job_module, "environment_inputs", lambda options, gpu=None: ENVIRONMENT)
     repo = _repository(tmp_path)
     hist = History(session_factory, tmp_path, repo, measured)
     return hist
@@ -257,7 +257,7 @@ def test_an_age_limit_of_zero_never_reuses(session_factory, tmp_path, monkeypatc
 
 def test_without_a_gpu_there_is_no_key_and_nothing_is_reused(history, monkeypatch):
     base = _warm(history)
-    monkeypatch.setattr(job_module, "environment_inputs", lambda options: "")
+    monkeypatch.setattr(job_module, "environment_inputs", lambda options, gpu=None: "")
     again = _commit(history.repo, {"README.md": "once more\n"}, "docs")
     assert history.gate(again, base) == KERNELS
 

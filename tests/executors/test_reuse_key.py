@@ -67,12 +67,12 @@ def test_the_baseline_side_and_the_environment_are_part_of_the_key(tmp_path):
 
 def test_without_a_gpu_there_is_no_key(tmp_path, monkeypatch):
     assert _key(_tree(tmp_path / "a"), env="") == ""
-    monkeypatch.setattr(rk, "visible_gpus", lambda: "")
+    monkeypatch.setattr(rk, "visible_gpus", lambda gpu=None: "")
     assert rk.environment_inputs(RunOptions()) == ""
 
 
 def test_measuring_options_enter_the_environment_and_paths_do_not(monkeypatch):
-    monkeypatch.setattr(rk, "visible_gpus", lambda: "NVIDIA H200, 570.86")
+    monkeypatch.setattr(rk, "visible_gpus", lambda gpu=None: "NVIDIA H200, 570.86")
     base = rk.environment_inputs(RunOptions())
     assert rk.environment_inputs(RunOptions(bench_budget_s=3.0)) != base
     assert rk.environment_inputs(RunOptions(build_cache_dir="/elsewhere", stage_timeout_s=1.0)) == base

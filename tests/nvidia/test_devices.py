@@ -3,24 +3,66 @@ for nvidia-smi's answers and for /dev and the driver's /proc records."""
 
 import pytest
 
+from gate.errors import GateError
 from gate.nvidia import devices
 from gate.nvidia.devices import Gpu
 
-SMI = ("0, GPU-5f2a7c10-0000-0000-0000-000000000000, NVIDIA H200\n"
-       "1, GPU-9b1e4d22-0000-0000-0000-000000000000, NVIDIA H200\n")
+SMI = ("0, GPU-5f2a7c10-0000-0000-0000-000000000000, 00000000:19:00.0, 580.95.05, NVIDIA H200\n"
+       "1, GPU-9b1e4d22-0000-0000-0000-000000000000, 00000000:3B:00.0, 580.95.05, NVIDIA H200\n")
+H200_0 = Gpu(0, "GPU-5f2a7c10-0000-0000-0000-000000000000", "NVIDIA H200", "00000000:19:00.0", "580.95.05")
+H200_1 = Gpu(1, "GPU-9b1e4d22-0000-0000-0000-000000000000", "NVIDIA H200", "00000000:3B:00.0", "580.95.05")
 
 
 def answering(monkeypatch, text: str) -> list[list[str]]:
     asked: list[list[str]] = []
     monkeypatch.setattr(devices, "tool_output", lambda command: asked.append(command) or text)
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     return asked
 
 
 def test_the_gpus_are_listed_with_index_uuid_and_name(monkeypatch):
     asked = answering(monkeypatch, SMI)
-    assert devices.list_gpus() == [Gpu(0, "GPU-5f2a7c10-0000-0000-0000-000000000000", "NVIDIA H200"),
-                                   Gpu(1, "GPU-9b1e4d22-0000-0000-0000-000000000000", "NVIDIA H200")]
-    assert asked == [["nvidia-smi", "--query-gpu=index,uuid,name", "--format=csv,noheader"]]
+    assert devices.list_gpus() == [H200_0, H200_1]
+    assert asked == [["nvidia-smi", "--query-gpu=index,uuid,pci.bus_id,driver_version,name", "--format=csv,noheader"]]
+
+
+@pytest.mark.parametrize("wanted, visible, slots", [
+    (None, None, [H200_0, H200_1]),                        # every GPU
+    (None, "1", [H200_1]),                                  # CUDA_VISIBLE_DEVICES narrows them
+    (None, "GPU-9b1e4d22,0", [H200_1, H200_0]),             # by a UUID's prefix too, in its order
+    (None, "", []),                                         # set and empty: none
+    (["1"], "0", [H200_1]),                                 # `gate worker --gpu` wins
+    (["GPU-5f2a7c10-0000-0000-0000-000000000000", "1"], None, [H200_0, H200_1]),
+])
+def test_the_slots_are_the_gpus_asked_for_else_the_visible_ones(wanted, visible, slots, monkeypatch):
+    answering(monkeypatch, SMI)
+    if visible is None:
+        monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    else:
+        monkeypatch.setenv("CUDA_VISIBLE_DEVICES", visible)
+    assert devices.slot_gpus(wanted) == slots
+
+
+def test_a_gpu_the_host_lacks_is_refused_naming_those_it_has(monkeypatch):
+    answering(monkeypatch, SMI)
+    with pytest.raises(GateError, match=r"no GPU '7' on this host \(nvidia-smi lists: GPU 0 \(GPU-5f2a"):
+        devices.slot_gpus(["7"])
+
+
+def test_the_cores_near_a_gpu_come_from_its_pci_devices_local_cpulist(tmp_path, monkeypatch):
+    (tmp_path / "0000:3b:00.0").mkdir()
+    (tmp_path / "0000:3b:00.0" / "local_cpulist").write_text("2-4,7\n")
+    monkeypatch.setattr(devices, "SYS_PCI", tmp_path)
+    monkeypatch.setattr(devices.os, "sched_getaffinity", lambda _pid: set(range(8)))
+    assert devices.near_cpus(H200_1) == [2, 3, 4, 7]
+    assert devices.near_cpus(H200_0) == []                  # the host does not say
+    monkeypatch.setattr(devices.os, "sched_getaffinity", lambda _pid: {2, 3, 4, 7})
+    assert devices.near_cpus(H200_1) == []                  # every core it may use: no pinning
+
+
+def test_the_other_gpus_load_is_read_by_uuid(monkeypatch):
+    answering(monkeypatch, "GPU-a, 97\nGPU-b, 0\nGPU-c, [N/A]\n")
+    assert devices.utilisation() == {"GPU-a": 97, "GPU-b": 0}
 
 
 def test_without_nvidia_smi_there_is_no_gpu(monkeypatch):

@@ -163,3 +163,76 @@ def test_a_child_that_ends_cleanly_after_a_kill_keeps_its_result_with_a_note(tmp
     assert result.candidate.build.status is StageStatus.FAILED
     assert result.candidate.build.reason == "compiler exited -9"
     assert any(n.startswith("the box had a process killed for passing the box's memory cap") for n in result.notes)
+
+
+THREADS_TO_THE_CAP = """
+import threading, time
+n = 0
+try:
+    while n < 10000:
+        threading.Thread(target=time.sleep, args=(60,), daemon=True).start()
+        n += 1
+except RuntimeError:
+    pass
+print(n, flush=True)
+time.sleep(60)
+"""
+
+
+def _own_count_or_skip() -> None:
+    cap = box.memory_cap(box.Box())
+    cap.release()
+    if os.geteuid() != 0 and not cap.pids:
+        pytest.skip("as another user every box keeps that user, whose process count they share")
+
+
+def test_a_box_that_forks_to_its_cap_does_not_stop_another_from_forking(tmp_path):
+    """Issue 42: every box ran as one user id, and RLIMIT_NPROC counts all of a user's processes and
+    threads: a GPU child's torch threads and a second job's compiles shared one count, and gcc's
+    `vfork` for collect2 failed ("Resource temporarily unavailable"). Each box now has its own."""
+    _own_count_or_skip()
+    limits = box.Limits(processes=64)
+    with box.popen(box.Box(limits=limits), [sys.executable, "-c", THREADS_TO_THE_CAP], cwd=tmp_path,
+                   stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True) as hog:
+        _holding(hog, limits, tmp_path)
+
+
+def _holding(hog: subprocess.Popen, limits: box.Limits, tmp_path: Path) -> None:
+    try:
+        reached = int(hog.stdout.readline())
+        assert 0 < reached < 64                                   # the first box stopped at its own cap
+        other = box.run(box.Box(limits=limits), [sys.executable, "-c", (
+            "import threading, time\nts = [threading.Thread(target=time.sleep, args=(1,)) for _ in range(20)]\n"
+            "[t.start() for t in ts]\nprint(len(ts))")], cwd=tmp_path, timeout_s=60)
+        assert (other.returncode, other.stdout.strip()) == (0, "20"), other.stderr
+    finally:
+        hog.kill()
+        hog.wait()
+
+
+def test_boxes_at_once_run_as_users_of_their_own_and_share_a_folder_they_both_write(tmp_path):
+    """The object cache is written by every job's box: a directory one box made stays writable to
+    another running at the same time as another user (their group, umask 002)."""
+    if os.geteuid() != 0:
+        pytest.skip("only a gate running as root gives each box a user of its own")
+    shared = tmp_path / "cache"
+    shared.mkdir()
+    script = (f"import os, time\nos.makedirs({str(shared / 'ab')!r})\nopen({str(shared / 'ab' / 'x')!r}, 'w').write('1')"
+              "\nprint(os.getuid(), flush=True)\ntime.sleep(60)")
+    with box.popen(box.Box(writable=(shared,)), [sys.executable, "-c", script], cwd=tmp_path, stdout=subprocess.PIPE,
+                   text=True) as first:
+        _beside(first, shared, tmp_path)
+
+
+def _beside(first: subprocess.Popen, shared: Path, tmp_path: Path) -> None:
+    try:
+        first_uid = int(first.stdout.readline())
+        second = box.run(box.Box(writable=(shared,)), [sys.executable, "-c", (
+            f"import os\nopen({str(shared / 'ab' / 'y')!r}, 'w').write('2')\nprint(os.getuid())")],
+            cwd=tmp_path, timeout_s=60)
+        assert second.returncode == 0, second.stderr
+        assert first_uid != int(second.stdout) and box.box_uid() <= first_uid < box.box_uid() + box.BOX_UIDS
+        assert (shared / "ab" / "y").read_text() == "2"
+    finally:
+        first.kill()
+        first.wait()
