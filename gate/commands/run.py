@@ -62,6 +62,7 @@ def main(args: argparse.Namespace) -> int:
     from gate.config import get_settings
     from gate.executors.job import JobContext, load_gate_job
     from gate.executors.spare import Spares
+    from gate.nvidia.devices import slot_gpus
     from gate.sources.mirror import Mirror
 
     settings = get_settings()
@@ -70,15 +71,19 @@ def main(args: argparse.Namespace) -> int:
     orders, working_tree = _orders(args, mirror, data_dir)
     progress = Progress()
     options = dataclasses.replace(settings.run_options(), gpu_stages=not args.static_only)
+    # One slot, as a worker's: the first GPU CUDA_VISIBLE_DEVICES leaves (its child sees that one alone).
+    gpu = next(iter(slot_gpus()), None)
     # Several kernels: each job's child is started while the one before ends (gate/executors/spare.py).
-    spares = Spares(data_dir / "spares", hidden=(data_dir,)) if len(orders) > 1 and settings.spare_child else None
+    spares = (Spares(data_dir / "spares", hidden=(data_dir,), gpu=gpu) if len(orders) > 1 and settings.spare_child
+              else None)
     gate_job, outcomes = load_gate_job(), []
     try:
         for i, order in enumerate(orders):
             if spares is not None and i == len(orders) - 1:
                 spares.no_more()
             outcomes.append(gate_job(order, JobContext(data_dir=data_dir, options=options, mirror=mirror,
-                                                       on_event=progress.for_kernel(order.kernel), spares=spares)))
+                                                       on_event=progress.for_kernel(order.kernel), spares=spares,
+                                                       gpu=gpu)))
     finally:
         if spares is not None:
             spares.close()
