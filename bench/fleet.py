@@ -1,17 +1,18 @@
 """Every GPU of a host, one job each (issue 42). On a machine with several GPUs:
 
-    python3 bench/fleet.py [all] [one] [aa] [celery]          (default: all one; JSON to $OUT/fleet-*.json)
+    python3 bench/fleet.py [one] [two] [all] [aa] [celery]   (default: one two all; JSON to $OUT/fleet-*.json)
 
 The subject is bench/quality_repo's FMA chain in a git repository: a baseline commit and 8 revisions
 made from it, 4 honest (a notes-only commit, a comment in the kernel and one in the binding, an
 unused macro), 3 regressions (GATE_EXTRA_PCT +5, +10, +20 %: more arithmetic, the same memory
 traffic) and one that writes the wrong output.
 
-- all: `gate serve` (embedded executor, SQLite, the box on, a fresh data folder) with every GPU;
-  the 8 revisions submitted at once against the baseline; per job its GPU, verdict, deciding rule and
-  wall time, and the batch's time from the first submission to the last verdict;
-- one: the same batch in a fresh data folder (nothing reused) with one GPU (CUDA_VISIBLE_DEVICES),
-  and the ratio of the two batch times;
+- one, two, all: `gate serve` (embedded executor, SQLite, the box on, a fresh data folder: nothing
+  reused) with one GPU, the first two, and every GPU (CUDA_VISIBLE_DEVICES); the 8 revisions
+  submitted at once against the baseline; per job its GPU, verdict, deciding rule and wall time, the
+  batch's time from the first submission to the last verdict, and each batch's time over one GPU's.
+  The batches share one object cache (GATE_BUILD_CACHE_DIR), filled first by `gate run` of the
+  baseline, so that they compare GPUs at work, not who paid the first compile;
 - aa: bench/gate_quality.py's `aa` and `det` sections on GPU 0 alone (CUDA_VISIBLE_DEVICES) while
   `gate serve` on the other GPUs gates the batch again and again (every job measured: no reuse):
   false alarms, the A/A bias and the +3 % detections beside busy neighbours;
@@ -19,7 +20,8 @@ traffic) and one that writes the wrong output.
   `gate worker --gpu N` (GATE_EXECUTOR=celery) per GPU: per job the worker, its GPU and its verdicts.
 
 Settings the jobs take from the environment: GATE_BENCH_BUDGET_S (default here 2), GATE_TORCH_PCH
-(default here off, so that both batches start alike). A table last.
+(default here off, so that both batches start alike). FLEET_GPUS (indices, e.g. `0,1,2`) keeps the
+script to those GPUs: another part may use the rest meanwhile. A table last.
 """
 
 from __future__ import annotations
@@ -188,7 +190,8 @@ def batch(work: Path, name: str, repo: Path, base: str, shas: dict[str, str], gp
     """The 8 revisions at once on a `gate serve` with `gpus` (a fresh data folder): per job and in all."""
     data = work / f"data-{name}"
     visible = ",".join(g.uuid for g in gpus)
-    server = Service(data, ["serve"], CUDA_VISIBLE_DEVICES=visible, **settings).wait_up()
+    server = Service(data, ["serve"], CUDA_VISIBLE_DEVICES=visible, GATE_BUILD_CACHE_DIR=str(work / "objects"),
+                     **settings).wait_up()
     try:
         started = time.monotonic()
         bodies = wait_done(submit_all(server.url, repo, base, shas), timeout_s)
@@ -199,6 +202,17 @@ def batch(work: Path, name: str, repo: Path, base: str, shas: dict[str, str], gp
     rows = [job_row(label, bodies[label], verdicts) for label in shas]
     return {"name": name, "gpus": [g.index for g in gpus], "batch_s": batch_s, "jobs": rows,
             "gpus_used": sorted({r["gpu"] for r in rows if r["gpu"] is not None})}
+
+
+def warm_objects(work: Path, repo: Path, base: str, gpu: Gpu) -> float:
+    """The baseline gated once by `gate run` into the batches' object cache; its seconds."""
+    started = time.monotonic()
+    env = {**os.environ, "GATE_DATA_DIR": str(work / "data-warm"), "GATE_BUILD_CACHE_DIR": str(work / "objects"),
+           "GATE_BENCH_BUDGET_S": "1", "GATE_TORCH_PCH": os.environ.get("GATE_TORCH_PCH", "off"),
+           "CUDA_VISIBLE_DEVICES": gpu.uuid}
+    subprocess.run([sys.executable, "-m", "gate.cli", "run", "--repo", str(repo), "--sha", base],
+                   env=env, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT, timeout=600)
+    return time.monotonic() - started
 
 
 def celery_batch(work: Path, repo: Path, base: str, shas: dict[str, str], gpus: list[Gpu]) -> dict:
@@ -272,7 +286,7 @@ def _trials(section: dict) -> dict:
 
 def table(results: dict) -> None:
     print("\n== fleet: one job per GPU")
-    for name in ("all", "one", "celery"):
+    for name in ("one", "two", "all", "celery"):
         if name not in results:
             continue
         r = results[name]
@@ -283,9 +297,10 @@ def table(results: dict) -> None:
             print(f"  {j['label']:<9} {j['gpu'] if j['gpu'] is not None else '-':>3} {(j['worker'] or '-')[-28:]:<28} "
                   f"{j['verdict']:<8} {j['rule'] or '-':<28} {wall:>7} {j['verdicts']:>8} "
                   f"{'yes' if j['as_expected'] else 'NO'}")
-    if "all" in results and "one" in results:
-        ratio = results["all"]["batch_s"] / results["one"]["batch_s"]
-        print(f"batch on {len(results['all']['gpus'])} GPUs / on one: {ratio:.2f}")
+    for name in ("two", "all", "celery"):
+        if name in results and "one" in results:
+            r = results[name]
+            print(f"{name}: batch on {len(r['gpus'])} GPUs / on one: {r['batch_s'] / results['one']['batch_s']:.2f}")
     if "aa" in results:
         a = results["aa"]
         print(f"aa on GPU 0 beside {a['neighbour_jobs']} neighbour jobs ({a['neighbour_rounds']} whole batches):")
@@ -298,14 +313,16 @@ def table(results: dict) -> None:
                       f"median {v['median_us']:.2f} us  ratio {v['median_ratio']:.4f}{bias}")
 
 
-SECTIONS = ("all", "one", "aa", "celery")
+SECTIONS = ("one", "two", "all", "aa", "celery")
 
 
 def main(argv: list[str]) -> int:
-    sections = argv or ["all", "one"]
+    sections = argv or ["one", "two", "all"]
     if unknown := [s for s in sections if s not in SECTIONS]:
         raise SystemExit(f"unknown section(s) {', '.join(unknown)}: choose from {', '.join(SECTIONS)}")
     gpus = list_gpus()
+    if wanted := os.environ.get("FLEET_GPUS"):
+        gpus = [g for g in gpus if str(g.index) in wanted.split(",")]
     if not gpus:
         raise SystemExit("no GPU: nvidia-smi lists none")
     out = Path(os.environ.get("OUT", "."))
@@ -313,9 +330,11 @@ def main(argv: list[str]) -> int:
     repo, base, shas = subject_repo(work)
     print(f"{len(gpus)} GPU(s): {', '.join(str(g) for g in gpus)}; revisions {', '.join(shas)}", flush=True)
     results: dict = {}
+    if any(s in ("one", "two", "all") for s in sections):
+        print(f"objects warmed by gate run of the baseline in {warm_objects(work, repo, base, gpus[0]):.0f} s", flush=True)
     for section in sections:
-        if section in ("all", "one"):
-            results[section] = batch(work, section, repo, base, shas, gpus if section == "all" else gpus[:1])
+        if section in ("one", "two", "all"):
+            results[section] = batch(work, section, repo, base, shas, gpus[:{"one": 1, "two": 2}.get(section, len(gpus))])
         elif section == "celery":
             results[section] = celery_batch(work, repo, base, shas, gpus)
         else:

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The one script for the GPU machine: carried wheels, versions, then the parts asked for, a short
 # table last. Usage (repo root): scripts/device-check.sh [tests] [quality] [spread] [drift] [streams] [cost] [demo] [latency] [reuse] [ab] [fleet] [fleet-aa] [fleet-celery]
-# (no argument = all but ab and the fleet parts; one device call runs at most 10 minutes, so the parts are split across calls).
+# (no argument = all but ab, compat and the fleet parts; one device call runs at most 10 minutes, so the parts are split across calls).
+# PART@GPUS (e.g. demo@0 tests@1,2,3) runs that part in the background with CUDA_VISIBLE_DEVICES=GPUS,
+# beside the others: on a machine with several GPUs, parts that need one GPU each share one call.
 #   quality  bench/gate_quality.py sections GATE_QUALITY_SECTIONS (default verdict,aa,det,sdpa: ~6 min
 #            on an H100; `aa` alone prints the A/A bias at both sizes)
 #   spread   bench/gate_quality.py spread: one revision in 5 separate jobs x 3 arrangements (~5 min)
@@ -21,6 +23,9 @@
 #            the batch in a loop (~6 min). Not part of "all".
 #   fleet-celery  bench/fleet.py celery: the batch through redis-server (carried in .debs/, below) and
 #            one Celery `gate worker --gpu N` per GPU; needs celery's wheels in .whl (scripts/device-wheels.sh).
+#   compat   gate run of each public repository carried in .carry/compat/NAME (tags gated, aa, slowed,
+#            broken; docs/compatibility.md): aa against gated, slowed and broken against aa. Not part of "all".
+#   tests    tests/gpu (GATE_GPU_TESTS), with one pytest-xdist worker per visible GPU (tests/gpu/conftest.py).
 #   cost     bench/verdict_cost.py: the warm verdict beside the gate before the defences (~4 min); needs
 #            that gate's tree carried in .carry/before: git archive c381cf8 | tar -x -C .carry/before
 # Logs and JSON go to $OUT (default ./device-out).
@@ -57,16 +62,24 @@ parts=("$@"); [ ${#parts[@]} -eq 0 ] && parts=(tests quality spread drift stream
 nvidia-smi -L; nvcc --version | tail -1; ncu --version | tail -1
 python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda)'
 
-declare -A STATUS
-step() {   # step NAME SECONDS COMMAND...: run with a time limit, log to $OUT/NAME.log
+step() {   # step NAME SECONDS COMMAND...: run with a time limit, log to $OUT/NAME.log, its end to NAME.status
   local name=$1 limit=$2; shift 2
   local t0=$SECONDS
-  timeout "$limit" "$@" 2>&1 | tee "$OUT/$name.log"
-  STATUS[$name]="exit ${PIPESTATUS[0]}, $((SECONDS - t0)) s"
+  timeout "$limit" "$@" > "$OUT/$name.log" 2>&1
+  echo "exit $?, $((SECONDS - t0)) s${CUDA_VISIBLE_DEVICES:+, GPUs $CUDA_VISIBLE_DEVICES}" > "$OUT/$name.status"
+  echo "-- $name: $(cat "$OUT/$name.status")"
 }
-for part in "${parts[@]}"; do
-  case "$part" in
-    tests)   step gpu-tests "${GATE_GPU_TESTS_LIMIT_S:-585}" python3 -m pytest -m gpu ${GATE_GPU_TESTS:-tests/gpu} -q -p no:cacheprovider -W default -rfE ;;
+visible_gpus() { if [ -n "${CUDA_VISIBLE_DEVICES:-}" ]; then tr ',' '\n' <<< "$CUDA_VISIBLE_DEVICES" | grep -c .; else nvidia-smi -L | grep -c '^GPU'; fi; }
+run_part() {
+  case "$1" in
+    tests)   local n; n=$(visible_gpus)
+             step gpu-tests "${GATE_GPU_TESTS_LIMIT_S:-585}" python3 -m pytest -m gpu ${GATE_GPU_TESTS:-tests/gpu} -q -p no:cacheprovider -W default -rfE $([ "$n" -gt 1 ] && echo "-n $n") ;;
+    compat)  for repo in .carry/compat/*/; do
+               local name; name=$(basename "$repo")
+               step "compat-$name-aa" 420 python3 -m gate.cli run --repo "$repo" --sha aa --base gated
+               step "compat-$name-slowed" 300 python3 -m gate.cli run --repo "$repo" --sha slowed --base aa
+               step "compat-$name-broken" 300 python3 -m gate.cli run --repo "$repo" --sha broken --base aa
+             done ;;
     quality) GATE_QUALITY_SECTIONS="${GATE_QUALITY_SECTIONS:-verdict,aa,det,sdpa}" \
              step gate-quality 540 python3 bench/gate_quality.py ;;
     spread)  step gate-spread 540 python3 bench/gate_quality.py spread ;;
@@ -83,9 +96,17 @@ for part in "${parts[@]}"; do
     fleet-celery) step fleet-celery "${FLEET_LIMIT_S:-585}" python3 bench/fleet.py celery ;;
     latency) step flashcore-latency "${FLASHCORE_LATENCY_LIMIT_S:-180}" \
                python3 bench/flashcore_latency.py --json "$OUT/flashcore_latency.json" ${FLASHCORE_LATENCY_ARGS:-} ;;
-    *) echo "unknown part: $part (tests, quality, spread, drift, streams, cost, demo, latency, reuse, ab, fleet, fleet-aa, fleet-celery)"; exit 2 ;;
+    *) echo "unknown part: $1 (tests, quality, spread, drift, streams, cost, demo, latency, reuse, ab, compat, fleet, fleet-aa, fleet-celery)"; return 2 ;;
   esac
+}
+for spec in "${parts[@]}"; do
+  if [[ "$spec" == *@* ]]; then
+    (export CUDA_VISIBLE_DEVICES="${spec#*@}"; run_part "${spec%@*}") &
+  else
+    run_part "$spec"
+  fi
 done
+wait
 
 echo; echo "== device check: ${parts[*]}"
 [ -f "$OUT/gpu-tests.log" ] && tail -1 "$OUT/gpu-tests.log"
@@ -98,4 +119,8 @@ echo; echo "== device check: ${parts[*]}"
 [ -f "$OUT/demo.log" ] && sed -n '/^commit /,$p' "$OUT/demo.log"
 [ -f "$OUT/kernel-ab.log" ] && sed -n '/^median \/ cuDNN/,$p' "$OUT/kernel-ab.log"
 for f in fleet fleet-aa fleet-celery; do [ -f "$OUT/$f.log" ] && sed -n '/^== fleet/,$p' "$OUT/$f.log"; done
-for k in "${!STATUS[@]}"; do printf '%-18s %s\n' "$k" "${STATUS[$k]}"; done
+for f in "$OUT"/compat-*.log; do [ -f "$f" ] && { echo "-- $(basename "$f" .log)"; grep -E 'accept|reject|error|incomplete|inconclusive' "$f" | tail -3; }; done
+for f in "$OUT"/*.status; do [ -f "$f" ] && printf '%-28s %s\n' "$(basename "$f" .status)" "$(cat "$f")"; done
+# The device tool brings back at most 8 files: the logs, JSON and status files travel as one archive.
+(cd "$OUT" && shopt -s nullglob && files=(*.log *.json *.status) && [ ${#files[@]} -gt 0 ] \
+  && tar czf logs.tgz "${files[@]}" && rm -f "${files[@]}")
