@@ -65,7 +65,8 @@ python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.versio
 step() {   # step NAME SECONDS COMMAND...: run with a time limit, log to $OUT/NAME.log, its end to NAME.status
   local name=$1 limit=$2; shift 2
   local t0=$SECONDS
-  timeout "$limit" "$@" > "$OUT/$name.log" 2>&1
+  # SIGINT first: pytest (and its xdist workers) stop and still print what passed and failed.
+  timeout -s INT -k 30 "$limit" "$@" > "$OUT/$name.log" 2>&1
   echo "exit $?, $((SECONDS - t0)) s${CUDA_VISIBLE_DEVICES:+, GPUs $CUDA_VISIBLE_DEVICES}" > "$OUT/$name.status"
   echo "-- $name: $(cat "$OUT/$name.status")"
 }
