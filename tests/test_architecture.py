@@ -248,3 +248,33 @@ def test_the_nvidia_check_lets_the_gate_run_its_own_programs():
               '    nice = shutil.which("nice")\n'
               '    return subprocess.Popen([sys.executable, "-m", "gate.profiling.ncu_isolated", "--ncu", ncu_path])')
     assert nvidia_uses(source) == []
+
+
+LONGEST_FUNCTION = 60     # lines, decorators excluded; docs/architecture.md says why
+
+
+def _long_functions(root: Path) -> list[str]:
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        if "migrations" in path.relative_to(root).parts:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                length = node.end_lineno - node.lineno + 1
+                if length > LONGEST_FUNCTION:
+                    found.append(f"{path.relative_to(root.parent)}:{node.lineno} {node.name} ({length} lines)")
+    return found
+
+
+def test_no_function_of_the_gate_is_over_60_lines_outside_the_migrations():
+    assert _long_functions(PACKAGE) == []
+
+
+def test_the_function_length_check_sees_a_long_function(tmp_path):
+    package = tmp_path / "pkg"
+    (package / "migrations").mkdir(parents=True)
+    body = "".join(f"    x{i} = {i}\n" for i in range(LONGEST_FUNCTION))
+    (package / "long.py").write_text(f"def long():\n{body}")
+    (package / "short.py").write_text("def short():\n    return 1\n")
+    (package / "migrations" / "old.py").write_text(f"def upgrade():\n{body}")
+    assert _long_functions(package) == [f"pkg/long.py:1 long ({LONGEST_FUNCTION + 1} lines)"]

@@ -46,6 +46,17 @@ def _executor(settings: Settings, env_factory, embedded: bool) -> Executor:  # n
     return LocalExecutor(env_factory())
 
 
+def _install_guards(app: FastAPI, settings: Settings) -> None:
+    """Docs without a CDN, error pages, body limits, authentication before the body, security headers."""
+    docs_pages.install(app)             # /docs without a CDN
+    pages.install_error_pages(app)      # page routes answer errors with HTML, the API with JSON
+    validation_errors.install(app)      # 422s that do not echo large input
+    app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes,
+                       unauthenticated_bytes=settings.unauthenticated_body_bytes)
+    app.add_middleware(AuthBeforeBody, settings=settings)     # refusals before any body
+    app.add_middleware(SecurityHeaders)                       # outermost: on every answer, refusals too
+
+
 def create_app(settings: Settings | None = None, *, gate_job: GateJob | None = None,
                sources: SourceReader | None = None, embedded_executor: bool = True,
                executor: Executor | None = None, local_repos: bool = True) -> FastAPI:
@@ -91,13 +102,7 @@ def create_app(settings: Settings | None = None, *, gate_job: GateJob | None = N
 
     app = FastAPI(title="FlashCore Gate", version="0.1.0", lifespan=lifespan, docs_url=None, redoc_url=None,
                   description="Gates CUDA kernel revisions: build, correctness, timing, profile, verdict.")
-    docs_pages.install(app)             # /docs without a CDN
-    pages.install_error_pages(app)      # page routes answer errors with HTML, the API with JSON
-    validation_errors.install(app)      # 422s that do not echo large input
-    app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes,
-                       unauthenticated_bytes=settings.unauthenticated_body_bytes)
-    app.add_middleware(AuthBeforeBody, settings=settings)     # refusals before any body
-    app.add_middleware(SecurityHeaders)                       # outermost: on every answer, refusals too
+    _install_guards(app, settings)
     app.state.gate = gate
     app.state.metrics_registry = make_registry(store)
     app.state.page_cache = PageCache()

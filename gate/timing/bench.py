@@ -83,6 +83,22 @@ class _ShapeRun:
     floor: roofline.Floor | None = None
 
 
+def _rerun_straddling(runs: list[_ShapeRun], workload: Any, timer: InterleavedTimer, options: RunOptions,
+                      threshold: float | None, compared: bool) -> int:
+    """Sample again, with twice the budget each time, the shapes whose call straddles the latency limit
+    (inconclusive), up to `options.max_reruns` times; the number of attempts made."""
+    attempts = 1
+    while threshold is not None and compared and attempts <= options.max_reruns:
+        straddling = [r for r in runs if _call(r, threshold) == stats.RegressionCall.INCONCLUSIVE]
+        if not straddling:
+            break
+        attempts += 1
+        scale = 2 ** (attempts - 1)
+        for run in straddling:
+            _sample(run, workload, timer, options.bench_budget_s * scale, options.target_rel_se_pct / scale)
+    return attempts
+
+
 def time_revisions(kernel: KernelSpec, workload: Any, candidate_module: Any, baseline_module: Any | None,
                    options: RunOptions, kept_methods: dict[str, str] | None = None,
                    baseline_remote: RemoteBaseline | None = None, synchronous: bool = False,
@@ -120,17 +136,8 @@ def time_revisions(kernel: KernelSpec, workload: Any, candidate_module: Any, bas
         return BenchResult(StageStatus.FAILED, f"raised while timed: {type(exc).__name__}: {exc}"[:2000],
                            pinned.now() - start, tampered=_tampered(baseline_remote))
 
-    threshold = kernel.gates.max_latency_regression_pct
-    attempts = 1
-    while threshold is not None and (baseline_module or baseline_remote) is not None and attempts <= options.max_reruns:
-        straddling = [r for r in runs if _call(r, threshold) == stats.RegressionCall.INCONCLUSIVE]
-        if not straddling:
-            break
-        attempts += 1
-        scale = 2 ** (attempts - 1)
-        for run in straddling:
-            _sample(run, workload, timer, options.bench_budget_s * scale, options.target_rel_se_pct / scale)
-
+    compared = (baseline_module or baseline_remote) is not None
+    attempts = _rerun_straddling(runs, workload, timer, options, kernel.gates.max_latency_regression_pct, compared)
     traced = pinned.now()
     try:
         _integrity_figures(runs, workload, timer)
