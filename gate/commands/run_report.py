@@ -7,10 +7,15 @@ from gate.domain.results import FunctionResources
 from gate.nvidia.symbols import kernel_name
 from gate.verdict.lines import job_diffs
 from gate.domain.line_wording import as_text
-from gate.domain.wording import checked_calls_words
+from gate.domain.verdict import RuleRow
+from gate.domain.wording import checked_calls_words, plural
+from gate.domain.rule_catalog import Kind, of_kind
 
-# Opcodes worth a glance: tensor cores (HMMA/HGMMA/IMMA/QGMMA), ldmatrix, cp.async, spills, barriers.
-KEY_OPCODES = ("HMMA", "HGMMA", "IMMA", "QGMMA", "LDSM", "LDGSTS", "STL", "LDL", "BAR")
+# The SASS column names a function's largest base opcodes, this many, then any opcode a rule reads
+# (`require_sass`): a fixed list of tensor-core opcodes read `BAR=2` for an FFMA/LDS kernel and hid
+# what it was made of.
+LARGEST_OPCODES = 6
+_OPCODE_RULES = frozenset(spec.rule for spec in of_kind(Kind.SASS))
 
 
 def _cell(value: object) -> str:
@@ -27,13 +32,32 @@ def _table(header: list[str], rows: list[list[str]], indent: str = "  ") -> list
     return [fmt.format(*header).rstrip(), *(fmt.format(*r).rstrip() for r in rows)]
 
 
-def _static_rows(functions: list[FunctionResources]) -> list[list[str]]:
+def ruled_opcodes(rules: list[RuleRow]) -> list[str]:
+    """The opcodes a rule of the table reads (`require_sass`'s list, its rows' threshold)."""
+    named = [r.threshold for r in rules if r.rule in _OPCODE_RULES and isinstance(r.threshold, str)]
+    return list(dict.fromkeys(op.strip() for text in named for op in text.split(",") if op.strip()))
+
+
+def sass_cell(opcodes: dict[str, int], ruled: list[str], largest: int = LARGEST_OPCODES) -> str:
+    """`FFMA=812 LDS=96 ... and 12 more opcodes`: the function's `largest` opcodes by count, then each
+    opcode a rule reads (0 included: a missing one is what the rule fails on), and how many are not
+    listed, so a short list never reads as the whole code."""
+    ranked = sorted((op for op, n in opcodes.items() if n), key=lambda op: (-opcodes[op], op))
+    shown = list(dict.fromkeys([*ranked[:largest], *ruled]))
+    if not shown:
+        return "-"
+    text = " ".join(f"{op}={opcodes.get(op, 0)}" for op in shown)
+    rest = len([op for op in ranked if op not in shown])
+    return f"{text} \u2026 and {plural(rest, 'more opcode')}" if rest else text
+
+
+def _static_rows(functions: list[FunctionResources], ruled: list[str]) -> list[list[str]]:
     rows = []
     for f in functions:
-        sass = " ".join(f"{op}={f.sass_opcodes[op]}" for op in KEY_OPCODES if f.sass_opcodes.get(op))
+        sass = sass_cell(f.sass_opcodes, ruled)
         name = kernel_name(f.function)
         rows.append([name, f.arch, str(f.registers), str(f.smem_bytes), str(f.stack_bytes),
-                     str(f.spill_store_bytes), str(f.spill_load_bytes), sass or "-"])
+                     str(f.spill_store_bytes), str(f.spill_load_bytes), sass])
     return rows
 
 
@@ -55,7 +79,7 @@ def render(outcomes: list[GateOutcome], *, sha: str, base_sha: str | None) -> st
         if static and static.functions:
             lines.append("")
             lines += _table(["function", "arch", "regs", "smem_B", "stack_B", "spill_st_B", "spill_ld_B",
-                             "SASS"], _static_rows(static.functions))
+                             "SASS"], _static_rows(static.functions, ruled_opcodes(report.rules)))
         for kind, path in outcome.artifacts:
             lines.append(f"  artifact {kind}: {path}")
         lines.append("")
