@@ -43,3 +43,16 @@ def test_the_report_shows_the_column_with_the_required_opcode():
     text = render([outcome], sha="c" * 40, base_sha=None)
     line = next(x for x in text.splitlines() if x.strip().startswith("gemm ") or x.strip().startswith("_Z4gemm"))
     assert "FFMA=812" in line and "HMMA=0" in line and "\u2026 and 4 more opcodes" in line
+
+
+def test_the_rule_table_says_an_outcome_once_and_an_increase_as_one():
+    rows = [RuleRow("max_registers_increase", RuleOutcome.PASS, "sm_90: +2 <= +8", value=40, threshold=8,
+                    baseline=38, delta=2, unit="registers"),
+            RuleRow("min_tensor_pipe_pct", RuleOutcome.NOT_RUN, "not run: no CUDA device", unit="%")]
+    text = render([GateOutcome(JobResult("gemm", SideResults("c" * 40), None),
+                               VerdictReport(Verdict.INCOMPLETE, "incomplete", rows))], sha="c" * 40, base_sha=None)
+    increase = next(x for x in text.splitlines() if "max_registers_increase" in x).split()
+    assert increase[3:6] == ["40", "+8", "38"]
+    not_run = next(x for x in text.splitlines() if "min_tensor_pipe_pct" in x)
+    assert "not run" in not_run and "not_run" not in not_run and not_run.count("not run") == 1
+    assert not_run.rstrip().endswith("no CUDA device")
