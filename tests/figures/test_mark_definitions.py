@@ -61,7 +61,7 @@ def test_changes_read_in_the_unit_an_engineer_thinks_in_and_are_coloured_by_the_
     dram = CompareRow("k", "g", "dram_pct", "s", "candidate", "%", "higher", 61.6, 59.0)
     assert dram.change_text == "-2.6 pts" and dram.tone == "bad"                 # min_dram_pct: a floor
     ratio = CompareRow("k", "g", "latency_ratio", "s", "candidate", "x", "lower", 0.973, 0.999)
-    assert ratio.change_text == "+0.026 x" and ratio.tone == "bad"              # not "+2.7 %"
+    assert ratio.change_text == "+2.6 %" and ratio.tone == "bad"     # % of the baseline, not "+0.026 x"
     faster = CompareRow("k", "g", "latency_median_us", "s", "candidate", "us", "lower", 100.0, 97.0)
     assert faster.change_text == "-3.0 %" and faster.tone == "good"
     peer = CompareRow("k", "g", "latency_median_us", "s", "sdpa_flash", "us", "lower", 100.0, 120.0)
@@ -114,3 +114,31 @@ def test_series_differ_by_fill_and_verdicts_by_the_legends_symbol():
     assert "spills" not in {c.id for c in charts} and flat[0].id == "spills" and "0 in every revision" in flat[0].text
     legend = {item.text: item.symbol for item in page_legend(hist, charts) if item.glyph}
     assert legend == {"accept": "circle", "reject": "x", "inconclusive": "diamond"}
+
+
+def test_a_figure_no_rule_of_the_kernel_judges_is_not_coloured():
+    """Issue 45, item 3: dram_pct without a DRAM rule, registers without a register rule: no colour."""
+    from gate.domain.verdict import RuleOutcome, RuleRow
+    from gate.read_models.compare import compare_rows, judged_metrics
+    from gate.read_models.revision import RevisionMetric
+
+    rules = [RuleRow("max_latency_regression_pct", RuleOutcome.PASS, "ok", shape="s"),
+             RuleRow("static_delta", RuleOutcome.PASS, "registers +4", unit="registers")]
+    judged = judged_metrics(rules)
+    assert {"latency_ratio", "latency_median_us"} <= judged
+    assert "dram_pct" not in judged and "registers" not in judged
+    with_reg = judged_metrics([RuleRow("max_registers_increase", RuleOutcome.PASS, "ok", threshold=8)])
+    assert "registers" in with_reg
+
+    def metric(rev: int, name: str, unit: str, value: float, series: str = "candidate") -> RevisionMetric:
+        return RevisionMetric(rev, "k", "g", "s" if series == "candidate" else "", name, series, value, unit,
+                              "lower")
+    metrics = [metric(1, "dram_pct", "%", 61.6), metric(2, "dram_pct", "%", 59.0),
+               metric(1, "registers", "registers", 96, "sm_90"), metric(2, "registers", "registers", 100, "sm_90"),
+               metric(1, "latency_median_us", "us", 100.0), metric(2, "latency_median_us", "us", 110.0)]
+    rows = {r.name: r for r in compare_rows(metrics, 1, 2, {("k", "g"): judged})}
+    assert rows["dram_pct"].moved and rows["dram_pct"].tone == ""
+    assert rows["registers"].moved and rows["registers"].tone == ""
+    assert rows["latency_median_us"].tone == "bad" and rows["latency_median_us"].change_text == "+10.0 %"
+    other = {r.name: r for r in compare_rows(metrics, 1, 2, {("k", "g"): judged | with_reg})}
+    assert other["registers"].tone == "bad" and other["registers"].change_text == "+4 registers"
