@@ -24,7 +24,7 @@ from gate.figures.revision_table import revision_table
 from gate.figures.rule_table import RuleTable, rule_table
 from gate.figures.series_charts import Line
 from gate.nvidia.roofline import model_peak
-from gate.read_models.compare import CompareRow, compare_rows
+from gate.read_models.compare import CompareRow, compare_rows, judged_metrics
 from gate.read_models.kernel_series import KernelHistory, KernelPage
 from gate.read_models.revision import ArtifactDetail, JobDetail, RevisionDetail, RevisionMetric, StageDetail
 from gate.storage import artifacts as stored_files
@@ -225,7 +225,11 @@ class CompareView:
 
 def compare_view(left: RevisionDetail, right: RevisionDetail, metrics: list[RevisionMetric], ref_a: str,
                  ref_b: str) -> CompareView:
-    rows = compare_rows(metrics, left.id, right.id)
+    judged: dict[tuple[str, str], frozenset[str]] = {}
+    for job in (j for rev in (left, right) for j in rev.jobs if j.verdict is not None):
+        key = (job.kernel, job.verdict.gpu_kind)
+        judged[key] = judged.get(key, frozenset()) | judged_metrics(job.verdict.rules)
+    rows = compare_rows(metrics, left.id, right.id, judged)
     lat = [r for r in rows if r.name == Metric.LATENCY_MEDIAN_US and r.series == Side.CANDIDATE]
     several_gpus = len({r.gpu for r in lat}) > 1
     chart = compare_figure([" · ".join([r.kernel, r.shape] + ([gpu_words(r.gpu)] if several_gpus else []))

@@ -28,7 +28,8 @@ from gate.api.page_views import (
 from gate.api.revision_refs import RefProblem, resolve
 from gate.api.schemas import GpuKind, KernelName, ShapeName
 from gate.domain import routes
-from gate.domain.wording import format_value, gpu_words, plural, progress_line, reason_beside
+from gate.domain.rule_words import threshold_words
+from gate.domain.wording import format_value, gpu_words, joined, on_gpu_words, plural, progress_line, reason_beside
 from gate.figures.kernel_page import PEER_METRIC, wanted_traces
 from gate.figures.palette import VERDICT_COLOR
 from gate.nvidia.symbols import kernel_name
@@ -53,6 +54,9 @@ templates.env.policies["json.dumps_kwargs"] = {"separators": JSON_SEPARATORS}
 # The words of every page (`gate.domain.wording`): "no GPU (CPU only ...)" for `cpu`, "45.2 ms" for
 # 45,230 us, a reason without its outcome repeated in front, "1 revision".
 templates.env.globals["gpu_words"] = gpu_words
+templates.env.globals["on_gpu_words"] = on_gpu_words
+templates.env.globals["joined"] = joined
+templates.env.filters["threshold"] = threshold_words
 templates.env.filters["beside"] = lambda reason, outcome: reason_beside(outcome, reason)
 templates.env.filters["value"] = lambda value, unit="", digits=4: format_value(value, unit, digits)
 templates.env.filters["plural"] = plural

@@ -7,10 +7,16 @@ from gate.domain.results import FunctionResources
 from gate.nvidia.symbols import kernel_name
 from gate.verdict.lines import job_diffs
 from gate.domain.line_wording import as_text
-from gate.domain.wording import checked_calls_words
+from gate.domain.verdict import RuleRow
+from gate.domain.rule_words import INCREASE_RULES
+from gate.domain.wording import checked_calls_words, plural, reason_beside
+from gate.domain.rule_catalog import Kind, of_kind
 
-# Opcodes worth a glance: tensor cores (HMMA/HGMMA/IMMA/QGMMA), ldmatrix, cp.async, spills, barriers.
-KEY_OPCODES = ("HMMA", "HGMMA", "IMMA", "QGMMA", "LDSM", "LDGSTS", "STL", "LDL", "BAR")
+# The SASS column names a function's largest base opcodes, this many, then any opcode a rule reads
+# (`require_sass`): a fixed list of tensor-core opcodes read `BAR=2` for an FFMA/LDS kernel and hid
+# what it was made of.
+LARGEST_OPCODES = 6
+_OPCODE_RULES = frozenset(spec.rule for spec in of_kind(Kind.SASS))
 
 
 def _cell(value: object) -> str:
@@ -21,19 +27,44 @@ def _cell(value: object) -> str:
     return str(value)
 
 
+def _threshold_cell(row: RuleRow) -> str:
+    """The threshold column (the unit has its own): an increase rule's reads "+8", the increase it allows."""
+    cell = _cell(row.threshold)
+    return f"+{cell}" if row.rule in INCREASE_RULES and isinstance(row.threshold, (int, float)) else cell
+
+
 def _table(header: list[str], rows: list[list[str]], indent: str = "  ") -> list[str]:
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
     fmt = indent + "  ".join(f"{{:<{w}}}" for w in widths)
     return [fmt.format(*header).rstrip(), *(fmt.format(*r).rstrip() for r in rows)]
 
 
-def _static_rows(functions: list[FunctionResources]) -> list[list[str]]:
+def ruled_opcodes(rules: list[RuleRow]) -> list[str]:
+    """The opcodes a rule of the table reads (`require_sass`'s list, its rows' threshold)."""
+    named = [r.threshold for r in rules if r.rule in _OPCODE_RULES and isinstance(r.threshold, str)]
+    return list(dict.fromkeys(op.strip() for text in named for op in text.split(",") if op.strip()))
+
+
+def sass_cell(opcodes: dict[str, int], ruled: list[str], largest: int = LARGEST_OPCODES) -> str:
+    """`FFMA=812 LDS=96 ... and 12 more opcodes`: the function's `largest` opcodes by count, then each
+    opcode a rule reads (0 included: a missing one is what the rule fails on), and how many are not
+    listed, so a short list never reads as the whole code."""
+    ranked = sorted((op for op, n in opcodes.items() if n), key=lambda op: (-opcodes[op], op))
+    shown = list(dict.fromkeys([*ranked[:largest], *ruled]))
+    if not shown:
+        return "-"
+    text = " ".join(f"{op}={opcodes.get(op, 0)}" for op in shown)
+    rest = len([op for op in ranked if op not in shown])
+    return f"{text} \u2026 and {plural(rest, 'more opcode')}" if rest else text
+
+
+def _static_rows(functions: list[FunctionResources], ruled: list[str]) -> list[list[str]]:
     rows = []
     for f in functions:
-        sass = " ".join(f"{op}={f.sass_opcodes[op]}" for op in KEY_OPCODES if f.sass_opcodes.get(op))
+        sass = sass_cell(f.sass_opcodes, ruled)
         name = kernel_name(f.function)
         rows.append([name, f.arch, str(f.registers), str(f.smem_bytes), str(f.stack_bytes),
-                     str(f.spill_store_bytes), str(f.spill_load_bytes), sass or "-"])
+                     str(f.spill_store_bytes), str(f.spill_load_bytes), sass])
     return rows
 
 
@@ -42,8 +73,9 @@ def render(outcomes: list[GateOutcome], *, sha: str, base_sha: str | None) -> st
     for outcome in outcomes:
         report, result = outcome.report, outcome.result
         lines.append(f"{result.kernel}: {report.verdict.value.upper()}  {report.reason}")
-        rules = [[r.rule, r.where or "-", r.outcome.value, _cell(r.value), _cell(r.threshold),
-                  _cell(r.baseline), _cell(r.delta), r.unit or "-", r.reason] for r in report.rules]
+        rules = [[r.rule, r.where or "-", r.outcome.value.replace("_", " "), _cell(r.value),
+                  _threshold_cell(r), _cell(r.baseline), _cell(r.delta), r.unit or "-",
+                  reason_beside(r.outcome.value, r.reason) or "-"] for r in report.rules]
         lines += _table(["rule", "shape", "outcome", "value", "threshold", "baseline", "delta", "unit",
                          "reason"], rules)
         if result.bench is not None and result.bench.checked_calls:
@@ -55,7 +87,7 @@ def render(outcomes: list[GateOutcome], *, sha: str, base_sha: str | None) -> st
         if static and static.functions:
             lines.append("")
             lines += _table(["function", "arch", "regs", "smem_B", "stack_B", "spill_st_B", "spill_ld_B",
-                             "SASS"], _static_rows(static.functions))
+                             "SASS"], _static_rows(static.functions, ruled_opcodes(report.rules)))
         for kind, path in outcome.artifacts:
             lines.append(f"  artifact {kind}: {path}")
         lines.append("")

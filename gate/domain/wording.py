@@ -25,6 +25,19 @@ def gpu_words(kind: str | None) -> str:
     return _GPU_WORDS.get(kind, kind)
 
 
+def on_gpu_words(kind: str | None) -> str:
+    """Where a job ran, after its kernel ("wmma on H200"): `cpu` reads "without a GPU (compiled,
+    not measured)", never "on no GPU (CPU only ...)"."""
+    if kind == NO_GPU:
+        return "without a GPU (compiled, not measured)"
+    return f"on {gpu_words(kind)}"
+
+
+def joined(*parts: str | None, sep: str = " \u00b7 ") -> str:
+    """The non-empty `parts` joined by `sep`: an empty branch never leaves "mygemm \u00b7 \u00b7 t"."""
+    return sep.join(p for p in parts if p)
+
+
 def reason_beside(outcome: str, reason: str | None) -> str:
     """`reason` as shown next to its outcome: without the outcome's words repeated in front
     ("not run" beside "not run: no CUDA device" reads "no CUDA device"), empty when it only

@@ -15,6 +15,10 @@ from dataclasses import dataclass
 from gate.domain.wording import display_unit, format_value
 
 LOG_SPAN = 8.0                         # max/min at or above which a linear axis hides the small values
+LOG_STEP_DECADES = 4                   # up to this many decades a log axis is labelled at 1-2-5 in each
+# A linear axis spans at least this share of its largest value: 32 KiB throughout is drawn flat, not
+# as a line wandering over a 31.9-32.3 KiB axis, and 243 -> 247 registers is not drawn as a cliff.
+MIN_SPAN_SHARE = 0.2
 WHOLE_UNITS = frozenset({"B", "bytes", "regs/thread", "registers", "count"})
 _NICE = (1, 2, 5)
 
@@ -56,10 +60,11 @@ def commit_axis(last_x: int) -> dict:
 
 
 def log_ticks(low: float, high: float, unit: str) -> tuple[list[float], list[str]]:
-    """Tick values in `unit` between `low` and `high` (both > 0), at 1-2-5 steps when the values
-    span under two decades and at decades otherwise, each written with its unit (`100 µs`, `1 ms`)."""
+    """Tick values in `unit` between `low` and `high` (both > 0), at 1-2-5 steps in every decade up to
+    `LOG_STEP_DECADES` decades (labelled only at 100 and 1,000, 20-40 could not be read), at decades
+    beyond, each written with its unit (`100 µs`, `1 ms`)."""
     first, last = math.floor(math.log10(low)), math.ceil(math.log10(high))
-    steps = _NICE if last - first <= 2 else (1,)
+    steps = _NICE if last - first <= LOG_STEP_DECADES else (1,)
     values = [m * 10.0 ** p for p in range(first, last + 1) for m in steps]
     values = [v for v in values if 10.0 ** first <= v <= high * 1.5] or [low, high]
     return values, [format_value(v, unit, digits=3) for v in values]
@@ -100,7 +105,10 @@ def fit_range(axis: ValueAxis, values: Iterable[float], plot_px: float, pad: flo
     if not scaled:
         return None
     low, high = min(scaled), max(scaled)
-    span = (high - low) or (abs(high) * 0.1 or 1.0)
+    if not axis.log and high - low < MIN_SPAN_SHARE * abs(high):
+        middle, half = (low + high) / 2, MIN_SPAN_SHARE * abs(high) / 2
+        low, high = middle - half, middle + half
+    span = (high - low) or 1.0
     room = top_px / max(plot_px - top_px, 1.0)
     low, high = low - pad * span, high + max(pad, room) * span
     return [low if axis.log else max(0.0, low), high]

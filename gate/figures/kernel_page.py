@@ -116,18 +116,40 @@ def kernel_charts(history: KernelHistory, rules: list[RuleRow],
                     flat.append(Flat(f"{g.key}-{suffix}", f"{title}: {names}: 0 in every revision shown, "
                                                           "so not drawn."))
                 part = [s for s in part if s.value.any()]
+            part, labels = merge_identical(part, [_label(g, s) for s in part])
             chart = HistoryChart(
-                title=title, y_title=g.y_title, series=part, labels=[_label(g, s) for s in part],
+                title=title, y_title=g.y_title, series=part, labels=labels,
                 change_points=[change_points(history, s) for s in part],
                 thresholds=_thresholds(g, rules),
                 references=[Line(peer, level) for (sh, peer), level
                             in peers.get(g.key, {}).items() if sh == shape] if g.peers else [],
                 unit=part[0].unit, peak=peak if g.key == PEAK_GROUP else None, reused=history.reused,
                 commits=_commits(history, part),
-                colors=[g.metrics.index(s.name) for s in part] if g.families else [])
+                colors=[g.metrics.index(s.name) for s in part] if g.families else [],
+                judged=_judged(g, rules))
             charts.append(Chart(f"{g.key}-{suffix}" if suffix else g.key, title,
                                 mark_environments(history_figure(chart), part), _marks(chart)))
     return charts
+
+
+def merge_identical(part: list[SeriesHistory], labels: list[str]) -> tuple[list[SeriesHistory], list[str]]:
+    """Series equal point for point drawn once, their legend naming all ("sm_80 = sm_90"): drawn apart,
+    the later hid the earlier exactly and two legend entries showed one line."""
+    kept: list[SeriesHistory] = []
+    names: list[list[str]] = []
+    for s, label in zip(part, labels):
+        twin = next((i for i, k in enumerate(kept) if _same_points(k, s)), None)
+        if twin is None:
+            kept.append(s)
+            names.append([label])
+        else:
+            names[twin].append(label)
+    return kept, [" = ".join(n) for n in names]
+
+
+def _same_points(a: SeriesHistory, b: SeriesHistory) -> bool:
+    return (len(a) == len(b) and a.verdicts == b.verdicts and bool((a.x == b.x).all())
+            and bool((a.value == b.value).all()) and bool((a.count == b.count).all()))
 
 
 def _parts(g: Group, series: list[SeriesHistory]) -> list[list[SeriesHistory]]:
@@ -207,6 +229,13 @@ def _label(g: Group, s: SeriesHistory) -> str:
         return s.series
     prefix = s.name.split("_", 1)[0] + " · " if len(g.metrics) > 1 else ""
     return prefix + (s.shape if not g.per_shape else Side.CANDIDATE.value)
+
+
+def _judged(g: Group, rules: list[RuleRow]) -> bool:
+    """Whether a rule of the kernel's verdicts judges the group's figure: its own rule wrote a row
+    (latency and throughput: the latency rule, which reads their ratio)."""
+    rule = Rule.MAX_LATENCY_REGRESSION_PCT if g in _TIMING else g.rule
+    return rule is not None and any(row.rule == rule for row in rules)
 
 
 def _thresholds(g: Group, rules: list[RuleRow]) -> list[Line]:

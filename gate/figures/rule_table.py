@@ -31,6 +31,9 @@ class RuleTable:
 # their range (the demo's extra-work commit moved the registers of 32 template instances by -2..+5,
 # all passing: shown in full they made its revision page 8,400 px tall on the device).
 MAX_CHANGED_SHOWN = 3
+# A passing row without a baseline value: its rule is a limit on the candidate alone (the baseline's
+# figures are elsewhere on the page, so "no baseline figure" read as a missing measurement).
+ABSOLUTE = "a limit on this revision alone, not compared with the baseline"
 
 
 def rule_table(rows: list[RuleRow]) -> RuleTable:
@@ -71,7 +74,7 @@ def _count(row: RuleRow) -> int:
 def _fold(rule: str, group: list[RuleRow]) -> Folded:
     count = sum(_count(r) for r in group)
     with_base = any(r.baseline is not None or isinstance(r.delta, (int, float)) for r in group)
-    what = "unchanged, all pass" if with_base else "pass (no baseline figure)"
+    what = "unchanged, all pass" if with_base else f"pass ({ABSOLUTE})"
     if count == 1:
-        return Folded(rule, 1, f"passes, {'unchanged' if with_base else 'no baseline figure'}: {group[0].reason}")
+        return Folded(rule, 1, f"passes, {'unchanged' if with_base else ABSOLUTE}: {group[0].reason}")
     return Folded(rule, count, f"{plural(count, 'instance')} {what}")

@@ -50,6 +50,9 @@ class HistoryChart:
     commits: dict[int, str] = field(default_factory=dict)   # x -> short sha, the commit axis' labels
     # Index into SERIES_COLOR per series: a series keeps its fill when another is left out (default: i).
     colors: list[int] = field(default_factory=list)
+    # Whether a rule judges these series: only then are the points marked by verdict. A reject decided
+    # by latency drawn on DRAM or warps made an innocent figure look guilty; their points are plain.
+    judged: bool = True
 
 
 def history_figure(chart: HistoryChart) -> dict:
@@ -76,16 +79,16 @@ def history_figure(chart: HistoryChart) -> dict:
     layout["xaxis"].update(commit_axis(last_x))
     _sha_ticks(layout["xaxis"], chart.commits, last_x)
     data = []
-    changes: dict[float, ChangePoint] = {}      # x of each change marker -> the change it labels
+    changes: dict[float, tuple[ChangePoint, list[str]]] = {}   # x of a marker -> its change, the series moved
     for i, (hist, label) in enumerate(zip(chart.series, chart.labels)):
         color = SERIES_COLOR[(chart.colors[i] if i < len(chart.colors) else i) % len(SERIES_COLOR)]
-        data.append(_series_trace(hist, label, color, axis))
+        data.append(_series_trace(hist, label, color, axis, judged=chart.judged))
         for cp in (chart.change_points[i] if i < len(chart.change_points) else []):
-            # the same commit moved another trace: one marker is enough
-            changes.setdefault(int(hist.x[cp.index]) - 0.5, cp)
+            # the same commit moved another trace: one marker, naming both
+            changes.setdefault(int(hist.x[cp.index]) - 0.5, (cp, []))[1].append(label)
     raised = _raised_labels(sorted(changes), last_x)
-    for x, cp in changes.items():
-        _change_marker(layout, x, cp, raised=x in raised)
+    for x, (cp, moved) in changes.items():
+        _change_marker(layout, x, cp, moved if len(chart.series) > 1 else [], raised=x in raised)
     labels = _horizontal_lines(layout, chart, axis, reaches_peak)
     data += _marked_points(chart, axis)
     plot_px = layout["height"] - layout["margin"]["t"] - layout["margin"]["b"] - 24   # tick labels
@@ -169,19 +172,21 @@ def _sha_ticks(xaxis: dict, commits: dict[int, str], last_x: int) -> None:
                   "tickangle": 0, "tickfont": {"size": 10}})
 
 
-def _series_trace(hist: SeriesHistory, label: str, color: str, axis: ValueAxis) -> dict:
-    """One trace straight from the series' columns: no object per point."""
+def _series_trace(hist: SeriesHistory, label: str, color: str, axis: ValueAxis, *, judged: bool = True) -> dict:
+    """One trace straight from the series' columns: no object per point. Unjudged series get plain
+    dots in their own colour; the hover still names each revision's verdict."""
     aggregated = bool((hist.count > 1).any())
     verdicts = hist.verdicts
     ids = hist.revision_ids.tolist()
+    symbols = [VERDICT_SYMBOL.get(v, VERDICT_SYMBOL[""]) for v in verdicts] if judged else "circle"
+    outlines = [VERDICT_OUTLINE.get(v, VERDICT_OUTLINE[""]) for v in verdicts] if judged else color
     trace = {
         "type": "scatter", "mode": "lines+markers", "name": label,
         "x": hist.x.tolist(), "y": rounded(axis.scale(hist.value.tolist())),
         "line": {"color": color, "width": 1.6},
         "marker": {"color": color,
-                   "symbol": [VERDICT_SYMBOL.get(v, VERDICT_SYMBOL[""]) for v in verdicts],
-                   "size": 6 if aggregated else 9,
-                   "line": {"width": 1.5, "color": [VERDICT_OUTLINE.get(v, VERDICT_OUTLINE[""]) for v in verdicts]}},
+                   "symbol": symbols, "size": 6 if aggregated or not judged else 9,
+                   "line": {"width": 1.5, "color": outlines}},
         "customdata": (list(zip(ids, [v or "no verdict" for v in verdicts], hist.count.tolist()))
                        if aggregated else list(zip(ids, [v or "no verdict" for v in verdicts]))),
         "meta": {"revisions": SHARED},
@@ -241,12 +246,14 @@ def _raised_labels(xs: list[float], last_x: int) -> set[float]:
     return raised
 
 
-def _change_marker(layout: dict, x: float, cp: ChangePoint, *, raised: bool) -> None:
+def _change_marker(layout: dict, x: float, cp: ChangePoint, moved: list[str], *, raised: bool) -> None:
+    """A dashed line before the commit that moved, labelled with the shift and, on a chart of several
+    series, the series that moved ("change +4 % (sm_90)"): which of five lines moved is not guessed."""
     layout["shapes"].append({"type": "line", "xref": "x", "yref": "paper", "x0": x, "x1": x,
                              "y0": 0, "y1": 1, "line": {"color": CHANGE_COLOR, "width": 1.5,
                                                         "dash": "dashdot"}})
     label = {"x": x, "y": 1.0, "xref": "x", "yref": "paper", "yanchor": "bottom", "showarrow": False,
-             "text": f"change {cp.shift_pct:+.0f} %", "font": {"size": 11, "color": CHANGE_COLOR}}
+             "text": f"change {cp.shift_pct:+.0f} %" + (f" ({', '.join(moved)})" if moved else ""), "font": {"size": 11, "color": CHANGE_COLOR}}
     if raised:
         label["yshift"] = LABEL_LINE_PX
     layout["annotations"].append(label)

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from gate.domain.names import Metric, Side
 from gate.domain.rule_catalog import CATALOG, Bound
+from gate.domain.verdict import RuleRow
 from gate.domain.wording import display_unit
 from gate.read_models.revision import RevisionMetric
 
@@ -26,10 +27,24 @@ for _time in _TIMES:
 _TIME_NAMES = frozenset(m.value for m in (*_TIMES, Metric.TFLOPS))
 
 # How an engineer reads a change: times and rates in % of the old value; figures already in % as
-# points (34 % -> 31 % is -3 points, not -8.8 %); whole quantities and ratios as the difference.
+# points (34 % -> 31 % is -3 points, not -8.8 %); a candidate/baseline ratio in % of the baseline
+# (0.973 -> 0.999 is +2.6 %, never "+0.026 x"); whole quantities and bytes as the difference.
 PERCENT_UNITS = frozenset({"us", "ms", "s", "kcycles", "TFLOP/s"})
 POINT_UNITS = frozenset({"%"})
-RATIO_STEP = 0.01        # a candidate/baseline ratio that moves less than this reads as no change
+RATIO_UNITS = frozenset({"x"})
+RATIO_STEP_PCT = 1.0     # a candidate/baseline ratio that moves less than 1 % of the baseline: no change
+
+# The figures each rule judges, by the rule's name in a rule table: its stored figure, and for the
+# latency rule (which reads the ratio of median times) the times themselves.
+_JUDGES: dict[str, frozenset[str]] = {
+    s.rule: frozenset({s.metric.value} | ({t.value for t in _TIMES} if s.metric is Metric.LATENCY_RATIO else set()))
+    for s in CATALOG if s.metric is not None}
+
+
+def judged_metrics(rules: Iterable[RuleRow]) -> frozenset[str]:
+    """The figures the rules of one kernel's verdict judge: a rule the manifest leaves off writes no
+    row, so dram_pct of a kernel without a DRAM rule, or registers without a register rule, are not."""
+    return frozenset().union(*(_JUDGES.get(r.rule, frozenset()) for r in rules))
 
 
 @dataclass
@@ -43,6 +58,7 @@ class CompareRow:
     direction: str                # `gate.domain.names.Direction` value (the table's reading hint only)
     a: float | None = None        # the first revision's value; None when it has none
     b: float | None = None
+    judged: bool = True           # a rule of this kernel's verdicts judges the figure (`judged_metrics`)
 
     @property
     def delta_pct(self) -> float | None:
@@ -58,6 +74,8 @@ class CompareRow:
             return None
         if self.unit in PERCENT_UNITS:
             return self.delta_pct
+        if self.unit in RATIO_UNITS:
+            return 100.0 * (self.b - self.a)
         return self.b - self.a
 
     @property
@@ -66,7 +84,7 @@ class CompareRow:
         change = self.change
         if change is None:
             return ""
-        if self.unit in PERCENT_UNITS:
+        if self.unit in PERCENT_UNITS or self.unit in RATIO_UNITS:
             return f"{change:+.1f} %"
         if self.unit in POINT_UNITS:
             return f"{change:+.1f} pts"
@@ -88,7 +106,7 @@ class CompareRow:
             return abs(change) >= NOTICEABLE_PCT
         if self.unit in POINT_UNITS:
             return abs(change) >= 0.5
-        return abs(change) >= RATIO_STEP if self.name == Metric.LATENCY_RATIO else True
+        return abs(change) >= RATIO_STEP_PCT if self.unit in RATIO_UNITS else True
 
     @property
     def tone(self) -> str:
@@ -98,20 +116,23 @@ class CompareRow:
         # A peer's time (sdpa_flash, cublas) is a reference, not the kernel's: no rule judges it.
         # (Static figures are per arch: their series is an arch, and the kernel's own.)
         peer = self.name in _TIME_NAMES and self.series != Side.CANDIDATE
-        if peer or bound is None or self.change is None or self.change == 0:
+        if peer or not self.judged or bound is None or self.change is None or self.change == 0:
             return ""
         if not self.moved:
             return ""
         return "good" if (self.change < 0) == (bound is Bound.CEILING) else "bad"
 
 
-def compare_rows(metrics: Iterable[RevisionMetric], a: int, b: int) -> list[CompareRow]:
-    """One row per (kernel, GPU kind, metric, shape, series) of revisions `a` and `b`, in first-seen order."""
+def compare_rows(metrics: Iterable[RevisionMetric], a: int, b: int,
+                 judged: Mapping[tuple[str, str], frozenset[str]]) -> list[CompareRow]:
+    """One row per (kernel, GPU kind, metric, shape, series) of revisions `a` and `b`, in first-seen
+    order; `judged`: (kernel, GPU kind) -> the figures its verdicts' rules judge (`judged_metrics`)."""
     rows: dict[tuple[str, str, str, str, str], CompareRow] = {}
     for m in metrics:
         key = (m.kernel, m.gpu_kind, m.name, m.shape, m.series)
+        ruled = m.name in judged.get((m.kernel, m.gpu_kind), frozenset())
         row = rows.setdefault(key, CompareRow(m.kernel, m.gpu_kind, m.name, m.shape, m.series, m.unit,
-                                              m.direction))
+                                              m.direction, judged=ruled))
         if m.revision_id == a:
             row.a = m.value
         else:

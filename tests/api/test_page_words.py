@@ -106,5 +106,27 @@ def test_verdicts_without_a_gpu_are_explained_at_the_top(make_client, session_fa
         assert top < page.index("<main>"), path
         assert "No GPU measured these revisions" in page and "correctness, timing and the Nsight Compute" in page
     revision = client.get(f"/revisions/{rev}").text
-    assert "on no GPU (CPU only" in revision and "on cpu" not in revision
+    assert "without a GPU (compiled, not measured)" in revision
+    assert "on no GPU" not in revision and "on cpu" not in revision
+    # no branch: the line under the sha names the repository and the author, no empty slot between
+    assert re.search(r'<p class="muted">[^<]* \u00b7 a\s', revision) and "\u00b7  \u00b7" not in revision
     assert 'data-field="status"' not in revision          # a done revision shows its verdict only
+
+
+def test_words_that_sent_a_reader_the_wrong_way():
+    """Issue 45, item 4: an increase rule's threshold is the increase it allows, "cpu" after "on",
+    an empty part of a line, and a passing limit row that has no baseline."""
+    from gate.domain.rule_words import threshold_words
+    from gate.domain.verdict import RuleOutcome, RuleRow
+    from gate.domain.wording import joined, on_gpu_words
+    from gate.figures.rule_table import rule_table
+
+    increase = RuleRow("max_registers_increase", RuleOutcome.PASS, "sm_90: +2 <= +8", value=40, threshold=8,
+                       baseline=38, delta=2, unit="registers")
+    limit = RuleRow("max_registers", RuleOutcome.PASS, "sm_90: 40 <= 128", value=40, threshold=128, unit="registers")
+    assert threshold_words(increase) == "+8 registers"
+    assert threshold_words(limit) == "128 registers"
+    assert on_gpu_words("cpu") == "without a GPU (compiled, not measured)" and on_gpu_words("H200") == "on H200"
+    assert joined("mygemm", "", "t") == "mygemm \u00b7 t" and joined(None, "t") == "t"
+    (folded,) = rule_table([limit]).folded
+    assert "no baseline figure" not in folded.text and "not compared with the baseline" in folded.text

@@ -110,6 +110,7 @@ def test_markers_agree_with_the_legend_and_series_differ_by_fill(browser, server
         .map(s => [s.innerText.replace(s.querySelector('.glyph').innerText, '').trim(), s.dataset.verdictSymbol])"""))
     drawn = page.evaluate("""() => [...document.querySelectorAll('.js-plotly-plot')].map(gd => gd.data
         .filter(t => t.meta && t.meta.revisions === 'shared' && t.mode === 'lines+markers')
+        .filter(t => Array.isArray(t.marker.symbol))       // series no rule judges carry no verdict symbol
         .map(t => ({fill: t.marker.color, pairs: t.customdata.map((c, i) => [c[4], t.marker.symbol[i]])})))""")
     seen = set()
     for traces in drawn:

@@ -52,5 +52,5 @@ def test_render_shows_the_verdict_the_rule_table_and_static_figures():
     assert "wmma_gemm: INCOMPLETE  incomplete: build: not run: no CUDA device" in text
     assert "max_registers" in text and "128" in text
     assert "max_latency_regression_pct  m1024 bfloat16  pass" in text
-    assert "wmma_gemm_kernel  sm_80  72" in text and "HMMA=16 LDSM=8" in text and "IMAD" not in text
+    assert "wmma_gemm_kernel  sm_80  72" in text and "IMAD=100 HMMA=16 LDSM=8" in text   # largest first, the whole list
     assert "artifact ptxas_log: a/ptxas.log" in text

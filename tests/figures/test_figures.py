@@ -118,7 +118,7 @@ def test_a_change_shared_by_two_traces_is_marked_once():
     fig = history_figure(HistoryChart("Latency", "µs", [a, b], ["a", "b"],
                                       change_points=[detect(a.value), detect(b.value)]))
     texts = [t["text"] for t in fig["layout"]["annotations"]]
-    assert texts == ["change -21 %"]
+    assert texts == ["change -21 % (a, b)"]          # one marker, naming both series it moved
     assert [s["x0"] for s in fig["layout"]["shapes"]] == [11.5]
 
 

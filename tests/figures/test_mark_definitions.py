@@ -61,7 +61,7 @@ def test_changes_read_in_the_unit_an_engineer_thinks_in_and_are_coloured_by_the_
     dram = CompareRow("k", "g", "dram_pct", "s", "candidate", "%", "higher", 61.6, 59.0)
     assert dram.change_text == "-2.6 pts" and dram.tone == "bad"                 # min_dram_pct: a floor
     ratio = CompareRow("k", "g", "latency_ratio", "s", "candidate", "x", "lower", 0.973, 0.999)
-    assert ratio.change_text == "+0.026 x" and ratio.tone == "bad"              # not "+2.7 %"
+    assert ratio.change_text == "+2.6 %" and ratio.tone == "bad"     # % of the baseline, not "+0.026 x"
     faster = CompareRow("k", "g", "latency_median_us", "s", "candidate", "us", "lower", 100.0, 97.0)
     assert faster.change_text == "-3.0 %" and faster.tone == "good"
     peer = CompareRow("k", "g", "latency_median_us", "s", "sdpa_flash", "us", "lower", 100.0, 120.0)
@@ -106,7 +106,8 @@ def test_series_differ_by_fill_and_verdicts_by_the_legends_symbol():
     hist = KernelHistory("k", "g", 2, 1, [a, b, spills], {100: ("a" * 40, datetime(2025, 1, 1), "m"),
                                                           101: ("b" * 40, None, "n")})
     flat: list[Flat] = []
-    charts = kernel_charts(hist, [], {}, None, flat)
+    tensor_rule = [RuleRow("min_tensor_pipe_pct", RuleOutcome.PASS, "ok", shape="s1", value=40.0, threshold=20.0)]
+    charts = kernel_charts(hist, tensor_rule, {}, None, flat)
     tensor = next(c for c in charts if c.id == "tensor")
     fills = [t["marker"]["color"] for t in tensor.figure["data"]]
     assert fills == SERIES_COLOR[:2]
@@ -114,3 +115,73 @@ def test_series_differ_by_fill_and_verdicts_by_the_legends_symbol():
     assert "spills" not in {c.id for c in charts} and flat[0].id == "spills" and "0 in every revision" in flat[0].text
     legend = {item.text: item.symbol for item in page_legend(hist, charts) if item.glyph}
     assert legend == {"accept": "circle", "reject": "x", "inconclusive": "diamond"}
+    # Issue 45: without a tensor-pipe rule the reject of revision 101 is not drawn on its tensor chart
+    unjudged = next(c for c in kernel_charts(hist, [], {}, None) if c.id == "tensor")
+    assert {t["marker"]["symbol"] for t in unjudged.figure["data"]} == {"circle"}
+
+
+def test_a_figure_no_rule_of_the_kernel_judges_is_not_coloured():
+    """Issue 45, item 3: dram_pct without a DRAM rule, registers without a register rule: no colour."""
+    from gate.domain.verdict import RuleOutcome, RuleRow
+    from gate.read_models.compare import compare_rows, judged_metrics
+    from gate.read_models.revision import RevisionMetric
+
+    rules = [RuleRow("max_latency_regression_pct", RuleOutcome.PASS, "ok", shape="s"),
+             RuleRow("static_delta", RuleOutcome.PASS, "registers +4", unit="registers")]
+    judged = judged_metrics(rules)
+    assert {"latency_ratio", "latency_median_us"} <= judged
+    assert "dram_pct" not in judged and "registers" not in judged
+    with_reg = judged_metrics([RuleRow("max_registers_increase", RuleOutcome.PASS, "ok", threshold=8)])
+    assert "registers" in with_reg
+
+    def metric(rev: int, name: str, unit: str, value: float, series: str = "candidate") -> RevisionMetric:
+        return RevisionMetric(rev, "k", "g", "s" if series == "candidate" else "", name, series, value, unit,
+                              "lower")
+    metrics = [metric(1, "dram_pct", "%", 61.6), metric(2, "dram_pct", "%", 59.0),
+               metric(1, "registers", "registers", 96, "sm_90"), metric(2, "registers", "registers", 100, "sm_90"),
+               metric(1, "latency_median_us", "us", 100.0), metric(2, "latency_median_us", "us", 110.0)]
+    rows = {r.name: r for r in compare_rows(metrics, 1, 2, {("k", "g"): judged})}
+    assert rows["dram_pct"].moved and rows["dram_pct"].tone == ""
+    assert rows["registers"].moved and rows["registers"].tone == ""
+    assert rows["latency_median_us"].tone == "bad" and rows["latency_median_us"].change_text == "+10.0 %"
+    other = {r.name: r for r in compare_rows(metrics, 1, 2, {("k", "g"): judged | with_reg})}
+    assert other["registers"].tone == "bad" and other["registers"].change_text == "+4 registers"
+
+
+def test_identical_series_are_one_trace_named_as_equal():
+    """Issue 45, item 2: sm_80 under sm_90 was two legend entries and one line."""
+    from gate.figures.kernel_page import merge_identical
+
+    sm80 = _series([96.0, 100.0], ["accept"] * 2, name="registers", series="sm_80", unit="registers", shape="")
+    sm90 = _series([96.0, 100.0], ["accept"] * 2, name="registers", series="sm_90", unit="registers", shape="")
+    sm89 = _series([90.0, 100.0], ["accept"] * 2, name="registers", series="sm_89", unit="registers", shape="")
+    kept, labels = merge_identical([sm80, sm89, sm90], ["sm_80", "sm_89", "sm_90"])
+    assert kept == [sm80, sm89] and labels == ["sm_80 = sm_90", "sm_89"]
+    hist = KernelHistory("k", "g", 2, 1, [sm80, sm90], {100: ("a" * 40, None, "m"), 101: ("b" * 40, None, "n")})
+    regs = next(c for c in kernel_charts(hist, [], {}, None) if c.id == "registers")
+    assert [t["name"] for t in regs.figure["data"]] == ["sm_80 = sm_90"]
+
+
+def test_log_axes_are_labelled_in_every_decade_and_flat_series_look_flat():
+    from gate.figures.axes import fit_range, log_ticks, value_axis
+
+    ticks, _ = log_ticks(20.0, 3000.0, "count")
+    assert {20.0, 50.0, 200.0, 2000.0} <= set(ticks)            # 20-40 readable, not only 100 and 1000
+    kib = [32768.0, 33024.0, 32768.0]                           # 32 KiB with one 256 B step
+    axis = value_axis(kib, "bytes")
+    low, high = fit_range(axis, kib, 250)
+    assert high - low >= 0.2 * 32.25                             # at least a fifth of the value, in KiB
+    regs = [243.0, 247.0, 254.0]                                # the GPU-less demo's registers
+    low, high = fit_range(value_axis(regs, "registers"), regs, 250)
+    assert (254 - 243) / (high - low) < 0.25                    # +4 registers is no cliff
+
+
+def test_a_change_marker_names_the_series_that_moved():
+    from gate.changepoints import detect
+
+    steady = _series([10.0] * 12, ["accept"] * 12)
+    moved = _series([10.0] * 6 + [12.0] * 6, ["accept"] * 12)
+    fig = history_figure(HistoryChart("SASS", "{unit}", [steady, moved], ["LDS", "FFMA"],
+                                      change_points=[detect(steady.value), detect(moved.value)]))
+    texts = [a["text"] for a in fig["layout"]["annotations"] if a["text"].startswith("change")]
+    assert texts and all(t.endswith("(FFMA)") for t in texts)

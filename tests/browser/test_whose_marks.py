@@ -1,0 +1,78 @@
+"""Issue 45, items 2 and 3 in a real Chromium against a real `gate serve` over the synthetic sample:
+every mark of a kernel chart says whose it is, and the compare page reads in an engineer's units and
+colours only what a rule of that kernel judges."""
+
+from __future__ import annotations
+
+import math
+
+import httpx
+import pytest
+
+from gate.read_models.compare import judged_metrics
+from gate.domain.codec import from_json
+from gate.domain.verdict import RuleRow
+from tests.browser.test_marks import H100, KERNEL_PAGE, _open
+
+pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("served-history")]   # conftest.py says why
+
+
+def _charts(page) -> list[dict]:  # noqa: ANN001
+    return page.evaluate("""() => [...document.querySelectorAll('.js-plotly-plot')].map(gd => ({
+        id: gd.id, log: gd._fullLayout.yaxis.type === 'log', range: gd._fullLayout.yaxis.range,
+        ticks: (gd._fullLayout.yaxis._vals || []).map(v => v.x),
+        changes: (gd.layout.annotations || []).map(a => a.text).filter(t => t.startsWith('change')),
+        series: gd.data.filter(t => t.mode === 'lines+markers').map(t => ({name: t.name, x: t.x, y: t.y,
+                                                                           symbol: t.marker.symbol}))}))""")
+
+
+def test_every_mark_of_a_kernel_chart_says_whose_it_is(browser, server):  # noqa: ANN001
+    page, errors = _open(browser, server + KERNEL_PAGE)
+    charts = _charts(page)
+    assert errors == [] and charts
+    rules = {r["rule"] for r in httpx.get(f"{server}/api/v1/kernels/flashcore_wmma/history",
+                                          params={"metric": "registers", "gpu": H100}).json().get("rules", [])}
+    for chart in charts:
+        drawn = [(tuple(s["x"]), tuple(s["y"])) for s in chart["series"]]
+        assert len(set(drawn)) == len(drawn), (chart["id"], [s["name"] for s in chart["series"]])  # none hidden
+        if chart["id"].startswith(("dram", "warps", "sass")) and not rules & {"min_dram_pct"}:
+            for s in chart["series"]:                                # no rule judges them: no verdict symbol
+                assert not isinstance(s["symbol"], list) or "x" not in s["symbol"], (chart["id"], s["name"])
+        if len(chart["series"]) > 1:
+            assert all(t.endswith(")") for t in chart["changes"]), (chart["id"], chart["changes"])
+        if chart["log"]:
+            low, high = chart["range"]
+            decades = max(1, math.ceil(high) - math.floor(low))
+            assert len(chart["ticks"]) >= min(decades * 2, 6), (chart["id"], chart["ticks"])
+        elif chart["series"] and chart["range"]:
+            ys = [y for s in chart["series"] for y in s["y"] if y is not None]
+            low, high = chart["range"]
+            assert high - low >= 0.19 * max(abs(v) for v in ys) or max(ys) == 0, (chart["id"], chart["range"])
+    page.close()
+
+
+def test_compare_reads_ratios_in_percent_and_colours_only_what_a_rule_judges(browser, server):  # noqa: ANN001
+    lat = httpx.get(f"{server}/api/v1/kernels/flashcore_wmma/history",
+                    params={"metric": "latency_median_us", "gpu": H100}).json()["series"][0]["points"]
+    a, b = lat[-2]["revision_id"], lat[-1]["revision_id"]
+    judged: dict[tuple[str, str], frozenset[str]] = {}
+    for rev in (a, b):
+        for job in httpx.get(f"{server}/api/v1/revisions/{rev}").json()["jobs"]:
+            if job.get("verdict"):
+                key = (job["kernel"], job["verdict"]["gpu_kind"])
+                rows = from_json(list[RuleRow], job["verdict"]["rules"], path="rules")
+                judged[key] = judged.get(key, frozenset()) | judged_metrics(rows)
+    page, errors = _open(browser, f"{server}/compare?a={a}&b={b}")
+    rows = page.evaluate("""() => [...document.querySelectorAll('table.grid tbody tr')].map(tr => {
+        const td = tr.querySelectorAll('td');
+        return {kernel: td[0].textContent, gpu: td[1].textContent, name: td[2].textContent,
+                change: td[7].textContent.trim(), tone: td[7].className}; })""")
+    assert errors == [] and rows
+    for r in rows:
+        if r["name"] == "latency_ratio":
+            assert r["change"].endswith(" %") or r["change"] == "n/a", r          # never "+0.0979 x"
+        assert not r["change"].endswith(" x"), r
+        if "good" in r["tone"] or "bad" in r["tone"]:
+            names = set().union(*(v for (kernel, _), v in judged.items() if kernel == r["kernel"]))
+            assert r["name"] in names, r                                           # a rule of the kernel
+    page.close()
