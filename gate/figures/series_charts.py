@@ -259,15 +259,20 @@ def _change_marker(layout: dict, x: float, cp: ChangePoint, moved: list[str], *,
     layout["annotations"].append(label)
 
 
+LABEL_CHAR_PX = 5.8     # the mean width of a 10 px label's character: what the right margin must hold
+
+
 def _hline(layout: dict, line: Line, color: str, dash: str, text: str, axis: ValueAxis) -> dict:
     """A horizontal line across the plot and its label at the right end; returns the label."""
     y = line.value / axis.factor
     layout["shapes"].append({"type": "line", "xref": "paper", "yref": "y", "x0": 0, "x1": 1,
                              "y0": y, "y1": y, "line": {"color": color, "width": 1.2, "dash": dash}})
-    label = {"x": 1, "y": axis.position(line.value), "xref": "paper", "yref": "y",
-             "xanchor": "right", "yanchor": "bottom", "showarrow": False,
+    # In the right margin, beside the line's end: inside the plot it covered the newest points.
+    label = {"x": 1, "y": axis.position(line.value), "xref": "paper", "yref": "y", "xshift": 4,
+             "xanchor": "left", "yanchor": "middle", "showarrow": False,
              "text": text, "font": {"size": 10, "color": color}}
     layout["annotations"].append(label)
+    layout["margin"]["r"] = max(layout["margin"]["r"], round(LABEL_CHAR_PX * len(text)) + 12)
     return label
 
 

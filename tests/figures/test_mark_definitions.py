@@ -185,3 +185,13 @@ def test_a_change_marker_names_the_series_that_moved():
                                       change_points=[detect(steady.value), detect(moved.value)]))
     texts = [a["text"] for a in fig["layout"]["annotations"] if a["text"].startswith("change")]
     assert texts and all(t.endswith("(FFMA)") for t in texts)
+
+
+def test_a_limit_label_sits_in_the_right_margin_beside_its_line_never_over_the_points():
+    s = _series([1.00, 1.01, 1.02], ["accept"] * 3, name="latency_vs_baseline", unit="x")
+    fig = history_figure(HistoryChart("Latency vs baseline", "({unit})", [s], ["candidate"], unit="x",
+                                      thresholds=[Line("+3 %", 1.03)]))
+    (label,) = [a for a in fig["layout"]["annotations"] if a["text"].startswith("limit")]
+    # x = 1 on the paper is the plot's right edge: anchored by its left side, the text lies outside the plot.
+    assert (label["xref"], label["x"], label["xanchor"]) == ("paper", 1, "left")
+    assert fig["layout"]["margin"]["r"] >= 5 * len(label["text"])
