@@ -20,7 +20,6 @@ kernel_fault | setup_error, detail, regions: [[shape, dtype], ...] entered so fa
 
 from __future__ import annotations
 
-import importlib
 import importlib.machinery
 import importlib.util
 import json
@@ -33,7 +32,7 @@ from types import ModuleType
 from typing import Any
 
 from gate.domain import KernelSpec
-from gate.domain.codec import from_json
+from gate.domain.codec import from_json, named_object
 from gate.nvidia.ncu_report import range_name
 from gate.profiling.profile import DEFAULT_WORKLOAD_FACTORY
 
@@ -80,11 +79,6 @@ def load_module(module_path: str) -> ModuleType:
     return module
 
 
-def _factory(ref: str) -> Any:
-    module_name, _, attr = ref.partition(":")
-    return getattr(importlib.import_module(module_name), attr)
-
-
 def _wait_for_go(spec: dict[str, Any], status: _Status) -> dict[str, Any] | None:
     """Wait, before the submission's module is loaded, for the go file that names it, the kernel and
     its checkout (`gate.profiling.profile_session`); None when none came within `wait_s`."""
@@ -101,7 +95,7 @@ def run(spec: dict[str, Any], status: _Status) -> TargetExit:
     try:
         import torch
 
-        factory = _factory(spec.get("workload_factory") or DEFAULT_WORKLOAD_FACTORY)
+        factory = named_object(spec.get("workload_factory") or DEFAULT_WORKLOAD_FACTORY)
         if not torch.cuda.is_available():
             status.write("setup_error", "no CUDA device visible to the profile target")
             return TargetExit.SETUP_ERROR

@@ -26,12 +26,12 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import importlib
 import secrets
 import sys
 from pathlib import Path
 from typing import Any, Protocol
 
+from gate.domain.codec import named_object
 from gate.timing import side_wire
 
 DEFAULT_BACKEND = "gate.timing.side_host:GpuSide"
@@ -158,18 +158,13 @@ def _error(exc: Exception) -> dict[str, Any]:
     return {"error": f"{type(exc).__name__}: {exc}"[:4000]}
 
 
-def _factory(spec: str) -> Any:
-    module, _, name = spec.partition(":")
-    return getattr(importlib.import_module(module), name)
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m gate.timing.side_host")
     parser.add_argument("--requests", type=int, required=True, help="file descriptor of the request pipe")
     parser.add_argument("--replies", type=int, required=True, help="file descriptor of the reply pipe")
     parser.add_argument("--backend", default=DEFAULT_BACKEND, help="module:factory of the side's operations")
     args = parser.parse_args(argv)
-    serve(_factory(args.backend)(), args.requests, args.replies)
+    serve(named_object(args.backend)(), args.requests, args.replies)
     return 0
 
 
