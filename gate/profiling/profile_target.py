@@ -2,20 +2,14 @@
 
     python -m gate.profiling.profile_target SPEC.json
 
-SPEC (written by `gate.profiling.profile_session`): {status_path, warmup, workload_factory
-("module:function", default the built-in workloads), go_path, wait_s}: the target imports torch and
-the workload factory's module, creates its CUDA context (no kernel of the submission's yet), then
-waits for the go file, JSON {module_path, kernel: KernelSpec as JSON, src_dir}, for at most wait_s
-seconds: a session may start before its job exists.
-A workload has `make_inputs(shape, dtype, seed, device)` and `call(module, function, inputs)`.
-
-ncu runs this with `--profile-from-start off`, so only the launches between
-`cudaProfilerStart/Stop` are profiled: inputs, warm-up and allocation stay outside. Each profiled
-call also sits in an NVTX push/pop range "gate:<shape>:<dtype>", which ncu records (`--nvtx`) and
-the report reader turns back into the launch's shape.
-
-Whatever happens, the target writes STATUS (status_path) as JSON: {status: running | ready (started ahead: CUDA up, waiting for the go) | ok |
-kernel_fault | setup_error, detail, regions: [[shape, dtype], ...] entered so far}. The exit code says the same.
+SPEC (from `gate.profiling.profile_session`): {status_path, warmup, workload_factory ("module:function",
+default the built-in workloads), go_path, wait_s}. The target imports torch and the factory's module
+and makes its CUDA context, then waits up to wait_s for the go file, {module_path, kernel: KernelSpec
+as JSON, src_dir}: a session may start before its job exists. ncu runs it with
+`--profile-from-start off`, so only the calls between `cudaProfilerStart/Stop` are profiled, each in
+an NVTX range "gate:<shape>:<dtype>" that the report reader turns back into the launch's shape.
+Whatever happens, STATUS (status_path) is written as JSON {status: running | ready | ok | kernel_fault
+| setup_error, detail, regions entered so far}; the exit code says the same.
 """
 
 from __future__ import annotations
