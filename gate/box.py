@@ -1,48 +1,26 @@
 """The box: every compile of submitted code, and the GPU child that runs it, run inside bubblewrap.
 
-What the box gives a command (`command()` builds the argument list, `popen()`/`run()` run it):
+`command()` builds the argument list, `popen()`/`run()` run it. What the box gives a command (no
+network, its own namespaces and user, a read-only view of the host, limits per process and per box, an
+allow-listed environment) is the table of docs/security.md, "The box"; the reasons that table does
+not give:
 
-- no network (a new network namespace holds only a loopback that is down), its own pid, IPC and UTS
-  namespaces, a new session (no terminal to inject into), killed with its parent;
-- an unprivileged user of its own: when the gate runs as root, bwrap sets up the namespaces as root
-  and `setpriv` drops to a user id leased for this box alone (`gate.box_leases`; group
-  `GATE_BOX_UID`) with no capabilities and `no_new_privs`: RLIMIT_NPROC counts all of a user's
-  threads, and with one id for every box a GPU child's torch threads made another job's `vfork`
-  fail. As another user, bwrap makes a user namespace and the command keeps that user;
-- only the host it needs, read-only (`gate.box_view`, which docs/security.md lists): the system's
-  programs and libraries, the toolchain, the Python installation, the gate's own package (never its
-  checkout's root), the job's inputs; its own /etc, /tmp, /proc and /dev; the job's output folder
-  read-write. /var, /opt, /home, the gate's checkout and data folder are simply not there;
-- limits per process (`prlimit`, set inside the box after the namespaces exist): private writable
-  memory (RLIMIT_DATA; not RLIMIT_AS, because the CUDA driver reserves a very large address space
-  that RLIMIT_AS would refuse), CPU seconds, file size, processes (the box's user's, unless the box's
-  cgroup bounds them: `pids.max`); the wall time is the caller's
-  timeout, after which the whole box is killed (bwrap is the process the caller kills;
-  `--die-with-parent` takes its pid namespace down with it);
-- limits for the whole box: a memory cgroup over all its processes and tmpfs pages where the host
-  allows one (`gate.box_memory`; which mechanism applied is `BoxedPopen.memory.mechanism`), tmpfs
-  mounts of a fixed size (`Limits.tmp_bytes`: a 500-byte preprocessor bomb once wrote gigabytes of
-  preprocessed source to /tmp), and for the caller to enforce, a cap on its output folder
-  (`Limits.disk_bytes`, see `gate.executors.child`);
-- a clean environment: only `PATH`, locale, `PYTHONPATH`, the CUDA/NVIDIA/torch variables and
-  `GATE_COMPILE_MEMORY_GIB` pass; no `GATE_*` secret (database URL, GitHub tokens) reaches
-  submitted code.
+- a user id leased per box (`gate.box_leases`), not one for every box: RLIMIT_NPROC counts all of a
+  user's threads, and a GPU child's torch threads made another job's `vfork` fail;
+- RLIMIT_DATA, not RLIMIT_AS: the CUDA driver reserves a very large address space;
+- bwrap is the process the caller kills on its timeout; `--die-with-parent` takes its pid namespace.
 
-Why bubblewrap: it is small (one ~50 KB binary, a Debian/Ubuntu package, also carried as a `.deb`
-and unpacked where nothing can be installed), well kept (Flatpak's sandbox), and does the mount
-namespace set-up (read-only binds, tmpfs covers, a fresh /proc and /dev) that is easy to get subtly
-wrong by hand; it works both as root (no user namespace needed, so hosts that forbid unprivileged user
-namespaces still box) and as an ordinary user. nsjail has rlimits and cgroups built in but needs
-protobuf and libnl at run time and a configuration language; namespaces plus rlimits in our own code
-(Python 3.12's `os.unshare`) would mean re-implementing bwrap's mount set-up.
+Why bubblewrap: one small, well-kept binary (Flatpak's sandbox; a Debian package, also carried as a
+`.deb` to unpack where nothing can be installed) that does the mount set-up that is easy to get
+subtly wrong by hand, as root (hosts that forbid unprivileged user namespaces still box) or as an
+ordinary user. nsjail needs protobuf, libnl and a configuration language; our own namespaces
+(`os.unshare`) would re-implement bwrap's mount set-up.
 
-Nesting: the box sets `GATE_IN_BOX=1`; a command boxed from inside a box (a compile inside the GPU
-child) only gets the per-process limits, which can be lowered but not raised (not the process
-count: its user's count includes the outer box's threads); it stays inside the outer box's cgroup,
-user and tmpfs mounts. `Box.cpus` pins a box to CPU cores (`taskset`: the GPU child of a slot, to
-the cores near its GPU). `GATE_BOX=off` runs commands unboxed (with the limits): for
-trusted code on a machine without bubblewrap, never for a server that builds other people's
-repositories.
+Nesting: the box sets `GATE_IN_BOX=1`; a command boxed inside a box (a compile in the GPU child) only
+gets the per-process limits, which can be lowered, not raised (not the process count: its user's
+count includes the outer box's threads), inside the outer box's cgroup, user and mounts. `Box.cpus`
+pins a box to CPU cores (`taskset`). `GATE_BOX=off` runs commands unboxed (with the limits): for
+trusted code on a machine without bubblewrap, never for a server that builds other people's code.
 """
 
 from __future__ import annotations

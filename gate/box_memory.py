@@ -1,24 +1,14 @@
 """The memory cap of a whole box: every process in it and every page of its tmpfs mounts together.
 
-Per-process rlimits (`gate.box.Limits`) let one job take many times its limit: several processes each
-below RLIMIT_DATA, and tmpfs pages, which no rlimit counts (one job took +8.2 GiB of host memory). A
-memory cgroup counts both: a tmpfs page is charged to the cgroup of the process that first touched it.
+Per-process rlimits let one job take many times its limit (several processes, and tmpfs pages, which
+no rlimit counts: one job took +8.2 GiB). A memory cgroup counts both. `cap(limits)` makes one per
+box, the first mechanism the host allows (docs/security.md, "Memory: which mechanism applies"):
+cgroup v2 as a sibling of the gate's own cgroup (a cgroup with processes cannot enable controllers
+for its children), cgroup v1's memory hierarchy as a child of the gate's, or none.
 
-`cap(limits)` makes one cgroup per box, the first of these the host allows:
-- cgroup v2 (`memory.max`, `memory.swap.max = 0`, `pids.max`), as a sibling of the gate's own cgroup:
-  a cgroup with processes cannot enable controllers for its children ("no internal processes"), but
-  its parent has them enabled already wherever the gate's own cgroup has a memory controller;
-- cgroup v1's memory hierarchy (`memory.limit_in_bytes`, and `memory.memsw.limit_in_bytes` where swap
-  accounting exists), as a child of the gate's own memory cgroup (v1 has no such rule). Hosts mounted
-  the hybrid way (v1 controllers, an empty v2 tree) have only this one;
-- neither (no cgroup file system, or not writable: an unprivileged gate, a container without
-  delegation): no cgroup. The box then has per-process RLIMIT_DATA and tmpfs mounts of a fixed size
-  (`gate.box`), which bound a job's memory only by their sum times its processes.
-
-The command joins the cgroup itself before it execs bwrap (`MemoryCap.join`, a few lines of Python
-run with `-I -S`): Popen has no way to start a process inside a cgroup, and moving it after the start
-leaves the processes it forked meanwhile outside. Which mechanism applied is `MemoryCap.mechanism`,
-words the job shows in its evidence.
+The command joins the cgroup itself before it execs bwrap (`MemoryCap.join`, run with `-I -S`): Popen
+cannot start a process inside a cgroup, and moving it later leaves what it forked meanwhile outside.
+`MemoryCap.mechanism` is what the job's evidence shows.
 """
 
 from __future__ import annotations

@@ -1,36 +1,10 @@
 """What a box sees of the host: every mount bwrap makes, each with the reason it is there.
 
 Nothing of the host is there unless a line of `view()` puts it there (bwrap starts from an empty
-root); docs/security.md lists the same reasons, and tests/security/test_box_view_doc.py holds the two
-to each other. What is not listed is absent: /var, /opt (but a toolchain that lives there), /home,
-/root, /srv, /mnt, the gate's checkout, its data folder, every other job.
-
-The reasons (`Mount.why`), in the order bwrap applies them:
-- `system`: the system's programs and libraries and /sys (the CUDA driver and torch read the PCI and
-  CPU topology there), read-only; a top-level symlink such as /bin -> usr/bin is copied as a symlink;
-- `kernel`: a fresh /proc of the box's own pid namespace and a minimal /dev (null, zero, random, tty);
-- `etc`: an /etc rebuilt from the few files a loader and a compiler read, with a passwd and group of
-  the box's own;
-- `scratch`: /tmp, /var/tmp and /dev/shm, private tmpfs mounts of a fixed size (`Limits.tmp_bytes`
-  each), and $HOME inside /tmp;
-- `cover`: /root, /home, /run, /mnt, /media, /srv as empty tmpfs mounts (a path a compiler may name
-  exists, and is empty);
-- `toolchain`: the CUDA toolkit of nvcc and the directory of ncu (found on the box's PATH, or where
-  `GATE_NVCC_PATH`, `GATE_NCU_PATH`, `CUDA_HOME` point) with the Nsight Compute install its
-  launcher runs (`/opt/nvidia/nsight-compute`; `gate.nvidia.tools.install_dirs`), and the loader's
-  library directories (`/etc/ld.so.conf.d`, `LD_LIBRARY_PATH`: the driver's libraries), where they
-  are not system paths;
-- `python`: the Python installation (prefixes, standard library, site-packages) and the import path
-  entries outside the gate's checkout;
-- `gate-package`: the gate's own package directory: never its checkout's root, where a `.env` or a
-  key could sit next to it (`#include "../../.env"` once printed one into a public ptxas log);
-- `job-inputs`: the command's working directory and `Box.readable` (checkouts, include dirs);
-- `hidden`: `Box.hidden` and the server's own files (`gate.box.PRIVATE`: the data folder, the
-  database, the GitHub App's key) wherever a bind above shows them: a folder as an empty tmpfs, a
-  file as an empty file;
-- `job-output`: `Box.writable`, read-write (the job's artifacts folder, the object cache);
-- `gpu`: the host's `/dev/nvidia*` nodes, with `Box.gpu`: every GPU's, or one GPU's own node and
-  the shared ones (`gate.nvidia.devices.device_nodes`).
+root); what is not listed is absent: /var, /opt (but a toolchain that lives there), /home, /root,
+/srv, /mnt, the gate's checkout, its data folder, every other job. Each mount's `why` is one of
+`REASONS`, in the order bwrap applies them; docs/security.md gives each reason's mounts and why, and
+tests/security/test_box_view.py holds the two to each other.
 """
 
 from __future__ import annotations

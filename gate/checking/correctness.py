@@ -1,52 +1,36 @@
 """Correctness stage: the kernel against a float32/float64 reference on fresh random inputs.
 
-Per shape x dtype x seed, inputs live in the *same* buffers (guarded by NaN canaries, see
-`workloads.guarded_empty`): the first case fills them, odd cases change a single element of the
-previous case's inputs (`workloads.perturb_one`: a result cached by a cheap checksum of the inputs
-is stale there), even cases refill everything (a result cached by pointer is stale). Per case:
+Per shape x dtype x seed, inputs live in the *same* buffers (NaN canaries, `workloads.guarded_empty`):
+the first case fills them, odd cases change one element (`workloads.perturb_one`: defeats a cache keyed
+by a checksum of the inputs), even cases refill everything (defeats a cache keyed by pointer). Per case:
 
-1. the output block is poisoned with NaN right before the call (a NaN tensor of the output's size is
-   allocated and freed, so the caching allocator hands that block to the kernel's output);
-2. right after the call returns, *before any host synchronisation*, the output is copied on the
-   caller's stream: the copy holds exactly what a caller's next operation would read. Work the call
-   left on another stream or a host thread has not landed in it, so it cannot pass by luck of timing;
-3. then a short wait and a device-wide synchronisation; the output must equal the copy (a late writer
-   is named as such), the inputs must be unchanged and their canaries intact.
+1. the output block is poisoned with NaN right before the call;
+2. right after the call, *before any host synchronisation*, the output is copied on the caller's
+   stream: what a caller's next operation would read. Work left on another stream or a host thread
+   has not landed in it, so it cannot pass by luck of timing; this copy is what is judged;
+3. after a device-wide synchronisation the output must equal the copy (a late writer is named), the
+   inputs must be unchanged and their canaries intact.
 
-The copy from step 2 is what is judged. A case passes iff
+A case passes iff
 
     max|out - ref| <= dtype tolerance x max(1, max|ref|)                         (absolute sanity)
     max|out - ref| <= max(k x max|torch_lowp - ref|, floor)                       (FlashAttention's rule)
 
-with k = `gates.max_error_ratio` and floor = the dtype's epsilon x max(1, max|ref|), so that k x a
-tiny PyTorch error does not demand more than the format can hold. For float8_e4m3fn inputs PyTorch's
-side is bfloat16 SDPA (it has no e4m3 attention): the floor, 2**-3, lies above the dtype tolerance, so
-the absolute bound alone judges them.
+with k = `gates.max_error_ratio` and floor = the dtype's epsilon x max(1, max|ref|), so that k x a tiny
+PyTorch error does not demand more than the format holds. For float8_e4m3fn, PyTorch's side is
+bfloat16 SDPA; the floor (2**-3) lies above the dtype tolerance, so the absolute bound alone judges.
 
-A stale output is judged by itself, not by its error: one changed input element can move the exact
-answer by less than the tolerance (by its error alone, the checksum-caching fake of
-tests/fakes/caching.py passed e4m3 attention at b1 h2 s1024 d64 in 20 of 20 random draws, bfloat16 in
-4 of 20). So every case after the first of a shape x dtype also fails when its judged copy is bit for
-bit the previous case's while the reference, rounded to the output's dtype, changed in at least
-`STALE_MIN_MOVED_ELEMS` elements: "returned the previous case's output unchanged although input
-q[123] changed and the reference rounded to bfloat16 moved in 4096 elements: a result cached by a
-checksum of the inputs or their pointers?" (after a refill: "although every input was refilled").
-A wrong type or shape, modified inputs, damaged canaries, a late write and NaN/Inf keep their reasons
-before it; the error bounds come after it.
+A stale output is judged by itself, not by its error, which one changed element may move by less
+than the tolerance (tests/fakes/caching.py passed e4m3 attention in 20 of 20 draws by error alone).
+So a case after the first of a shape x dtype fails when its copy is bit for bit the previous case's
+while the reference, rounded to the output's dtype, moved in at least `STALE_MIN_MOVED_ELEMS` elements.
+Type, shape, modified inputs, canaries, a late write and NaN/Inf are judged before it, the error bounds
+after. It does not see an output from further back or nudged by one element, nor a change that reaches
+few outputs: the error bounds judge those; a cache used only while timed is the bench's rotating
+input sets' to defeat (`bench.INPUT_SETS`).
 
-What that check covers: an output kept from the previous call, whatever the cache is keyed on (a
-checksum, the pointers, a call count), at every dtype and for every workload, built-in or custom, on
-each case where it is returned; a kernel that caches only some of the time is caught on a case where
-it does (with the default 3 seeds, `RunOptions.correctness_seeds`, that is the one-element case or the
-refilled one of some shape x dtype). What it does not cover: the previous output with even one element
-changed (nudged, re-rounded), or an output from further back: only the error bounds judge those; a
-case where the rounded reference moved in fewer elements (a change that reaches few outputs, e.g. v
-in one of the last rows of causal attention, or none, q of row 0 there); a cache used only while
-timed, which the bench's rotating input sets (`bench.INPUT_SETS`) defeat instead.
-
-A CUDA fault (illegal address, launch failure) leaves the CUDA context unusable: the stage ends at
-once, FAILED, with `reason` starting with `CUDA_FAULT_PREFIX`; the caller must run no further GPU
-stage in this process.
+A CUDA fault leaves the CUDA context unusable: the stage ends at once, FAILED, its `reason` starting
+with `CUDA_FAULT_PREFIX`; the caller must run no further GPU stage in this process.
 """
 
 from __future__ import annotations

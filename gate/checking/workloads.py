@@ -2,45 +2,26 @@
 
 Built in: `attention` (scaled-dot-product attention forward, q/k/v `[B,H,S,D]`, scale 1/sqrt(D),
 `module.forward(q, k, v, causal)`) and `gemm` (A·Bᵀ, A `[M,K]`, B `[N,K]`, `module.forward(a, b)`).
-A manifest may instead name `"module:callable"` inside the repository: the callable returns an
-object with the methods of `Workload` below; `REQUIRED_METHODS` must be there, the rest is optional.
-docs/manifest.md ("A custom workload") is the reader's version of this, with an example.
+A manifest may instead name `"module:callable"` inside the repository, returning an object with the
+methods of `Workload` (`REQUIRED_METHODS`, the rest optional); docs/manifest.md ("A custom
+workload") is the reader's version, with an example. Why each part is there:
 
-The protocol, and why each part is there:
-
-- `check_shape(shape)` -> a message naming what is wrong with one declared shape, or None. The
-  manifest checks built-in shapes when it is read; a custom workload's keys mean nothing to it, so
-  `get_workload` asks the workload about every shape as soon as it is loaded: a refusal is a
-  `ManifestError` (verdict `error`), not a kernel fault in `make_inputs` (`reject`).
-- `make_inputs(shape, dtype, seed, device)` -> `dict[str, Tensor]` (non-tensors allowed, e.g. a
-  `causal` flag). Built-ins allocate every tensor with `guarded_empty`: a view in the middle of a
-  NaN-filled buffer, so an out-of-bounds read returns NaN into the output and an out-of-bounds write
-  shows up in `guard_damage`. Values are normal(0, 1): never zeros, which hide unwritten outputs and
-  can run faster than real data.
-- `refill(inputs, seed)` writes new values into the *same* buffers: a kernel that caches results by
-  pointer returns the old answer and fails. `perturb_one` changes one element only: a kernel that
-  caches by a cheap checksum of its inputs (a few sampled values) returns the old answer and fails.
-  Either way it fails as unchanged while the reference moved (`correctness.STALE_MIN_MOVED_ELEMS`),
-  not by its error, which one element may move by less than the tolerance.
-- `call(module, function_name, inputs)` runs the kernel on the caller's current stream and returns
-  its output. A function that writes into an output argument and returns None is fed an output the
-  workload allocates in `make_inputs` and names in its `outputs` attribute; `call` returns that
-  tensor. The gate then poisons it with NaN before every checked call (`poison_outputs`: an element
-  left unwritten reads NaN, as with a returned output) and leaves it out of the "inputs unchanged"
-  check and of `perturb_one` (`read_only`). An op registered with `TORCH_LIBRARY` is reached through
-  `torch_op("ns::op")` once the extension is loaded; torch keeps one registry per process, so such
-  a kernel's baseline is loaded in a process of its own (`side_host`, docs/manifest.md). `reference` (float32/float64)
-  and `lowp_reference` (PyTorch in the input dtype; for float8_e4m3fn attention, which PyTorch lacks,
-  bfloat16 on the upcast inputs) are what correctness compares against (k x PyTorch's own error, see
-  `correctness`).
-- `flops(shape)` and `dram_bytes(shape, dtype)` (the compulsory DRAM traffic: every input read once,
-  the output written once) give the physical floor of a call (`roofline`); a custom workload without
-  them gets no floor.
-- `peers(shape, inputs)` are PyTorch's own implementations, timed beside the kernel for reference;
-  none without it.
-
-The bench times rotating input sets (`bench.INPUT_SETS`), each refilled right after it is used, so no
-timed call sees the pointer+content pair of the call before it.
+- `check_shape`: the manifest cannot read a custom workload's shape keys, so `get_workload` asks it
+  about every shape once loaded: a refusal is a `ManifestError` (`error`), not a kernel fault (`reject`).
+- `make_inputs`: built-ins allocate with `guarded_empty` (a view inside a NaN-filled buffer: an
+  out-of-bounds read returns NaN, a write shows in `guard_damage`); values are normal(0, 1), never
+  zeros, which hide unwritten outputs and can run faster than real data.
+- `refill` writes new values into the *same* buffers (a cache keyed by pointer fails) and
+  `perturb_one` changes one element (a cache keyed by a cheap checksum fails); both fail as
+  unchanged output while the reference moved (`correctness.STALE_MIN_MOVED_ELEMS`).
+- `call` runs the kernel on the caller's stream. A kernel writing into an output argument is fed one
+  named in the workload's `outputs`, poisoned before every checked call (`poison_outputs`) and left
+  out of the "inputs unchanged" check and of `perturb_one` (`read_only`). A `TORCH_LIBRARY` op is
+  reached through `torch_op("ns::op")`; its baseline then runs in its own process (`side_host`).
+- `reference` (float32/float64) and `lowp_reference` (PyTorch in the input dtype; bfloat16 for
+  float8_e4m3fn attention) are what correctness compares against (`correctness`).
+- `flops` and `dram_bytes` (every input read once, the output written once) give the physical
+  floor (`roofline`); `peers` are PyTorch's own implementations, timed beside the kernel.
 """
 
 from __future__ import annotations

@@ -1,24 +1,16 @@
 """Build stage: compile a kernel's sources as a PyTorch C++/CUDA extension, through an object cache.
 
-Each source is compiled on its own (`.cu` with nvcc, `.cpp` with the host compiler, torch's include
-paths and defines) into an object that `build_cache.ObjectCache` keeps under a content key; the
-extension `.so` is then linked from those objects. The compile step is `objects.compile_object`,
-shared with the static stage: a `.cu` object the static stage made for the GPU's arch is a hit here. A revision that changes only a kernel `.cu`
-recompiles that file alone: the binding's object, the slow one (the torch headers take ~10 s), is a
-cache hit.
+Each source is compiled on its own (`objects.compile_object`, shared with the static stage, whose `.cu`
+objects for the GPU's arch are hits here) into an object `build_cache.ObjectCache` keeps under a
+content key; the `.so` is linked from those. A revision that changes one `.cu` recompiles it alone:
+the binding's object (torch's headers, ~10 s) is a hit.
 
-Why our own cache and not ccache: ccache would hit just as well, but (1) it is one more tool every
-GPU worker must install and configure (`CCACHE_BASEDIR` for per-job checkouts, `CCACHE_DIR` shared
-between jobs); (2) the gate must *report* hits and misses per object, which ccache only gives as
-global counters that concurrent jobs disturb; (3) the key here is explicit and tested (source, local
-headers, command line, torch/CUDA/compiler versions), and compiles run with paths relative to the
-checkout, so checkouts of different revisions in different directories share entries. The cost is
-~100 lines (`build_cache.py`).
+Why not ccache: one more tool every worker must configure; the gate must *report* hits per object,
+which ccache gives only as global counters that concurrent jobs disturb; and the key here is explicit
+and tested, with paths relative to the checkout so that checkouts in different folders share entries.
 
-Kernel faults (a compile or link error, a compile that runs past the kernel's timeout) end as
-`StageStatus.FAILED` with the compiler log; a compile or link the machine ended (`ToolRun.fault`:
-out of processes, memory or disk, killed) as `ERROR`, naming it. A missing compiler or torch raises
-`ToolMissingError`.
+A compile or link error, or a compile past the kernel's timeout, is `FAILED` with the log; one the
+machine ended (`ToolRun.fault`) is `ERROR`, naming it. A missing compiler or torch raises `ToolMissingError`.
 """
 
 from __future__ import annotations

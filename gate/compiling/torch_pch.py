@@ -1,37 +1,25 @@
 """Precompiled torch headers for the binding compile: where they are, and when a compile may use one.
 
-A cold job's torch binding (`.cpp`) compile is mostly GCC reading torch's headers: on a 2-core
-machine the bench subject's binding took 38.7 s, 21.5 s with `torch/extension.h` precompiled (the
-rest is code pybind11 and torch's inline functions put into every object, which no header cache
-removes; docs/design.md). The gate makes the precompiled header itself, from the installed torch only
-(`torch_pch_make.py`), once per toolchain and command line, and a compile finds it through the
-include search path, the way GCC looks for `<dir>/torch/extension.h.gch` before
-`<dir>/torch/extension.h` (checked with g++ 12, `tests/compiling/test_torch_pch.py`):
+A cold job's binding compile is mostly GCC reading torch's headers (38.7 s, 21.5 s with
+`torch/extension.h` precompiled, on 2 cores; docs/design.md). The gate makes the header itself from
+the installed torch (`torch_pch_make.py`), once per toolchain and command line, and a compile finds
+it on the include path, as GCC looks for `<dir>/torch/extension.h.gch` before the header
+(`tests/compiling/test_torch_pch.py`):
 
-- GCC uses a `.gch` only for the first `#include` of the translation unit, and only when it is valid
-  for the command line (same compiler build, codegen flags, `-std`, and the macros it read defined
-  the same way); otherwise it reads the header as usual (`-Winvalid-pch`, which the compile gets,
-  says why). So a source whose first include is another header, or that defines a macro torch reads,
-  compiles exactly as before. Force-including (`-include`) would change what other sources mean.
-- Beside each `<header>.gch` lies a one-line `<header>` that is `#include_next <header>`: without
-  it, a second `#include <torch/extension.h>` in the same unit (a local header that includes it
-  again) stops GCC with "No such file or directory". Where the `.gch` is not used, the stub hands
-  the search on to the directories after this one, which is where it would have gone anyway.
-- The folder goes right after the command's `-I.` (the checkout), before torch's own directories.
-  The checkout keeps its precedence: when it holds a file that would stand in for one of the headers
-  the `.gch` was made from (its own `c10/...`, `vector`), the header is not offered, because the
-  `.gch` holds torch's file and the compile without it would read the checkout's.
-- A `.gch` is a snapshot of the files it read: each one's size and modification time are kept in
-  `<header>.json`, and a header that changed since (torch reinstalled under the same version) is
-  not offered.
+- GCC uses a `.gch` only for the unit's first `#include`, and only when valid for the command line;
+  otherwise it reads the header as usual (`-Winvalid-pch` says why). So other sources compile as
+  before; force-including (`-include`) would change what they mean.
+- Beside each `<header>.gch` lies a one-line `<header>`, `#include_next <header>`: a second
+  `#include` of it in the unit would otherwise stop GCC ("No such file or directory").
+- The folder goes right after the command's `-I.` (the checkout keeps its precedence); a header is not
+  offered when the checkout holds a file that stands in for one the `.gch` was made from.
+- A `.gch` is a snapshot: each file's size and modification time are kept in `<header>.json`, and a
+  header that changed since is not offered.
 
-The object's cache key does not depend on whether a header was offered: the compile means the same
-with or without it, and the object is byte for byte the same (the test compares them).
-
-Layout: `<root>/<key>/` per `key()` (layout version, the compile command without the extension's
-name, torch, CUDA and compiler versions); in it, for each header, `<header>.gch`, the stub and
-`<header>.json` (written before the `.gch` is renamed into place, so a `.gch` is never there
-without them), or `<header>.failed` (the compiler's log; not tried again for this key).
+The object's cache key does not depend on whether a header was offered: the object is byte for byte
+the same (the test compares them). Layout: `<root>/<key>/` per `key()`; in it, per header, the
+`.gch`, the stub and `<header>.json` (written before the `.gch` is renamed into place), or
+`<header>.failed` (the compiler's log; not tried again for this key).
 """
 
 from __future__ import annotations

@@ -83,7 +83,3 @@ def read_request(path: Path) -> JobRequest:
 
 def write_result(path: Path, result: JobResult) -> None:
     write_json_atomic(path, to_json(result))
-
-
-def read_result(path: Path) -> JobResult:
-    return from_json(JobResult, json.loads(path.read_text(encoding="utf-8")))

@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import types
 import typing
 from enum import Enum
@@ -94,3 +95,9 @@ def _convert(tp: Any, data: Any, path: str) -> Any:
             raise ValueError(f"{path}: expected a string, got {data!r}")
         return data
     raise TypeError(f"{path}: unsupported type {tp!r}")
+
+
+def named_object(ref: str) -> Any:
+    """What a `module:name` reference names (a test seam's or a backend's factory, set by name)."""
+    module, _, name = ref.partition(":")
+    return getattr(importlib.import_module(module), name)

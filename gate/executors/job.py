@@ -12,7 +12,6 @@ checkouts and the box's folder go when the job ends; the artifacts stay for the 
 from __future__ import annotations
 
 import dataclasses
-import importlib
 import logging
 import os
 import threading
@@ -22,6 +21,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from gate.domain.codec import named_object
 from gate.domain.job import CAPTURING_GRAPHS, GateOutcome, JobOrder, JobRequest, ProgressEvent, RunOptions, method_key
 from gate.domain.manifest import KernelSpec, Manifest
 from gate.domain.names import Side, Stage
@@ -70,9 +70,8 @@ def load_gate_job() -> GateJob:
     spec = os.environ.get(TEST_PIPELINE_ENV)
     if not spec:
         return gate_job
-    module, _, name = spec.partition(":")
     log.warning("%s=%s: jobs run a test pipeline, not the real one", TEST_PIPELINE_ENV, spec)
-    return getattr(importlib.import_module(module), name)
+    return named_object(spec)
 
 
 def gate_job(order: JobOrder, context: JobContext) -> GateOutcome:

@@ -1,20 +1,17 @@
 """A GPU child started before its job, so that the next job begins at its stages.
 
-Every job's child first imports torch and makes a CUDA context: 5.4 s on an H100 before its build
-could load anything (docs/measurements.md). An executor that runs jobs
-one after another starts the next job's child as soon as one ends (`Spares.refill`): the same
-`ChildProcess` a job starts (`python -m gate.runner --spare`), which does that work, starts both
-sides' profile sessions (`pipeline.ahead.start_early`) and waits. The next job takes it
-(`Spares.take`), moves its checkouts into the folders the child's box was made with (`Spare.adopt`),
-writes the request and says go (`gate.executors.child.run_child(child=)`).
+Every child first imports torch and makes a CUDA context: 5.4 s on an H100 (docs/measurements.md). An
+executor running jobs one after another starts the next job's child as soon as one ends
+(`Spares.refill`): the same `ChildProcess` (`python -m gate.runner --spare`), which does that work,
+starts both sides' profile sessions (`pipeline.ahead.start_early`) and waits. The next job takes it
+(`Spares.take`), moves its checkouts into the folders its box was made with (`Spare.adopt`), writes
+the request and says go (`run_child(child=)`).
 
-Its box (`child.launch`) is made before the job exists, on folders chosen first under `root`, one set
-per spare: `box/` (the child's folder, writable), `candidate/` and `baseline/` (the checkouts,
-read-only); `hidden` covers the rest of the data folder. A spare serves one job and is then gone;
-nothing of a submission's is in its box before the go, so no job sees another's. One that died while
-it waited is not used (the job starts a child of its own), nor one made for other options (its box
-binds their object cache, its sessions run their ncu). Its idle CUDA contexts are on the GPU between
-jobs: a serial executor's own next child, never timed work's neighbour.
+Its box is made on folders chosen first under `root`, one set per spare: `box/` (writable),
+`candidate/` and `baseline/` (read-only); `hidden` covers the rest of the data folder. A spare serves
+one job; nothing of a submission's is in its box before the go. One that died while waiting, or made
+for other options (their object cache, their ncu), is not used. Its idle CUDA contexts sit on the GPU
+between jobs: beside a serial executor's own next child, never beside timed work.
 """
 
 from __future__ import annotations

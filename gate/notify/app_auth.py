@@ -81,13 +81,6 @@ class AppAuth:
             self._tokens[installation] = (token, expires_s)
             return token
 
-    def forget(self, repo: str) -> None:
-        """Drop what is cached for `repo` (after a 401: the app may have been reinstalled)."""
-        with self._lock:
-            installation = self._installations.pop(repo, None)
-            if installation is not None:
-                self._tokens.pop(installation, None)
-
     def _installation_id(self, repo: str) -> int:
         response = call(self._client, "GET", f"{self._api}/repos/{repo}/installation",
                         headers=github_headers(self.app_jwt()), policy=self._policy)

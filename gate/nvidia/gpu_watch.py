@@ -5,29 +5,18 @@ and other processes on the device, sampled through NVML (nvidia-ml-py) in a back
         ...timing...
     watch.result -> GpuWatch                    # summary + `problems` in words
 
-A comparison is only fair when both sides ran at the same clocks on a GPU nobody else used, so
-`problems` names what might break that: an SM or memory clock that moved by more than `CLOCK_SPREAD_PCT`
-while the GPU was busy, a throttle reason (power cap, thermal or hardware slowdown: NVML's
-`nvmlClocksEventReason*` bits), or another process holding the GPU. `decide` then turns the latency
-rows inconclusive: never a verdict on such data. Two kinds are told apart. Sharing and thermal or
-hardware slowdowns forbid any latency verdict. GPU Boost's own regulation does not: a heavy kernel on
-an H100 runs into the software power cap and its SM clock steps between ~1875 and 1980 MHz in
-ordinary use. Both sides are timed interleaved, in random order per round of a few milliseconds,
-while Boost moves the clock over hundreds, so the movement falls on both alike: in the demo on an
-H100, unchanged kernels timed under a moving clock (3-4.5 %) read -0.4, -0.1 and +0.4 %, and a
-+45.7 % regression read as such. Blocking those verdicts left the gate unable to judge its own
-subject on that GPU. Then `boost_spread_pct` is set, the verdict stands, and its rows say so. Samples taken while NVML reports the GPU idle
-(between rounds) are not counted: idle clocks drop by design.
+A comparison is fair only at the same clocks on a GPU nobody else used. Sharing, and thermal or
+hardware slowdowns, are `problems`: `decide` turns the latency rows inconclusive. GPU Boost's own
+regulation (an SM clock stepping under the software power cap) is not: both sides are timed
+interleaved within milliseconds while Boost moves over hundreds, so it falls on both (on an H100,
+unchanged kernels under a 3-4.5 % moving clock read -0.4 to +0.4 %); `boost_spread_pct` is set and the
+rows say so. Samples while NVML reports the GPU idle are not counted: idle clocks drop by design.
 
-NVML cannot always name other processes: in a virtual machine (the GPU machine this project is
-measured on) `nvmlDeviceGetComputeRunningProcesses` lists none, not even the gate's own. So the watch
-also probes the GPU's utilisation while this job is idle, before and after timing: the job has
-synchronised and waits `IDLE_PROBE_S`, longer than NVML's utilisation window, so any kernel time
-NVML then reports is another process's. A probe over `BUSY_WHILE_IDLE_PCT` is read again after a
-longer wait before it counts, so the tail of the job's own work is never taken for a stranger's.
-
-Without NVML (no driver, no nvidia-ml-py) the watch is `available=False` with the reason, and the
-timings stand as before: the watch adds evidence, it is not required.
+In a virtual machine NVML lists no processes, not even the gate's own. So the watch also probes the
+GPU's utilisation while this job is idle, before and after timing, for `IDLE_PROBE_S` (longer than
+NVML's window): kernel time then is another process's. A probe over `BUSY_WHILE_IDLE_PCT` is read
+again after a longer wait, so the tail of the job's own work is never taken for a stranger's.
+Without NVML the watch is `available=False` with the reason: it adds evidence, it is not required.
 """
 
 from __future__ import annotations

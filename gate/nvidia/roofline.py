@@ -2,21 +2,13 @@
 
     floor_us = max(flops / peak_flops(dtype), dram_bytes / peak_bandwidth) x 1e6
 
-Peaks are the vendor's datasheet figures (dense, boost clock), the best any kernel can reach; a real
-kernel reaches 60-80 % of them, so a measured time below the floor is not fast but false (work hidden
-from the timer, a stale result returned). The tensor peak of a dtype is the fastest *dense* path that
-can still pass correctness on inputs of that dtype: fp16/bf16 tensor cores for 16-bit inputs, TF32
-tensor cores for float32, FP8 tensor cores for float8 inputs (fp8 for wider inputs, and 2:4 sparsity,
-cannot meet the error bound on dense normal data). A GPU without FP8 tensor cores (A100) multiplies
-float8 inputs at its 16-bit rate, after converting them.
-
-The memory term applies to every method. Event-timed samples start from a flushed L2 with inputs the
-kernel has not just seen, so every byte comes from DRAM at least once. Graph-timed samples (launch-
-bound kernels, back-to-back replays over a few input sets) may legitimately run out of L2, so their
-bytes count at `WARM_L2_SPEEDUP` x the DRAM peak, chosen above what L2 can serve on these GPUs
-(published microbenchmarks put Hopper's L2 read bandwidth at 2 to 3x its DRAM's; not measured here). Dropping the term for graphs left a kernel whose graph replayed
-nothing (0.02 µs, its launches on a default stream) with no floor at all when its workload declared
-no FLOPs (issue 25).
+Peaks are the datasheets' (dense, boost clock); real kernels reach 60-80 % of them, so a time below
+the floor is not fast but false (hidden work, a stale result). A dtype's tensor peak is the fastest
+dense path that can pass correctness on it: fp16/bf16 for 16-bit inputs, TF32 for float32, FP8 for
+float8 (an A100, without FP8, at its 16-bit rate). Event-timed samples start from a flushed L2, so
+every byte comes from DRAM; graph-timed samples may run out of L2, so their bytes count at
+`WARM_L2_SPEEDUP` x the DRAM peak (above Hopper's published 2-3x; not measured here). Dropping the
+term for graphs left a graph that replayed nothing with no floor at all (issue 25).
 
 Sources (all dense, SXM unless named; the datasheets print FP8 with sparsity, twice the dense figure):
   H100 SXM5: 989.4 TFLOP/s fp16/bf16, 494.7 TF32, 1978.9 FP8, 3.35 TB/s   (NVIDIA H100 Tensor Core GPU datasheet)

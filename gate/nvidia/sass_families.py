@@ -2,9 +2,8 @@
 
 The static stage keeps every function's histogram of base opcodes (`FunctionResources.sass_opcodes`,
 `HMMA.16816.F32` -> HMMA); these families sum it into the few figures the history charts. Names are
-NVIDIA's instruction-set reference (CUDA Binary Utilities, "Instruction Set Reference"); the ones
-marked `seen` were read from cuobjdump 13.0 output of nvcc 13.0 cubins here, the others are the
-same family's documented siblings:
+NVIDIA's instruction-set reference (CUDA Binary Utilities); those marked `seen` were read from
+cuobjdump 13.0 output here, the others are documented siblings:
 
     tensor core    mma.sync (sm_80+): HMMA seen, IMMA seen (s8), QMMA seen (fp8, sm_89 / sm_120),
                    DMMA, BMMA; wgmma (sm_90a): HGMMA seen, IGMMA, QGMMA, BGMMA; tcgen05.mma
@@ -17,11 +16,9 @@ same family's documented siblings:
     shuffles       SHFL
     total          every instruction but NOP
 
-Generic LD/ST (global, shared or local, unknown until run time) and the prefetches (UTMAPF,
-UBLKPF: no copy into shared memory) are in no family but the total. NOP is left out of the total:
-after a function's last branch cuobjdump lists the padding to the next 128-byte boundary as NOPs
-(11 to 17 per function in FlashCore's kernels), which moves with the code's length modulo the
-alignment, not with the work. Pure data and one function; stdlib and the domain's names only.
+Generic LD/ST and the prefetches (UTMAPF, UBLKPF) are in no family but the total. NOP is not counted:
+cuobjdump lists the padding after a function's last branch as NOPs, which move with the code's length
+modulo the alignment, not with the work.
 """
 
 from __future__ import annotations

@@ -2,25 +2,18 @@
 
 While the static stages compile (CPU work), a thread of the GPU child, on a machine with NVIDIA
 device nodes:
-- starts compiling the build's host sources in the job's compile pool (`build.prefetch`): on a cold
-  cache the torch binding is the longest compile of the job, and the build would otherwise start it
-  only after the static stages;
+- starts compiling the build's host sources in the job's compile pool (`build.prefetch`): the torch
+  binding is a cold job's longest compile;
 - makes the child's CUDA context (`gpu_ready`), after the binding's compile was submitted;
-- starts the profile sessions of the sides that will be profiled (`profile.start_session`): ncu, the
-  profile target's interpreter, torch, its CUDA context and the report reader load now and wait for
-  the profile stage's go (gate/profiling/profile_session.py). They start first, before the child's
-  own torch import, when nvidia-smi names the GPUs' arch (all alike); else once torch has. The bench
-  does not start until each session's context is up (`wait_ready`: a context being made beside
-  timed work would share the GPU with it); one that is not up in time is cancelled and the profile
-  stage starts its own.
+- starts the profile sessions of the sides to be profiled (`profile.start_session`), which load and
+  wait for the profile stage's go (before the child's own torch import when nvidia-smi names the
+  arch). The bench waits until each session's context is up (`wait_ready`: a context made beside
+  timed work shares the GPU); one not up in time is cancelled and the stage starts its own.
 
-A child started before its job (`gate.executors.spare`) starts both sides' sessions even earlier,
-in its warm-up (`start_early`), in the folders its job's profile stages will use: the job takes each
-one that `serves` it, and cancels the rest.
-
-Both are only a head start: the build and the profile stage do the same work themselves when nothing
-was started (no GPU, no ncu, an error here), and report their own faults. Sessions never used are
-cancelled when the job ends. Nothing here decides anything.
+A spare child (`gate.executors.spare`) starts both sides' sessions in its warm-up (`start_early`);
+its job takes each one that `serves` it and cancels the rest. All of it is only a head start: the
+build and the profile stage do the same work themselves when nothing was started, and report their
+own faults. Unused sessions are cancelled when the job ends. Nothing here decides anything.
 """
 
 from __future__ import annotations

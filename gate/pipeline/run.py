@@ -1,27 +1,17 @@
 """The one module that knows the order of the stages, run inside the GPU child (`gate.runner`).
 
-`measure`: static (candidate and baseline side by side) -> with a GPU: build (candidate, baseline) ->
-correctness -> bench (candidate vs baseline vs peers, interleaved) -> profile (candidate, baseline) ->
-fingerprint (`_GpuStages`, one method per step). Meanwhile `ahead.Ahead` gives the GPU stages a head
-start during the static stages: the build's binding compiles in the job's one compile pool, and the
-profile sessions load and wait for their go. Each stage lives in its subsystem's package
-(`gate.compiling`, `gate.checking`, `gate.timing`, `gate.profiling`; `gate.nvidia` for the GPU's
-watch, clocks and fingerprint).
+`measure`: static (both sides side by side) -> with a GPU: build -> correctness -> bench -> profile ->
+fingerprint (`_GpuStages`, one method per step), while `ahead.Ahead` gives the GPU stages a head start
+during the static stages. Each stage lives in its subsystem's package.
 
-Each side is built as its own commit declares it (`JobRequest.spec`), and measured as the
-candidate declares. Both builds are imported into this process, unless either side registers torch
-ops (in its sources or their headers, `build.registers_torch_ops`, or in its built module,
-`build.module_registers_ops`: two builds of one op namespace cannot share a process, issue 26), or
-either manifest asks for it (`own_process`); then the baseline is loaded and timed in a side host of its
-own (`side_host`, `remote_side`), closed after the bench, and a crash while loading it is its build's
-failure, not this process's end. Such a kernel is timed with the isolated pacing alone too
-(`bench.time_revisions(synchronous=)`). Without a GPU those stages are NOT_RUN "not run: no CUDA
-device"; on a GPU the kernel's archs exclude (`sm_90a` only, on an A100) they are NOT_RUN with that
-reason. The GPU stage modules are imported inside the GPU branch only, so a CPU machine never
-imports torch.
-
-The parent side of a job (checkouts, starting this child, `decide`, storing, notifying) is
-`gate.executors.job`: nothing here imports it, the runner, the database or the network.
+Each side is built as its own commit declares (`JobRequest.spec`) and measured as the candidate
+declares. Both builds are imported into this process unless either side registers torch ops
+(`build.registers_torch_ops`, `build.module_registers_ops`; issue 26) or asks for `own_process`: then
+the baseline is loaded and timed in a side host (`side_host`, `remote_side`), closed after the bench,
+its crash while loading its build's failure; such a kernel is timed with the isolated pacing alone
+too. Without a GPU, or on one the kernel's archs exclude, the GPU stages are NOT_RUN with the reason;
+their modules are imported in the GPU branch only, so a CPU machine never imports torch. The parent
+side of a job is `gate.executors.job`.
 """
 
 from __future__ import annotations

@@ -2,25 +2,18 @@
 
     python -m gate.profiling.profile_target SPEC.json
 
-SPEC (written by `gate.profiling.profile_session`): {status_path, warmup, workload_factory
-("module:function", default the built-in workloads), go_path, wait_s}: the target imports torch and
-the workload factory's module, creates its CUDA context (no kernel of the submission's yet), then
-waits for the go file, JSON {module_path, kernel: KernelSpec as JSON, src_dir}, for at most wait_s
-seconds: a session may start before its job exists.
-A workload has `make_inputs(shape, dtype, seed, device)` and `call(module, function, inputs)`.
-
-ncu runs this with `--profile-from-start off`, so only the launches between
-`cudaProfilerStart/Stop` are profiled: inputs, warm-up and allocation stay outside. Each profiled
-call also sits in an NVTX push/pop range "gate:<shape>:<dtype>", which ncu records (`--nvtx`) and
-the report reader turns back into the launch's shape.
-
-Whatever happens, the target writes STATUS (status_path) as JSON: {status: running | ready (started ahead: CUDA up, waiting for the go) | ok |
-kernel_fault | setup_error, detail, regions: [[shape, dtype], ...] entered so far}. The exit code says the same.
+SPEC (from `gate.profiling.profile_session`): {status_path, warmup, workload_factory ("module:function",
+default the built-in workloads), go_path, wait_s}. The target imports torch and the factory's module
+and makes its CUDA context, then waits up to wait_s for the go file, {module_path, kernel: KernelSpec
+as JSON, src_dir}: a session may start before its job exists. ncu runs it with
+`--profile-from-start off`, so only the calls between `cudaProfilerStart/Stop` are profiled, each in
+an NVTX range "gate:<shape>:<dtype>" that the report reader turns back into the launch's shape.
+Whatever happens, STATUS (status_path) is written as JSON {status: running | ready | ok | kernel_fault
+| setup_error, detail, regions entered so far}; the exit code says the same.
 """
 
 from __future__ import annotations
 
-import importlib
 import importlib.machinery
 import importlib.util
 import json
@@ -33,7 +26,7 @@ from types import ModuleType
 from typing import Any
 
 from gate.domain import KernelSpec
-from gate.domain.codec import from_json
+from gate.domain.codec import from_json, named_object
 from gate.nvidia.ncu_report import range_name
 from gate.profiling.profile import DEFAULT_WORKLOAD_FACTORY
 
@@ -80,11 +73,6 @@ def load_module(module_path: str) -> ModuleType:
     return module
 
 
-def _factory(ref: str) -> Any:
-    module_name, _, attr = ref.partition(":")
-    return getattr(importlib.import_module(module_name), attr)
-
-
 def _wait_for_go(spec: dict[str, Any], status: _Status) -> dict[str, Any] | None:
     """Wait, before the submission's module is loaded, for the go file that names it, the kernel and
     its checkout (`gate.profiling.profile_session`); None when none came within `wait_s`."""
@@ -101,7 +89,7 @@ def run(spec: dict[str, Any], status: _Status) -> TargetExit:
     try:
         import torch
 
-        factory = _factory(spec.get("workload_factory") or DEFAULT_WORKLOAD_FACTORY)
+        factory = named_object(spec.get("workload_factory") or DEFAULT_WORKLOAD_FACTORY)
         if not torch.cuda.is_available():
             status.write("setup_error", "no CUDA device visible to the profile target")
             return TargetExit.SETUP_ERROR

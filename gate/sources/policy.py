@@ -3,28 +3,19 @@
 A repository URL reaches git only after `FetchPolicy.check` accepted it:
 
 - its scheme is one of `schemes` (default `https`, `ssh`; scp-like `[user@]host:path` is ssh, read
-  as git reads it: a ':' before any '/', a bracketed `[host:port]` included; a local path or
-  `file://` URL is its own kind, allowed only with `allow_local`: `gate run` and `gate demo` allow
-  it, `gate serve` refuses it unless `GATE_ALLOW_LOCAL_REPOS=1`);
-- it is not inside a `protected` folder (the data folder: the database and the gate's own mirrors
-  of private repositories), whatever `allow_local` says;
-- when `allowed` patterns are set (`GATE_ALLOWED_REPOS=https://github.com/acme/*,/srv/repos/*`), it
-  matches one of them (shell-style patterns, `fnmatch`, over the URL as submitted);
-- a remote host resolves only to global addresses: loopback, private, link-local, shared, reserved
-  and multicast addresses are refused unless `allow_private_hosts` (`GATE_ALLOW_PRIVATE_HOSTS=1`), so
-  a submission cannot make the server probe its own network. The message says only that the address
-  is not public, never what answered there.
+  as git reads it); a local path or `file://` URL only with `allow_local` (`gate run`, `gate demo`;
+  `gate serve` with `GATE_ALLOW_LOCAL_REPOS=1`);
+- it is not inside a `protected` folder (the data folder), whatever `allow_local` says;
+- when `allowed` patterns are set (`GATE_ALLOWED_REPOS`, `fnmatch` over the URL as submitted), it
+  matches one;
+- a remote host resolves only to global addresses unless `allow_private_hosts`, so a submission
+  cannot make the server probe its own network; the message never says what answered there.
 
-`check_static` is everything but the name lookup: what a submission is refused for at once (a 4xx),
-before it is stored. A malformed URL is refused by name, never raised as a ValueError.
-
-git itself is told the same (`git_config`): only the allowed protocols (never `ext::`, which runs a
-command), no credential prompts, an HTTP transfer slower than 1 KB/s for 30 s is abandoned (curl
-counts from the request on, so a server that accepts and never answers is left after 30 s), and ssh
-must connect and shake hands within 15 s. git has no connect timeout for https: a server that
-accepts and stalls the TLS handshake holds its fetch until `timeout_s`, so the planner caps the
-fetches of one host at once (gate/services/planner.py).
-`max_bytes` and `timeout_s` bound one clone or fetch (the mirror enforces them while git runs).
+`check_static` is everything but the name lookup: what a submission is refused for at once, before it
+is stored; a malformed URL is refused by name, never raised. git is told the same (`git_config`):
+only the allowed protocols (never `ext::`, which runs a command), no prompts, a transfer under 1 KB/s
+for 30 s abandoned, ssh's handshake within 15 s. git has no connect timeout for https, so the planner
+caps one host's concurrent fetches. `max_bytes` and `timeout_s` bound one clone or fetch.
 """
 
 from __future__ import annotations

@@ -1,27 +1,19 @@
 """Bench stage: candidate vs baseline vs PyTorch's own, interleaved in one process on one GPU.
 
 For every shape x dtype: `INPUT_SETS` input sets shared by all sides, warm-up, then batches of
-interleaved rounds (`gpu_timing.InterleavedTimer`: random order per round, L2 flushed before every
-repetition, one input set per round, refilled right after it, CUDA graphs for launch-bound kernels),
-until the candidate's and the baseline's medians are known to `options.target_rel_se_pct` or
-`options.bench_budget_s` is spent. Afterwards, per shape, the figures that keep the timing honest:
-the candidate's time per call until *every* stream has finished (`all_streams_time`, to compare with
-its caller's stream over the same calls) and the physical floor of one call on this GPU (`roofline`); `decide_rules.integrity_rows`
-judges them. Every sample is kept. The candidate/baseline comparison (median ratio, 95 % bootstrap interval,
-Mann-Whitney p) comes from `stats`. When the kernel has a latency gate and some shape's interval
-straddles 1 + threshold, those shapes go on sampling with twice the budget and half the target error,
-up to `options.max_reruns` times; `attempts` records how many passes were made.
+interleaved rounds (`gpu_timing.InterleavedTimer`) until the candidate's and the baseline's medians are
+known to `options.target_rel_se_pct` or `options.bench_budget_s` is spent. Then, per shape, the
+figures that keep the timing honest: the time until *every* stream finished (`all_streams_time`) and
+the physical floor (`roofline`), which `integrity_rows` judges. Every sample is kept; the comparison
+(median ratio, bootstrap interval, Mann-Whitney p) comes from `stats`. Shapes whose interval straddles
+a latency gate's 1 + threshold sample again with twice the budget and half the target error, up to
+`options.max_reruns` times (`attempts`).
 
-Issue 25: some of the candidate's timed calls in every batch are checked in full (`timed_checks`); a
-graph that lost launches, replays far under the eager time or forks to another stream is refused and
-the shape timed eagerly (`timing_methods`); a method kept from the kernel's history (`kept_methods`)
-wins over the estimate; every clock reading goes through references pinned before the builds were
-imported (`pinned`), and the result names any the submitted code replaced (`BenchResult.tampered`).
-
-Issue 26: when the two sides cannot share a process (two builds of one PyTorch op namespace), the
-baseline comes as a `RemoteBaseline` (`baseline_remote`) instead of a module: per shape, it makes its own
-input sets with its own seeds in its own process, and every repetition becomes synchronous
-(`gpu_timing`, "Isolated mode"); the candidate, its checks, its integrity figures and the peers stay here.
+Issue 25: timed calls are checked (`timed_checks`), suspect graphs refused (`timing_methods`), a
+method kept from the history (`kept_methods`) wins over the estimate, and clocks are read through
+references pinned before the builds were imported (`pinned`; `BenchResult.tampered`). Issue 26: a
+baseline that cannot share the process is a `RemoteBaseline` with its own input sets, and every
+repetition is synchronous (`gpu_timing`, "Isolated mode").
 """
 
 from __future__ import annotations

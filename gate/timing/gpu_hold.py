@@ -1,29 +1,17 @@
 """Hold the GPU until a timed call is fully enqueued, so its events bracket GPU work only (issue 25).
 
-A timed repetition is `L2 flush, start event, call, end event`. The flush (tens of µs of work) used to
-be the only thing keeping the GPU busy while the host enqueued the rest; when the host fell behind it
-(another thread holding the GIL, a busier child, a call whose host side issues several API calls),
-the start event ran on an idle GPU and the interval read the host's enqueue time as the kernel's.
-That is timing by luck, and it read against the calls with the most host work: a legitimate kernel
-that forks to a second stream and joins it back (five API calls per call where a plain launch has
-one) read +7.6 and +9.8 % in full gate jobs on an H200 where the bench alone, and plain harnesses,
-read +2 to +7.5 % (docs/threat-model.md).
+With only the L2 flush to keep the GPU busy, a host that fell behind (the GIL, a call issuing several
+API calls) let the start event run on an idle GPU, and the interval read the host's enqueue time: a
+fork-join kernel read +7.6 and +9.8 % in gate jobs where harnesses read +2 to +7.5 %
+(docs/threat-model.md). So every repetition is `flush, HOLD, start event, call, end event, release`:
+the hold is a one-thread kernel spinning on a word of pinned host memory until the host writes its
+ticket there, after enqueuing the end event (nvbench's "blocking kernel"). On the legacy default
+stream it also holds every blocking stream.
 
-So every repetition is now `L2 flush, HOLD, start event, call, end event, release`: the hold is a
-one-thread kernel on the caller's stream that spins on a word of pinned host memory until the host
-writes its ticket there, which it does right after enqueuing the end event. The GPU reaches the start
-event only when everything up to the end event is already in its queue, however slow the host was.
-The same technique is nvbench's "blocking kernel". On the legacy default stream (the caller's stream
-in the GPU child) the hold also holds every blocking stream, the per-thread default stream included.
-
-A call that makes the host wait for the GPU while it is being enqueued (a synchronising call, a
-`.item()` in a custom workload's `call`) would wait for a hold that waits for it: the hold gives up
-after `TIMEOUT_NS` and writes its ticket to a second word, `timed_out()` reports it, and the bench
-stops holding that side (and says so), as it was timed before.
-
-The kernel is PTX (no compiler needed at run time: the driver JIT-compiles it once per process),
-launched with the driver API on torch's stream handle. `Hold.create()` returns None where the driver
-or pinned memory is not available; the bench then times as before and notes it.
+A call that waits for the GPU while enqueued (a `.item()`) would deadlock on the hold: the hold gives
+up after `TIMEOUT_NS` and writes a second word, `timed_out()` reports it, and the bench stops holding
+that side and says so. The kernel is PTX, JIT-compiled once per process by the driver and launched on
+torch's stream; `Hold.create()` returns None without the driver or pinned memory, and the bench notes it.
 """
 
 from __future__ import annotations

@@ -1,55 +1,32 @@
 """Interleaved GPU timing of several callables ("sides"), the measuring core of `bench.py`.
 
 One *round* runs every side once, in an order drawn at random for that round, on one of several input
-sets (rotating; the set is refilled with new values right after its round). Each repetition is
+sets (rotating; the set is refilled right after its round). Each repetition is
 
     [reset persisting L2 once per batch]  L2 flush  hold  start-event  side(set)  end-event  release
 
-The flush writes a buffer of 2 x the L2 size, so every repetition starts from a cold L2. The hold
-(`gpu_hold`) keeps the GPU from reaching the start event until the host has enqueued the end event:
-the events then bracket the kernel, never the CPU's launch latency, however slow the host is. That
-latency is what made naive A-then-B interleaving of one 10 µs SDPA call read B 7.5 % slower
-(measured on an H200 while planning), and, with only the flush to cover it, what made a fork-join
-call (five API calls where a plain launch has one) read up to +9.8 % in full gate jobs (issue 25).
-Where the hold cannot be made (no driver, no pinned memory) or a side's call waits for the GPU while
-it is enqueued (the hold then times out), that side is timed without it and the notes say so. For launch-bound sides (a few µs) even that is not enough, so such sides are
-timed as CUDA graphs of `timing_methods.GRAPH_LAUNCHES` back-to-back launches cycling over the input sets (captured
-a few times per side) and a sample is the replay time divided by the launch count; the flush stays
-outside the graph. A replay runs no host code, so host-side caching cannot act inside it.
+The flush (2 x the L2 size) makes every repetition cold. The hold (`gpu_hold`) keeps the start event
+from running before the end event is enqueued, so the events bracket the kernel, never the host's
+launch latency; where it cannot be made, or a side waits for the GPU while enqueued, that side is
+timed without it and the notes say so. Launch-bound sides are timed as CUDA graphs of
+`timing_methods.GRAPH_LAUNCHES` launches cycling over the input sets (the flush stays outside).
+Rotating sets means no timed call sees the pointer and content its side saw before, so no result
+cached by either is valid while timed. A batch's rounds are enqueued before its one synchronisation,
+so only its first call follows an idle GPU, which slows the next call (docs/design.md, "Figures that
+mean the same from job to job"). The events see only the caller's stream; `all_streams` sees all.
 
-An idle GPU slows the next call: after 0.5 to 5 ms with nothing to run, one GEMM read 1.32 to 1.38 x
-its back-to-back time on an H100, a DRAM-bound kernel 1.14 x after 2 ms (bench/timing_drift.py, "idle
-gap"); ~150 µs of work on every SM right before the call took it away, a one-thread spin did not. So a
-batch's rounds are all enqueued before its one synchronisation; the flush, and a graph or a call of
-at least `timing_methods.GRAPH_BELOW_US` per repetition, keep the GPU busy while the host enqueues the next, so only
-the first call of a batch follows an idle GPU, on a side drawn at random.
-
-Rotation and L2: the flush already makes every repetition cold, so rotating sets costs no L2 hits;
-what it costs is the refill (one normal_ per input tensor per round, outside the events) and the
-memory of `INPUT_SETS` sets. What it buys: no timed call sees the pointer and content its side saw
-on the call before, so a result cached by pointer or by content is never valid while timed.
-
-The events see only the caller's stream; `all_streams.all_streams_time` sees every stream.
-
-Isolated mode (issue 26): two builds of one PyTorch op namespace cannot share a process (the second
-`TORCH_LIBRARY` aborts it, and `torch.ops.ns.op` is one entry per process), so the baseline may be a
-*remote* side (`Side.remote`), timed in its own process (`side_host`) on the same GPU. Two processes'
-CUDA contexts time-slice the GPU, so a remote repetition must never overlap local work: when a side
-is remote, every repetition of every side is synchronous, after a device synchronisation that drains
-whatever the process left queued (refills, checks of timed calls):
+Isolated mode (issue 26): a baseline that cannot share the process (two builds of one PyTorch op
+namespace) is a *remote* side (`Side.remote`), timed in `side_host` on the same GPU. Two CUDA
+contexts time-slice the GPU, so then every repetition of every side is synchronous, after a device
+synchronisation:
 
     sync  [remote: request -> flush x4 start-event side(set) end-event sync -> reply]
     sync  [local:            flush x4 start-event side(set) end-event wait]
 
-What stays: the order drawn at random per round, one input set per round rotating and refilled after
-it (the remote side refills its own), the flush before every repetition, the same graphs and launch
-count, the candidate's checks. What it costs: every repetition follows an idle gap (a wait, or the
-round trip to the other process, ~0.1 ms), which no repetition of the default mode does ("An idle GPU
-slows the next call" above). `SYNCHRONOUS_FLUSHES` flushes before each repetition keep the GPU busy
-for ~120 µs right before the call, which took that penalty away where it was measured, and make the
-two sides' different gaps matter less; not yet measured in this mode, so isolated figures are not
-compared with the default mode's. The bench names the mode in its notes. A kernel timed so against a
-baseline is timed so alone too (`InterleavedTimer.synchronous`), so that its history means one thing.
+Order, rotation, flush, graphs and checks stay; `SYNCHRONOUS_FLUSHES` keep the GPU busy before each
+call, against the idle gap every repetition now follows. Isolated figures are not compared with the
+default mode's, and a kernel timed so against a baseline is timed so alone too
+(`InterleavedTimer.synchronous`), so that its history means one thing.
 """
 
 from __future__ import annotations

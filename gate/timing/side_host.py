@@ -1,37 +1,29 @@
 """The side host: one side of a job, loaded and timed in a process of its own (issue 26).
 
-Two builds of one PyTorch op namespace cannot share a process: torch keeps one op registry per
-process, the second `TORCH_LIBRARY(ns, m)` aborts it ("Only a single TORCH_LIBRARY can be used to
-register the namespace"), and `torch.ops.ns.op` is one entry, so both sides would run whichever build
-registered last. So when either side's sources register ops (`build.registers_torch_ops`), or the
-manifest sets `own_process`, the GPU child (`run.py`) starts this process for the baseline and times
-it through `remote_side.SideHostClient`:
+torch keeps one op registry per process: a second `TORCH_LIBRARY(ns, m)` aborts it, and
+`torch.ops.ns.op` is one entry. So when either side registers ops (`build.registers_torch_ops`) or
+the manifest sets `own_process`, the GPU child starts this process for the baseline and times it
+through `remote_side.SideHostClient`:
 
     python -m gate.timing.side_host --requests FD --replies FD [--backend module:factory]
 
-It serves one request at a time (`side_wire` frames) until `close` or the end of its request pipe.
-Each request is an operation of `OPERATIONS`, run by the backend; the reply is `{"ok": value}` or
-`{"error": "<type>: <message>"}` (the side's code raised: the client raises it in the GPU child, where
-the bench records it as a kernel fault). Every reply is sent once the backend's GPU work has finished
-(`idle`), so the GPU child may start its own. A crash ends the process: the client reads the end of
-its pipe and names the signal and the tail of the host's log.
-
-The backend is `GpuSide` (the baseline's build, the job's workload, an `InterleavedTimer` of its own,
-synchronous as the child's, with its own input sets and seeds per shape x dtype, all kept until the
-end, as the child keeps its own); `--backend` names another factory, which is how tests drive the
-real process with fake GPU operations.
+It serves one request (`side_wire` frames, an operation of `OPERATIONS`) at a time until `close` or
+the end of its pipe, replying `{"ok": value}` or `{"error": "<type>: <message>"}` (raised again in the
+child, a kernel fault) once its GPU work has finished (`idle`). A crash ends the process; the client
+names the signal and the log's tail. The backend is `GpuSide`; `--backend` names another factory,
+which is how tests drive the real process with fake GPU operations.
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
-import importlib
 import secrets
 import sys
 from pathlib import Path
 from typing import Any, Protocol
 
+from gate.domain.codec import named_object
 from gate.timing import side_wire
 
 DEFAULT_BACKEND = "gate.timing.side_host:GpuSide"
@@ -158,18 +150,13 @@ def _error(exc: Exception) -> dict[str, Any]:
     return {"error": f"{type(exc).__name__}: {exc}"[:4000]}
 
 
-def _factory(spec: str) -> Any:
-    module, _, name = spec.partition(":")
-    return getattr(importlib.import_module(module), name)
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m gate.timing.side_host")
     parser.add_argument("--requests", type=int, required=True, help="file descriptor of the request pipe")
     parser.add_argument("--replies", type=int, required=True, help="file descriptor of the reply pipe")
     parser.add_argument("--backend", default=DEFAULT_BACKEND, help="module:factory of the side's operations")
     args = parser.parse_args(argv)
-    serve(_factory(args.backend)(), args.requests, args.replies)
+    serve(named_object(args.backend)(), args.requests, args.replies)
     return 0
 
 

@@ -1,47 +1,30 @@
 """Checks of the candidate's *timed* calls: the work that was timed is the work that was checked.
 
-Correctness checks a few calls before timing; timing then ran hundreds nobody looked at. Three
-kernels that computed only part of C on some calls after the checked ones were all accepted, one
-of them 18.5 % "faster" (issue 25). Here, in every batch of interleaved rounds, some of the
-candidate's timed calls are checked in full:
+Three kernels that computed only part of C on calls after the checked ones were accepted, one 18.5 %
+"faster" (issue 25). So in every batch some timed calls of the candidate are checked in full:
 
-1. before the call, outside the timed interval, its output block is poisoned with NaN: a NaN
-   tensor of the output's size is allocated and freed, so the caching allocator hands that block to
-   the call's output (the correctness stage's trick); an output written into an input (an
-   out-argument) is filled with NaN in place; a graph's kept outputs are filled before the replay;
-2. after the end event is recorded, on the same stream, the expected result for the same inputs
-   (the cheaper of `workload.reference` and `workload.lowp_reference`, see `cheaper_reference`) is
-   computed and reduced on the device with the call's output to two
-   numbers, max |out - expected| (NaN when an element was left unwritten) and max |expected|. Nothing
-   of this is inside the timed interval and nothing synchronises the host;
-3. after the batch's one synchronisation, each pair is judged: the error must stay within the
-   correctness stage's absolute tolerance of the dtype x max(1, max |expected|) (`DTYPE_TOLERANCE`,
-   the generous bound: the sharp k x PyTorch rule already ran on the checked calls before timing).
-   An element left unwritten reads NaN, one left from another call's inputs is off by O(1) of the
-   output's scale: both are orders of magnitude over the bound, a rounding difference is not.
+1. before the call, outside the timed interval, its output is poisoned with NaN (a NaN block
+   allocated and freed for the caching allocator to hand over; an out-argument filled in place; a
+   graph's kept outputs filled before the replay);
+2. after the end event, on the same stream, the expected result (`cheaper_reference`) is reduced on
+   the device with the output to max |out - expected| (NaN for an unwritten element) and max
+   |expected|, with no host synchronisation;
+3. after the batch's synchronisation each pair must be within the dtype's absolute tolerance x
+   max(1, max |expected|) (`DTYPE_TOLERANCE`; the sharp rule already ran before timing). Skipped
+   work is off by orders of magnitude over that bound; rounding is not.
 
-Which calls are checked is drawn from `os.urandom` (`random.SystemRandom`), never from a call
-counter or the timer's shuffling seed, so no schedule the kernel can keep predicts it: each round is
-checked with probability `CHECK_SHARE`, and every batch has at least `MIN_CHECKED_PER_BATCH`. A
-kernel that skips work on a fraction f of its calls escapes n checks with probability (1 - f)^n.
-The figure is a median, so skipping moves it only when it happens on a large share of the calls:
-at half of ~100 timed calls (~26 checked: ~4.2 of every 16) it escapes with probability 1.5e-8, at
-a quarter with 6e-4; skipping 1 call in 10 escapes with probability 0.065 and moves the median by
-less than its noise. A short job (32 rounds, 2 batches) still checks at least 8 calls.
+Which calls are checked is drawn from `os.urandom`, never a counter or the timer's seed: each round
+with probability `CHECK_SHARE`, at least `MIN_CHECKED_PER_BATCH` per batch. Skipping work on a share f
+of calls escapes n checks with probability (1 - f)^n; the figure is a median, so only a large share
+moves it (half of ~100 calls escapes with 1.5e-8). Cost: a reference call and one pass per checked
+call, outside every timed interval.
 
-Cost: one reference call and one elementwise pass per checked call, about a quarter of the candidate's
-calls, outside every timed interval (the L2 flush that precedes every timed call hides its cache effects).
-
-The checking pass (issue 43). A kernel wrong on 1 call in 8 at random (a race, uninitialised shared
-memory) leaves the median alone and escaped the timed checks of a large shape, whose job checked 8
-calls, with probability (7/8)^8 = 0.34. So after the timing every shape's candidate is called
-`pass_calls` more times, eagerly, each call on a poisoned output and compared on the device with the
-expected output of its input set, computed once per set (`TimedChecks.check_pass`): nothing is copied
-to the host but two numbers per call, after one synchronisation. The job checks at least
-`CHECKED_PER_JOB` calls over all its shapes, so a kernel wrong on a share `CAUGHT_SHARE` of its calls at
-random (1/32) escapes with probability at most 1 - `CAUGHT_PROBABILITY` (0.01), and one wrong on 1
-call in 8 with (7/8)^146 = 3e-9. The pass's calls run the same way whatever the timing method (events,
-graphs, the isolated pacing beside a side host): the candidate is always called in this process.
+The checking pass (issue 43): a kernel wrong on 1 call in 8 at random leaves the median alone and
+escaped 8 timed checks with probability 0.34. So after the timing each shape's candidate is called
+`pass_calls` more times, eagerly, on poisoned outputs, compared on the device with its set's expected
+output (`TimedChecks.check_pass`). The job checks at least `CHECKED_PER_JOB` calls, so a kernel wrong
+on `CAUGHT_SHARE` of its calls escapes with probability at most 1 - `CAUGHT_PROBABILITY`, whatever the
+timing method: the candidate is always called in this process.
 """
 
 from __future__ import annotations

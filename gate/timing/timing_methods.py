@@ -1,36 +1,21 @@
 """Which method times a shape: events or a CUDA graph (`timing_method`), and whether a graph of a side
-times its work: the cross-check of graph replay against eager events (`graph_refused`).
+times its work (`graph_refused`).
 
-A launch on the legacy default stream (`<<<grid, block>>>`, as most public kernels do) or on the
-per-thread default stream is not captured into the graph of the capturing stream, and raises no
-error: the graph replays nothing, 0.02 µs per "call", and an honest legacy-stream copy of the
-baseline was rejected by the physical floor while a 33 % slower commit was accepted (issue 25).
-Three checks, any refuses the graph:
+A launch on a default stream is not captured into the graph and raises nothing: the graph replays
+nothing, and a 33 % slower commit was accepted (issue 25). Any of three checks refuses the graph:
 
-1. the graph's work nodes (kernel, memcpy, memset; `graph_topology.read_topology`, counted with the
-   driver API on the kept `cudaGraph_t` of `CUDAGraph(keep_graph=True)`) must be at least its
-   launches: every call of a kernel does at least one piece of work, so fewer nodes than calls
-   means calls escaped. (Counting the eager call's launches would need a profiler: CUPTI or kineto
-   load every CUDA module of the process, seconds per job.)
+1. its work nodes (`graph_topology.read_topology` on the kept `cudaGraph_t`) must be at least its
+   launches: fewer means calls escaped. (Counting eager launches would need a profiler: seconds.)
 2. the replay's time per launch must be at least `GRAPH_MIN_SHARE` of the eager event time: a call
-   of which part escaped the capture (one of two kernels on a default stream) keeps its node count
-   but loses its time. An honest graph reads less than events because its launches run back to
-   back from a warm L2 (1 to 5 % for a GEMM, up to ~2.5x for a DRAM-bound kernel whose input sets
-   all fit in L2); a quarter leaves room for that and still sees a call that lost most of its work.
-3. the graph must be one chain, as calls captured on one stream make (`GraphTopology.is_chain`). A call
-   that forks to another stream and joins back leaves nodes with several dependencies (or several
-   roots, or event nodes), and the replay of those joins costs what no eager call pays: on an H200 a
-   joined-stream GEMM read +18.5 % at 528x784x272 by graph, +6.3 % in a plain back-to-back harness,
-   +2.1 % in a plain cold one; at the events-timed 2048^3 the gate and both harnesses read +0.1 %
-   (bench/fork_join.py). Events on the caller's stream bracket the joined work (it joins back before
-   the end event), so they time such a call as its author's harness does.
-   Where the topology cannot be read (libcuda not loadable, neither the kept graph nor the capturing
-   stream's graph handed out) this check cannot refuse; the bench says so in its notes.
+   that lost part of its work keeps its nodes but not its time. Honest graphs read a little less
+   (back-to-back launches from a warm L2, up to ~2.5x for a DRAM-bound kernel); a quarter allows it.
+3. the graph must be one chain (`GraphTopology.is_chain`): replaying a fork to another stream and its
+   join costs what no eager call pays (+18.5 % by graph on an H200, +0.1 to 6 % in plain harnesses,
+   bench/fork_join.py). Where the topology cannot be read this check cannot refuse; the notes say so.
 
-A refused graph makes the bench time eagerly with events on the caller's stream (`bench._prepare`),
-which is torch's default stream, the legacy default stream: it waits for every blocking stream (the
-per-thread default stream is one) and they for it, so its events bracket a launch on either default
-stream. The evidence names the reason (`ShapeTiming.method_note`).
+A refused graph is timed eagerly with events on the caller's stream (`bench._prepare`), torch's
+legacy default stream, whose events bracket a launch on either default stream. The evidence names
+the reason (`ShapeTiming.method_note`).
 """
 
 from __future__ import annotations
