@@ -171,8 +171,12 @@ def _drawn(held: HeldHistory, trace: Trace, width: int) -> tuple[SeriesHistory |
     ranks = order.rank[rows]
     on = ranks >= 0
     line_rows = order.line
-    by_place = np.argsort(ranks[on], kind="stable")
-    b, envs = _by_environment(ranks[on][by_place], s.values[on][by_place], s.environments[on][by_place], width)
+    places, values, environments = (ranks, s.values, s.environments) if on.all() else (
+        ranks[on], s.values[on], s.environments[on])
+    if places.size > 1 and (places[1:] < places[:-1]).any():     # submitted out of order: sort
+        by_place = np.argsort(places, kind="stable")
+        places, values, environments = places[by_place], values[by_place], environments[by_place]
+    b, envs = _by_environment(places, values, environments, width)
     drawn = None
     if b.newest_ids.size:
         codes = worst_verdict_codes(np.arange(line_rows.size), held.verdict_codes[line_rows], 0, width,
