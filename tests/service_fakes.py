@@ -60,6 +60,10 @@ class FakeSources:
         return {"author": "Ada <ada@example.com>", "message": "faster softmax",
                 "committed_at": "2025-01-02T03:04:05+01:00", "parent_sha": SHA_A if sha != SHA_A else None}
 
+    def commit_place(self, repo: str, sha: str, branch: str) -> tuple[int, bool]:
+        """SHA_A is the root (depth 1), every other commit its child, all on the branch."""
+        return (1 if sha == SHA_A else 2), True
+
     def manifest(self, repo: str, sha: str) -> Manifest:
         if sha in self.bad_manifest:
             raise ManifestError("unknown key", key="kernel[0].colour")

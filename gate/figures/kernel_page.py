@@ -126,7 +126,7 @@ def kernel_charts(history: KernelHistory, rules: list[RuleRow],
                 unit=part[0].unit, peak=peak if g.key == PEAK_GROUP else None, reused=history.reused,
                 commits=_commits(history, part),
                 colors=[g.metrics.index(s.name) for s in part] if g.families else [],
-                judged=_judged(g, rules))
+                judged=_judged(g, rules), off_branch=_apart(history, part))
             charts.append(Chart(f"{g.key}-{suffix}" if suffix else g.key, title,
                                 mark_environments(history_figure(chart), part), _marks(chart)))
     return charts
@@ -159,6 +159,12 @@ def _parts(g: Group, series: list[SeriesHistory]) -> list[list[SeriesHistory]]:
     if g.families:    # `series` comes in the group's metric order, which each arch's chart keeps
         return [[s for s in series if s.series == arch] for arch in dict.fromkeys(s.series for s in series)]
     return [series]
+
+
+def _apart(history: KernelHistory, part: list[SeriesHistory]) -> list[SeriesHistory]:
+    """The off-branch points of the traces of `part`: drawn apart from their lines."""
+    traces = {(s.name, s.shape, s.series) for s in part}
+    return [s for s in history.off_branch if (s.name, s.shape, s.series) in traces]
 
 
 def _commits(history: KernelHistory, part: list[SeriesHistory]) -> dict[int, str]:

@@ -53,6 +53,9 @@ class HistoryChart:
     # Whether a rule judges these series: only then are the points marked by verdict. A reject decided
     # by latency drawn on DRAM or warps made an innocent figure look guilty; their points are plain.
     judged: bool = True
+    # The same traces' revisions off the default branch (pull requests, other branches): markers of
+    # their own, off the line, at the line place each is drawn beside (issue 45).
+    off_branch: list[SeriesHistory] = field(default_factory=list)
 
 
 def history_figure(chart: HistoryChart) -> dict:
@@ -67,7 +70,7 @@ def history_figure(chart: HistoryChart) -> dict:
     legend as beyond the hardware, so a faked time never reads as a fast kernel.
     """
     lines = [*chart.thresholds, *chart.references]
-    own = [v for s in chart.series for v in s.value.tolist()]
+    own = [v for s in (*chart.series, *chart.off_branch) for v in s.value.tolist()]
     reaches_peak = peak_drawn(chart)
     if reaches_peak:
         lines.append(chart.peak)
@@ -91,6 +94,7 @@ def history_figure(chart: HistoryChart) -> dict:
         _change_marker(layout, x, cp, moved if len(chart.series) > 1 else [], raised=x in raised)
     labels = _horizontal_lines(layout, chart, axis, reaches_peak)
     data += _marked_points(chart, axis)
+    data += [_off_branch_trace(hist, axis) for hist in chart.off_branch]
     plot_px = layout["height"] - layout["margin"]["t"] - layout["margin"]["b"] - 24   # tick labels
     y_range = fit_range(axis, values, plot_px)
     if y_range is not None:
@@ -199,6 +203,16 @@ def _series_trace(hist: SeriesHistory, label: str, color: str, axis: ValueAxis, 
                             "array": rounded(axis.scale((hist.high - hist.value).tolist())),
                             "arrayminus": rounded(axis.scale((hist.value - hist.low).tolist()))}
     return trace
+
+
+def _off_branch_trace(hist: SeriesHistory, axis: ValueAxis) -> dict:
+    """Revisions off the default branch: hollow markers, no line, named as such; a click opens each."""
+    ids, verdicts = hist.revision_ids.tolist(), [v or "no verdict" for v in hist.verdicts]
+    return {"type": "scatter", "mode": "markers", "name": f"off the branch (PRs, other branches) · {hist.series}",
+            "x": hist.x.tolist(), "y": rounded(axis.scale(hist.value.tolist())),
+            "marker": {"symbol": "diamond-open", "size": 10, "color": MUTED, "line": {"width": 1.5, "color": MUTED}},
+            "customdata": list(zip(ids, verdicts)), "meta": {"revisions": SHARED},
+            "hovertemplate": HOVER.replace("{unit}", axis.unit).replace("{note}", "")}
 
 
 def _beyond_trace(hist: SeriesHistory, peak: Line, axis: ValueAxis) -> dict | None:

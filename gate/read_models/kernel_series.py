@@ -66,7 +66,8 @@ class RevisionRow:
 class HistoryPoint:
     """One point of a trace, for the JSON API; pages read `SeriesHistory`'s columns instead."""
 
-    x: int                      # commit order: position of the (last) revision in the kernel's list
+    x: int                      # commit order: the point's place on the default branch's line (0 =
+                                # oldest); off the branch, the line place it is drawn beside
     revision_id: int            # the revision a click opens (a bucket's newest)
     sha: str
     committed_at: datetime | None
@@ -81,13 +82,15 @@ class HistoryPoint:
 @dataclass(frozen=True, eq=False)
 class SeriesHistory:
     """One trace in commit order, as columns of equal length: a page draws straight from these
-    (a kernel page has ~8,000 points; an object per point cost more than the rest of the build)."""
+    (a kernel page has ~8,000 points; an object per point cost more than the rest of the build).
+    On the line, x is each point's place on the default branch (`gate.storage.commit_order`); off
+    it, the place a point is drawn beside, and every point is one revision."""
 
     name: str                   # metric name, e.g. latency_median_us
     shape: str
     series: str                 # candidate, sdpa_flash, sm_90a, ...
     unit: str
-    x: np.ndarray               # int64: commit order of the point's (newest) revision
+    x: np.ndarray               # int64: line place of the point's (last) revision, 0 = oldest
     revision_ids: np.ndarray    # int64: the revision a click opens (a bucket's newest)
     value: np.ndarray           # float64: the value, or a bucket's mean
     low: np.ndarray             # = value for single points; a bucket's minimum
@@ -113,6 +116,9 @@ class KernelHistory:
     # revision id -> "reused from <sha> job <id>, <date>": revisions whose job measured nothing and
     # took an earlier job's figures (docs/reuse.md)
     reused: dict[int, str] = field(default_factory=dict)
+    # The same traces' points of revisions off the default branch (pull requests' heads, other
+    # branches): drawn apart, never on the line nor in its change points.
+    off_branch: list[SeriesHistory] = field(default_factory=list)
 
 
 @dataclass(frozen=True)

@@ -82,7 +82,8 @@ def seed_judged_history(uow: UnitOfWork, *, revisions: int = 60, kernels: list[s
             repository_id=repo_id, sha=hashlib.sha1(b"in-flight").hexdigest(), author="Mei Tanaka",
             message="Prefetch the next K tile with cp.async while computing S = QK^T", at=at, kernels=names,
             gpu_kind=H100, worker="gpu-h100-0", started_at=at + timedelta(minutes=1),
-            progress=f"bench: {SHAPES['attention'][1]} round {rng.randint(8, 30)}/40")
+            progress=f"bench: {SHAPES['attention'][1]} round {rng.randint(8, 30)}/40",
+            position=len(story) + 1)     # the child of the last judged commit
         n_jobs += len(names)
     uow.commit()
     return SeedSummary(len(story) + (1 if queue else 0), n_jobs, n_metrics)

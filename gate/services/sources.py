@@ -34,6 +34,10 @@ class SourceReader(Protocol):
     def manifest(self, repo: str, sha: str) -> Manifest:
         """gate.toml at `sha`, validated; raises ManifestError naming the key or path."""
 
+    def commit_place(self, repo: str, sha: str, branch: str) -> tuple[int, bool]:
+        """(first-parent depth of `sha`, whether it lies on `branch`'s first-parent line): where a
+        kernel's history draws it (`gate.storage.commit_order`)."""
+
 
 class MirrorSources:
     """The production reader: a bare mirror per repository under `<data_dir>/mirrors`.
@@ -59,6 +63,10 @@ class MirrorSources:
     def commit_info(self, repo: str, sha: str) -> dict[str, Any]:
         with self._redacted():
             return self.mirror.commit_info(repo, sha)
+
+    def commit_place(self, repo: str, sha: str, branch: str) -> tuple[int, bool]:
+        with self._redacted():
+            return self.mirror.commit_place(repo, sha, branch)
 
     def manifest(self, repo: str, sha: str) -> Manifest:
         from gate.manifest.load import load_manifest

@@ -3,8 +3,10 @@
     submit           -> a durable revision, status queued, no jobs yet; or the identical
                         submission already queued or running (`Submission.reused`)
     submit_revision  -> the same, when the caller needs only the revision's id
-    plan_revision    -> resolve the sha, read gate.toml there, choose the baseline, one queued Job per
-                        kernel; a bad repo, sha or manifest ends the revision as DONE with `error` set
+    plan_revision    -> resolve the sha, read gate.toml there, place the commit in the history (its
+                        first-parent depth, on the default branch or not), choose the baseline, one
+                        queued Job per kernel; a bad repo, sha or manifest ends the revision as DONE
+                        with `error` set
     plan_by_id       -> the same in its own unit of work; whatever planning raises ends the revision
                         `error` with its reason (issue 24: a revision left queued was planned again,
                         and failed again, at every start, so the server never started)
@@ -27,6 +29,7 @@ from gate.services.announce import announce
 from gate.services.baseline import choose_baseline
 from gate.services.sources import SourceReader, as_naive_utc
 from gate.sources.policy import FetchRefused, url_kind
+from gate.storage.planning import RevisionToPlan
 from gate.storage.unit import Store, UnitOfWork
 
 log = logging.getLogger(__name__)
@@ -155,14 +158,28 @@ def plan_revision(uow: UnitOfWork, revision_id: int, *, sources: SourceReader,
     if unknown:
         return _fail(uow, revision_id, "kernels",
                      f"kernels {unknown} are not in gate.toml at {sha[:12]} (it declares {names})")
+    position, on_branch = _place(sources, todo, sha)
     uow.planning.record_commit(revision_id, sha=sha, base_sha=base or None, parent_sha=info.get("parent_sha"),
                                author=info.get("author"), message=info.get("message"),
-                               committed_at=as_naive_utc(info.get("committed_at")))
+                               committed_at=as_naive_utc(info.get("committed_at")),
+                               position=position, on_branch=on_branch)
     baseline = choose_baseline(uow, revision_id, base_sha=base or None, parent_sha=info.get("parent_sha"))
     wanted = [name for name in names if not todo.kernels or name in todo.kernels]
     job_ids, notice = uow.planning.queue_jobs(revision_id, wanted, baseline)
     announce(uow, notifier or Notifier(), notice)
     return PlanResult(job_ids=job_ids)
+
+
+def _place(sources: SourceReader, todo: RevisionToPlan, sha: str) -> tuple[int | None, bool | None]:
+    """Where the kernel histories draw the commit: (first-parent depth, on the drawn branch); a pull
+    request's head or another branch's commit is apart whatever git says. Unknown (None, None: the
+    history falls back to commit time, logged) when git cannot say: a drawing aid never fails a plan."""
+    try:
+        position, on_branch = sources.commit_place(todo.repo_url, sha, todo.drawn_branch)
+    except SourceError as exc:
+        log.warning("revision %s: place of %s in the history unknown: %s", todo.id, sha[:12], exc)
+        return None, None
+    return position, on_branch and not todo.elsewhere
 
 
 def plan_by_id(store: Store, revision_id: int, *, sources: SourceReader,

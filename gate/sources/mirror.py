@@ -299,6 +299,42 @@ class Mirror:
             "parent_sha": parents.split()[0] if parents.split() else None,
         }
 
+    def commit_place(self, repo: str, sha: str, branch: str) -> tuple[int, bool]:
+        """(first-parent depth of `sha`, whether it lies on `branch`'s first-parent line).
+
+        A local repository is asked directly (its branch is the user's, the mirror's may be older);
+        otherwise the mirror, fetched once more when the commit is not on the branch it holds (a
+        push's commit may be newer than the mirror's branch)."""
+        check_rev(branch)
+        local = self._local(repo)
+        where = local if local is not None else self._mirror_with(repo, sha)
+        place = first_parent_place(where, sha, branch)
+        if local is None and not place[1]:
+            place = first_parent_place(self.update(repo), sha, branch)
+        return place
+
+
+def first_parent_place(where: Path, sha: str, branch: str) -> tuple[int, bool]:
+    """`sha`'s first-parent depth (a root commit is 1) in the repository at `where`, and whether
+    `branch`'s tip reaches it by first parents only: tip~k is `sha` for k = the depths' difference.
+    A branch that does not exist there holds nothing."""
+    depth = _first_parent_count(where, sha)
+    tip = f"refs/heads/{branch}"
+    try:
+        tip_depth = _first_parent_count(where, tip)
+    except SourceError:
+        return depth, False
+    if tip_depth < depth:
+        return depth, False
+    back = _git(["rev-parse", "--verify", "--quiet", "--end-of-options", f"{tip}~{tip_depth - depth}^{{commit}}"],
+                cwd=where)
+    return depth, back.stdout.strip() == sha
+
+
+def _first_parent_count(where: Path, rev: str) -> int:
+    out = _git(["rev-list", "--first-parent", "--count", "--end-of-options", rev], cwd=where)
+    return int(out.stdout.strip())
+
 
 def _export(mirror: Path, sha: str, workspace: Path) -> None:
     """Stream `git archive` of `sha` into `workspace` (tarfile's `data` filter: no links or paths out),

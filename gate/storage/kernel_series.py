@@ -3,8 +3,9 @@
 
 All reads, no writes. History stays cheap at 10,000 revisions: a `SeriesCache` holds each
 (kernel, GPU kind)'s raw rows and reads only the new ones after a verdict (see
-`gate/storage/series_cache.py`); when a kernel has more than `max_points` revisions they are
-aggregated into equal revision-id buckets (mean, min, max, count; `series_buckets.py`) instead of
+`gate/storage/series_cache.py`); the series are in the repository's commit order (`commit_order.py`),
+revisions off the default branch apart; when a kernel has more than `max_points` revisions they are
+aggregated into buckets of equally many line places (mean, min, max, count; `series_buckets.py`) instead of
 shipping every point; peers (whatever the workload timed beside the kernel: SDPA backends, cuBLAS, a
 custom workload's own references) are read for the last jobs only.
 """
@@ -26,7 +27,7 @@ from gate.storage.db import Queries
 from gate.storage.models import Metric, VerdictRecord
 from gate.storage.reuse import reused_revisions
 from gate.storage.series_buckets import Buckets, bucket_series, bucket_width, worst_verdict_codes
-from gate.storage.series_cache import HeldSeries, SeriesCache
+from gate.storage.series_cache import HeldHistory, SeriesCache
 
 MAX_POINTS = 2000
 # A timing series that is neither side is a peer: its name is the one the workload gave it.
@@ -118,33 +119,32 @@ class KernelSeries(Queries):
                 cache: SeriesCache | None = None) -> KernelHistory:
         """The history of each (metric name, shape, series) trace that has data, in commit order.
 
-        Commit order is revision id order (submission order). Above `max_points` revisions each point
-        is a bucket of consecutive revision ids: mean, min, max, and its newest revision (what a
-        click opens); its verdict is the worst in the bucket. `cache` holds histories between calls
-        (the pages pass the app's); without one, everything is read.
+        Commit order is the repository's (`commit_order.py`): the line is the default branch's
+        revisions by first-parent depth, whatever order they were submitted in; revisions off it (a
+        pull request's head, another branch) are the `off_branch` points, never on the line. Above
+        `max_points` line revisions each point is a bucket of consecutive line places: mean, min,
+        max, and its last revision in commit order (what a click opens); its verdict is the worst in
+        the bucket. `cache` holds histories between calls (the pages pass the app's); without one,
+        everything is read.
         """
         cache = cache if cache is not None else SeriesCache(max_histories=1)
         conn = self._session.connection()
         held = cache.history(conn, kernel, gpu_kind, traces)
-        order = held.revision_ids
-        if not order.size:
+        line = held.order.line
+        if not held.revision_ids.size:
             return KernelHistory(kernel, gpu_kind, 0, 1, [])
-        first_id = int(order[0])
-        width = bucket_width(first_id, int(order[-1]), order.size, max_points)
-        bucketed = [(t, *_by_environment(held.traces[t], first_id, width)) for t in dict.fromkeys(traces)]
-        bucketed = [(t, b, envs) for t, b, envs in bucketed if b.newest_ids.size]
-        details = cache.revision_meta(conn, kernel, gpu_kind,
-                                      {i for _, b, _ in bucketed for i in b.newest_ids.tolist()})
-        out = []
-        for (name, shape, series), b, envs in bucketed:
-            # x: the position of the (last) verdict of the point's revision in commit order.
-            xs = np.searchsorted(order, b.newest_ids, side="right") - 1
-            codes = worst_verdict_codes(order, held.verdict_codes, first_id, width, b.newest_ids)
-            out.append(SeriesHistory(name, shape, series, held.traces[(name, shape, series)].unit,
-                                     xs, b.newest_ids, b.mean, b.low, b.high, b.count,
-                                     [held.verdicts[c] for c in codes.tolist()], envs))
-        return KernelHistory(kernel, gpu_kind, int(order.size), width, out, details,
-                             reused_revisions(self._session, kernel, gpu_kind))
+        width = bucket_width(0, max(line.size - 1, 0), line.size, max_points)
+        on_line, off_line = [], []
+        for t in dict.fromkeys(traces):
+            series = _drawn(held, t, width)
+            if series[0] is not None:
+                on_line.append(series[0])
+            if series[1] is not None:
+                off_line.append(series[1])
+        ids = {i for s in (*on_line, *off_line) for i in s.revision_ids.tolist()}
+        return KernelHistory(kernel, gpu_kind, int(held.revision_ids.size), width, on_line,
+                             cache.revision_meta(conn, kernel, gpu_kind, ids),
+                             reused_revisions(self._session, kernel, gpu_kind), off_line)
 
     def kernel_page(self, kernel: str, gpu: str | None, shape: str | None, *, traces: TracesOf,
                     peer_metrics: Mapping[str, str], max_points: int, cache: SeriesCache) -> KernelPage | None:
@@ -163,17 +163,51 @@ class KernelSeries(Queries):
                           self.latest_rules(kernel, gpu), peers)
 
 
-def _by_environment(held: HeldSeries, first_id: int, width: int) -> tuple[Buckets, list[str]]:
-    """The trace's buckets, each of one environment only (a bucket that spans a change of GPU,
-    driver or clock policy is split), in revision order, with each bucket's environment."""
-    keys = list(dict.fromkeys(held.environments.tolist()))
+def _drawn(held: HeldHistory, trace: Trace, width: int) -> tuple[SeriesHistory | None, SeriesHistory | None]:
+    """`trace` on the line (bucketed `width` line places a point) and off it (one point per row,
+    drawn beside its line place), each None when it has no point there."""
+    s, order = held.traces[trace], held.order
+    rows = np.searchsorted(held.revision_ids, s.revision_ids, side="right") - 1   # its revision's last verdict
+    ranks = order.rank[rows]
+    on = ranks >= 0
+    line_rows = order.line
+    places, values, environments = (ranks, s.values, s.environments) if on.all() else (
+        ranks[on], s.values[on], s.environments[on])
+    if places.size > 1 and (places[1:] < places[:-1]).any():     # submitted out of order: sort
+        by_place = np.argsort(places, kind="stable")
+        places, values, environments = places[by_place], values[by_place], environments[by_place]
+    b, envs = _by_environment(places, values, environments, width)
+    drawn = None
+    if b.newest_ids.size:
+        codes = worst_verdict_codes(np.arange(line_rows.size), held.verdict_codes[line_rows], 0, width,
+                                    b.newest_ids)
+        drawn = SeriesHistory(*trace, s.unit, b.newest_ids, held.revision_ids[line_rows[b.newest_ids]],
+                              b.mean, b.low, b.high, b.count, [held.verdicts[c] for c in codes.tolist()], envs)
+    apart = None
+    if (~on).any():
+        off = np.flatnonzero(~on)
+        off = off[np.lexsort((s.revision_ids[off], order.beside[rows[off]]))]
+        values = s.values[off]
+        apart = SeriesHistory(*trace, s.unit, order.beside[rows[off]], s.revision_ids[off], values, values, values,
+                              np.ones(off.size, dtype=np.int64),
+                              [held.verdicts[c] for c in held.verdict_codes[rows[off]].tolist()],
+                              s.environments[off].tolist())
+    return drawn, apart
+
+
+def _by_environment(places: np.ndarray, values: np.ndarray, environments: np.ndarray,
+                    width: int) -> tuple[Buckets, list[str]]:
+    """The trace's buckets of `width` line places (`places` ascending), each of one environment only
+    (a bucket that spans a change of GPU, driver or clock policy is split), in commit order, with
+    each bucket's environment. A bucket's `newest_ids` is its last line place."""
+    keys = list(dict.fromkeys(environments.tolist()))
     if len(keys) <= 1:
-        b = bucket_series(held.revision_ids, held.values, first_id, width)
+        b = bucket_series(places, values, 0, width)
         return b, [keys[0] if keys else ""] * b.newest_ids.size
     parts = []
     for key in keys:
-        mine = held.environments == key
-        parts.append((key, bucket_series(held.revision_ids[mine], held.values[mine], first_id, width)))
+        mine = environments == key
+        parts.append((key, bucket_series(places[mine], values[mine], 0, width)))
     newest = np.concatenate([b.newest_ids for _, b in parts])
     order = np.argsort(newest, kind="stable")
     merged = Buckets(*(np.concatenate([getattr(b, f) for _, b in parts])[order]

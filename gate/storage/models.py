@@ -87,6 +87,12 @@ class Revision(Base):
     # reused (a ref that may move, or `force`). Unique per repository among active revisions.
     submission_key: Mapped[str | None] = mapped_column(String(64))
     remeasure: Mapped[bool] = mapped_column(default=False, server_default=false())   # reuse no earlier figures
+    # Where the commit stands in the repository's history, set by planning (`gate.storage.commit_order`
+    # orders a kernel's history by it): its first-parent depth (`git rev-list --first-parent --count`),
+    # and whether it lies on the first-parent line of the repository's default branch (the line drawn).
+    # None: planned before these were kept (the history then falls back to commit time, then id).
+    position: Mapped[int | None] = mapped_column(Integer)
+    on_branch: Mapped[bool | None] = mapped_column()
     repository: Mapped[Repository] = relationship(back_populates="revisions")
     jobs: Mapped[list[Job]] = relationship(back_populates="revision", order_by="Job.id")
     __table_args__ = (

@@ -4,8 +4,8 @@
     store_submission   the repository and a queued revision (or the identical active one), committed
     to_plan            what a stored submission asks to plan (`RevisionToPlan`)
     lock_queued        whether it is still queued, holding its row until the transaction ends
-    record_commit      what git said of the commit, on the revision (not committed: the baseline
-                       choice reads it before `queue_jobs`)
+    record_commit      what git said of the commit and its place in the history, on the revision (not
+                       committed: the baseline choice reads it before `queue_jobs`)
     default_branch_before  the finished revisions of the default branch before it, with verdicts
     queue_jobs         the baseline and one queued job per kernel, with their events and the
                        notice notify hears of them by, committed
@@ -48,6 +48,10 @@ class RevisionToPlan:
     status: str                   # `RevisionStatus`
     error: str | None
     job_ids: list[int]
+    drawn_branch: str = "main"    # the repository's default branch: the line its history draws
+    # Submitted as a pull request's head or for another branch than `drawn_branch`: drawn apart,
+    # whatever git says of the commit.
+    elsewhere: bool = False
 
     @property
     def plannable(self) -> bool:
@@ -77,12 +81,15 @@ class Planning(Queries):
         """The revision as it is now in the database (never a copy the session held); None if unknown."""
         row = self._session.execute(
             select(Revision.id, Repository.url, Revision.sha, Revision.base_sha, Revision.kernels,
-                   Revision.status, Revision.error)
+                   Revision.status, Revision.error, Repository.default_branch, Revision.branch,
+                   Revision.pull_request)
             .join(Repository, Repository.id == Revision.repository_id).where(Revision.id == revision_id)).first()
         if row is None:
             return None
+        *fields, drawn, branch, pull_request = row
         jobs = self._session.scalars(select(Job.id).where(Job.revision_id == revision_id).order_by(Job.id))
-        return RevisionToPlan(*row, job_ids=list(jobs))
+        elsewhere = pull_request is not None or (branch is not None and branch != drawn)
+        return RevisionToPlan(*fields, job_ids=list(jobs), drawn_branch=drawn, elsewhere=elsewhere)
 
     def lock_queued(self, revision_id: int) -> bool:
         """Whether the revision is still queued, holding its row until the transaction ends (on
@@ -93,12 +100,15 @@ class Planning(Queries):
         ).rowcount == 1
 
     def record_commit(self, revision_id: int, *, sha: str, base_sha: str | None, parent_sha: str | None,
-                      author: str | None, message: str | None, committed_at: datetime | None) -> None:
-        """The resolved commit and what git says of it; the author cut to its column (git allows any length)."""
+                      author: str | None, message: str | None, committed_at: datetime | None,
+                      position: int | None = None, on_branch: bool | None = None) -> None:
+        """The resolved commit and what git says of it, its place in the history among them (first-
+        parent depth, on the drawn branch or not); the author cut to its column (git allows any length)."""
         revision = self._session.get(Revision, revision_id)
         revision.sha, revision.base_sha, revision.parent_sha = sha, base_sha, parent_sha
         revision.author = author[:max_length(Revision.author)] if author else author
         revision.message, revision.committed_at = message, committed_at
+        revision.position, revision.on_branch = position, on_branch
 
     def default_branch_before(self, revision_id: int, limit: int = 50) -> list[EarlierRevision]:
         """Finished, planned revisions of the repository's default branch submitted before this one

@@ -28,7 +28,7 @@ StageRow = tuple[str, str, str, str | None, dict[str, Any]]
 
 @dataclass(frozen=True)
 class JudgedRevision:
-    """One commit of the synthetic history, on `main`, measured against its parent."""
+    """One commit of the synthetic history, on `main` after the one before it, measured against its parent."""
 
     sha: str
     parent_sha: str | None
@@ -52,11 +52,13 @@ class Samples(Queries):
         return repo.id
 
     def add_judged_revisions(self, repository_id: int, revisions: Sequence[JudgedRevision]) -> list[int]:
-        """Store `revisions` as done, in order (one flush); returns their ids."""
+        """Store `revisions` as done, in order (one flush): one line of `main`, so each one's
+        place is its first-parent depth, 1 for the first (as planning would find it); returns their ids."""
         rows = [Revision(repository_id=repository_id, sha=r.sha, branch="main", parent_sha=r.parent_sha,
                          base_sha=r.parent_sha, author=r.author, message=r.message, committed_at=r.committed_at,
-                         submitted_at=r.submitted_at, status=RevisionStatus.DONE, source=SYNTHETIC)
-                for r in revisions]
+                         submitted_at=r.submitted_at, status=RevisionStatus.DONE, source=SYNTHETIC,
+                         position=depth, on_branch=True)
+                for depth, r in enumerate(revisions, start=1)]
         self._session.add_all(rows)
         self._session.flush()
         return [r.id for r in rows]
@@ -89,10 +91,12 @@ class Samples(Queries):
 
     def add_running_revision(self, *, repository_id: int, sha: str, author: str, message: str,
                              at: datetime, kernels: Sequence[str], gpu_kind: str, worker: str,
-                             started_at: datetime, progress: str) -> None:
-        """One revision in flight: the first kernel's job running on `worker` with `progress`, the rest queued."""
+                             started_at: datetime, progress: str, position: int) -> None:
+        """One revision in flight, at first-parent depth `position` of `main`: the first kernel's job
+        running on `worker` with `progress`, the rest queued."""
         rev = Revision(repository_id=repository_id, sha=sha, branch="main", author=author, committed_at=at,
-                       submitted_at=at, message=message, status=RevisionStatus.RUNNING, source=SYNTHETIC)
+                       submitted_at=at, message=message, status=RevisionStatus.RUNNING, source=SYNTHETIC,
+                       position=position, on_branch=True)
         self._session.add(rev)
         self._session.flush()
         for i, kernel in enumerate(kernels):

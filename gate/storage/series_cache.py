@@ -14,6 +14,10 @@ rows are those of revisions with a verdict, so a metric read between its verdict
 is left for the refresh that sees the verdict. Full reads go through the DB-API cursor
 (`columns.py`): ~200,000 rows as `Row` objects cost as much as the query.
 
+Rows are held in revision id order; the order a page draws (`commit_order.py`: the repository's,
+from each revision's stored place) is computed again whenever new verdicts arrive, so a revision
+that lands in the middle of the history (an ancestor submitted late) is drawn where it belongs.
+
 Arrays are replaced, never changed in place, so a `HeldSeries` handed out stays valid without the lock.
 """
 
@@ -22,15 +26,17 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from datetime import UTC
 
 import numpy as np
 from sqlalchemy import Connection, bindparam, func, select
 
 from gate.read_models.kernel_series import RevisionMeta, Trace
 from gate.storage.columns import fetch_columns
-from gate.storage.series_buckets import verdict_vocabulary
+from gate.storage.commit_order import CommitOrder, commit_order
 from gate.storage.models import Metric, Revision, VerdictRecord
+from gate.storage.series_buckets import verdict_vocabulary
 
 
 
@@ -42,14 +48,38 @@ class HeldSeries:
     environments: np.ndarray      # object (str): each value's environment key ("" = unknown)
 
 
+@dataclass(frozen=True)
+class Places:
+    """Where each verdict row's revision stands in the repository (see `commit_order.py`)."""
+
+    positions: np.ndarray     # float64: first-parent depth, NaN = unknown (planned before it was kept)
+    times: np.ndarray         # float64: commit time in seconds, NaN = unknown
+    on_branch: np.ndarray     # bool: on the drawn branch's line
+
+    def then(self, more: Places) -> Places:
+        return Places(*(np.concatenate([getattr(self, f), getattr(more, f)])
+                        for f in ("positions", "times", "on_branch")))
+
+
 @dataclass
 class HeldHistory:
-    """What a page reads of one (kernel, GPU kind): its verdicts in commit order and its traces."""
+    """What a page reads of one (kernel, GPU kind): its verdicts and its traces, in revision id
+    order, and the commit order they are drawn in."""
 
     revision_ids: np.ndarray                          # the verdicts' revisions, ascending
     verdict_codes: np.ndarray                         # index into `verdicts`, worst first
     verdicts: tuple[str, ...]
+    places: Places
+    order: CommitOrder                                # computed from `places` by `_held`
     traces: dict[Trace, HeldSeries] = field(default_factory=dict)
+
+
+def _held(revision_ids: np.ndarray, verdict_codes: np.ndarray, verdicts: tuple[str, ...], places: Places,
+          traces: dict[Trace, HeldSeries] | None = None) -> HeldHistory:
+    """A held history with its commit order, computed again over every row: a new revision may
+    belong anywhere in it."""
+    order = commit_order(revision_ids, places.positions, places.times, places.on_branch)
+    return HeldHistory(revision_ids, verdict_codes, verdicts, places, order, traces or {})
 
 
 @dataclass
@@ -78,8 +108,7 @@ class SeriesCache:
             for t in missing:
                 ids, values, envs = _metric_rows(conn, kernel, gpu_kind, t, 0, upto, held.revision_ids)
                 held.traces[t] = HeldSeries(ids, values, _unit(conn, kernel, gpu_kind, t), envs)
-            return HeldHistory(held.revision_ids, held.verdict_codes, held.verdicts,
-                               dict(held.traces))
+            return replace(held, traces=dict(held.traces))
 
     def revision_meta(self, conn: Connection, kernel: str, gpu_kind: str,
                       ids: set[int]) -> dict[int, RevisionMeta]:
@@ -119,6 +148,7 @@ class SeriesCache:
         new_ids = np.array(rev_ids, dtype=np.int64)
         codes = np.array([verdicts.index(v) for v in names], dtype=np.int64)
         upto = int(new_ids[-1])
+        places = _places(conn, kernel, gpu_kind, after, new_ids)
         traces = {}
         for t, s in held.traces.items():
             ids, values, envs = _metric_rows(conn, kernel, gpu_kind, t, after, upto, new_ids)
@@ -126,8 +156,8 @@ class SeriesCache:
             traces[t] = HeldSeries(np.concatenate([s.revision_ids, ids]),
                                    np.concatenate([s.values, values]), unit,
                                    np.concatenate([s.environments, envs]))
-        return HeldHistory(np.concatenate([held.revision_ids, new_ids]),
-                           np.concatenate([held.verdict_codes, codes]), verdicts, traces)
+        return _held(np.concatenate([held.revision_ids, new_ids]),
+                     np.concatenate([held.verdict_codes, codes]), verdicts, held.places.then(places), traces)
 
     def _read_all(self, conn: Connection, kernel: str, gpu_kind: str,
                   held: HeldHistory | None) -> HeldHistory:
@@ -138,7 +168,8 @@ class SeriesCache:
         verdicts = verdict_vocabulary(names)
         code = {v: i for i, v in enumerate(verdicts)}
         ids = np.array(rev_ids, dtype=np.int64)
-        fresh = HeldHistory(ids, np.array([code[v] for v in names], dtype=np.int64), verdicts)
+        fresh = _held(ids, np.array([code[v] for v in names], dtype=np.int64), verdicts,
+                      _places(conn, kernel, gpu_kind, 0, ids))
         upto = int(ids[-1]) if ids.size else 0
         for t, s in (held.traces.items() if held is not None else ()):
             t_ids, values, envs = _metric_rows(conn, kernel, gpu_kind, t, 0, upto, ids)
@@ -157,6 +188,28 @@ _METRICS = (select(Metric.revision_id, Metric.value, Metric.environment)
                    Metric.shape == bindparam("shape"), Metric.revision_id > bindparam("after"),
                    Metric.revision_id <= bindparam("upto"))
             .order_by(Metric.revision_id))
+
+
+_PLACES = (select(Revision.id, Revision.position, Revision.on_branch, Revision.pull_request,
+                  Revision.committed_at)
+           .join(VerdictRecord, VerdictRecord.revision_id == Revision.id)
+           .where(VerdictRecord.kernel == bindparam("kernel"), VerdictRecord.gpu_kind == bindparam("gpu_kind"),
+                  VerdictRecord.revision_id > bindparam("after")))
+
+
+def _places(conn: Connection, kernel: str, gpu_kind: str, after: int, ids: np.ndarray) -> Places:
+    """The places of revisions `ids` (verdict rows above `after`, as read). Read by id: a verdict
+    stored since `ids` were read adds a revision here, never takes one away. A revision planned
+    before places were kept counts on the branch unless it is a pull request's."""
+    found = {i: (np.nan if pos is None else float(pos),
+                 np.nan if at is None else at.replace(tzinfo=UTC).timestamp(),
+                 (pull_request is None) if on is None else bool(on))
+             for i, pos, on, pull_request, at in conn.execute(
+                 _PLACES, {"kernel": kernel, "gpu_kind": gpu_kind, "after": after})}
+    rows = [found[i] for i in ids.tolist()]
+    columns = list(zip(*rows)) if rows else [(), (), ()]
+    return Places(np.array(columns[0], dtype=np.float64), np.array(columns[1], dtype=np.float64),
+                  np.array(columns[2], dtype=bool))
 
 
 def _metric_rows(conn: Connection, kernel: str, gpu_kind: str, trace: Trace, after: int,

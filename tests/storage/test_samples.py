@@ -31,6 +31,9 @@ def test_the_seed_writes_what_its_summary_counts_all_marked_synthetic(session_fa
         assert set(s.scalars(select(Revision.source))) == {SYNTHETIC}
         assert _rows(s, VerdictRecord) == 16
         assert set(s.scalars(select(Job.state))) == {JobState.DONE, JobState.RUNNING}
+        # One line of main, placed as planning would place it: first-parent depth 1, 2, ...
+        places = s.execute(select(Revision.position, Revision.on_branch).order_by(Revision.id)).all()
+        assert places == [(depth, True) for depth in range(1, summary.revisions + 1)]
 
 
 def test_the_stored_verdicts_are_the_judged_ones_in_commit_order(session_factory):  # noqa: ANN001

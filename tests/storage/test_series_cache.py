@@ -92,3 +92,43 @@ def test_kernel_history_from_a_store_matches_a_fresh_read(session_factory):  # n
     assert (points[2].value, points[2].low, points[2].high, points[2].count) == (7.0, 6.0, 8.0, 3)
     assert (points[2].verdict, points[2].revision_id, points[2].x) == ("reject", ids[8], 8)
     assert points[2].message == "commit 8"
+
+
+def _place(session_factory, rev_id: int, position: int | None, on_branch: bool | None = True,  # noqa: ANN001
+           pull_request: int | None = None) -> None:
+    with session_factory() as s:
+        rev = s.get(Revision, rev_id)
+        rev.position, rev.on_branch, rev.pull_request = position, on_branch, pull_request
+        s.commit()
+
+
+def test_an_ancestor_judged_late_is_drawn_in_its_place_without_a_full_read(session_factory):  # noqa: ANN001
+    """Issue 45: HEAD (depth 3) judged first, its ancestors after: the line is 1, 2, 3 in depth."""
+    ids = _revisions(session_factory, 3)
+    for rev_id, depth in zip(ids, (3, 1, 2)):
+        _place(session_factory, rev_id, depth)
+    store = SeriesCache()
+    _judge(session_factory, ids[0], 40.0)
+    with session_factory() as s:
+        KernelSeries(s).history(KERNEL, GPU, [TRACE], cache=store)
+    _judge(session_factory, ids[1], 29.0)
+    _judge(session_factory, ids[2], 30.0)
+    with session_factory() as s:
+        (series,) = KernelSeries(s).history(KERNEL, GPU, [TRACE], cache=store).series
+    assert series.revision_ids.tolist() == [ids[1], ids[2], ids[0]]
+    assert series.value.tolist() == [29.0, 30.0, 40.0] and series.x.tolist() == [0, 1, 2]
+    assert store.full_reads == 1
+
+
+def test_a_pull_request_is_apart_from_the_line_and_old_rows_fall_back_to_it(session_factory):  # noqa: ANN001
+    ids = _revisions(session_factory, 3)
+    _place(session_factory, ids[1], None, on_branch=None, pull_request=7)   # planned before places were kept
+    _place(session_factory, ids[2], 2, on_branch=False)                     # another branch
+    for rev_id, value in zip(ids, (1.0, 2.0, 3.0)):
+        _judge(session_factory, rev_id, value)
+    with session_factory() as s:
+        hist = KernelSeries(s).history(KERNEL, GPU, [TRACE])
+    (line,), (apart,) = hist.series, hist.off_branch
+    assert line.revision_ids.tolist() == [ids[0]] and line.value.tolist() == [1.0]
+    assert apart.revision_ids.tolist() == [ids[1], ids[2]] and apart.value.tolist() == [2.0, 3.0]
+    assert [p.sha for p in history_points(apart, hist.details)] == [f"{1:040x}", f"{2:040x}"]

@@ -23,7 +23,7 @@ from gate.domain import routes
 from gate.domain.names import Side
 from gate.figures.kernel_page import PER_ARCH_METRICS   # ptxas and SASS figures: series = arch, shape ""
 from gate.figures.like_with_like import CYCLE_TWIN, change_points
-from gate.read_models.kernel_series import history_points
+from gate.read_models.kernel_series import HistoryPoint, KernelHistory, SeriesHistory, history_points
 from gate.storage.kernel_series import MAX_POINTS
 
 router = APIRouter(tags=["kernels"])
@@ -46,6 +46,9 @@ class SeriesOut(BaseModel):
     points: list[PointOut]
     environments: list[str]  # per point: GPU model | driver | clock policy ("" = unknown)
     change_points: list[ChangePointOut]
+    # Revisions off the default branch (pull requests' heads, other branches): not in `points` nor
+    # in the change points; each x is the line place it is drawn beside.
+    off_branch: list[PointOut] = []
 
 
 class HistoryOut(BaseModel):
@@ -86,6 +89,7 @@ def kernel_history(uow: UnitDep, cache: SeriesCacheDep, name: KernelName, metric
     twins = [(CYCLE_TWIN[metric], sh, s) for _, sh, s in traces] if metric in CYCLE_TWIN else []
     hist = uow.history.history(name, gpu, traces + twins, max_points=max_points, cache=cache)
     out = []
+    apart = {(s.shape, s.series): s for s in hist.off_branch if s.name == metric}
     for s in hist.series:
         if s.name != metric:
             continue                      # a kilocycle twin: read by change_points only
@@ -93,12 +97,23 @@ def kernel_history(uow: UnitDep, cache: SeriesCacheDep, name: KernelName, metric
         points = history_points(s, hist.details)
         out.append(SeriesOut(
             shape=s.shape, series=s.series, unit=s.unit,
-            points=[PointOut(**{k: getattr(p, k) for k in PointOut.model_fields}) for p in points],
+            points=[_point(p) for p in points],
+            off_branch=_off_branch(apart.pop((s.shape, s.series), None), hist),
             environments=s.environments or [""] * len(points),
             change_points=[ChangePointOut(x=points[c.index].x,
                                           revision_id=points[c.index].revision_id,
                                           before=c.before, after=c.after, shift_pct=c.shift_pct,
                                           basis=c.basis)
                            for c in cps]))
+    out += [SeriesOut(shape=s.shape, series=s.series, unit=s.unit, points=[], environments=[],
+                      change_points=[], off_branch=_off_branch(s, hist)) for s in apart.values()]
     return HistoryOut(kernel=name, metric=metric, gpu_kind=gpu, revisions=hist.revisions,
                       bucket_revisions=hist.bucket_revisions, series=out)
+
+
+def _point(p: HistoryPoint) -> PointOut:
+    return PointOut(**{k: getattr(p, k) for k in PointOut.model_fields})
+
+
+def _off_branch(s: SeriesHistory | None, hist: KernelHistory) -> list[PointOut]:
+    return [] if s is None else [_point(p) for p in history_points(s, hist.details)]
