@@ -117,7 +117,8 @@ def kernel_charts(history: KernelHistory, rules: list[RuleRow],
                     flat.append(Flat(f"{g.key}-{suffix}", f"{title}: {names}: 0 in every revision shown, "
                                                           "so not drawn."))
                 part = [s for s in part if s.value.any()]
-            part, labels = merge_identical(part, [_label(g, s) for s in part])
+            judging = _judging(g) if _judged(g, rules) else frozenset()
+            part, labels = merge_identical(part, [_label(g, s) for s in part], judging)
             chart = HistoryChart(
                 title=title, y_title=g.y_title, series=part, labels=labels,
                 change_points=[change_points(history, s) for s in part],
@@ -127,19 +128,22 @@ def kernel_charts(history: KernelHistory, rules: list[RuleRow],
                 unit=part[0].unit, peak=peak if g.key == PEAK_GROUP else None, reused=history.reused,
                 commits=_commits(history, part),
                 colors=[g.metrics.index(s.name) for s in part] if g.families else [],
-                judging=_judging(g) if _judged(g, rules) else frozenset(), off_branch=_apart(history, part))
+                judging=judging, off_branch=_apart(history, part))
             charts.append(Chart(f"{g.key}-{suffix}" if suffix else g.key, title,
                                 mark_environments(history_figure(chart), part), _marks(chart)))
     return charts
 
 
-def merge_identical(part: list[SeriesHistory], labels: list[str]) -> tuple[list[SeriesHistory], list[str]]:
+def merge_identical(part: list[SeriesHistory], labels: list[str], judging: frozenset[str] | None = None
+                    ) -> tuple[list[SeriesHistory], list[str]]:
     """Series equal point for point drawn once, their legend naming all ("sm_80 = sm_90"): drawn apart,
-    the later hid the earlier exactly and two legend entries showed one line."""
+    the later hid the earlier exactly and two legend entries showed one line. Equal means the same
+    values and the same markers under `judging` (a latency fail at one shape does not tell apart two
+    shapes' equal bank-conflict series)."""
     kept: list[SeriesHistory] = []
     names: list[list[str]] = []
     for s, label in zip(part, labels):
-        twin = next((i for i, k in enumerate(kept) if _same_points(k, s)), None)
+        twin = next((i for i, k in enumerate(kept) if _same_points(k, s, judging)), None)
         if twin is None:
             kept.append(s)
             names.append([label])
@@ -148,9 +152,10 @@ def merge_identical(part: list[SeriesHistory], labels: list[str]) -> tuple[list[
     return kept, [" = ".join(n) for n in names]
 
 
-def _same_points(a: SeriesHistory, b: SeriesHistory) -> bool:
-    return (len(a) == len(b) and a.verdicts == b.verdicts and a.failed == b.failed and bool((a.x == b.x).all())
-            and bool((a.value == b.value).all()) and bool((a.count == b.count).all()))
+def _same_points(a: SeriesHistory, b: SeriesHistory, judging: frozenset[str] | None) -> bool:
+    return (len(a) == len(b) and a.verdicts == b.verdicts and bool((a.x == b.x).all())
+            and bool((a.value == b.value).all()) and bool((a.count == b.count).all())
+            and wears_verdict(a, judging) == wears_verdict(b, judging))
 
 
 def _parts(g: Group, series: list[SeriesHistory]) -> list[list[SeriesHistory]]:
