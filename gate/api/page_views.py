@@ -80,8 +80,7 @@ def kernel_view(page: KernelPage) -> KernelView:
     peak = peak_line(page.gpu)
     flat: list[Flat] = []
     charts = kernel_charts(page.history, page.rules, page.peers, peak, flat)
-    legend = page_legend(page.history, charts,
-                         f"{peak.label}: {format_value(peak.value, 'TFLOP/s')}" if peak else "")
+    legend = page_legend(charts, f"{peak.label}: {format_value(peak.value, 'TFLOP/s')}" if peak else "")
     return KernelView(page.kernel, page.gpu, page.gpus, page.shape, page.shapes, page.history, flat, legend,
                       figure_json(revision_table(page.history.details)),
                       [replace(c, figure=figure_json(c.figure)) for c in charts])

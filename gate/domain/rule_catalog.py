@@ -181,6 +181,15 @@ BY_RULE: dict[str, RuleSpec] = {spec.rule: spec for spec in CATALOG}     # no st
 BY_KEY: dict[str, RuleSpec] = {spec.key: spec for spec in CATALOG if spec.key is not None}
 
 
+# The stored figures each rule judges, by the rule's name in a rule table: its own figure, and for the
+# latency rule (which reads the ratio of median times) the times themselves. The compare page colours
+# these and the kernel page marks their points with the verdict a failing row of the rule gave.
+LATENCY_TIMES = (Metric.LATENCY_MEDIAN_US, Metric.LATENCY_P10_US, Metric.LATENCY_P90_US, Metric.LATENCY_MEDIAN_KCYCLES)
+JUDGES: dict[str, frozenset[str]] = {
+    s.rule: frozenset({s.metric.value} | ({t.value for t in LATENCY_TIMES} if s.metric is Metric.LATENCY_RATIO else set()))
+    for s in CATALOG if s.metric is not None}
+
+
 def of_kind(kind: Kind) -> tuple[RuleSpec, ...]:
     return tuple(spec for spec in CATALOG if kind in spec.kinds)
 

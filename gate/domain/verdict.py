@@ -47,6 +47,13 @@ class RuleOutcome(StrEnum):
     ERROR = "error"                 # the stage that feeds the rule hit an infrastructure fault
 
 
+# The verdict each outcome other than pass gives a job (`gate.verdict.decide.verdict_of` takes the
+# worst): a row failed its revision when its outcome is the one the verdict came from. A reject's rows
+# are its `fail` rows, not a `not_run` row beside them, so a chart is marked only by what decided.
+VERDICT_OF_OUTCOME = {RuleOutcome.ERROR: Verdict.ERROR, RuleOutcome.FAIL: Verdict.REJECT,
+                      RuleOutcome.NOT_RUN: Verdict.INCOMPLETE, RuleOutcome.INCONCLUSIVE: Verdict.INCONCLUSIVE}
+
+
 @dataclass
 class RuleRow:
     rule: str                       # e.g. "max_bank_conflict_pct"

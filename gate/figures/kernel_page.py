@@ -6,11 +6,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from gate.domain.names import Metric, Side
-from gate.domain.rule_catalog import CATALOG, Kind, Rule, RuleSpec
+from gate.domain.rule_catalog import CATALOG, JUDGES, Kind, Rule, RuleSpec
 from gate.domain.verdict import RuleRow
 from gate.figures.like_with_like import change_points, cycle_traces, mark_environments
 from gate.figures.palette import VERDICT_COLOR, VERDICT_MARK
-from gate.figures.series_charts import HistoryChart, Line, history_figure, peak_drawn
+from gate.figures.series_charts import HistoryChart, Line, history_figure, peak_drawn, wears_verdict
 from gate.nvidia.sass_families import SASS_METRICS
 from gate.read_models.kernel_series import KernelHistory, SeriesHistory
 
@@ -21,7 +21,7 @@ class Group:
     title: str
     y_title: str
     metrics: tuple[Metric, ...]
-    rule: Rule | None = None     # the Gates rule whose threshold is drawn
+    rule: Rule | None = None     # the Gates rule whose threshold is drawn (or, SASS: that judges it)
     per_shape: bool = False      # one chart per shape (scales differ by orders of magnitude)
     per_arch: bool = False       # series are target archs (ptxas figures), shape ""
     peers: bool = False          # draw SDPA / cuBLAS levels as reference lines
@@ -50,7 +50,7 @@ def rule_groups(catalog: tuple[RuleSpec, ...] = CATALOG) -> tuple[Group, ...]:
 # Then what no rule judges: the SASS opcode families, absolute counts (`gate.nvidia.sass_families`).
 # Most kernels lack some family (no TMA before sm_90, no tensor core in a scalar kernel): drawn, those
 # would pile up at 0 and hold the axis linear under a total a hundred times the smallest family.
-_SASS = Group("sass", "SASS opcodes", "{unit} (all functions)", SASS_METRICS,
+_SASS = Group("sass", "SASS opcodes", "{unit} (all functions)", SASS_METRICS, rule=Rule.REQUIRE_SASS,
               per_arch=True, families=True)
 GROUPS = _TIMING + rule_groups() + (_SASS,)
 # Metrics stored per target arch (series = arch, shape ""), as `gate.storage.recording` writes them.
@@ -64,7 +64,8 @@ class Chart:
     id: str
     title: str
     figure: dict
-    marks: frozenset[str] = frozenset()    # what it draws besides its series (`page_legend`)
+    marks: frozenset[str] = frozenset()    # what it draws besides its series, and the verdicts its
+                                           # points wear as `verdict:<verdict>` (`page_legend`)
 
 
 def wanted_traces(shapes: Sequence[str], archs: Sequence[str]) -> list[tuple[str, str, str]]:
@@ -116,7 +117,8 @@ def kernel_charts(history: KernelHistory, rules: list[RuleRow],
                     flat.append(Flat(f"{g.key}-{suffix}", f"{title}: {names}: 0 in every revision shown, "
                                                           "so not drawn."))
                 part = [s for s in part if s.value.any()]
-            part, labels = merge_identical(part, [_label(g, s) for s in part])
+            judging = _judging(g) if _judged(g, rules) else frozenset()
+            part, labels = merge_identical(part, [_label(g, s) for s in part], judging)
             chart = HistoryChart(
                 title=title, y_title=g.y_title, series=part, labels=labels,
                 change_points=[change_points(history, s) for s in part],
@@ -126,19 +128,22 @@ def kernel_charts(history: KernelHistory, rules: list[RuleRow],
                 unit=part[0].unit, peak=peak if g.key == PEAK_GROUP else None, reused=history.reused,
                 commits=_commits(history, part),
                 colors=[g.metrics.index(s.name) for s in part] if g.families else [],
-                judged=_judged(g, rules), off_branch=_apart(history, part))
+                judging=judging, off_branch=_apart(history, part))
             charts.append(Chart(f"{g.key}-{suffix}" if suffix else g.key, title,
                                 mark_environments(history_figure(chart), part), _marks(chart)))
     return charts
 
 
-def merge_identical(part: list[SeriesHistory], labels: list[str]) -> tuple[list[SeriesHistory], list[str]]:
+def merge_identical(part: list[SeriesHistory], labels: list[str], judging: frozenset[str] | None = None
+                    ) -> tuple[list[SeriesHistory], list[str]]:
     """Series equal point for point drawn once, their legend naming all ("sm_80 = sm_90"): drawn apart,
-    the later hid the earlier exactly and two legend entries showed one line."""
+    the later hid the earlier exactly and two legend entries showed one line. Equal means the same
+    values and the same markers under `judging` (a latency fail at one shape does not tell apart two
+    shapes' equal bank-conflict series)."""
     kept: list[SeriesHistory] = []
     names: list[list[str]] = []
     for s, label in zip(part, labels):
-        twin = next((i for i, k in enumerate(kept) if _same_points(k, s)), None)
+        twin = next((i for i, k in enumerate(kept) if _same_points(k, s, judging)), None)
         if twin is None:
             kept.append(s)
             names.append([label])
@@ -147,9 +152,10 @@ def merge_identical(part: list[SeriesHistory], labels: list[str]) -> tuple[list[
     return kept, [" = ".join(n) for n in names]
 
 
-def _same_points(a: SeriesHistory, b: SeriesHistory) -> bool:
+def _same_points(a: SeriesHistory, b: SeriesHistory, judging: frozenset[str] | None) -> bool:
     return (len(a) == len(b) and a.verdicts == b.verdicts and bool((a.x == b.x).all())
-            and bool((a.value == b.value).all()) and bool((a.count == b.count).all()))
+            and bool((a.value == b.value).all()) and bool((a.count == b.count).all())
+            and wears_verdict(a, judging) == wears_verdict(b, judging))
 
 
 def _parts(g: Group, series: list[SeriesHistory]) -> list[list[SeriesHistory]]:
@@ -180,8 +186,11 @@ def _commits(history: KernelHistory, part: list[SeriesHistory]) -> dict[int, str
 
 def _marks(chart: HistoryChart) -> frozenset[str]:
     """What `chart` draws that the page legend must explain: `threshold`, `change`, `peak`,
-    `beyond` (a value above the peak) and `peer:<name>` per reference."""
+    `beyond` (a value above the peak), `peer:<name>` per reference and `verdict:<verdict>` per
+    verdict a point wears."""
     marks = {f"peer:{line.label}" for line in chart.references}
+    marks |= {f"verdict:{v}" for s in chart.series for v, worn in zip(s.verdicts, wears_verdict(s, chart.judging))
+              if worn}
     if chart.thresholds:
         marks.add("threshold")
     if any(chart.change_points):
@@ -207,13 +216,12 @@ _VERDICT_WORDS = (("accept", "accept"), ("reject", "reject"), ("inconclusive", "
                   ("incomplete", "incomplete"), ("error", "error"), ("", "no verdict"))
 
 
-def page_legend(history: KernelHistory, charts: Sequence[Chart], peak_label: str = "") -> list[LegendItem]:
+def page_legend(charts: Sequence[Chart], peak_label: str = "") -> list[LegendItem]:
     """The kernel page's legend: only the verdicts, lines and marks its charts draw; a verdict's
     swatch is the very marker the charts draw for it (`palette.VERDICT_MARK`)."""
-    verdicts = {v for s in history.series for v in s.verdicts}
-    items = [LegendItem("glyph", text, VERDICT_MARK[v][1], VERDICT_COLOR[v], VERDICT_MARK[v][0])
-             for v, text in _VERDICT_WORDS if v in verdicts]
     marks = set().union(*(c.marks for c in charts)) if charts else set()
+    items = [LegendItem("glyph", text, VERDICT_MARK[v][1], VERDICT_COLOR[v], VERDICT_MARK[v][0])
+             for v, text in _VERDICT_WORDS if f"verdict:{v}" in marks]
     if "threshold" in marks:
         items.append(LegendItem("line threshold", "rule threshold (latest verdict)"))
     peers = sorted(m.split(":", 1)[1] for m in marks if m.startswith("peer:"))
@@ -237,11 +245,21 @@ def _label(g: Group, s: SeriesHistory) -> str:
     return prefix + (s.shape if not g.per_shape else Side.CANDIDATE.value)
 
 
+def _judging(g: Group) -> frozenset[str]:
+    """The rules that judge the group's figures (`rule_catalog.JUDGES`), its own rule (SASS: the
+    opcodes `require_sass` reads), and for latency and throughput the latency rule, which reads
+    their ratio: a point of the group wears a verdict only when one of these failed there."""
+    names = {m.value for m in g.metrics}
+    own = {g.rule} if g.rule is not None else set()
+    timing = {Rule.MAX_LATENCY_REGRESSION_PCT} if g in _TIMING else set()
+    return frozenset({r for r, judged in JUDGES.items() if judged & names} | own | timing)
+
+
 def _judged(g: Group, rules: list[RuleRow]) -> bool:
-    """Whether a rule of the kernel's verdicts judges the group's figure: its own rule wrote a row
-    (latency and throughput: the latency rule, which reads their ratio)."""
-    rule = Rule.MAX_LATENCY_REGRESSION_PCT if g in _TIMING else g.rule
-    return rule is not None and any(row.rule == rule for row in rules)
+    """Whether a rule of the kernel's newest verdict judges the group's figure (it wrote a row): a
+    chart no rule of the kernel judges wears no verdict at all, accepts included."""
+    judging = _judging(g)
+    return any(row.rule in judging for row in rules)
 
 
 def _thresholds(g: Group, rules: list[RuleRow]) -> list[Line]:

@@ -17,9 +17,9 @@ from gate.figures.palette import (
 from gate.figures.revision_table import SHARED
 from gate.read_models.kernel_series import SeriesHistory
 
-# Indexes of customdata as drawn: [revision id, sha, date, message, verdict, (count)].
+# Indexes of customdata as drawn: [revision id, sha, date, message, verdict, (count), (deciding)].
 HOVER = ("<b>%{customdata[1]}</b> %{customdata[2]}<br>%{customdata[3]}<br>"
-         "%{y:.4g} {unit} · %{customdata[4]}{note}<extra>%{fullData.name}</extra>")
+         "%{y:.4g} {unit} · %{customdata[4]}{why}{note}<extra>%{fullData.name}</extra>")
 BEYOND_NOTE = "<br><b>beyond the GPU's physical peak: not a real measurement</b>"
 BUCKET_NOTE = " · mean of %{customdata[5]} revisions"
 REUSED_NOTE = "<br>%{customdata[5]}"   # `domain.reuse.reused_line`
@@ -50,9 +50,12 @@ class HistoryChart:
     commits: dict[int, str] = field(default_factory=dict)   # x -> short sha, the commit axis' labels
     # Index into SERIES_COLOR per series: a series keeps its fill when another is left out (default: i).
     colors: list[int] = field(default_factory=list)
-    # Whether a rule judges these series: only then are the points marked by verdict. A reject decided
-    # by latency drawn on DRAM or warps made an innocent figure look guilty; their points are plain.
-    judged: bool = True
+    # The rules whose verdict these series may wear (issue 45): a point is marked by a verdict other
+    # than accept only where one of its `failed` rules is among them, so a reject decided by latency
+    # leaves the registers or DRAM point plain (its hover still names the verdict and the deciding
+    # row). Empty: no rule of the kernel judges the chart, every point is plain. None: every point
+    # wears its verdict.
+    judging: frozenset[str] | None = None
     # The same traces' revisions off the default branch (pull requests, other branches): markers of
     # their own, off the line, at the line place each is drawn beside (issue 45).
     off_branch: list[SeriesHistory] = field(default_factory=list)
@@ -85,7 +88,7 @@ def history_figure(chart: HistoryChart) -> dict:
     changes: dict[float, tuple[ChangePoint, list[str]]] = {}   # x of a marker -> its change, the series moved
     for i, (hist, label) in enumerate(zip(chart.series, chart.labels)):
         color = SERIES_COLOR[(chart.colors[i] if i < len(chart.colors) else i) % len(SERIES_COLOR)]
-        data.append(_series_trace(hist, label, color, axis, judged=chart.judged))
+        data.append(_series_trace(hist, label, color, axis, chart.judging))
         for cp in (chart.change_points[i] if i < len(chart.change_points) else []):
             # the same commit moved another trace: one marker, naming both
             changes.setdefault(int(hist.x[cp.index]) - 0.5, (cp, []))[1].append(label)
@@ -176,26 +179,31 @@ def _sha_ticks(xaxis: dict, commits: dict[int, str], last_x: int) -> None:
                   "tickangle": 0, "tickfont": {"size": 10}})
 
 
-def _series_trace(hist: SeriesHistory, label: str, color: str, axis: ValueAxis, *, judged: bool = True) -> dict:
-    """One trace straight from the series' columns: no object per point. Unjudged series get plain
-    dots in their own colour; the hover still names each revision's verdict."""
+def _series_trace(hist: SeriesHistory, label: str, color: str, axis: ValueAxis,
+                  judging: frozenset[str] | None = None) -> dict:
+    """One trace straight from the series' columns: no object per point. A point that wears no
+    verdict (`wears_verdict`) is a plain dot in the series' colour; its hover still names the
+    revision's verdict and the row that decided it."""
     aggregated = bool((hist.count > 1).any())
     verdicts = hist.verdicts
     ids = hist.revision_ids.tolist()
-    symbols = [VERDICT_SYMBOL.get(v, VERDICT_SYMBOL[""]) for v in verdicts] if judged else "circle"
-    outlines = [VERDICT_OUTLINE.get(v, VERDICT_OUTLINE[""]) for v in verdicts] if judged else color
+    worn = wears_verdict(hist, judging)
+    symbols = [VERDICT_SYMBOL.get(v, VERDICT_SYMBOL[""]) if w else "circle" for v, w in zip(verdicts, worn)]
+    outlines = [VERDICT_OUTLINE.get(v, VERDICT_OUTLINE[""]) if w else color for v, w in zip(verdicts, worn)]
+    shown = [v or "no verdict" for v in verdicts]
+    why = _deciding(hist)
     trace = {
         "type": "scatter", "mode": "lines+markers", "name": label,
         "x": hist.x.tolist(), "y": rounded(axis.scale(hist.value.tolist())),
         "line": {"color": color, "width": 1.6},
         "marker": {"color": color,
-                   "symbol": symbols, "size": 6 if aggregated or not judged else 9,
-                   "line": {"width": 1.5, "color": outlines}},
-        "customdata": (list(zip(ids, [v or "no verdict" for v in verdicts], hist.count.tolist()))
-                       if aggregated else list(zip(ids, [v or "no verdict" for v in verdicts]))),
+                   "symbol": symbols if any(worn) else "circle",
+                   "size": 6 if aggregated else [9 if w else 6 for w in worn],
+                   "line": {"width": 1.5, "color": outlines if any(worn) else color}},
+        "customdata": (list(zip(ids, shown, hist.count.tolist(), why)) if aggregated
+                       else list(zip(ids, shown, why))),
         "meta": {"revisions": SHARED},
-        "hovertemplate": HOVER.replace("{unit}", axis.unit).replace(
-            "{note}", BUCKET_NOTE if aggregated else ""),
+        "hovertemplate": _hover(axis, BUCKET_NOTE if aggregated else "", 6 if aggregated else 5),
     }
     if aggregated:   # the bucket's min..max as an error bar: the spread is not hidden
         trace["error_y"] = {"type": "data", "symmetric": False, "thickness": 0.8, "width": 0,
@@ -205,14 +213,37 @@ def _series_trace(hist: SeriesHistory, label: str, color: str, axis: ValueAxis, 
     return trace
 
 
+def wears_verdict(hist: SeriesHistory, judging: frozenset[str] | None) -> list[bool]:
+    """Per point, whether it is drawn with its verdict's marker: with `judging` None, every point;
+    with none, no point; else an accept (or no verdict) always, and any other verdict only where a
+    rule that gave it (`hist.failed`) is one of `judging`."""
+    if judging is None:
+        return [True] * len(hist)
+    if not judging:
+        return [False] * len(hist)
+    failed = hist.failed or [()] * len(hist)
+    return [v in ("", "accept") or not judging.isdisjoint(f) for v, f in zip(hist.verdicts, failed)]
+
+
+def _deciding(hist: SeriesHistory) -> list[str]:
+    """Per point, the hover's words after its verdict: " by <the deciding row>", or nothing."""
+    return [f" by {d}" if d else "" for d in hist.deciding] if hist.deciding else [""] * len(hist)
+
+
+def _hover(axis: ValueAxis, note: str, why: int | None = None) -> str:
+    """The hover of a trace whose customdata (as drawn) holds the deciding row's words at `why`."""
+    return HOVER.replace("{unit}", axis.unit).replace("{note}", note).replace(
+        "{why}", f"%{{customdata[{why}]}}" if why is not None else "")
+
+
 def _off_branch_trace(hist: SeriesHistory, axis: ValueAxis) -> dict:
     """Revisions off the default branch: hollow markers, no line, named as such; a click opens each."""
     ids, verdicts = hist.revision_ids.tolist(), [v or "no verdict" for v in hist.verdicts]
     return {"type": "scatter", "mode": "markers", "name": f"off the branch (PRs, other branches) · {hist.series}",
             "x": hist.x.tolist(), "y": rounded(axis.scale(hist.value.tolist())),
             "marker": {"symbol": "diamond-open", "size": 10, "color": MUTED, "line": {"width": 1.5, "color": MUTED}},
-            "customdata": list(zip(ids, verdicts)), "meta": {"revisions": SHARED},
-            "hovertemplate": HOVER.replace("{unit}", axis.unit).replace("{note}", "")}
+            "customdata": list(zip(ids, verdicts, _deciding(hist))), "meta": {"revisions": SHARED},
+            "hovertemplate": _hover(axis, "", 5)}
 
 
 def _beyond_trace(hist: SeriesHistory, peak: Line, axis: ValueAxis) -> dict | None:
@@ -229,7 +260,7 @@ def _beyond_trace(hist: SeriesHistory, peak: Line, axis: ValueAxis) -> dict | No
                        "line": {"width": 2.5, "color": BEYOND_COLOR}},
             "customdata": [(ids[i], verdicts[i] or "no verdict") for i in over],
             "meta": {"revisions": SHARED},
-            "hovertemplate": HOVER.replace("{unit}", axis.unit).replace("{note}", BEYOND_NOTE)}
+            "hovertemplate": _hover(axis, BEYOND_NOTE)}
 
 
 def _reused_trace(hist: SeriesHistory, reused: dict[int, str], axis: ValueAxis) -> dict | None:
@@ -246,7 +277,7 @@ def _reused_trace(hist: SeriesHistory, reused: dict[int, str], axis: ValueAxis) 
                        "line": {"width": 1.5, "color": REUSED_COLOR}},
             "customdata": [(ids[i], verdicts[i] or "no verdict", reused[ids[i]]) for i in hits],
             "meta": {"revisions": SHARED},
-            "hovertemplate": HOVER.replace("{unit}", axis.unit).replace("{note}", REUSED_NOTE)}
+            "hovertemplate": _hover(axis, REUSED_NOTE)}
 
 
 def _raised_labels(xs: list[float], last_x: int) -> set[float]:

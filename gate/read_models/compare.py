@@ -6,7 +6,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from gate.domain.names import Metric, Side
-from gate.domain.rule_catalog import CATALOG, Bound
+from gate.domain.rule_catalog import CATALOG, JUDGES, LATENCY_TIMES, Bound
 from gate.domain.verdict import RuleRow
 from gate.domain.wording import display_unit
 from gate.read_models.revision import RevisionMetric
@@ -17,14 +17,13 @@ NOTICEABLE_PCT = 1.0     # a change smaller than this reads as no change (no col
 # catalogue, never guessed from its name. The latency rule reads the candidate/baseline ratio of
 # median times, so its ceiling says the same of the times themselves. A figure no rule judges
 # (throughput, the separate load and store conflicts) gets no colour.
-_TIMES = (Metric.LATENCY_MEDIAN_US, Metric.LATENCY_P10_US, Metric.LATENCY_P90_US, Metric.LATENCY_MEDIAN_KCYCLES)
 BOUND: dict[str, Bound] = {}
 for _spec in CATALOG:
     if _spec.metric is not None and _spec.bound is not Bound.NONE and not _spec.baseline_profile:
         BOUND.setdefault(_spec.metric.value, _spec.bound)
-for _time in _TIMES:
+for _time in LATENCY_TIMES:
     BOUND[_time.value] = BOUND[Metric.LATENCY_RATIO.value]
-_TIME_NAMES = frozenset(m.value for m in (*_TIMES, Metric.TFLOPS))
+_TIME_NAMES = frozenset(m.value for m in (*LATENCY_TIMES, Metric.TFLOPS))
 
 # How an engineer reads a change: times and rates in % of the old value; figures already in % as
 # points (34 % -> 31 % is -3 points, not -8.8 %); a candidate/baseline ratio in % of the baseline
@@ -34,17 +33,11 @@ POINT_UNITS = frozenset({"%"})
 RATIO_UNITS = frozenset({"x"})
 RATIO_STEP_PCT = 1.0     # a candidate/baseline ratio that moves less than 1 % of the baseline: no change
 
-# The figures each rule judges, by the rule's name in a rule table: its stored figure, and for the
-# latency rule (which reads the ratio of median times) the times themselves.
-_JUDGES: dict[str, frozenset[str]] = {
-    s.rule: frozenset({s.metric.value} | ({t.value for t in _TIMES} if s.metric is Metric.LATENCY_RATIO else set()))
-    for s in CATALOG if s.metric is not None}
-
 
 def judged_metrics(rules: Iterable[RuleRow]) -> frozenset[str]:
     """The figures the rules of one kernel's verdict judge: a rule the manifest leaves off writes no
     row, so dram_pct of a kernel without a DRAM rule, or registers without a register rule, are not."""
-    return frozenset().union(*(_JUDGES.get(r.rule, frozenset()) for r in rules))
+    return frozenset().union(*(JUDGES.get(r.rule, frozenset()) for r in rules))
 
 
 @dataclass

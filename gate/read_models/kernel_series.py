@@ -77,6 +77,8 @@ class HistoryPoint:
     low: float                  # = value for single points; a bucket's minimum
     high: float
     count: int                  # revisions behind this point (1 unless aggregated)
+    failed_rules: list[str] = field(default_factory=list)   # the rules that gave `verdict` (at its shape)
+    deciding: str = ""          # the row that decided `verdict`: "rule shape dtype"; "" for an accept
 
 
 @dataclass(frozen=True, eq=False)
@@ -100,6 +102,12 @@ class SeriesHistory:
     # per point: the environment key (GPU | driver | clock policy, "" = unknown); a bucket never
     # mixes two. Empty: one unnamed environment.
     environments: list[str] = field(default_factory=list)
+    # per point: the rules whose outcome gave its verdict at its revision (a bucket: at each of its
+    # revisions with the bucket's verdict), at the point's shape or the whole kernel's. A page marks a
+    # point by verdict only on a figure one of them judges (issue 45). Empty: none.
+    failed: list[tuple[str, ...]] = field(default_factory=list)
+    # per point: the row that decided its verdict, "rule shape dtype" ("" for an accept), for the hover
+    deciding: list[str] = field(default_factory=list)
 
     def __len__(self) -> int:
         return int(self.x.size)
@@ -137,7 +145,9 @@ class KernelPage:
 
 def history_points(s: SeriesHistory, details: dict[int, RevisionMeta]) -> list[HistoryPoint]:
     """`s` as point objects, with each revision's sha, date and message from `details`."""
-    return [HistoryPoint(x, rev, *details[rev], verdict, value, low, high, count)
-            for x, rev, value, low, high, count, verdict in zip(
+    failed = s.failed or [()] * len(s)
+    deciding = s.deciding or [""] * len(s)
+    return [HistoryPoint(x, rev, *details[rev], verdict, value, low, high, count, list(rules), why)
+            for x, rev, value, low, high, count, verdict, rules, why in zip(
                 s.x.tolist(), s.revision_ids.tolist(), s.value.tolist(), s.low.tolist(),
-                s.high.tolist(), s.count.tolist(), s.verdicts)]
+                s.high.tolist(), s.count.tolist(), s.verdicts, failed, deciding)]

@@ -26,7 +26,7 @@ from gate.read_models.kernel_series import KernelHistory, KernelPage, SeriesHist
 from gate.storage.db import Queries
 from gate.storage.models import Metric, VerdictRecord
 from gate.storage.reuse import reused_revisions
-from gate.storage.series_buckets import Buckets, bucket_series, bucket_width, worst_verdict_codes
+from gate.storage.series_buckets import Buckets, bucket_series, bucket_width, worst_places
 from gate.storage.series_cache import HeldHistory, SeriesCache
 
 MAX_POINTS = 2000
@@ -179,20 +179,57 @@ def _drawn(held: HeldHistory, trace: Trace, width: int) -> tuple[SeriesHistory |
     b, envs = _by_environment(places, values, environments, width)
     drawn = None
     if b.newest_ids.size:
-        codes = worst_verdict_codes(np.arange(line_rows.size), held.verdict_codes[line_rows], 0, width,
-                                    b.newest_ids)
+        # each point shows the verdict row of its bucket's worst verdict (its newest such revision)
+        shown = line_rows[worst_places(held.verdict_codes[line_rows], width, b.newest_ids)]
         drawn = SeriesHistory(*trace, s.unit, b.newest_ids, held.revision_ids[line_rows[b.newest_ids]],
-                              b.mean, b.low, b.high, b.count, [held.verdicts[c] for c in codes.tolist()], envs)
+                              b.mean, b.low, b.high, b.count,
+                              [held.verdicts[c] for c in held.verdict_codes[shown].tolist()], envs,
+                              _failed_on_line(held, trace[1], width, b.newest_ids),
+                              held.failed.deciding[shown].tolist())
     apart = None
     if (~on).any():
         off = np.flatnonzero(~on)
         off = off[np.lexsort((s.revision_ids[off], order.beside[rows[off]]))]
-        values = s.values[off]
-        apart = SeriesHistory(*trace, s.unit, order.beside[rows[off]], s.revision_ids[off], values, values, values,
+        values, shown = s.values[off], rows[off]
+        apart = SeriesHistory(*trace, s.unit, order.beside[shown], s.revision_ids[off], values, values, values,
                               np.ones(off.size, dtype=np.int64),
-                              [held.verdicts[c] for c in held.verdict_codes[rows[off]].tolist()],
-                              s.environments[off].tolist())
+                              [held.verdicts[c] for c in held.verdict_codes[shown].tolist()],
+                              s.environments[off].tolist(), _failed_at_rows(held, trace[1], shown),
+                              held.failed.deciding[shown].tolist())
     return drawn, apart
+
+
+def _failed_on_line(held: HeldHistory, shape: str, width: int, at: np.ndarray) -> list[tuple[str, ...]]:
+    """Per point at line places `at` (ascending, each its bucket's last): the rules that failed at
+    the revisions of its bucket that bear the bucket's verdict, at `shape` or the whole kernel's.
+    Numpy over the failing rows only (a history's few rejects), then one tuple per marked bucket."""
+    out: list[tuple[str, ...]] = [()] * at.size
+    f, order = held.failed, held.order
+    pick = f.at_shape(shape)
+    places = order.rank[f.rows[pick]]
+    pick, places = pick[places >= 0], places[places >= 0]
+    if not pick.size:
+        return out
+    codes = held.verdict_codes[order.line]
+    bears = codes[places] == codes[worst_places(codes, width, places)]
+    by_bucket: dict[int, dict[str, None]] = {}
+    for key, rule in zip((places[bears] // width).tolist(), f.rules[pick[bears]].tolist()):
+        by_bucket.setdefault(key, {})[rule] = None
+    keys = at // width
+    for key, rules in by_bucket.items():
+        for i in range(int(np.searchsorted(keys, key)), int(np.searchsorted(keys, key, side="right"))):
+            out[i] = tuple(rules)
+    return out
+
+
+def _failed_at_rows(held: HeldHistory, shape: str, rows: np.ndarray) -> list[tuple[str, ...]]:
+    """Per verdict row of `rows`: the rules that failed there, at `shape` or the whole kernel's."""
+    f = held.failed
+    pick = f.at_shape(shape)
+    by_row: dict[int, dict[str, None]] = {}
+    for row, rule in zip(f.rows[pick].tolist(), f.rules[pick].tolist()):
+        by_row.setdefault(row, {})[rule] = None
+    return [tuple(by_row.get(r, ())) for r in rows.tolist()]
 
 
 def _by_environment(places: np.ndarray, values: np.ndarray, environments: np.ndarray,

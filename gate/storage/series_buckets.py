@@ -56,15 +56,16 @@ def bucket_series(revision_ids: np.ndarray, values: np.ndarray, first_id: int,
                    np.minimum.reduceat(vals, starts), np.maximum.reduceat(vals, starts), count)
 
 
-def worst_verdict_codes(revision_ids: np.ndarray, codes: np.ndarray, first_id: int, width: int,
-                        at_ids: np.ndarray) -> np.ndarray:
-    """The worst (smallest) verdict code in the bucket of each of `at_ids`.
+def worst_places(codes: np.ndarray, width: int, at: np.ndarray) -> np.ndarray:
+    """For each line place of `at`, the newest place of its bucket that bears the bucket's worst
+    verdict: the revision whose verdict, deciding rule and failing rules the bucket's point shows.
 
-    `revision_ids` (ascending) and `codes` are the verdicts; every id of `at_ids` must fall in a
-    bucket that holds one (a history point always does: its revision has a verdict).
+    `codes` are the verdict codes of line places 0, 1, ... in order; buckets are `width` places each.
     """
-    keys = (np.asarray(revision_ids, dtype=np.int64) - first_id) // width
-    starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
-    worst = np.minimum.reduceat(np.asarray(codes, dtype=np.int64), starts)
-    wanted = (np.asarray(at_ids, dtype=np.int64) - first_id) // width
-    return worst[np.searchsorted(keys[starts], wanted)]
+    codes = np.asarray(codes, dtype=np.int64)
+    places = np.arange(codes.size)
+    starts = np.arange(0, codes.size, width)
+    worst = np.minimum.reduceat(codes, starts) if codes.size else codes
+    bearing = np.where(codes == worst[places // width], places, -1)
+    newest = np.maximum.reduceat(bearing, starts) if codes.size else bearing
+    return newest[np.asarray(at, dtype=np.int64) // width]

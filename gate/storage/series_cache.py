@@ -37,6 +37,7 @@ from gate.storage.columns import fetch_columns
 from gate.storage.commit_order import CommitOrder, commit_order
 from gate.storage.models import Metric, Revision, VerdictRecord
 from gate.storage.series_buckets import verdict_vocabulary
+from gate.storage.series_failures import Failed, read_failed
 
 
 
@@ -71,15 +72,16 @@ class HeldHistory:
     verdicts: tuple[str, ...]
     places: Places
     order: CommitOrder                                # computed from `places` by `_held`
+    failed: Failed                                    # the rules that failed each verdict row
     traces: dict[Trace, HeldSeries] = field(default_factory=dict)
 
 
 def _held(revision_ids: np.ndarray, verdict_codes: np.ndarray, verdicts: tuple[str, ...], places: Places,
-          traces: dict[Trace, HeldSeries] | None = None) -> HeldHistory:
+          failed: Failed, traces: dict[Trace, HeldSeries] | None = None) -> HeldHistory:
     """A held history with its commit order, computed again over every row: a new revision may
     belong anywhere in it."""
     order = commit_order(revision_ids, places.positions, places.times, places.on_branch)
-    return HeldHistory(revision_ids, verdict_codes, verdicts, places, order, traces or {})
+    return HeldHistory(revision_ids, verdict_codes, verdicts, places, order, failed, traces or {})
 
 
 @dataclass
@@ -149,6 +151,7 @@ class SeriesCache:
         codes = np.array([verdicts.index(v) for v in names], dtype=np.int64)
         upto = int(new_ids[-1])
         places = _places(conn, kernel, gpu_kind, after, new_ids)
+        failed = read_failed(conn, kernel, gpu_kind, after, new_ids, names, held.revision_ids.size)
         traces = {}
         for t, s in held.traces.items():
             ids, values, envs = _metric_rows(conn, kernel, gpu_kind, t, after, upto, new_ids)
@@ -157,7 +160,8 @@ class SeriesCache:
                                    np.concatenate([s.values, values]), unit,
                                    np.concatenate([s.environments, envs]))
         return _held(np.concatenate([held.revision_ids, new_ids]),
-                     np.concatenate([held.verdict_codes, codes]), verdicts, held.places.then(places), traces)
+                     np.concatenate([held.verdict_codes, codes]), verdicts, held.places.then(places),
+                     held.failed.then(failed), traces)
 
     def _read_all(self, conn: Connection, kernel: str, gpu_kind: str,
                   held: HeldHistory | None) -> HeldHistory:
@@ -169,7 +173,7 @@ class SeriesCache:
         code = {v: i for i, v in enumerate(verdicts)}
         ids = np.array(rev_ids, dtype=np.int64)
         fresh = _held(ids, np.array([code[v] for v in names], dtype=np.int64), verdicts,
-                      _places(conn, kernel, gpu_kind, 0, ids))
+                      _places(conn, kernel, gpu_kind, 0, ids), read_failed(conn, kernel, gpu_kind, 0, ids, names, 0))
         upto = int(ids[-1]) if ids.size else 0
         for t, s in (held.traces.items() if held is not None else ()):
             t_ids, values, envs = _metric_rows(conn, kernel, gpu_kind, t, 0, upto, ids)

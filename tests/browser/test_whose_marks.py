@@ -9,6 +9,9 @@ import pytest
 
 from gate.read_models.compare import judged_metrics
 from gate.domain.codec import from_json
+from gate.domain.rule_catalog import JUDGES
+from gate.figures.kernel_page import GROUPS, Group
+from gate.figures.palette import VERDICT_MARK
 from gate.domain.verdict import RuleRow
 from tests.browser.test_marks import H100, KERNEL_PAGE, _open, newest_rules
 
@@ -76,3 +79,47 @@ def test_compare_reads_ratios_in_percent_and_colours_only_what_a_rule_judges(bro
             names = set().union(*(v for (kernel, _), v in judged.items() if kernel == r["kernel"]))
             assert r["name"] in names, r                                           # a rule of the kernel
     page.close()
+
+
+def _judging(chart_id: str) -> tuple[Group, frozenset[str]]:
+    """The group of a chart id and the rules whose failing rows may mark its points: the catalogue's
+    rules of its figures, its own rule, and for throughput the latency rule (the same time, inverted)."""
+    key = chart_id.removeprefix("chart-")
+    group = max((g for g in GROUPS if key == g.key or key.startswith(g.key + "-")), key=lambda g: len(g.key))
+    names = {m.value for m in group.metrics}
+    rules = {r for r, judged in JUDGES.items() if judged & names} | ({group.rule} if group.rule else set())
+    return group, frozenset(rules | ({"max_latency_regression_pct"} if group.key == "tflops" else set()))
+
+
+def test_a_reject_marker_sits_only_where_a_failing_rule_judges_the_charts_figure(browser, server):  # noqa: ANN001
+    """Issue 45 item 2, per point: a revision rejected by latency wears its reject on the latency charts,
+    not on registers or bank conflicts; each marked point is checked against its revision's stored rows."""
+    page, errors = _open(browser, server + KERNEL_PAGE)
+    charts = page.evaluate("""() => [...document.querySelectorAll('.js-plotly-plot')].map(gd => ({id: gd.id,
+        series: gd.data.filter(t => t.mode === 'lines+markers' && Array.isArray(t.marker.symbol)).map(t => ({
+            name: t.name, symbols: t.marker.symbol, points: t.customdata.map(c => [c[0], c[4]])}))}))""")
+    page.close()
+    assert errors == [] and charts
+    rows_of: dict[int, list[dict]] = {}
+    marked = plain = 0
+    for chart in charts:
+        group, judging = _judging(chart["id"])
+        for s in chart["series"]:
+            shapes = {chart["id"].split("-", 2)[-1]} if group.per_shape else (
+                {""} if group.per_arch else set(s["name"].split(" = ")))
+            for symbol, (rev, verdict) in zip(s["symbols"], s["points"]):
+                if verdict != "reject":
+                    continue
+                if rev not in rows_of:
+                    jobs = httpx.get(f"{server}/api/v1/revisions/{rev}").json()["jobs"]
+                    rows_of[rev] = [r for j in jobs if j["kernel"] == "flashcore_wmma" and j["verdict"]
+                                    and j["verdict"]["gpu_kind"] == H100 for r in j["verdict"]["rules"]]
+                failing = {r["rule"] for r in rows_of[rev] if r["outcome"] == "fail"
+                           and (group.per_arch or r.get("shape", "") in shapes | {""})}
+                if symbol == VERDICT_MARK["reject"][0]:
+                    marked += 1
+                    assert failing & judging, (chart["id"], s["name"], rev, failing)
+                else:
+                    plain += 1
+                    assert not failing & judging, (chart["id"], s["name"], rev, failing)
+    assert marked and plain, (marked, plain)     # the sample has both: a reject worn and one left plain

@@ -106,8 +106,9 @@ def test_aggregated_points_carry_their_count_for_the_hover():
     fig = history_figure(HistoryChart("Latency", "µs", [s], ["candidate"]))
     go.Figure(fig)
     trace = fig["data"][0]
-    assert list(trace["customdata"][0]) == [100, "accept", 25]   # customdata[5] once drawn
+    assert list(trace["customdata"][0]) == [100, "accept", 25, ""]   # customdata[5] once drawn
     assert "mean of %{customdata[5]} revisions" in trace["hovertemplate"]
+    assert "%{customdata[6]}" in trace["hovertemplate"]             # the deciding row, after the count
     assert trace["error_y"]["array"] == [1.0, 1.0, 1.0]
 
 

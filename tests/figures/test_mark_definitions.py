@@ -20,11 +20,11 @@ from gate.read_models.kernel_series import KernelHistory, SeriesHistory
 
 
 def _series(values: list[float], verdicts: list[str], name: str = "tflops", series: str = "candidate",
-            unit: str = "TFLOP/s", shape: str = "s1") -> SeriesHistory:
+            unit: str = "TFLOP/s", shape: str = "s1", failed: list[tuple[str, ...]] | None = None) -> SeriesHistory:
     n = len(values)
     v = np.asarray(values, dtype=float)
     return SeriesHistory(name, shape, series, unit, np.arange(n), 100 + np.arange(n), v, v, v,
-                         np.ones(n, dtype=np.int64), list(verdicts))
+                         np.ones(n, dtype=np.int64), list(verdicts), failed=failed or [])
 
 
 def test_the_deciding_row_leads_and_unchanged_passing_rows_fold_into_one_line_per_rule():
@@ -100,7 +100,8 @@ def test_a_line_label_is_written_in_its_axis_unit():
 
 
 def test_series_differ_by_fill_and_verdicts_by_the_legends_symbol():
-    a = _series([40.0, 41.0], ["accept", "reject"], name="tensor_pipe_pct", unit="%", shape="s1")
+    a = _series([40.0, 41.0], ["accept", "reject"], name="tensor_pipe_pct", unit="%", shape="s1",
+                failed=[(), ("min_tensor_pipe_pct",)])
     b = _series([30.0, 31.0], ["inconclusive", "accept"], name="tensor_pipe_pct", unit="%", shape="s2")
     spills = _series([0.0, 0.0], ["accept", "reject"], name="spill_bytes", series="sm_90", unit="bytes", shape="")
     hist = KernelHistory("k", "g", 2, 1, [a, b, spills], {100: ("a" * 40, datetime(2025, 1, 1), "m"),
@@ -113,8 +114,11 @@ def test_series_differ_by_fill_and_verdicts_by_the_legends_symbol():
     assert fills == SERIES_COLOR[:2]
     assert tensor.figure["data"][0]["marker"]["symbol"] == [VERDICT_MARK["accept"][0], VERDICT_MARK["reject"][0]]
     assert "spills" not in {c.id for c in charts} and flat[0].id == "spills" and "0 in every revision" in flat[0].text
-    legend = {item.text: item.symbol for item in page_legend(hist, charts) if item.glyph}
-    assert legend == {"accept": "circle", "reject": "x", "inconclusive": "diamond"}
+    # b's inconclusive names no failing rule the chart is judged by: a plain dot, and not in the legend
+    assert tensor.figure["data"][1]["marker"]["symbol"] == ["circle", "circle"]
+    assert tensor.figure["data"][1]["marker"]["line"]["color"] == [SERIES_COLOR[1], "#ffffff"]
+    legend = {item.text: item.symbol for item in page_legend(charts) if item.glyph}
+    assert legend == {"accept": "circle", "reject": "x"}
     # Issue 45: without a tensor-pipe rule the reject of revision 101 is not drawn on its tensor chart
     unjudged = next(c for c in kernel_charts(hist, [], {}, None) if c.id == "tensor")
     assert {t["marker"]["symbol"] for t in unjudged.figure["data"]} == {"circle"}

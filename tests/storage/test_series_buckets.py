@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from gate.storage.series_buckets import (
-    bucket_series, bucket_width, verdict_vocabulary, worst_verdict_codes,
+    bucket_series, bucket_width, verdict_vocabulary, worst_places,
 )
 
 
@@ -55,10 +55,16 @@ def test_verdict_vocabulary_puts_unknown_verdicts_after_the_known_ones():
 
 
 def _worst(order: list[tuple[int, str]], first_id: int, width: int, at: list[int]) -> list[str]:
+    """The verdict each point of `at` shows; `order` holds consecutive line places from `first_id`."""
     vocab = verdict_vocabulary(v for _, v in order)
-    ids = np.array([r for r, _ in order])
     codes = np.array([vocab.index(v) for _, v in order])
-    return [vocab[c] for c in worst_verdict_codes(ids, codes, first_id, width, np.array(at))]
+    return [vocab[c] for c in codes[worst_places(codes, width, np.array(at) - first_id)]]
+
+
+def test_a_buckets_point_shows_its_newest_revision_of_the_worst_verdict():
+    codes = np.array([4, 1, 4, 1, 4, 4, 0])      # accept, reject, accept, reject, accept | accept, error
+    assert worst_places(codes, 5, np.array([4, 6])).tolist() == [3, 6]
+    assert worst_places(codes, 1, np.arange(7)).tolist() == list(range(7))
 
 
 def test_worst_verdict_keeps_a_reject_among_accepts():
