@@ -112,20 +112,3 @@ def fit_range(axis: ValueAxis, values: Iterable[float], plot_px: float, pad: flo
     room = top_px / max(plot_px - top_px, 1.0)
     low, high = low - pad * span, high + max(pad, room) * span
     return [low if axis.log else max(0.0, low), high]
-
-
-def spread_labels(positions: list[float], y_range: list[float], plot_px: float,
-                  gap_px: float = 14.0) -> list[float]:
-    """Upward pixel shifts that keep the labels of horizontal lines at `positions` (axis
-    coordinates within `y_range`) at least `gap_px` apart, the lowest label staying on its line."""
-    low, high = y_range
-    scale = plot_px / ((high - low) or 1.0)
-    order = sorted(range(len(positions)), key=lambda i: positions[i])
-    shifts = [0.0] * len(positions)
-    last_px = -math.inf
-    for i in order:
-        px = (positions[i] - low) * scale
-        placed = max(px, last_px + gap_px)
-        shifts[i] = placed - px
-        last_px = placed
-    return shifts

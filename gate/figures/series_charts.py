@@ -9,7 +9,7 @@ import numpy as np
 
 from gate.changepoints import ChangePoint
 from gate.domain.wording import format_value
-from gate.figures.axes import ValueAxis, commit_axis, fit_range, spread_labels, value_axis
+from gate.figures.axes import ValueAxis, commit_axis, fit_range, value_axis
 from gate.figures.palette import (
     BEYOND_COLOR, CHANGE_COLOR, MUTED, PEAK_COLOR, PEER_COLOR, REUSED_COLOR, SERIES_COLOR, THRESHOLD_COLOR,
     VERDICT_OUTLINE, VERDICT_SYMBOL, base_layout,
@@ -95,18 +95,14 @@ def history_figure(chart: HistoryChart) -> dict:
     raised = _raised_labels(sorted(changes), last_x)
     for x, (cp, moved) in changes.items():
         _change_marker(layout, x, cp, moved if len(chart.series) > 1 else [], raised=x in raised)
-    labels = _horizontal_lines(layout, chart, axis, reaches_peak)
     data += _marked_points(chart, axis)
     data += [_off_branch_trace(hist, axis) for hist in chart.off_branch]
+    data += _horizontal_lines(layout, chart, axis, reaches_peak)
     plot_px = layout["height"] - layout["margin"]["t"] - layout["margin"]["b"] - 24   # tick labels
     y_range = fit_range(axis, values, plot_px)
     if y_range is not None:
         layout["yaxis"]["range"] = y_range
-        # Lines close in value would write their labels over each other: lift each clear of the one below.
-        for label, shift in zip(labels, spread_labels([a["y"] for a in labels], y_range, plot_px)):
-            if shift:
-                label["yshift"] = round(shift, 1)
-    if not data:
+    if not own:
         layout["annotations"].append({"text": "no data yet", "showarrow": False,
                                       "xref": "paper", "yref": "paper", "x": 0.5, "y": 0.5})
     return {"data": data, "layout": layout}
@@ -114,18 +110,18 @@ def history_figure(chart: HistoryChart) -> dict:
 
 def _horizontal_lines(layout: dict, chart: HistoryChart, axis: ValueAxis, reaches_peak: bool) -> list[dict]:
     """Draw the thresholds, the references and the GPU's peak (a note under the axis when the values
-    are far below it) onto `layout`; the lines' labels."""
-    labels = []
+    are far below it) onto `layout`; the legend entries that name them."""
+    entries = []
     for line in chart.thresholds:
         text = " ".join(part for part in ("limit", line.label, _shown(line.value, chart.unit, axis)) if part)
-        labels.append(_hline(layout, line, THRESHOLD_COLOR, "dash", text, axis))
+        entries.append(_hline(layout, line, THRESHOLD_COLOR, "dash", text, axis))
     for line in chart.references:
         color = PEER_COLOR.get(line.label.split(" ")[0], MUTED)
-        labels.append(_hline(layout, line, color, "dot", f"{line.label} {_shown(line.value, chart.unit, axis)}",
-                             axis))
+        entries.append(_hline(layout, line, color, "dot", f"{line.label} {_shown(line.value, chart.unit, axis)}",
+                              axis))
     if chart.peak is not None and reaches_peak:
-        labels.append(_hline(layout, chart.peak, PEAK_COLOR, "longdash",
-                             f"{chart.peak.label} {_shown(chart.peak.value, chart.unit, axis)}", axis))
+        entries.append(_hline(layout, chart.peak, PEAK_COLOR, "longdash",
+                              f"{chart.peak.label} {_shown(chart.peak.value, chart.unit, axis)}", axis))
     elif chart.peak is not None:
         # Said under the axis, where no line label, change label or point can be.
         name = chart.peak.label.split(" (")[0]
@@ -133,7 +129,7 @@ def _horizontal_lines(layout: dict, chart: HistoryChart, axis: ValueAxis, reache
         layout["xaxis"]["title"]["text"] += (f"<br>{name} {_shown(chart.peak.value, chart.unit, axis)}"
                                              " is above this axis")
         layout["margin"]["b"] += 16
-    return labels
+    return entries
 
 
 def _marked_points(chart: HistoryChart, axis: ValueAxis) -> list[dict]:
@@ -304,21 +300,15 @@ def _change_marker(layout: dict, x: float, cp: ChangePoint, moved: list[str], *,
     layout["annotations"].append(label)
 
 
-LABEL_CHAR_PX = 5.8     # the mean width of a 10 px label's character: what the right margin must hold
-
-
 def _hline(layout: dict, line: Line, color: str, dash: str, text: str, axis: ValueAxis) -> dict:
-    """A horizontal line across the plot and its label at the right end; returns the label."""
+    """A horizontal line across the plot, and the legend entry that names it (a swatch of its dash,
+    no points). Written in the plot, at either end, a label covered the newest or the oldest points;
+    in the right margin, the legend."""
     y = line.value / axis.factor
     layout["shapes"].append({"type": "line", "xref": "paper", "yref": "y", "x0": 0, "x1": 1,
                              "y0": y, "y1": y, "line": {"color": color, "width": 1.2, "dash": dash}})
-    # In the right margin, beside the line's end: inside the plot it covered the newest points.
-    label = {"x": 1, "y": axis.position(line.value), "xref": "paper", "yref": "y", "xshift": 4,
-             "xanchor": "left", "yanchor": "middle", "showarrow": False,
-             "text": text, "font": {"size": 10, "color": color}}
-    layout["annotations"].append(label)
-    layout["margin"]["r"] = max(layout["margin"]["r"], round(LABEL_CHAR_PX * len(text)) + 12)
-    return label
+    return {"type": "scatter", "x": [None], "y": [None], "mode": "lines", "name": text, "hoverinfo": "skip",
+            "line": {"color": color, "width": 1.2, "dash": dash}, "showlegend": True}
 
 
 def rounded(values: Sequence[float], digits: int = DIGITS) -> list[float]:
