@@ -222,6 +222,13 @@ class CompareView:
     problem: str = ""
 
 
+def latency_bars(rows: list[CompareRow]) -> tuple[list[float], list[str]]:
+    """Each row's bar length and text: a kernel new in one of the two (wgmma added) gets a bar of
+    nothing that says so, not an empty row."""
+    return ([r.change if r.change is not None else 0.0 for r in rows],
+            [r.change_text or ("no figure before" if r.a is None else "no figure after") for r in rows])
+
+
 def compare_view(left: RevisionDetail, right: RevisionDetail, metrics: list[RevisionMetric], ref_a: str,
                  ref_b: str) -> CompareView:
     judged: dict[tuple[str, str], frozenset[str]] = {}
@@ -232,7 +239,7 @@ def compare_view(left: RevisionDetail, right: RevisionDetail, metrics: list[Revi
     lat = [r for r in rows if r.name == Metric.LATENCY_MEDIAN_US and r.series == Side.CANDIDATE]
     several_gpus = len({r.gpu for r in lat}) > 1
     chart = compare_figure([" · ".join([r.kernel, r.shape] + ([gpu_words(r.gpu)] if several_gpus else []))
-                            for r in lat], [r.change for r in lat], [r.change_text for r in lat],
+                            for r in lat], *latency_bars(lat),
                            [r.tone for r in lat], f"{left.sha[:8]} (before)", f"{right.sha[:8]} (after)") \
         if lat else None
     return CompareView(ref_a, ref_b, left, right, rows, chart)
