@@ -96,7 +96,11 @@ def install_error_pages(app) -> None:  # noqa: ANN001 (a FastAPI app)
 @router.get(routes.HOME, response_class=HTMLResponse)
 def overview(request: Request, uow: UnitDep) -> HTMLResponse:
     """Every kernel's latest verdict per GPU kind, the queue, recent revisions."""
-    return _render(request, uow, "index.html", kernels=uow.overview.kernel_overview(), queue=uow.overview.queue(),
+    # Every kernel's latest verdicts and revision count group all verdicts; they change only when a
+    # verdict is stored, which the version sees.
+    key = ("overview", uow.overview.verdicts_version())
+    kernels = request.app.state.page_cache.get_or_build(key, uow.overview.kernel_overview)
+    return _render(request, uow, "index.html", kernels=kernels, queue=uow.overview.queue(),
                    revisions=uow.overview.recent_revisions())
 
 

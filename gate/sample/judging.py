@@ -58,8 +58,7 @@ def judge_commit(m: KernelModel, event: StoryEvent, gpu: str, sha: str) -> Outco
         timings.append((shape, cand_us, base_us, peers))
     rules.extend(_resource_rules(m, gates, pipe, conflicts, regs, profiled))
     # The static figures as the gate extracts them from a static stage (registers, spills, SASS families).
-    metrics += [{"name": row.name, "shape": row.shape, "series": row.series, "value": row.value,
-                 "unit": row.unit, "direction": row.direction} for row in static_metrics(static_result(m, regs))]
+    metrics += _static_figures(m, regs)
     verdict, reason = verdict_of(rules, profiled)
     if verdict == "accept":
         m.level = {s: v * factor for s, v in m.level.items()}
@@ -71,6 +70,16 @@ def judge_commit(m: KernelModel, event: StoryEvent, gpu: str, sha: str) -> Outco
     if m.with_stages:
         out.stages = stage_payloads(m, sha, timings, pipe, conflicts, regs, profiled)
     return out
+
+
+def _static_figures(m: KernelModel, regs: int) -> list[dict]:
+    """The static figures as the gate extracts them from a static stage (registers, spills, SASS
+    families): the same for every commit with `regs` registers, so extracted once per count."""
+    if regs not in m.static_figures:
+        m.static_figures[regs] = [{"name": row.name, "shape": row.shape, "series": row.series,
+                                   "value": row.value, "unit": row.unit, "direction": row.direction}
+                                  for row in static_metrics(static_result(m, regs))]
+    return m.static_figures[regs]
 
 
 def _commit_effect(m: KernelModel, event: StoryEvent) -> tuple[float, float, float, int]:

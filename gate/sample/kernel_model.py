@@ -31,6 +31,7 @@ class KernelModel:
         self.tensor_pipe_pct = kind.tensor_pipe_pct
         self.conflict_pct = 4.2 if kind.tensor_pipe_pct and kind.workload == "attention" else 0.3
         self.registers = kind.registers
+        self.static_figures: dict[int, list[dict[str, Any]]] = {}   # registers -> `judging`'s static rows
 
     def noisy(self, value: float, rel: float = 0.01) -> float:
         return value * (1.0 + self.rng.gauss(0.0, rel))

@@ -44,6 +44,14 @@ class Overview(Queries):
             by_kernel.setdefault(kernel, []).append(LatestVerdict(gpu, verdict, reason, rev_id, sha, at))
         return [KernelSummary(k, counts.get(k, 0), v) for k, v in sorted(by_kernel.items())]
 
+    def verdicts_version(self) -> tuple[int, int]:
+        """(verdicts stored, the newest one's id): changes whenever `kernel_overview` can. Verdicts
+        are only ever added; the count is there because ids are not commit order in PostgreSQL (as
+        `KernelSeries.data_version`). One count and one max of an index, where `kernel_overview`
+        groups every verdict twice (~0.3 s at 400,000 verdicts)."""
+        count, newest = self._session.execute(select(func.count(), func.max(VerdictRecord.id))).one()
+        return count, newest or 0
+
     def queue(self) -> list[QueueEntry]:
         """Running jobs first, then waiting ones, oldest first."""
         rows = self._session.execute(

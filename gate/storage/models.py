@@ -79,7 +79,8 @@ class Revision(Base):
     committed_at: Mapped[datetime | None] = mapped_column()
     submitted_at: Mapped[datetime] = mapped_column(default=utcnow, index=True)
     status: Mapped[str] = mapped_column(String(20), default=RevisionStatus.QUEUED)
-    source: Mapped[str] = mapped_column(String(20), default="api")    # api | webhook | cli | demo
+    # api | webhook | cli | demo | synthetic; indexed: every page's banner asks for a synthetic one
+    source: Mapped[str] = mapped_column(String(20), default="api", index=True)
     kernels: Mapped[list[Any] | None] = mapped_column(JSON)           # requested subset, None = all
     pull_request: Mapped[int | None] = mapped_column(Integer)
     error: Mapped[str | None] = mapped_column(Text)                   # why planning failed (sha, key, path)
@@ -183,6 +184,8 @@ class Metric(Base):
     environment: Mapped[str] = mapped_column(String(300), default="", server_default="")
     __table_args__ = (
         Index("ix_metrics_history", "kernel", "name", "gpu_kind", "shape", "revision_id"),
+        # A revision's figures: the revision page (every job's) and the compare page (two revisions').
+        Index("ix_metrics_revision", "revision_id"),
         # Covering index of the history pages: one trace is read from the index alone.
         Index("ix_metrics_series", "kernel", "gpu_kind", "name", "series", "shape", "revision_id",
               "value", "environment"),

@@ -26,7 +26,7 @@ from gate.read_models.revision import (
 )
 from gate.storage.db import Queries
 from gate.storage.limits import storable_id
-from gate.storage.models import Job, Revision, RevisionStatus, StageRecord, VerdictRecord
+from gate.storage.models import Job, Metric, Revision, RevisionStatus, StageRecord, VerdictRecord
 from gate.storage.stage_payloads import Figures, read_payload
 
 log = logging.getLogger(__name__)
@@ -78,9 +78,19 @@ def _stage(s: StageRecord, figures: Figures) -> StageDetail:
     return StageDetail(s.side, s.stage, s.status, s.reason, s.duration_s, result, unreadable)
 
 
-def _job(job: Job, baseline_environment: str | None = None) -> JobDetail:
+def _figures(session: Session, revision_id: int) -> dict[int, dict[tuple[str, str, str], float]]:
+    """job id -> its figures, for every job of a revision: one range of `ix_metrics_revision` (a
+    job's figures carry its revision's id), not one read per job nor a scan by job id."""
+    out: dict[int, dict[tuple[str, str, str], float]] = {}
+    for job_id, name, shape, series, value in session.execute(
+            select(Metric.job_id, Metric.name, Metric.shape, Metric.series, Metric.value)
+            .where(Metric.revision_id == revision_id)):
+        out.setdefault(job_id, {})[(name, shape, series)] = value
+    return out
+
+
+def _job(job: Job, figures: Figures, baseline_environment: str | None = None) -> JobDetail:
     v = job.verdict
-    figures = {(m.name, m.shape, m.series): m.value for m in job.metrics}
     return JobDetail(
         id=job.id, kernel=job.kernel, gpu_kind=job.gpu_kind, state=job.state, attempts=job.attempts,
         worker=job.worker, progress=job.progress, error=job.error, queued_at=job.queued_at,
@@ -113,7 +123,6 @@ class Revisions(Queries):
                 selectinload(Revision.repository),
                 selectinload(Revision.jobs).selectinload(Job.verdict),
                 selectinload(Revision.jobs).selectinload(Job.stages),
-                selectinload(Revision.jobs).selectinload(Job.metrics),
                 selectinload(Revision.jobs).selectinload(Job.artifacts),
                 selectinload(Revision.jobs).selectinload(Job.events),
             ).execution_options(populate_existing=True)
@@ -121,7 +130,8 @@ class Revisions(Queries):
         if rev is None:
             return None
         baseline_envs = _baseline_environments(self._session, rev)
-        jobs = [_job(j, baseline_envs.get(j.kernel)) for j in rev.jobs]
+        figures = _figures(self._session, rev.id)
+        jobs = [_job(j, figures.get(j.id, {}), baseline_envs.get(j.kernel)) for j in rev.jobs]
         verdict = Verdict.ERROR.value if rev.error else None
         if rev.status == RevisionStatus.DONE and not rev.error:
             worst = worst_verdict(j.verdict.verdict for j in jobs if j.verdict)

@@ -42,3 +42,23 @@ def test_a_failed_build_keeps_nothing():
     with pytest.raises(LookupError):
         cache.get_or_build("k", fail)
     assert len(cache) == 0
+
+
+def test_the_overview_shows_a_verdict_stored_after_it_was_cached(make_client, session_factory):
+    """The overview's kernel cards are kept per verdicts version: a new verdict is on the next view."""
+    from gate.domain import routes
+    from gate.sample import seed_judged_history
+    from gate.storage.unit import UnitOfWork
+
+    with session_factory() as session:
+        seed_judged_history(UnitOfWork(session), revisions=3, kernels=["gemm_tiled"], a100=False,
+                            stages=False, queue=False)
+    client = make_client(embedded_executor=False)
+    assert "3 revisions" in client.get(routes.HOME).text
+    client.get(routes.HOME)      # served from the cache
+    with session_factory() as session:
+        UnitOfWork(session).samples.append_judged_revision("gemm_tiled", verdict="reject",
+                                                            reason="an appended reject")
+        session.commit()
+    page = client.get(routes.HOME).text
+    assert "4 revisions" in page and "an appended reject" in page
