@@ -25,7 +25,6 @@ from gate.domain.verdict import RuleRow
 from gate.read_models.kernel_series import KernelHistory, KernelPage, SeriesHistory, Trace, TracesOf
 from gate.storage.db import Queries
 from gate.storage.models import Metric, VerdictRecord
-from gate.storage.reuse import reused_revisions
 from gate.storage.series_buckets import Buckets, bucket_series, bucket_width, worst_places
 from gate.storage.series_cache import HeldHistory, SeriesCache
 
@@ -144,7 +143,7 @@ class KernelSeries(Queries):
         ids = {i for s in (*on_line, *off_line) for i in s.revision_ids.tolist()}
         return KernelHistory(kernel, gpu_kind, int(held.revision_ids.size), width, on_line,
                              cache.revision_meta(conn, kernel, gpu_kind, ids),
-                             reused_revisions(self._session, kernel, gpu_kind), off_line)
+                             held.reused, off_line)
 
     def kernel_page(self, kernel: str, gpu: str | None, shape: str | None, *, traces: TracesOf,
                     peer_metrics: Mapping[str, str], max_points: int, cache: SeriesCache) -> KernelPage | None:
