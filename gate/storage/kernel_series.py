@@ -106,9 +106,12 @@ class KernelSeries(Queries):
             .order_by(VerdictRecord.revision_id.desc()).offset(last_revisions - 1).limit(1)
         ) or 0
         values: dict[tuple[str, str], list[float]] = {}
+        # Read as one range of `ix_metrics_revision` (the newest revisions' figures): with the kernel
+        # compared as an expression no kernel-led index applies. SQLite (no statistics) chose the
+        # series index, whose range is every peer row of the metric: 0.3 s at 100,000 revisions.
         for shape, series, value in self._session.execute(
             select(Metric.shape, Metric.series, Metric.value).where(
-                Metric.kernel == kernel, Metric.gpu_kind == gpu_kind, Metric.name == name,
+                Metric.kernel.concat("") == kernel, Metric.gpu_kind == gpu_kind, Metric.name == name,
                 Metric.series.not_in(_SIDES), Metric.shape.in_(shapes), Metric.revision_id >= cutoff)
         ):
             values.setdefault((shape, series), []).append(value)
