@@ -16,6 +16,10 @@ history warm-up has finished and the page was requested once) and the cold time:
 app's first request of that page, its history warm-up (`gate/api/series_warmup.py`) still running. Targets: p95
 within 200 ms warm, within 1 s cold.
 
+A restarted server loads the histories its last run saved (`gate/storage/series_snapshot.py`), so
+before the cold starts one app runs its warm-up to the end over a data dir with no saved history:
+the time that first warm-up takes (every history read from the database) is printed too.
+
 Building takes long (see docs/measurements.md); --db and --database-url reuse a built database
 (a missing SQLite file is built; a PostgreSQL database is built when it holds no revision).
 Either database is migrated to the newest schema first, so a database built before a migration
@@ -29,7 +33,9 @@ gains its indexes.
 from __future__ import annotations
 
 import argparse
+import shutil
 import statistics
+import threading
 import tempfile
 import time
 from pathlib import Path
@@ -96,6 +102,7 @@ def measure(url: str, data_dir: Path, requests: int, restarts: int) -> dict[str,
     """page -> (p50 warm, p95 warm, worst cold) in ms."""
     settings = Settings(database_url=url, data_dir=data_dir)
     paths = pages(url)
+    print(f"first start: warm-up read every history in {first_warmup(settings):.1f} s", flush=True)
     cold: dict[str, list[float]] = {name: [] for name in paths}
     for _ in range(restarts):
         for name, path in paths.items():
@@ -109,6 +116,20 @@ def measure(url: str, data_dir: Path, requests: int, restarts: int) -> dict[str,
             warm = _times_ms(client, path, requests)
             out[name] = (statistics.median(warm), _p95(warm), max(cold[name]))
     return out
+
+
+def first_warmup(settings: Settings) -> float:
+    """Seconds an app whose data dir holds no saved history takes to read every history; returns
+    once what it read is saved, as a server that ran a while would have it."""
+    shutil.rmtree(settings.data_dir / "series", ignore_errors=True)
+    t = time.perf_counter()
+    with TestClient(create_app(settings, embedded_executor=False)) as client:
+        client.app.state.series_warmup.done.wait()
+        took = time.perf_counter() - t
+    for thread in threading.enumerate():
+        if thread.name == "series-snapshot":
+            thread.join()
+    return took
 
 
 def _p95(times_ms: list[float]) -> float:

@@ -29,6 +29,7 @@ from gate.services.sources import MirrorSources, SourceReader
 from gate.sources.mirror import end_fetches
 from gate.sources.policy import FetchPolicy
 from gate.storage.series_cache import SeriesCache
+from gate.storage.series_snapshot import SeriesSnapshots
 from gate.storage.unit import Store
 
 ROUTERS = [revisions.router, kernels.router, artifacts.router, github.router, health.router, pages.router]
@@ -74,7 +75,7 @@ def create_app(settings: Settings | None = None, *, gate_job: GateJob | None = N
                               mirror=getattr(sources, "mirror", None), notifier=notifier,
                               spare_child=settings.spare_child)
 
-    series_cache = SeriesCache()
+    series_cache = SeriesCache(snapshots=SeriesSnapshots(settings.data_dir / "series", store.engine.url.render_as_string()))
     warmup = SeriesWarmup(store, series_cache, max_points=pages.PAGE_POINTS)
     gate = GateContext(settings=settings, store=store, sources=sources,
                        executor=executor or _executor(settings, env_factory, embedded_executor),

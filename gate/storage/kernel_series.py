@@ -25,7 +25,6 @@ from gate.domain.verdict import RuleRow
 from gate.read_models.kernel_series import KernelHistory, KernelPage, SeriesHistory, Trace, TracesOf
 from gate.storage.db import Queries
 from gate.storage.models import Metric, VerdictRecord
-from gate.storage.reuse import reused_revisions
 from gate.storage.series_buckets import Buckets, bucket_series, bucket_width, worst_places
 from gate.storage.series_cache import HeldHistory, SeriesCache
 
@@ -107,9 +106,12 @@ class KernelSeries(Queries):
             .order_by(VerdictRecord.revision_id.desc()).offset(last_revisions - 1).limit(1)
         ) or 0
         values: dict[tuple[str, str], list[float]] = {}
+        # Read as one range of `ix_metrics_revision` (the newest revisions' figures): with the kernel
+        # compared as an expression no kernel-led index applies. SQLite (no statistics) chose the
+        # series index, whose range is every peer row of the metric: 0.3 s at 100,000 revisions.
         for shape, series, value in self._session.execute(
             select(Metric.shape, Metric.series, Metric.value).where(
-                Metric.kernel == kernel, Metric.gpu_kind == gpu_kind, Metric.name == name,
+                Metric.kernel.concat("") == kernel, Metric.gpu_kind == gpu_kind, Metric.name == name,
                 Metric.series.not_in(_SIDES), Metric.shape.in_(shapes), Metric.revision_id >= cutoff)
         ):
             values.setdefault((shape, series), []).append(value)
@@ -144,7 +146,7 @@ class KernelSeries(Queries):
         ids = {i for s in (*on_line, *off_line) for i in s.revision_ids.tolist()}
         return KernelHistory(kernel, gpu_kind, int(held.revision_ids.size), width, on_line,
                              cache.revision_meta(conn, kernel, gpu_kind, ids),
-                             reused_revisions(self._session, kernel, gpu_kind), off_line)
+                             held.reused, off_line)
 
     def kernel_page(self, kernel: str, gpu: str | None, shape: str | None, *, traces: TracesOf,
                     peer_metrics: Mapping[str, str], max_points: int, cache: SeriesCache) -> KernelPage | None:

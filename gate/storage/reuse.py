@@ -18,12 +18,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from sqlalchemy import select
-from sqlalchemy.orm import Session, aliased
+from sqlalchemy.orm import Session
 
 from gate.domain import JobResult, StageStatus, Verdict
 from gate.domain.clock import utcnow
 from gate.domain.codec import from_json
-from gate.domain.reuse import HistoryAnswers, Provenance, ReusedMeasurement, ReusedProfile, ReuseKeys, reused_line
+from gate.domain.reuse import HistoryAnswers, Provenance, ReusedMeasurement, ReusedProfile, ReuseKeys
 from gate.storage import artifacts as artifact_files
 from gate.storage.models import Artifact, Job, JobState, Revision, VerdictRecord
 
@@ -91,20 +91,6 @@ def _newest_judged(session: Session, data_dir: Path, column, key: str, *, reposi
     if not usable(result):
         return None
     return Provenance(job_id=job_id, sha=sha, measured_at=finished_at.isoformat()), result
-
-
-def reused_revisions(session: Session, kernel: str, gpu_kind: str) -> dict[int, str]:
-    """revision id -> where its figures came from, for the revisions whose job of `kernel` on
-    `gpu_kind` reused an earlier job's (the kernel page rings those points)."""
-    origin, origin_rev = aliased(Job), aliased(Revision)
-    rows = session.execute(
-        select(Job.revision_id, origin_rev.sha, origin.id, origin.finished_at)
-        .join(VerdictRecord, VerdictRecord.job_id == Job.id)
-        .join(origin, Job.reused_from_job_id == origin.id)
-        .join(origin_rev, origin.revision_id == origin_rev.id)
-        .where(Job.kernel == kernel, VerdictRecord.gpu_kind == gpu_kind, origin.finished_at.is_not(None))
-    ).all()
-    return {rev_id: reused_line(sha, job_id, at.isoformat()) for rev_id, sha, job_id, at in rows}
 
 
 class ReuseAnswers:

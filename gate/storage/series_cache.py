@@ -19,6 +19,10 @@ from each revision's stored place) is computed again whenever new verdicts arriv
 that lands in the middle of the history (an ancestor submitted late) is drawn where it belongs.
 
 Arrays are replaced, never changed in place, so a `HeldSeries` handed out stays valid without the lock.
+
+A history read from the start (or given new traces) is also written to disk when the cache has
+`snapshots` (`series_snapshot.py`), and a history not held is first looked for there: a restarted
+server refreshes the saved one instead of reading 100,000 revisions of every trace again.
 """
 
 from __future__ import annotations
@@ -38,6 +42,10 @@ from gate.storage.commit_order import CommitOrder, commit_order
 from gate.storage.models import Metric, Revision, VerdictRecord
 from gate.storage.series_buckets import verdict_vocabulary
 from gate.storage.series_failures import Failed, read_failed
+from gate.storage.series_reuse import read_reused
+from gate.storage.series_snapshot import SeriesSnapshots
+
+SAVE_AFTER_ROWS = 1000     # verdict rows appended since a history was saved that make it worth saving again
 
 
 
@@ -73,15 +81,16 @@ class HeldHistory:
     places: Places
     order: CommitOrder                                # computed from `places` by `_held`
     failed: Failed                                    # the rules that failed each verdict row
+    reused: dict[int, str]                            # revision id -> whose figures it reused (`series_reuse.py`)
     traces: dict[Trace, HeldSeries] = field(default_factory=dict)
 
 
 def _held(revision_ids: np.ndarray, verdict_codes: np.ndarray, verdicts: tuple[str, ...], places: Places,
-          failed: Failed, traces: dict[Trace, HeldSeries] | None = None) -> HeldHistory:
+          failed: Failed, reused: dict[int, str], traces: dict[Trace, HeldSeries] | None = None) -> HeldHistory:
     """A held history with its commit order, computed again over every row: a new revision may
     belong anywhere in it."""
     order = commit_order(revision_ids, places.positions, places.times, places.on_branch)
-    return HeldHistory(revision_ids, verdict_codes, verdicts, places, order, failed, traces or {})
+    return HeldHistory(revision_ids, verdict_codes, verdicts, places, order, failed, reused, traces or {})
 
 
 @dataclass
@@ -89,11 +98,13 @@ class _Entry:
     lock: threading.Lock = field(default_factory=threading.Lock)
     held: HeldHistory | None = None
     meta: dict[int, RevisionMeta] = field(default_factory=dict)   # revisions never change
+    saved_rows: int = -1          # verdict rows of the history last saved (-1: none saved by us)
 
 
 class SeriesCache:
-    def __init__(self, max_histories: int = 32) -> None:
+    def __init__(self, max_histories: int = 32, snapshots: SeriesSnapshots | None = None) -> None:
         self.max_histories = max_histories
+        self.snapshots = snapshots
         self._entries: OrderedDict[tuple[str, str], _Entry] = OrderedDict()
         self._lock = threading.Lock()
         self.full_reads = 0           # how many times a history was read from the start
@@ -103,6 +114,10 @@ class SeriesCache:
         """The current history of `kernel` on `gpu_kind` holding (at least) `traces`."""
         entry = self._entry(kernel, gpu_kind)
         with entry.lock:
+            if entry.held is None and self.snapshots is not None:
+                entry.held = self.snapshots.load(kernel, gpu_kind)
+                entry.saved_rows = -1 if entry.held is None else entry.held.revision_ids.size
+            reads = self.full_reads
             entry.held = self._refresh(conn, kernel, gpu_kind, entry.held)
             held = entry.held
             upto = int(held.revision_ids[-1]) if held.revision_ids.size else 0
@@ -110,7 +125,12 @@ class SeriesCache:
             for t in missing:
                 ids, values, envs = _metric_rows(conn, kernel, gpu_kind, t, 0, upto, held.revision_ids)
                 held.traces[t] = HeldSeries(ids, values, _unit(conn, kernel, gpu_kind, t), envs)
-            return replace(held, traces=dict(held.traces))
+            held = replace(held, traces=dict(held.traces))
+            if self.snapshots is not None and (missing or reads != self.full_reads or
+                                               held.revision_ids.size - entry.saved_rows >= SAVE_AFTER_ROWS):
+                entry.saved_rows = held.revision_ids.size
+                self.snapshots.save_later(kernel, gpu_kind, held)
+            return held
 
     def revision_meta(self, conn: Connection, kernel: str, gpu_kind: str,
                       ids: set[int]) -> dict[int, RevisionMeta]:
@@ -161,7 +181,8 @@ class SeriesCache:
                                    np.concatenate([s.environments, envs]))
         return _held(np.concatenate([held.revision_ids, new_ids]),
                      np.concatenate([held.verdict_codes, codes]), verdicts, held.places.then(places),
-                     held.failed.then(failed), traces)
+                     held.failed.then(failed), {**held.reused, **read_reused(conn, kernel, gpu_kind, after)},
+                     traces)
 
     def _read_all(self, conn: Connection, kernel: str, gpu_kind: str,
                   held: HeldHistory | None) -> HeldHistory:
@@ -173,7 +194,8 @@ class SeriesCache:
         code = {v: i for i, v in enumerate(verdicts)}
         ids = np.array(rev_ids, dtype=np.int64)
         fresh = _held(ids, np.array([code[v] for v in names], dtype=np.int64), verdicts,
-                      _places(conn, kernel, gpu_kind, 0, ids), read_failed(conn, kernel, gpu_kind, 0, ids, names, 0))
+                      _places(conn, kernel, gpu_kind, 0, ids), read_failed(conn, kernel, gpu_kind, 0, ids, names, 0),
+                      read_reused(conn, kernel, gpu_kind, 0))
         upto = int(ids[-1]) if ids.size else 0
         for t, s in (held.traces.items() if held is not None else ()):
             t_ids, values, envs = _metric_rows(conn, kernel, gpu_kind, t, 0, upto, ids)

@@ -85,3 +85,33 @@ def test_a_view_racing_the_warm_up_shows_the_whole_history(make_client, session_
     assert page == client.get(f"/kernels/{KERNEL}").text  # same data version: one page
     _add_verdict(session_factory, "reject", latency_us=12345.0)
     assert "12345" in client.get(f"/kernels/{KERNEL}", params={"shape": SHAPE}).text
+
+
+HISTORY_API = f"/api/v1/kernels/{KERNEL}/history"
+
+
+def test_history_api_answers_a_verdict_stored_after_its_answer_was_kept(make_client, session_factory):  # noqa: ANN001
+    _seed(session_factory, 12)
+    client = make_client(embedded_executor=False)
+    params = {"metric": "latency_median_us", "shape": SHAPE}
+    first = client.get(HISTORY_API, params=params)
+    assert first.headers["content-type"] == "application/json"
+    assert client.get(HISTORY_API, params=params).content == first.content     # kept
+    _add_verdict(session_factory, "reject", latency_us=12345.0)
+    after = client.get(HISTORY_API, params=params).json()
+    assert after["revisions"] == first.json()["revisions"] + 1
+    assert after["series"][0]["points"][-1]["value"] == 12345.0
+    assert after["series"][0]["points"][-1]["verdict"] == "reject"
+
+
+def test_history_api_keeps_each_question_apart_and_no_404(make_client, session_factory):  # noqa: ANN001
+    _seed(session_factory, 12)
+    client = make_client(embedded_executor=False)
+    one = client.get(HISTORY_API, params={"metric": "latency_median_us", "shape": SHAPE}).json()
+    every = client.get(HISTORY_API, params={"metric": "latency_median_us"}).json()
+    assert [s["shape"] for s in one["series"]] == [SHAPE]
+    assert len(every["series"]) > 1
+    kept = len(client.app.state.page_cache)
+    assert client.get("/api/v1/kernels/nope/history", params={"metric": "latency_median_us"}).status_code == 404
+    assert client.get(HISTORY_API, params={"metric": "latency_median_us", "gpu": "no GPU"}).status_code == 404
+    assert len(client.app.state.page_cache) == kept

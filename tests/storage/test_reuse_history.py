@@ -16,7 +16,9 @@ from gate.storage import claims
 from gate.storage.db import make_engine
 from gate.storage.models import Job, Repository, Revision
 from gate.storage.outcomes import store_outcome
-from gate.storage.reuse import find_measured, find_profile, reused_revisions
+from gate.storage.reuse import find_measured, find_profile
+from gate.storage.series_cache import SeriesCache
+from gate.storage.series_reuse import read_reused
 
 KEY = "f" * 64
 
@@ -119,8 +121,10 @@ def test_revisions_that_reused_are_listed_with_their_origin(session_factory, tmp
     with session_factory() as s:
         rev_id = s.get(Job, reuser).revision_id
         gpu_kind = s.get(Job, reuser).verdict.gpu_kind
-        assert reused_revisions(s, "k0", gpu_kind) == {rev_id: f"reused from {'a' * 12} job {origin}, "
-                                                               f"{at[:16].replace('T', ' ')} UTC"}
+        line = f"reused from {'a' * 12} job {origin}, {at[:16].replace('T', ' ')} UTC"
+        assert read_reused(s.connection(), "k0", gpu_kind, 0) == {rev_id: line}
+        assert read_reused(s.connection(), "k0", gpu_kind, rev_id) == {}      # only verdicts above `after`
+        assert SeriesCache().history(s.connection(), "k0", gpu_kind, []).reused == {rev_id: line}
 
 
 def _migrator(database_url):
