@@ -101,6 +101,20 @@ class _Entry:
     saved_rows: int = -1          # verdict rows of the history last saved (-1: none saved by us)
 
 
+def _witness(conn: Connection, kernel: str, gpu_kind: str, of: tuple | None = None) -> tuple:
+    """Which database this is, for a saved history (`series_snapshot.py`): ((id, time), ...) of the
+    oldest and newest verdict rows of (kernel, GPU kind), or, given an earlier witness `of`, of the
+    rows with its ids as this database holds them now (equal only in the database that made it)."""
+    where = (VerdictRecord.kernel == kernel, VerdictRecord.gpu_kind == gpu_kind)
+    row = select(VerdictRecord.id, VerdictRecord.created_at).where(*where)
+    if of is not None:
+        found = conn.execute(row.where(VerdictRecord.id.in_([i for i, _ in of])).order_by(VerdictRecord.id)).all()
+    else:
+        found = [*conn.execute(row.order_by(VerdictRecord.id).limit(1)),
+                 *conn.execute(row.order_by(VerdictRecord.id.desc()).limit(1))]
+    return tuple(dict.fromkeys((int(i), str(at)) for i, at in found))
+
+
 class SeriesCache:
     def __init__(self, max_histories: int = 32, snapshots: SeriesSnapshots | None = None) -> None:
         self.max_histories = max_histories
@@ -115,7 +129,8 @@ class SeriesCache:
         entry = self._entry(kernel, gpu_kind)
         with entry.lock:
             if entry.held is None and self.snapshots is not None:
-                entry.held = self.snapshots.load(kernel, gpu_kind)
+                entry.held = self.snapshots.load(kernel, gpu_kind,
+                                                 lambda seen: seen == _witness(conn, kernel, gpu_kind, seen))
                 entry.saved_rows = -1 if entry.held is None else entry.held.revision_ids.size
             reads = self.full_reads
             entry.held = self._refresh(conn, kernel, gpu_kind, entry.held)
@@ -129,7 +144,7 @@ class SeriesCache:
             if self.snapshots is not None and (missing or reads != self.full_reads or
                                                held.revision_ids.size - entry.saved_rows >= SAVE_AFTER_ROWS):
                 entry.saved_rows = held.revision_ids.size
-                self.snapshots.save_later(kernel, gpu_kind, held)
+                self.snapshots.save_later(kernel, gpu_kind, held, _witness(conn, kernel, gpu_kind))
             return held
 
     def revision_meta(self, conn: Connection, kernel: str, gpu_kind: str,

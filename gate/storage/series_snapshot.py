@@ -9,7 +9,11 @@ after a full read is as good as one kept in memory: a new process loads it (~0.1
 
 One file per (database, kernel, GPU kind), under the server's own data dir, written whole to a
 temporary name and renamed, so a reader sees a complete file or none. Anything unreadable (damaged,
-written by another format) is ignored: the history is read from the database as before. Each
+written by another format) is ignored: the history is read from the database as before. A file also
+keeps a witness of the database it came from (the oldest and newest verdict rows' ids and times): a
+database made again at the same address (a demo replayed into a fresh file) holds the same counts and
+ids, and its refresh would have found nothing new, so a file whose witness the database does not hold
+is ignored. Each
 trace's environment keys are stored as codes into their few distinct strings, so a file holds
 numbers, not millions of string references.
 """
@@ -21,6 +25,7 @@ import logging
 import os
 import pickle
 import threading
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -28,7 +33,7 @@ from typing import Any
 import numpy as np
 
 log = logging.getLogger(__name__)
-FORMAT = 1          # bump when `HeldHistory` changes shape: older files are then ignored
+FORMAT = 2          # bump when `HeldHistory` changes shape: older files are then ignored
 
 
 class SeriesSnapshots:
@@ -37,12 +42,16 @@ class SeriesSnapshots:
     def __init__(self, directory: Path, database: str) -> None:
         self.directory = Path(directory) / _digest(database, 16)
 
-    def load(self, kernel: str, gpu_kind: str) -> Any | None:
-        """The history saved for (kernel, GPU kind), or None when there is none usable."""
+    def load(self, kernel: str, gpu_kind: str, holds: Callable[[Any], bool]) -> Any | None:
+        """The history saved for (kernel, GPU kind), or None when there is none usable: none saved,
+        unreadable, or one whose witness `holds` says this database does not hold."""
         path = self._path(kernel, gpu_kind)
         try:
             with path.open("rb") as f:
-                held = pickle.load(f)   # noqa: S301 (the server's own file, in its data dir)
+                witness, held = pickle.load(f)   # noqa: S301 (the server's own file, in its data dir)
+            if not holds(witness):
+                log.info("series snapshot %s is of another database; reading the history", path)
+                return None
             return replace(held, traces={t: _unpacked(s) for t, s in held.traces.items()})
         except FileNotFoundError:
             return None
@@ -50,22 +59,23 @@ class SeriesSnapshots:
             log.warning("series snapshot %s unreadable; reading the history", path, exc_info=True)
             return None
 
-    def save_later(self, kernel: str, gpu_kind: str, held: Any) -> threading.Thread:
-        """Write `held` in a background thread (returned): a request never waits for the write.
-        `held`'s arrays are never changed in place (`series_cache.py`), so it may be written in use."""
-        thread = threading.Thread(target=self.save, args=(kernel, gpu_kind, held), name="series-snapshot",
+    def save_later(self, kernel: str, gpu_kind: str, held: Any, witness: Any) -> threading.Thread:
+        """Write `held` and the `witness` of its database in a background thread (returned): a request
+        never waits for the write. `held`'s arrays are never changed in place (`series_cache.py`), so it
+        may be written in use."""
+        thread = threading.Thread(target=self.save, args=(kernel, gpu_kind, held, witness), name="series-snapshot",
                                   daemon=True)
         thread.start()
         return thread
 
-    def save(self, kernel: str, gpu_kind: str, held: Any) -> None:
+    def save(self, kernel: str, gpu_kind: str, held: Any, witness: Any) -> None:
         path = self._path(kernel, gpu_kind)
         tmp = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             packed = replace(held, traces={t: _packed(s) for t, s in held.traces.items()})
             with tmp.open("wb") as f:
-                pickle.dump(packed, f, protocol=pickle.HIGHEST_PROTOCOL)
+                pickle.dump((witness, packed), f, protocol=pickle.HIGHEST_PROTOCOL)
             os.replace(tmp, path)
         except Exception:  # noqa: BLE001 (an optimization: the history stays held in memory)
             log.warning("series snapshot %s not written", path, exc_info=True)
