@@ -8,7 +8,9 @@ details the unfiltered kernel page asks for.
 
 A request that arrives first is still served correctly: the cache reads each history under that
 history's lock, so a request for the history being read waits for it and then reads only what is
-newer; one for a history not read yet reads it itself, and warm-up then finds it held. Warm-up is an
+newer; one for a history not read yet reads it itself, and warm-up then finds it held. Requests come
+first: warm-up starts no history while a kernel page or the history API is being served
+(`serving`, through `deps.get_series_cache`). Warm-up is an
 optimization: a failure is logged and ends it, and it never holds up start or shutdown for more
 than the read in progress.
 """
@@ -17,6 +19,8 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from gate.figures.kernel_page import wanted_traces
 from gate.storage.series_cache import SeriesCache
@@ -33,14 +37,30 @@ class SeriesWarmup:
         self.done = threading.Event()        # set once finished, failed, stopped or turned off
         self.warmed: list[tuple[str, str]] = []
         self._stop = threading.Event()
+        self._serving = 0                    # requests reading the cache now
+        self._quiet = threading.Condition()
         self._thread = threading.Thread(target=self._run, name="history-warmup", daemon=True)
 
     def start(self) -> None:
         self._thread.start()
 
+    @contextmanager
+    def serving(self) -> Iterator[None]:
+        """While a request reads histories: warm-up waits before its next one."""
+        with self._quiet:
+            self._serving += 1
+        try:
+            yield
+        finally:
+            with self._quiet:
+                self._serving -= 1
+                self._quiet.notify_all()
+
     def stop(self) -> None:
         """Stop after the history being read (if any); returns once the thread has ended."""
         self._stop.set()
+        with self._quiet:
+            self._quiet.notify_all()
         if self._thread.is_alive():
             self._thread.join()
 
@@ -49,6 +69,8 @@ class SeriesWarmup:
             with self.store.unit() as uow:
                 pairs = uow.history.recent_histories(self.cache.max_histories)
             for kernel, gpu_kind in pairs:
+                with self._quiet:
+                    self._quiet.wait_for(lambda: self._serving == 0 or self._stop.is_set())
                 if self._stop.is_set():
                     return
                 with self.store.unit() as uow:   # one short transaction per history
