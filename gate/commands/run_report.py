@@ -8,7 +8,7 @@ from gate.nvidia.symbols import kernel_name
 from gate.verdict.lines import job_diffs
 from gate.domain.line_wording import as_text
 from gate.domain.verdict import RuleRow
-from gate.domain.rule_words import INCREASE_RULES
+from gate.domain.rule_words import as_allowed
 from gate.domain.wording import checked_calls_words, plural, reason_beside
 from gate.domain.rule_catalog import Kind, of_kind
 
@@ -25,12 +25,6 @@ def _cell(value: object) -> str:
     if isinstance(value, float):
         return f"{value:.4g}"
     return str(value)
-
-
-def _threshold_cell(row: RuleRow) -> str:
-    """The threshold column (the unit has its own): an increase rule's reads "+8", the increase it allows."""
-    cell = _cell(row.threshold)
-    return f"+{cell}" if row.rule in INCREASE_RULES and isinstance(row.threshold, (int, float)) else cell
 
 
 def _table(header: list[str], rows: list[list[str]], indent: str = "  ") -> list[str]:
@@ -74,7 +68,7 @@ def render(outcomes: list[GateOutcome], *, sha: str, base_sha: str | None) -> st
         report, result = outcome.report, outcome.result
         lines.append(f"{result.kernel}: {report.verdict.value.upper()}  {report.reason}")
         rules = [[r.rule, r.where or "-", r.outcome.value.replace("_", " "), _cell(r.value),
-                  _threshold_cell(r), _cell(r.baseline), _cell(r.delta), r.unit or "-",
+                  as_allowed(r, _cell(r.threshold)), _cell(r.baseline), _cell(r.delta), r.unit or "-",
                   reason_beside(r.outcome.value, r.reason) or "-"] for r in report.rules]
         lines += _table(["rule", "shape", "outcome", "value", "threshold", "baseline", "delta", "unit",
                          "reason"], rules)

@@ -13,7 +13,11 @@ INCREASE_RULES = frozenset(s.rule for s in CATALOG if s.kind is Kind.STATIC_INCR
 
 def threshold_words(row: RuleRow) -> str:
     """`row.threshold` in its unit; for an increase rule, signed as the increase it allows."""
-    text = format_value(row.threshold, row.unit)
+    return as_allowed(row, format_value(row.threshold, row.unit))
+
+
+def as_allowed(row: RuleRow, text: str) -> str:
+    """`text` (the threshold, as the page or the CLI writes it) signed "+" for an increase rule."""
     if row.rule in INCREASE_RULES and isinstance(row.threshold, (int, float)) and row.threshold >= 0:
         return f"+{text}"
     return text
