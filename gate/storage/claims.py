@@ -16,6 +16,7 @@ from sqlalchemy.orm import Session
 
 from gate.domain.job import JobOrder
 from gate.nvidia.devices import Gpu
+from gate.storage.db import Queries
 from gate.storage.models import Job, JobEvent, JobState, Revision, RevisionStatus, utcnow
 from gate.storage.timing_methods import kept_methods
 
@@ -137,11 +138,8 @@ def job_order(session: Session, job_id: int) -> JobOrder:
                     kept_methods=kept_methods(session, rev.repository_id, job.kernel, job.gpu_kind))
 
 
-class Claims:
+class Claims(Queries):
     """The executors' group of a unit of work (`uow.group(Claims)`): each method commits on its own."""
-
-    def __init__(self, session: Session):
-        self._session = session
 
     def claim(self, job_id: int, *, worker: str, gpu: Gpu | None = None) -> int | None:
         return claim_job(self._session, job_id, worker=worker, gpu=gpu)

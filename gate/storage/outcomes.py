@@ -23,6 +23,7 @@ from gate.domain.notices import Notice, NoticeKind
 from gate.returned_files import Refused
 from gate.domain.reuse import Provenance
 from gate.storage import artifacts as artifact_files
+from gate.storage.db import Queries
 from gate.storage.notices import add_notice
 from gate.storage.models import Job, JobEvent, JobState, Revision, RevisionStatus, utcnow
 from gate.storage.queries import job_facts
@@ -115,11 +116,8 @@ def store_error(session: Session, job_id: int, attempt: int, message: str) -> No
     return _close(session, job, report, record.fingerprint)
 
 
-class Outcomes:
+class Outcomes(Queries):
     """The executors' group of a unit of work (`uow.group(Outcomes)`): a job's end, committed."""
-
-    def __init__(self, session: Session):
-        self._session = session
 
     def store(self, job_id: int, attempt: int, outcome: Outcome, data_dir: Path) -> Notice | None:
         return store_outcome(self._session, job_id, attempt, outcome, data_dir)

@@ -25,6 +25,7 @@ from gate.domain.clock import utcnow
 from gate.domain.codec import from_json
 from gate.domain.reuse import HistoryAnswers, Provenance, ReusedMeasurement, ReusedProfile, ReuseKeys
 from gate.storage import artifacts as artifact_files
+from gate.storage.db import Queries
 from gate.storage.models import Artifact, Job, JobState, Revision, VerdictRecord
 
 if TYPE_CHECKING:     # the unit's module lists this one's group: a type here, not an import
@@ -93,11 +94,8 @@ def _newest_judged(session: Session, data_dir: Path, column, key: str, *, reposi
     return Provenance(job_id=job_id, sha=sha, measured_at=finished_at.isoformat()), result
 
 
-class ReuseAnswers:
+class ReuseAnswers(Queries):
     """The executors' group of a unit of work (`uow.group(ReuseAnswers)`)."""
-
-    def __init__(self, session: Session):
-        self._session = session
 
     def answers(self, data_dir: Path, *, repository_id: int, kernel: str, keys: ReuseKeys,
                 max_age_h: float) -> HistoryAnswers:
