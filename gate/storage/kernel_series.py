@@ -121,13 +121,9 @@ class KernelSeries(Queries):
         if not held.revision_ids.size:
             return KernelHistory(kernel, gpu_kind, 0, 1, [])
         width = bucket_width(0, max(line.size - 1, 0), line.size, max_points)
-        on_line, off_line = [], []
-        for t in dict.fromkeys(traces):
-            series = _drawn(held, t, width)
-            if series[0] is not None:
-                on_line.append(series[0])
-            if series[1] is not None:
-                off_line.append(series[1])
+        drawn = [_drawn(held, t, width) for t in dict.fromkeys(traces)]
+        on_line = [on for on, _ in drawn if on is not None]
+        off_line = [off for _, off in drawn if off is not None]
         ids = {i for s in (*on_line, *off_line) for i in s.revision_ids.tolist()}
         return KernelHistory(kernel, gpu_kind, int(held.revision_ids.size), width, on_line,
                              cache.revision_meta(conn, kernel, gpu_kind, ids),

@@ -2,9 +2,8 @@
 
 The final UPDATE is conditional on the attempt that was claimed: if the job was re-queued and claimed
 again meanwhile (its worker was presumed dead), this late result is dropped instead of stored twice.
-Nothing of the notifications runs here: the verdict's `Notice` is stored in the same transaction and
-returned, and the caller hands it to its notifier once committed (`gate.executors.base`, through
-its unit of work's `Outcomes` group).
+The verdict's `Notice` is stored in the same transaction and returned; the caller hands it to its
+notifier once committed (`gate.executors.base`): nothing of the notifications runs here.
 """
 
 from __future__ import annotations

@@ -1,10 +1,6 @@
-"""The history's side of measurement reuse (docs/reuse.md): which earlier job may stand for a new one.
-
-Only a job that measured (not one that itself reused) and was judged (`accept` or `reject`: an
-`inconclusive` interval or an `incomplete` run is worth measuring again) is offered, and only while
-it is younger than the age limit, counted from when it measured. The same rule offers a candidate's
-profile to a later job whose baseline has the candidate's inputs (`find_profile`). A job's parent
-asks both at once (`RepositoryHistory`, through the unit of work's `ReuseAnswers` group).
+"""The history's side of measurement reuse (docs/reuse.md, which gives the rule's reasons): which
+earlier job may stand for a new one, and whose candidate profile may stand for a later baseline's.
+A job's parent asks both at once (`RepositoryHistory`, through the unit of work's `ReuseAnswers`).
 """
 
 from __future__ import annotations

@@ -143,12 +143,9 @@ class Samples(Queries):
                                reason: str | None = None, metrics: list[dict] | None = None,
                                sha: str | None = None, message: str | None = None,
                                gpu_kind: str | None = None) -> int:
-        """One more revision of `kernel` after its newest, judged on that one's GPU kind (or `gpu_kind`);
-        returns its id.
-
-        By default a copy of the newest revision's verdict and metrics; `verdict` (with `reason`, and an
-        empty rule table) and `metrics` (dicts of shape, name, series, value, unit) replace them. The
-        caller commits."""
+        """One more revision of `kernel` after its newest, judged on that one's GPU kind (or `gpu_kind`),
+        a copy of its verdict and metrics unless `verdict` (with `reason` and an empty rule table) and
+        `metrics` (dicts of shape, name, series, value, unit) replace them; its id. The caller commits."""
         last = self._session.scalars(select(VerdictRecord).where(VerdictRecord.kernel == kernel)
                                      .order_by(VerdictRecord.revision_id.desc()).limit(1)).one()
         old = self._session.get(Revision, last.revision_id)
