@@ -15,10 +15,10 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from gate.domain.verdict import Verdict
 from gate.errors import GateError, ManifestError, SourceError, StorageError
 from gate.notify import Notifier
 from gate.services.announce import announce
-from gate.services.baseline import choose_baseline
 from gate.services.sources import SourceReader, as_naive_utc
 from gate.sources.policy import FetchRefused, url_kind
 from gate.storage.planning import RevisionToPlan
@@ -173,6 +173,19 @@ def _place(sources: SourceReader, todo: RevisionToPlan, sha: str) -> tuple[int |
         log.warning("revision %s: place of %s in the history unknown: %s", todo.id, sha[:12], exc)
         return None, None
     return position, on_branch and not todo.elsewhere
+
+
+def choose_baseline(uow: UnitOfWork, revision_id: int, *, base_sha: str | None,
+                    parent_sha: str | None) -> str | None:
+    """`base_sha` when given; else the newest earlier revision of the repository's default branch whose
+    every job ended `accept`; else the parent. None only for a root commit with no accepted history:
+    the job then runs without a baseline."""
+    if base_sha:
+        return base_sha
+    for rev in uow.planning.default_branch_before(revision_id):
+        if rev.verdicts and all(v == Verdict.ACCEPT for v in rev.verdicts):
+            return rev.sha
+    return parent_sha
 
 
 def plan_by_id(store: Store, revision_id: int, *, sources: SourceReader,
