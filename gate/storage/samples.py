@@ -81,14 +81,6 @@ class Samples(Queries):
         self._session.flush()
         return [r.id for r in rows]
 
-    def add_judged_job(self, *, revision_id: int, kernel: str, gpu_kind: str, worker: str,
-                       queued_at: datetime, started_at: datetime, finished_at: datetime, verdict: str,
-                       reason: str, rules: list[Any], fingerprint: dict[str, Any],
-                       stages: Sequence[StageRow] = ()) -> int:
-        """A finished job and its verdict; with `stages`, its stage rows and a build-log artifact too."""
-        return self.add_judged_jobs([JudgedJob(revision_id, kernel, gpu_kind, worker, queued_at, started_at,
-                                               finished_at, verdict, reason, rules, fingerprint, stages)])[0]
-
     def add_judged_jobs(self, jobs: Sequence[JudgedJob]) -> list[int]:
         """Finished jobs with their verdicts (and, for those with stages, stage rows and a build-log
         artifact) in one bulk insert per table: a 100,000-revision history holds 400,000 jobs, which
