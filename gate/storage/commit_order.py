@@ -39,12 +39,8 @@ def commit_order(revision_ids: np.ndarray, positions: np.ndarray, times: np.ndar
     rank = np.full(ids.size, -1, dtype=np.int64)
     rank[line] = np.arange(line.size)
     beside = rank.copy()
-    off = ~on
-    if line.size and off.any():
-        below = np.searchsorted(place[line], place[off], side="right") - 1
-        beside[off] = np.maximum(below, 0)
-    elif off.any():
-        beside[off] = 0
+    off = ~on     # drawn at the line's last place at or below their depth (0 below every one, or no line)
+    beside[off] = np.maximum(np.searchsorted(place[line], place[off], side="right") - 1, 0)
     return CommitOrder(rank, beside, line)
 
 
