@@ -131,7 +131,7 @@ class Worker:
         started = time.monotonic()
         for job_id in ids:
             with self.session_factory() as s:
-                attempt = claims.claim_job(s, job_id, worker="bench")
+                attempt = claims.Claims(s).claim(job_id, worker="bench")
             run_claimed(self.env, job_id, attempt)
         seconds = time.monotonic() - started
         with self.session_factory() as s:

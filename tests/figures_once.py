@@ -49,7 +49,7 @@ def store_judged(session_factory, result: JobResult, data_dir: Path) -> tuple[in
         s.add(job)
         s.commit()
         job_id, revision_id = job.id, job.revision_id
-        attempt = claims.claim_job(s, job_id, worker="w")
+        attempt = claims.Claims(s).claim(job_id, worker="w")
     with session_factory() as s:
         store_outcome(s, job_id, attempt, FakeOutcome(result, report), data_dir)
     return revision_id, report

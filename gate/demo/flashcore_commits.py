@@ -37,8 +37,6 @@ from gate.errors import GateError
 PAD_LINE = re.compile(r"constexpr int kSmemPad = \d+;")
 EXTRA_WORK_END = "// ==== END EXTRA-WORK SPOT"
 STAGES_LINE = re.compile(r"static constexpr int kStages = [^;\n]+;")
-PERSISTENT_LINE = re.compile(r"static constexpr bool kPersistent = (?:true|false);")
-CAUSAL_LEAD_LINE = re.compile(r"static constexpr bool kCausalLead = (?:true|false);")
 # The launcher's 16-bit choice at D=64 (`per_shape_config` in wgmma.cu); D=128 stays `c2n128`.
 D64_CHOICE_LINE = re.compile(r"^  return p\.head_dim == 64 \? Config::kC\w+ : Config::kC2N128;", re.M)
 # The "clearer" code of the slower commit: each probability recomputed through two more exponentials
@@ -147,9 +145,9 @@ def _wmma(src: Path, repo: Path) -> None:
 
 def _wgmma(src: Path, repo: Path) -> None:
     _copy(src, repo, "kernels/flashcore/wgmma.cu")
-    _set_persistent(False)(src, repo)
+    _set_switch("kPersistent", False)(src, repo)
     _set_d64_choice("kC2N128P")(src, repo)
-    _set_causal_lead(False)(src, repo)
+    _set_switch("kCausalLead", False)(src, repo)
     (repo / "gate.toml").write_text(SCALAR_MANIFEST + WMMA_MANIFEST + WGMMA_MANIFEST)
 
 
@@ -165,20 +163,15 @@ def _set_line(rel: str, pattern: re.Pattern[str], line: str, shown: str) -> Call
     return apply
 
 
-def _set_persistent(on: bool) -> Callable[[Path, Path], None]:
-    """`wgmma.cu`'s grid: one block per output tile (off), or one block per SM walking the tiles (on),
-    where the next tile's Q, K and V load while a block finishes the last one."""
-    return _set_line("kernels/flashcore/wgmma.cu", PERSISTENT_LINE,
-                     f"static constexpr bool kPersistent = {'true' if on else 'false'};",
-                     "static constexpr bool kPersistent = ...;")
-
-
-def _set_causal_lead(on: bool) -> Callable[[Path, Path], None]:
-    """`wgmma.cu`'s causal tiles: from row 0 (off), so a head's last tile holds the rows left over and
-    sees every key for them, or started early (on), so that short tile is the first and sees few keys."""
-    return _set_line("kernels/flashcore/wgmma.cu", CAUSAL_LEAD_LINE,
-                     f"static constexpr bool kCausalLead = {'true' if on else 'false'};",
-                     "static constexpr bool kCausalLead = ...;")
+def _set_switch(name: str, on: bool) -> Callable[[Path, Path], None]:
+    """`wgmma.cu`'s `static constexpr bool <name>` set to `on`. `kPersistent`: one block per output tile
+    (off), or one block per SM walking the tiles (on), where the next tile's Q, K and V load while a
+    block finishes the last one. `kCausalLead`: causal tiles from row 0 (off), so a head's last tile
+    holds the rows left over and sees every key for them, or started early (on), so that short tile is
+    the first and sees few keys."""
+    return _set_line("kernels/flashcore/wgmma.cu", re.compile(rf"static constexpr bool {name} = (?:true|false);"),
+                     f"static constexpr bool {name} = {'true' if on else 'false'};",
+                     f"static constexpr bool {name} = ...;")
 
 
 def _set_d64_choice(config: str) -> Callable[[Path, Path], None]:
@@ -235,7 +228,7 @@ STEPS: tuple[Step, ...] = (
     Step("Add the Hopper kernel: wgmma + TMA, producer/consumer warpgroups (sm_90a)", _wgmma,
          {"flashcore_wgmma": "accept (new kernel)"}),
     Step("Persistent blocks: one per SM walks the output tiles, the next tile's loads under this one's end",
-         _set_persistent(True), {},
+         _set_switch("kPersistent", True), {},
          body="Each block used to start by waiting for its first Q and K tiles and end by storing its output\n"
               "with nothing else to do. Now the producer loads the next tile's Q, K and V while the consumers\n"
               "finish the last one. The blocks take the tiles of one list in rounds, the causal ones heaviest\n"
@@ -247,7 +240,7 @@ STEPS: tuple[Step, ...] = (
               "warpgroups of 160 registers take turns in round robin, as FlashAttention-3 does at this head\n"
               "dimension: while one runs its softmax, the other two keep the tensor cores busy."),
     Step("Start causal tiles early: the short tile of each head becomes its first, which sees few keys",
-         _set_causal_lead(True), {},
+         _set_switch("kCausalLead", True), {},
          body="192-row tiles do not divide S=4096: each head's last tile held 64 rows and still computed every\n"
               "key for all 192 of its rows, because under the causal mask the last rows see the most keys.\n"
               "Started 128 rows early, the tiles leave the remainder to tile 0, which sees one or two key tiles;\n"

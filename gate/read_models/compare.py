@@ -109,9 +109,7 @@ class CompareRow:
         # A peer's time (sdpa_flash, cublas) is a reference, not the kernel's: no rule judges it.
         # (Static figures are per arch: their series is an arch, and the kernel's own.)
         peer = self.name in _TIME_NAMES and self.series != Side.CANDIDATE
-        if peer or not self.judged or bound is None or self.change is None or self.change == 0:
-            return ""
-        if not self.moved:
+        if peer or not self.judged or bound is None or not self.moved:
             return ""
         return "good" if (self.change < 0) == (bound is Bound.CEILING) else "bad"
 

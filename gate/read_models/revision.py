@@ -1,9 +1,6 @@
 """One revision as the revision page and `GET /api/v1/revisions/{id}` show it (`gate.storage.queries`
-fills it).
-
-The stored JSON (rule tables, fingerprints, stage results) is decoded here once, into the domain's
-own types (`RuleRow`, `Fingerprint`, `BenchResult`, ...): pages and figures read attributes, so a
-renamed field fails loudly (an AttributeError, a type check) instead of reading as missing.
+fills it). The stored JSON is decoded once into the domain's own types (`RuleRow`, `BenchResult`, ...):
+pages read attributes, so a renamed field fails loudly instead of reading as missing.
 """
 
 from __future__ import annotations

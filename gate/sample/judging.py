@@ -57,7 +57,6 @@ def judge_commit(m: KernelModel, event: StoryEvent, gpu: str, sha: str) -> Outco
             metrics.extend(_ncu_metrics(m, shape, pipe, conflicts))
         timings.append((shape, cand_us, base_us, peers))
     rules.extend(_resource_rules(m, gates, pipe, conflicts, regs, profiled))
-    # The static figures as the gate extracts them from a static stage (registers, spills, SASS families).
     metrics += _static_figures(m, regs)
     verdict, reason = verdict_of(rules, profiled)
     if verdict == "accept":

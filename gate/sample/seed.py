@@ -1,7 +1,5 @@
-"""Write a synthetic but realistic judged history: revisions, jobs, verdicts, metrics, stages.
-
-SYNTHETIC SAMPLE DATA: every number here is generated, none was measured. Revisions carry
-`source="synthetic"` and the pages say so in their footer.
+"""Write a synthetic but realistic judged history: revisions, jobs, verdicts, metrics, stages
+(SYNTHETIC SAMPLE DATA: every number here is generated, none was measured; see `gate.sample`).
 
 The story: three kernels on an H100 (and `flashcore_wmma` also on an A100), gated commit by commit.
 `flashcore_wmma` gets faster in one step when its K/V tiles move to `ldmatrix` (the change point),

@@ -1,13 +1,9 @@
 """The after-commit hand-off: an event the storage committed (its `Notice`, stored in the event's
 transaction) goes to the notifier the service was composed with, and the messages it makes go to
-the outbox in the transaction that takes (deletes) the notice.
-
-    announce(uow, notifier, notice)              right after the event's commit (None: nothing to say)
-    announce_due(store, notifier)                the sweeper: notices nobody handed (their process
-                                                 died between the two commits), oldest first
-
-An event whose transaction rolled back left no notice and is never announced; a committed one is
-announced once (`storage.notices.Notices.hand_off` decides between two processes).
+the outbox in the transaction that takes (deletes) the notice. An event whose transaction rolled
+back left no notice and is never announced; a committed one is announced once (`Notices.hand_off`
+decides between two processes): by `announce` right after its commit or, when that process died
+between the two commits, by the sweeper (`announce_due`).
 """
 
 from __future__ import annotations

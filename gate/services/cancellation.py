@@ -1,13 +1,10 @@
 """Cancelling a revision (`POST /api/v1/revisions/{id}/cancel`): the rows, the messages, the children.
 
-    cancel(uow, revision_id, executor, notifier) -> CancelResult
-
-The storage ends the revision's queued and running jobs as `cancelled` in one transaction, with
-their notice; once it committed, the notifier makes its messages of them (an `error` commit status
-and a `cancelled` Check Run, `gate.notify.messages`) and they go to the outbox. Then the executor is
-told: the local executor kills the children of the jobs it runs
-at once; a Celery worker kills its child at its next heartbeat (`claims.HEARTBEAT_S`), when it finds
-the job no longer its own. A queued job is never started. `cancelled` is final and never `accept`.
+The storage ends the revision's queued and running jobs `cancelled` in one transaction, with their
+notice; once it committed, the notifier makes its messages (an `error` commit status and a
+`cancelled` Check Run, `gate.notify.messages`) and they go to the outbox. Then the executor is told:
+the local executor kills its jobs' children at once; a Celery worker kills its child at its next
+heartbeat (`claims.HEARTBEAT_S`). A queued job is never started. `cancelled` is final, never `accept`.
 """
 
 from __future__ import annotations

@@ -1,17 +1,9 @@
 """Submitting a revision (stored and committed before any reply) and planning its jobs.
 
-    submit           -> a durable revision, status queued, no jobs yet; or the identical
-                        submission already queued or running (`Submission.reused`)
-    submit_revision  -> the same, when the caller needs only the revision's id
-    plan_revision    -> resolve the sha, read gate.toml there, place the commit in the history (its
-                        first-parent depth, on the default branch or not), choose the baseline, one
-                        queued Job per kernel; a bad repo, sha or manifest ends the revision as DONE
-                        with `error` set
-    plan_by_id       -> the same in its own unit of work; whatever planning raises ends the revision
-                        `error` with its reason (issue 24: a revision left queued was planned again,
-                        and failed again, at every start, so the server never started)
-    plan_pending     -> at start-up: plan every queued revision that has no jobs (nothing is lost),
-                        each on its own
+`submit` stores a queued revision without jobs, or returns the identical one still queued or running;
+`plan_revision` resolves the sha, reads gate.toml there, places the commit in the history, chooses the
+baseline and queues one job per kernel (a bad repo, sha or manifest ends the revision with `error`);
+`plan_by_id` and, at start-up, `plan_pending` run it in units of their own, so nothing is lost.
 """
 
 from __future__ import annotations
@@ -23,16 +15,17 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from gate.domain.verdict import Verdict
 from gate.errors import GateError, ManifestError, SourceError, StorageError
 from gate.notify import Notifier
 from gate.services.announce import announce
-from gate.services.baseline import choose_baseline
 from gate.services.sources import SourceReader, as_naive_utc
 from gate.sources.policy import FetchRefused, url_kind
 from gate.storage.planning import RevisionToPlan
 from gate.storage.unit import Store, UnitOfWork
 
 log = logging.getLogger(__name__)
+
 
 def is_local_repo(repo: str) -> bool:
     """A path on this machine, read as git reads it (`gate.sources.policy.url_kind`: `host:path` is
@@ -182,11 +175,26 @@ def _place(sources: SourceReader, todo: RevisionToPlan, sha: str) -> tuple[int |
     return position, on_branch and not todo.elsewhere
 
 
+def choose_baseline(uow: UnitOfWork, revision_id: int, *, base_sha: str | None,
+                    parent_sha: str | None) -> str | None:
+    """`base_sha` when given; else the newest earlier revision of the repository's default branch whose
+    every job ended `accept`; else the parent. None only for a root commit with no accepted history:
+    the job then runs without a baseline."""
+    if base_sha:
+        return base_sha
+    for rev in uow.planning.default_branch_before(revision_id):
+        if rev.verdicts and all(v == Verdict.ACCEPT for v in rev.verdicts):
+            return rev.sha
+    return parent_sha
+
+
 def plan_by_id(store: Store, revision_id: int, *, sources: SourceReader,
                notifier: Notifier | None = None) -> PlanResult:
     """`plan_revision` in its own unit (on the planner's workers, after a fast reply). Anything
     it raises but a database fault ends the revision `error`: a revision that cannot be planned now
-    cannot be planned at the next start either. A database fault leaves it queued for the next start."""
+    cannot be planned at the next start either (issue 24: one left queued was planned, and failed,
+    again at every start, so the server never started). A database fault leaves it queued for the
+    next start."""
     try:
         with store.unit() as uow:
             return plan_revision(uow, revision_id, sources=sources, notifier=notifier)

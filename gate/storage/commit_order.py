@@ -1,22 +1,12 @@
 """The order a kernel's history is drawn in: the repository's, not the order of submission (pure, numpy).
 
-Issue 45: the history was drawn in revision id order, so submitting HEAD first and its ancestors
-after (a back-fill, a re-measure, an out-of-order push) drew the newest commit on the left, and
-change points were searched on that false order. Planning now stores each revision's place
-(`Revision.position`: the commit's first-parent depth, `Revision.on_branch`: whether it lies on the
-default branch's first-parent line), and the line is ordered by
-
-    (position, commit time, revision id)
-
-Positions of one line are distinct, so commit time only breaks the ties the graph leaves open (two
-revisions of one commit, or a history rewritten under the branch), and the id those of one commit.
-A revision planned before positions were kept (None) takes the highest known position of a line
-revision committed no later than it (no such revision: before all of them), then sorts by its
-commit time, then id: a history with no positions at all is in commit time order. A revision
-without a commit time sorts before those that have one.
-
-Revisions off the line (a pull request's head, a commit of another branch) are not on it: each is
-drawn beside the line's last revision at or below its depth (`beside`), as points of their own.
+Issue 45 (docs/design.md, "History in commit order"): submitting HEAD first and its ancestors after
+drew the newest commit on the left, and change points were searched on that false order. The line is
+ordered by (position, commit time, revision id): positions of one line are distinct, so commit time
+only breaks the ties the graph leaves open, and the id those of one commit. A revision planned
+before positions were kept (None) takes the highest known position of a line revision committed no
+later than it (none: before all of them); one without a commit time sorts before those that have one.
+Revisions off the line are drawn beside the line's last revision at or below their depth (`beside`).
 """
 
 from __future__ import annotations
@@ -49,12 +39,8 @@ def commit_order(revision_ids: np.ndarray, positions: np.ndarray, times: np.ndar
     rank = np.full(ids.size, -1, dtype=np.int64)
     rank[line] = np.arange(line.size)
     beside = rank.copy()
-    off = ~on
-    if line.size and off.any():
-        below = np.searchsorted(place[line], place[off], side="right") - 1
-        beside[off] = np.maximum(below, 0)
-    elif off.any():
-        beside[off] = 0
+    off = ~on     # drawn at the line's last place at or below their depth (0 below every one, or no line)
+    beside[off] = np.maximum(np.searchsorted(place[line], place[off], side="right") - 1, 0)
     return CommitOrder(rank, beside, line)
 
 

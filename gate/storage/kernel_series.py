@@ -1,13 +1,9 @@
-"""Read queries behind a kernel's page and `GET /api/v1/kernels/{name}/history`: its metric series
-(`uow.history`).
+"""Read queries behind a kernel's page and `GET /api/v1/kernels/{name}/history` (`uow.history`).
 
-All reads, no writes. History stays cheap at 10,000 revisions: a `SeriesCache` holds each
-(kernel, GPU kind)'s raw rows and reads only the new ones after a verdict (see
-`gate/storage/series_cache.py`); the series are in the repository's commit order (`commit_order.py`),
-revisions off the default branch apart; when a kernel has more than `max_points` revisions they are
-aggregated into buckets of equally many line places (mean, min, max, count; `series_buckets.py`) instead of
-shipping every point; peers (whatever the workload timed beside the kernel: SDPA backends, cuBLAS, a
-custom workload's own references) are read for the last jobs only.
+All reads, no writes. A `SeriesCache` holds each (kernel, GPU kind)'s rows and reads only the new
+ones after a verdict; the series are in commit order (`commit_order.py`), revisions off the default
+branch apart, bucketed over `max_points` line places (`series_buckets.py`); peers are read for the
+last jobs only.
 """
 
 from __future__ import annotations
@@ -37,13 +33,10 @@ class KernelSeries(Queries):
     """A kernel's history on one GPU kind (`uow.history`)."""
 
     def data_version(self, kernel: str) -> tuple[int, int]:
-        """(verdicts stored for `kernel`, the newest one's id): changes whenever its history does.
-
-        A job's metrics are stored in the transaction that stores its verdict (`store_outcome`), and
-        history rows are only ever added, so new verdicts are the only way the history changes. The
-        count is there because ids are not commit order in PostgreSQL: a transaction that took a lower
-        id can commit after the max id was read. One range of `ix_verdicts_kernel`.
-        """
+        """(verdicts stored for `kernel`, the newest one's id): changes whenever its history does. A job's
+        metrics are stored with its verdict (`store_outcome`) and rows are only ever added; the count is
+        there because ids are not commit order in PostgreSQL (a transaction that took a lower id can
+        commit after the max id was read). One range of `ix_verdicts_kernel`."""
         count, newest = self._session.execute(
             select(func.count(), func.max(VerdictRecord.id)).where(VerdictRecord.kernel == kernel)
         ).one()
@@ -94,12 +87,9 @@ class KernelSeries(Queries):
 
     def peer_levels(self, kernel: str, gpu_kind: str, name: str, shapes: Sequence[str],
                     last_revisions: int = 20) -> dict[tuple[str, str], float]:
-        """(shape, peer) -> median of the peer's `name` over the kernel's last `last_revisions` jobs.
-
-        Peers (PyTorch SDPA backends, cuBLAS, or the names a custom workload gives its references) are
-        references, not the subject: the pages draw them as one level each, which also keeps a long
-        history from reading every peer measurement.
-        """
+        """(shape, peer) -> median of the peer's `name` over the kernel's last `last_revisions` jobs. Peers
+        (SDPA backends, cuBLAS, a custom workload's references) are references, not the subject: the
+        pages draw each as one level, which also keeps a long history from reading every peer row."""
         cutoff = self._session.scalar(
             select(VerdictRecord.revision_id)
             .where(VerdictRecord.kernel == kernel, VerdictRecord.gpu_kind == gpu_kind)
@@ -119,16 +109,11 @@ class KernelSeries(Queries):
 
     def history(self, kernel: str, gpu_kind: str, traces: Sequence[Trace], max_points: int = MAX_POINTS,
                 cache: SeriesCache | None = None) -> KernelHistory:
-        """The history of each (metric name, shape, series) trace that has data, in commit order.
-
-        Commit order is the repository's (`commit_order.py`): the line is the default branch's
-        revisions by first-parent depth, whatever order they were submitted in; revisions off it (a
-        pull request's head, another branch) are the `off_branch` points, never on the line. Above
-        `max_points` line revisions each point is a bucket of consecutive line places: mean, min,
-        max, and its last revision in commit order (what a click opens); its verdict is the worst in
-        the bucket. `cache` holds histories between calls (the pages pass the app's); without one,
-        everything is read.
-        """
+        """The history of each (metric name, shape, series) trace that has data, in commit order
+        (`commit_order.py`; revisions off the line are the `off_branch` points). Above `max_points` line
+        revisions each point is a bucket of consecutive line places: mean, min, max, its last revision
+        (what a click opens) and its worst verdict. `cache` holds histories between calls (the pages
+        pass the app's); without one, everything is read."""
         cache = cache if cache is not None else SeriesCache(max_histories=1)
         conn = self._session.connection()
         held = cache.history(conn, kernel, gpu_kind, traces)
@@ -136,13 +121,9 @@ class KernelSeries(Queries):
         if not held.revision_ids.size:
             return KernelHistory(kernel, gpu_kind, 0, 1, [])
         width = bucket_width(0, max(line.size - 1, 0), line.size, max_points)
-        on_line, off_line = [], []
-        for t in dict.fromkeys(traces):
-            series = _drawn(held, t, width)
-            if series[0] is not None:
-                on_line.append(series[0])
-            if series[1] is not None:
-                off_line.append(series[1])
+        drawn = [_drawn(held, t, width) for t in dict.fromkeys(traces)]
+        on_line = [on for on, _ in drawn if on is not None]
+        off_line = [off for _, off in drawn if off is not None]
         ids = {i for s in (*on_line, *off_line) for i in s.revision_ids.tolist()}
         return KernelHistory(kernel, gpu_kind, int(held.revision_ids.size), width, on_line,
                              cache.revision_meta(conn, kernel, gpu_kind, ids),

@@ -241,9 +241,7 @@ class Notification(Base):
 
 
 class NoticeRecord(Base):
-    """An event notify must hear of (`gate.domain.notices.Notice`), stored in the event's transaction
-    and deleted in the one that stores the messages notify made of it: each event is announced once,
-    and one whose process died before announcing it is still here to be found."""
+    """An event notify must hear of (`gate.domain.notices.Notice`), kept until it is handed (`gate.storage.notices`)."""
 
     __tablename__ = "notices"
     id: Mapped[int] = mapped_column(primary_key=True)

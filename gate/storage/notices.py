@@ -1,12 +1,9 @@
 """Events notify must hear of (`Notice`), stored in the event's own transaction and handed once.
 
-    add_notice   in the event's transaction (not committed): a rolled-back event leaves no notice
-    hand_off     after the event committed: take the notice (its row goes) and store the messages
-                 notify made of it, in one transaction; False when another process took it first
-    unhanded     notices older than a moment that nobody took (their process died), oldest first
-
-A notice lives only until it is handed, so the table holds what is pending and no second copy of
-a verdict's figures stays behind (the verdict itself is in `verdicts`).
+A rolled-back event leaves no notice. Once the event committed, `hand_off` takes its notice (the row
+goes) and stores the messages notify made of it in one transaction; `unhanded` finds the notices
+whose process died first. A notice lives only until it is handed, so the table holds what is pending
+and no second copy of a verdict's figures stays behind (the verdict itself is in `verdicts`).
 """
 
 from __future__ import annotations

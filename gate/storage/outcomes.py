@@ -2,9 +2,8 @@
 
 The final UPDATE is conditional on the attempt that was claimed: if the job was re-queued and claimed
 again meanwhile (its worker was presumed dead), this late result is dropped instead of stored twice.
-Nothing of the notifications runs here: the verdict's `Notice` is stored in the same transaction and
-returned, and the caller hands it to its notifier once committed (`gate.executors.base`, through
-its unit of work's `Outcomes` group).
+The verdict's `Notice` is stored in the same transaction and returned; the caller hands it to its
+notifier once committed (`gate.executors.base`): nothing of the notifications runs here.
 """
 
 from __future__ import annotations
@@ -23,6 +22,7 @@ from gate.domain.notices import Notice, NoticeKind
 from gate.returned_files import Refused
 from gate.domain.reuse import Provenance
 from gate.storage import artifacts as artifact_files
+from gate.storage.db import Queries
 from gate.storage.notices import add_notice
 from gate.storage.models import Job, JobEvent, JobState, Revision, RevisionStatus, utcnow
 from gate.storage.queries import job_facts
@@ -115,11 +115,8 @@ def store_error(session: Session, job_id: int, attempt: int, message: str) -> No
     return _close(session, job, report, record.fingerprint)
 
 
-class Outcomes:
+class Outcomes(Queries):
     """The executors' group of a unit of work (`uow.group(Outcomes)`): a job's end, committed."""
-
-    def __init__(self, session: Session):
-        self._session = session
 
     def store(self, job_id: int, attempt: int, outcome: Outcome, data_dir: Path) -> Notice | None:
         return store_outcome(self._session, job_id, attempt, outcome, data_dir)

@@ -1,17 +1,6 @@
 """Submitting and planning a revision, as the storage sees it (`uow.planning`): the service decides
 (`gate.services.submissions`), these read and store.
 
-    store_submission   the repository and a queued revision (or the identical active one), committed
-    to_plan            what a stored submission asks to plan (`RevisionToPlan`)
-    lock_queued        whether it is still queued, holding its row until the transaction ends
-    record_commit      what git said of the commit and its place in the history, on the revision (not
-                       committed: the baseline choice reads it before `queue_jobs`)
-    default_branch_before  the finished revisions of the default branch before it, with verdicts
-    queue_jobs         the baseline and one queued job per kernel, with their events and the
-                       notice notify hears of them by, committed
-    end_unplanned      a revision that could not be planned ends `done` with the reason, committed
-    unplanned_ids      revisions left queued without jobs (the server stopped before planning them)
-
 Where the planner waits on git it ends the read transaction with the unit's `commit`, so that no
 database connection is held meanwhile (issue 12: 45 hung clones exhausted the pool).
 """
@@ -103,7 +92,8 @@ class Planning(Queries):
                       author: str | None, message: str | None, committed_at: datetime | None,
                       position: int | None = None, on_branch: bool | None = None) -> None:
         """The resolved commit and what git says of it, its place in the history among them (first-
-        parent depth, on the drawn branch or not); the author cut to its column (git allows any length)."""
+        parent depth, on the drawn branch or not); the author cut to its column (git allows any length).
+        Not committed: the baseline choice reads it before `queue_jobs`."""
         revision = self._session.get(Revision, revision_id)
         revision.sha, revision.base_sha, revision.parent_sha = sha, base_sha, parent_sha
         revision.author = author[:max_length(Revision.author)] if author else author

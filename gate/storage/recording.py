@@ -28,7 +28,6 @@ from gate.domain import (
     BenchResult,
     JobResult,
     ProfileResult,
-    SideResults,
     StaticResult,
     TimingSamples,
     VerdictReport,
@@ -148,9 +147,7 @@ def stage_records(result: JobResult) -> list[StageRecord]:
                                     reason=value.reason or None, duration_s=value.duration_s,
                                     payload=stored_payload(stage, value)))
 
-    sides: list[tuple[Side, SideResults | None]] = [(Side.CANDIDATE, result.candidate),
-                                                     (Side.BASELINE, result.baseline)]
-    for side_name, side in sides:
+    for side_name, side in ((Side.CANDIDATE, result.candidate), (Side.BASELINE, result.baseline)):
         if side is None:
             continue
         for stage in (Stage.STATIC, Stage.BUILD, Stage.CORRECTNESS, Stage.PROFILE):

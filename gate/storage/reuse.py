@@ -1,10 +1,6 @@
-"""The history's side of measurement reuse (docs/reuse.md): which earlier job may stand for a new one.
-
-Only a job that measured (not one that itself reused) and was judged (`accept` or `reject`: an
-`inconclusive` interval or an `incomplete` run is worth measuring again) is offered, and only while
-it is younger than the age limit, counted from when it measured. The same rule offers a candidate's
-profile to a later job whose baseline has the candidate's inputs (`find_profile`). A job's parent
-asks both at once (`RepositoryHistory`, through the unit of work's `ReuseAnswers` group).
+"""The history's side of measurement reuse (docs/reuse.md, which gives the rule's reasons): which
+earlier job may stand for a new one, and whose candidate profile may stand for a later baseline's.
+A job's parent asks both at once (`RepositoryHistory`, through the unit of work's `ReuseAnswers`).
 """
 
 from __future__ import annotations
@@ -25,6 +21,7 @@ from gate.domain.clock import utcnow
 from gate.domain.codec import from_json
 from gate.domain.reuse import HistoryAnswers, Provenance, ReusedMeasurement, ReusedProfile, ReuseKeys
 from gate.storage import artifacts as artifact_files
+from gate.storage.db import Queries
 from gate.storage.models import Artifact, Job, JobState, Revision, VerdictRecord
 
 if TYPE_CHECKING:     # the unit's module lists this one's group: a type here, not an import
@@ -93,11 +90,8 @@ def _newest_judged(session: Session, data_dir: Path, column, key: str, *, reposi
     return Provenance(job_id=job_id, sha=sha, measured_at=finished_at.isoformat()), result
 
 
-class ReuseAnswers:
+class ReuseAnswers(Queries):
     """The executors' group of a unit of work (`uow.group(ReuseAnswers)`)."""
-
-    def __init__(self, session: Session):
-        self._session = session
 
     def answers(self, data_dir: Path, *, repository_id: int, kernel: str, keys: ReuseKeys,
                 max_age_h: float) -> HistoryAnswers:

@@ -81,14 +81,6 @@ class Samples(Queries):
         self._session.flush()
         return [r.id for r in rows]
 
-    def add_judged_job(self, *, revision_id: int, kernel: str, gpu_kind: str, worker: str,
-                       queued_at: datetime, started_at: datetime, finished_at: datetime, verdict: str,
-                       reason: str, rules: list[Any], fingerprint: dict[str, Any],
-                       stages: Sequence[StageRow] = ()) -> int:
-        """A finished job and its verdict; with `stages`, its stage rows and a build-log artifact too."""
-        return self.add_judged_jobs([JudgedJob(revision_id, kernel, gpu_kind, worker, queued_at, started_at,
-                                               finished_at, verdict, reason, rules, fingerprint, stages)])[0]
-
     def add_judged_jobs(self, jobs: Sequence[JudgedJob]) -> list[int]:
         """Finished jobs with their verdicts (and, for those with stages, stage rows and a build-log
         artifact) in one bulk insert per table: a 100,000-revision history holds 400,000 jobs, which
@@ -143,12 +135,9 @@ class Samples(Queries):
                                reason: str | None = None, metrics: list[dict] | None = None,
                                sha: str | None = None, message: str | None = None,
                                gpu_kind: str | None = None) -> int:
-        """One more revision of `kernel` after its newest, judged on that one's GPU kind (or `gpu_kind`);
-        returns its id.
-
-        By default a copy of the newest revision's verdict and metrics; `verdict` (with `reason`, and an
-        empty rule table) and `metrics` (dicts of shape, name, series, value, unit) replace them. The
-        caller commits."""
+        """One more revision of `kernel` after its newest, judged on that one's GPU kind (or `gpu_kind`),
+        a copy of its verdict and metrics unless `verdict` (with `reason` and an empty rule table) and
+        `metrics` (dicts of shape, name, series, value, unit) replace them; its id. The caller commits."""
         last = self._session.scalars(select(VerdictRecord).where(VerdictRecord.kernel == kernel)
                                      .order_by(VerdictRecord.revision_id.desc()).limit(1)).one()
         old = self._session.get(Revision, last.revision_id)

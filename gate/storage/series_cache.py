@@ -2,27 +2,22 @@
 
 Reading a kernel page's twenty traces over 10,000 revisions costs SQLite ~100 ms of the page's
 200 ms budget, every time a new verdict makes the page cache miss. History rows are only ever added,
-and a job's metrics are stored in the transaction of its verdict (`store_outcome`), so once a history
-is held a refresh reads the verdicts whose revision id is above the highest held, and the metric rows
-of those revisions only: a few rows per trace, one index range each.
+and a job's metrics are stored in the transaction of its verdict (`store_outcome`), so a refresh
+reads the verdicts above the highest held revision id and those revisions' metric rows only.
 
 Everything is read again when the stored verdict count differs from the held count plus the new
 rows: a late result landed below the highest held revision (a rerun of an older revision, or, in
-PostgreSQL, a transaction that took a lower id and committed later). A restart starts empty; the
-server reads the recent histories in the background (`gate/api/series_warmup.py`). Held metric
-rows are those of revisions with a verdict, so a metric read between its verdict's commit and ours
-is left for the refresh that sees the verdict. Full reads go through the DB-API cursor
-(`columns.py`): ~200,000 rows as `Row` objects cost as much as the query.
+PostgreSQL, a transaction that took a lower id and committed later). Held metric rows are those of
+revisions with a verdict, so a metric read between its verdict's commit and ours is left for the
+refresh that sees the verdict. Full reads go through the DB-API cursor (`columns.py`): ~200,000
+rows as `Row` objects cost as much as the query. The server warms up after a restart
+(`gate/api/series_warmup.py`).
 
-Rows are held in revision id order; the order a page draws (`commit_order.py`: the repository's,
-from each revision's stored place) is computed again whenever new verdicts arrive, so a revision
-that lands in the middle of the history (an ancestor submitted late) is drawn where it belongs.
-
-Arrays are replaced, never changed in place, so a `HeldSeries` handed out stays valid without the lock.
-
-A history read from the start (or given new traces) is also written to disk when the cache has
-`snapshots` (`series_snapshot.py`), and a history not held is first looked for there: a restarted
-server refreshes the saved one instead of reading 100,000 revisions of every trace again.
+Rows are held in revision id order; the drawn order (`commit_order.py`) is computed again whenever
+new verdicts arrive, so an ancestor submitted late is drawn where it belongs. Arrays are replaced,
+never changed in place, so a `HeldSeries` handed out stays valid without the lock. With `snapshots`,
+a history read from the start (or given new traces) is also saved (`series_snapshot.py`), and one
+not held is first looked for there.
 """
 
 from __future__ import annotations

@@ -1,13 +1,10 @@
 """Which rules failed each verdict of a held history: what puts a verdict's marker on a point (issue 45).
 
-A reject drawn on every chart made an innocent figure look guilty: the kernel page marks a point only
-when a rule that failed at its revision judges the figure. So the series cache keeps, beside each
-verdict row, the rules whose outcome gave that verdict (`VERDICT_OF_OUTCOME`: `fail` rows for a
-reject, `error` rows for an error, ...) with their shapes, and the deciding row's name for the hover.
-
-Read once, when the rows are read into the cache (`series_cache.py`), and only for verdicts other
-than accept: an accepted verdict has no failing row, and a history is mostly accepts, so a long
-history reads few rule tables. Nothing new is stored: the rule rows are the verdict's own.
+A reject drawn on every chart made an innocent figure look guilty: a point is marked only where a
+rule that failed at its revision judges the figure. The series cache keeps, beside each verdict row,
+the rules whose outcome gave that verdict (`VERDICT_OF_OUTCOME`) with their shapes, and the deciding
+row's name for the hover; read with the rows, and only for verdicts other than accept (a history is
+mostly accepts, so a long one reads few rule tables). Nothing new is stored: the rows are the verdict's.
 """
 
 from __future__ import annotations

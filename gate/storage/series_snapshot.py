@@ -1,21 +1,15 @@
 """Held histories kept on disk, so a restarted server does not read every trace from the start again.
 
-At 100,000 revisions a kernel page's 47 traces are 4.7 million metric rows: reading them took SQLite
-~20 s, far over the 1 s a page may take cold, and no query shape brings that under a second (the
-rows must reach Python once). A held history only ever grows, and `SeriesCache` already knows how
-to bring an old one up to date: it reads the verdicts above the highest held revision, and reads
-everything again when the stored count says a result landed below it. So a history written here
-after a full read is as good as one kept in memory: a new process loads it (~0.1 s) and refreshes it.
+At 100,000 revisions a kernel page's 47 traces are 4.7 million metric rows: ~20 s to read on SQLite,
+far over the 1 s a page may take cold, and no query shape brings that under a second (the rows must
+reach Python once). A held history only ever grows and `SeriesCache` brings an old one up to date,
+so a saved one is as good as one kept in memory: a new process loads it (~0.1 s) and refreshes it.
 
-One file per (database, kernel, GPU kind), under the server's own data dir, written whole to a
-temporary name and renamed, so a reader sees a complete file or none. Anything unreadable (damaged,
-written by another format) is ignored: the history is read from the database as before. A file also
-keeps a witness of the database it came from (the oldest and newest verdict rows' ids and times): a
-database made again at the same address (a demo replayed into a fresh file) holds the same counts and
-ids, and its refresh would have found nothing new, so a file whose witness the database does not hold
-is ignored. Each
-trace's environment keys are stored as codes into their few distinct strings, so a file holds
-numbers, not millions of string references.
+One file per (database, kernel, GPU kind), written to a temporary name and renamed (a reader sees a
+complete file or none). An unreadable file is ignored, and so is one whose witness (the oldest and
+newest verdict rows' ids and times) the database does not hold: a database made again at the same
+address (a demo replayed into a fresh file) holds the same counts and ids. Environment keys are
+stored as codes into their few distinct strings: a file holds numbers, not millions of references.
 """
 
 from __future__ import annotations

@@ -1,14 +1,10 @@
 """What a stage row's payload holds: the stage's result less what other columns and rows hold already.
 
-Each figure is stored once (docs/design.md, "Where each figure is stored"). A stage row's `status`,
-`reason` and `duration_s` columns are those fields of its result; a bench's summary figures per shape
-(each side's and each peer's median, p10, p90 and TFLOP/s, and the candidate/baseline ratio) are
-metric rows (`recording.bench_metrics`), the record the history reads by index. `stored_payload`
-leaves them out of the JSON; `read_payload` puts the rows' values back before the JSON is decoded,
-so storage still hands on the whole `<Stage>Result` and nothing downstream knows the difference.
-
-A payload stored before migration 0008 that still holds a figure (0008 moved those that matched
-their row; the synthetic sample stores its payloads whole) keeps it: what a payload holds wins.
+Each figure is stored once (docs/design.md, "Where each figure is stored"): `stored_payload` leaves
+out the row's `status`, `reason` and `duration_s` columns and a bench's summary figures per shape
+(metric rows, `recording.bench_metrics`); `read_payload` puts them back before the JSON is decoded,
+so storage still hands on the whole `<Stage>Result`. A payload stored before migration 0008 that
+still holds a figure (the synthetic sample stores its payloads whole) keeps it: what it holds wins.
 """
 
 from __future__ import annotations

@@ -1,14 +1,12 @@
 """The timing method each (shape, dtype) of a kernel's history was timed with, for the next job.
 
-A public softmax shape near the graph/events threshold was timed by events (53.84 µs) in one job
-and by graph (51.30 µs) in the next, 5 % apart for the same binary (issue 25): the method followed
-a host-noisy estimate. The first job of a (repository, kernel, GPU kind) chooses per shape; every
-later job is handed that choice (`JobRequest.kept_methods`) and keeps it, unless the kept graph can
-no longer time the kernel honestly (the bench then says so in the shape's `method_note`).
-
-The GPU kind (the job's routing key) stands in for the environment: the parent does not know the
-child's driver or clock policy before it runs, and which method a kernel needs follows its speed
-on a GPU model, not the driver.
+A softmax shape near the graph/events threshold was timed by events (53.84 µs) in one job and by
+graph (51.30 µs) in the next, 5 % apart for the same binary (issue 25). The first job of a
+(repository, kernel, GPU kind) chooses per shape; every later job is handed that choice
+(`JobRequest.kept_methods`) and keeps it, unless the kept graph can no longer time the kernel
+honestly (the bench then says so in the shape's `method_note`). The GPU kind stands in for the
+environment: the parent does not know the child's driver or clock policy before it runs, and the
+method a kernel needs follows its speed on a GPU model, not the driver.
 """
 
 from __future__ import annotations

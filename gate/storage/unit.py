@@ -1,17 +1,12 @@
 """The one door to the database: a `Store` per process, a `UnitOfWork` per piece of work.
 
-    store = Store.from_url(settings.database_url)       # once, at start (engine and sessions)
     with store.unit() as uow:                           # one transaction's worth of work
         detail = uow.revisions.detail(revision_id)      # named methods return read models
         uow.commit()
 
-Nothing outside `gate.storage` imports SQLAlchemy or the ORM models (an import-linter contract):
-the api, the services and the executors ask a unit of work, whose attributes group the named
-methods by area (`uow.planning`, `uow.history`, ...). Each group is a small class in the storage
-module that owns those queries, made with the unit's session; what it returns is a plain dataclass
-(a read model) or a value, never a row, so that no caller can lazy-load or write behind the door.
-
-A unit that leaves its `with` block without `commit()` rolls back what it wrote.
+Each group (`uow.planning`, `uow.history`, ...) is a class in the storage module that owns those
+queries; it returns plain dataclasses or values, never a row, so no caller can lazy-load or write
+behind the door (docs/design.md). A unit that leaves its `with` block without `commit()` rolls back.
 """
 
 from __future__ import annotations

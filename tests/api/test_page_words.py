@@ -9,7 +9,7 @@ import re
 from datetime import datetime
 
 from gate.sample import seed_judged_history
-from gate.storage.samples import JudgedRevision, Samples
+from gate.storage.samples import JudgedJob, JudgedRevision, Samples
 from gate.storage.unit import UnitOfWork
 
 KERNEL = "flashcore_wmma"
@@ -94,10 +94,11 @@ def test_verdicts_without_a_gpu_are_explained_at_the_top(make_client, session_fa
         repo = samples.add_sample_repository(name="demo", url="/tmp/demo")
         (rev,) = samples.add_judged_revisions(repo, [JudgedRevision("c" * 40, None, "a", "m", datetime(2025, 1, 1),
                                                                     datetime(2025, 1, 1))])
-        samples.add_judged_job(revision_id=rev, kernel="k", gpu_kind="cpu", worker="w",
-                               queued_at=datetime(2025, 1, 1), started_at=datetime(2025, 1, 1),
-                               finished_at=datetime(2025, 1, 1), verdict="incomplete",
-                               reason="incomplete: build: not run: no CUDA device", rules=[], fingerprint={})
+        samples.add_judged_jobs([JudgedJob(revision_id=rev, kernel="k", gpu_kind="cpu", worker="w",
+                                           queued_at=datetime(2025, 1, 1), started_at=datetime(2025, 1, 1),
+                                           finished_at=datetime(2025, 1, 1), verdict="incomplete",
+                                           reason="incomplete: build: not run: no CUDA device", rules=[],
+                                           fingerprint={})])
         session.commit()
     client = make_client(embedded_executor=False)
     for path in ("/", f"/revisions/{rev}", "/kernels/k"):

@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 
 from gate.storage.db import make_engine, make_session_factory
 from gate.storage.models import Repository, Revision, RevisionStatus
-from gate.storage.samples import Samples
+from gate.storage.samples import JudgedJob, Samples
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 WATCH = {"available": True, "samples": 40, "interval_ms": 100.0, "sm_clock_mhz_min": 1965,
@@ -29,10 +29,11 @@ def _seed(database_url, base_driver: str) -> int:
                                    (cand, "570.86", WATCH)):
             bench = {"status": "passed", "shapes": [], "gpu_watch": watch, "clock_policy": "observe",
                      "clock_note": "clocks left alone and observed"}
-            Samples(s).add_judged_job(revision_id=rev.id, kernel="k", gpu_kind="NVIDIA H200", worker="w",
-                                      queued_at=NOW, started_at=NOW, finished_at=NOW, verdict="inconclusive",
-                                      reason="r", rules=[], fingerprint={"gpu_name": "NVIDIA H200", "driver": driver},
-                                      stages=[("joint", "bench", "passed", "", bench)])
+            Samples(s).add_judged_jobs([JudgedJob(
+                revision_id=rev.id, kernel="k", gpu_kind="NVIDIA H200", worker="w", queued_at=NOW, started_at=NOW,
+                finished_at=NOW, verdict="inconclusive", reason="r", rules=[],
+                fingerprint={"gpu_name": "NVIDIA H200", "driver": driver},
+                stages=[("joint", "bench", "passed", "", bench)])])
         s.commit()
         cand_id = cand.id
     engine.dispose()

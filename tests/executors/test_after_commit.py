@@ -42,7 +42,7 @@ def _claimed(session_factory, worker: str = "w1") -> tuple[int, int]:  # noqa: A
     with session_factory() as s:
         rev_id = submit_revision(UnitOfWork(s), repo="/src/flash", sha="HEAD")
         (job_id,) = plan_revision(UnitOfWork(s), rev_id, sources=FakeSources(kernels=("attn",))).job_ids
-        return job_id, claims.claim_job(s, job_id, worker=worker)
+        return job_id, claims.Claims(s).claim(job_id, worker=worker)
 
 
 def _env(session_factory, tmp_path, pipeline, listener) -> JobEnvironment:  # noqa: ANN001
@@ -68,8 +68,8 @@ def test_a_verdict_rolled_back_for_a_superseded_attempt_is_never_announced(sessi
 
     def taken_by_another_worker() -> None:
         with session_factory() as s:
-            claims.requeue_orphans(s, worker_prefix="w1")
-            claims.claim_job(s, job_id, worker="w2")
+            claims.Claims(s).requeue_orphans(worker_prefix="w1")
+            claims.Claims(s).claim(job_id, worker="w2")
 
     listener = Recording(session_factory)
     pipeline = FakePipeline(before_return=taken_by_another_worker)

@@ -68,7 +68,7 @@ def test_job_left_running_by_a_crash_runs_again_exactly_once(session_factory, tm
     dead = subprocess.Popen(["true"])
     dead.wait()
     with session_factory() as s:   # the previous server (a process of this host) claimed it, then died
-        (job_id, attempt) = claims.claim_next(s, worker=f"local@{socket.gethostname()}/serve/{dead.pid}:cpu")
+        (job_id, attempt) = claims.Claims(s).claim_next(worker=f"local@{socket.gethostname()}/serve/{dead.pid}:cpu")
     pipeline = FakePipeline()
     executor = _executor(session_factory, tmp_path, pipeline)
     executor.start()
@@ -117,7 +117,7 @@ def test_two_executors_on_one_host_have_distinct_ids_and_leave_each_others_jobs_
     alive = subprocess.Popen(["sleep", "30"])          # the other worker's process, still running
     try:
         with session_factory() as s:
-            claims.claim_next(s, worker=f"local@{socket.gethostname()}/worker-cpu/{alive.pid}:cpu")
+            claims.Claims(s).claim_next(worker=f"local@{socket.gethostname()}/worker-cpu/{alive.pid}:cpu")
         executor = _executor(session_factory, tmp_path, FakePipeline())
         assert executor.recover() == []
         assert executor._slots()[0][0] != f"local@{socket.gethostname()}/worker-cpu/{alive.pid}:cpu"
@@ -130,7 +130,7 @@ def test_two_executors_on_one_host_have_distinct_ids_and_leave_each_others_jobs_
 def test_another_hosts_running_job_is_left_alone(session_factory, tmp_path):
     _submit(session_factory)
     with session_factory() as s:
-        claims.claim_next(s, worker="local@otherhost/serve:cpu")
+        claims.Claims(s).claim_next(worker="local@otherhost/serve:cpu")
     assert _executor(session_factory, tmp_path, FakePipeline()).recover() == []
 
 

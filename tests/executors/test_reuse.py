@@ -91,7 +91,7 @@ class History:
             ids = [j.id for j in rev.jobs]
         for job_id in ids:
             with self.session_factory() as s:
-                attempt = claims.claim_job(s, job_id, worker="w")
+                attempt = claims.Claims(s).claim(job_id, worker="w")
             run_claimed(self.env, job_id, attempt)
         with self.session_factory() as s:
             verdicts = s.scalars(select(VerdictRecord.verdict).where(VerdictRecord.job_id.in_(ids))).all()

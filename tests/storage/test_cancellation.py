@@ -26,7 +26,7 @@ def _planned(session_factory, kernels=("fwd", "bwd")) -> int:
 def test_queued_and_running_jobs_end_cancelled_and_are_never_claimed(session_factory):
     rev_id = _planned(session_factory)
     with session_factory() as s:
-        running_id, attempt = claims.claim_next(s, worker="w1")
+        running_id, attempt = claims.Claims(s).claim_next(worker="w1")
     with session_factory() as s:
         result = Cancellation(s).cancel_revision(rev_id)
     seen = [f.job_id for f in result.notice.jobs]
@@ -36,8 +36,8 @@ def test_queued_and_running_jobs_end_cancelled_and_are_never_claimed(session_fac
         assert sorted(result.job_ids) == sorted(j.id for j in rev.jobs) == sorted(seen)
         assert {j.state for j in rev.jobs} == {"cancelled"} and all(j.verdict is None for j in rev.jobs)
         assert s.scalars(select(JobEvent.state).where(JobEvent.job_id == running_id)).all()[-1] == "cancelled"
-        assert claims.claim_next(s, worker="w2") is None                        # queued ones never start
-        assert not claims.heartbeat(s, running_id, attempt)                    # the worker learns it
+        assert claims.Claims(s).claim_next(worker="w2") is None                        # queued ones never start
+        assert not claims.Claims(s).heartbeat(running_id, attempt)                    # the worker learns it
 
 
 def test_cancel_is_idempotent_and_a_done_revision_stays_done(session_factory):

@@ -23,9 +23,9 @@ def _jobs(session_factory, n=1):
 def test_a_job_is_claimed_only_once(session_factory):
     (job_id,) = _jobs(session_factory)
     with session_factory() as s:
-        assert claims.claim_job(s, job_id, worker="w1") == 1
+        assert claims.Claims(s).claim(job_id, worker="w1") == 1
     with session_factory() as s:
-        assert claims.claim_job(s, job_id, worker="w2") is None
+        assert claims.Claims(s).claim(job_id, worker="w2") is None
         job = s.get(Job, job_id)
         assert (job.state, job.worker, job.attempts) == (JobState.RUNNING, "w1", 1)
         assert s.get(Revision, job.revision_id).status == "running"
@@ -37,21 +37,21 @@ def test_claim_next_takes_the_oldest_job_of_a_served_kind(session_factory):
         s.get(Job, a).gpu_kind = "NVIDIA H100"
         s.commit()
     with session_factory() as s:
-        assert claims.claim_next(s, worker="w", gpu_kinds=["any"]) == (b, 1)
-        assert claims.claim_next(s, worker="w", gpu_kinds=["any"]) is None
-        assert claims.claim_next(s, worker="w", gpu_kinds=["NVIDIA H100"]) == (a, 1)
+        assert claims.Claims(s).claim_next(worker="w", gpu_kinds=["any"]) == (b, 1)
+        assert claims.Claims(s).claim_next(worker="w", gpu_kinds=["any"]) is None
+        assert claims.Claims(s).claim_next(worker="w", gpu_kinds=["NVIDIA H100"]) == (a, 1)
 
 
 def test_requeue_takes_back_only_this_executors_or_stale_jobs(session_factory):
     mine, other, stale = _jobs(session_factory, 3)
     with session_factory() as s:
-        claims.claim_job(s, mine, worker="local@h/serve:cpu")
-        claims.claim_job(s, other, worker="celery@gpu2")
-        claims.claim_job(s, stale, worker="celery@gpu3")
+        claims.Claims(s).claim(mine, worker="local@h/serve:cpu")
+        claims.Claims(s).claim(other, worker="celery@gpu2")
+        claims.Claims(s).claim(stale, worker="celery@gpu3")
         s.get(Job, stale).heartbeat_at = utcnow() - timedelta(minutes=10)
         s.commit()
     with session_factory() as s:
-        assert sorted(claims.requeue_orphans(s, worker_prefix="local@h/serve:")) == [mine, stale]
+        assert sorted(claims.Claims(s).requeue_orphans(worker_prefix="local@h/serve:")) == [mine, stale]
         events = s.scalars(select(JobEvent.detail).where(JobEvent.job_id == mine, JobEvent.state == "requeued"))
         assert [e.split(": ", 1)[1] for e in events] == ["its worker is gone"]
         assert s.get(Job, other).state == JobState.RUNNING
@@ -60,12 +60,12 @@ def test_requeue_takes_back_only_this_executors_or_stale_jobs(session_factory):
 def test_result_of_a_superseded_attempt_is_dropped(session_factory, tmp_path):
     (job_id,) = _jobs(session_factory)
     with session_factory() as s:
-        first = claims.claim_job(s, job_id, worker="w1")
-        claims.requeue_orphans(s, worker_prefix="w1")
-        second = claims.claim_job(s, job_id, worker="w2")
+        first = claims.Claims(s).claim(job_id, worker="w1")
+        claims.Claims(s).requeue_orphans(worker_prefix="w1")
+        second = claims.Claims(s).claim(job_id, worker="w2")
     outcome = FakeOutcome(job_result("k0"), VerdictReport(Verdict.ACCEPT, "ok"))
     with session_factory() as s:
-        assert claims.heartbeat(s, job_id, first) is False
+        assert claims.Claims(s).heartbeat(job_id, first) is False
         assert store_outcome(s, job_id, first, outcome, tmp_path) is None
     with session_factory() as s:
         assert store_outcome(s, job_id, second, outcome, tmp_path) is not None

@@ -16,7 +16,7 @@ def _claimed_job(session_factory) -> tuple[int, int]:
         s.add(job)
         s.commit()
         job_id = job.id
-        return job_id, claims.claim_job(s, job_id, worker="w")
+        return job_id, claims.Claims(s).claim(job_id, worker="w")
 
 
 def _count(session_factory, model) -> int:  # noqa: ANN001

@@ -20,7 +20,7 @@ def _claimed_job(session_factory, kernel: str) -> tuple[int, int]:  # noqa: ANN0
                                     sha="c" * 40, branch="main"), kernel=kernel, gpu_kind="H100")
         s.add(job)
         s.commit()
-        return job.id, claims.claim_job(s, job.id, worker="w")
+        return job.id, claims.Claims(s).claim(job.id, worker="w")
 
 
 def test_bench_metrics_cover_candidate_baseline_and_peers_per_shape():

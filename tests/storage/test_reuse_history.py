@@ -32,7 +32,7 @@ def _job(session_factory, tmp_path, sha: str, verdict: Verdict, key: str = KEY,
         s.add(job)
         s.commit()
         job_id = job.id
-        attempt = claims.claim_job(s, job_id, worker="w")
+        attempt = claims.Claims(s).claim(job_id, worker="w")
         result = job_result("k0", sha)
         result.candidate.profile.status = profile
         outcome = FakeOutcome(result, VerdictReport(verdict, "why"), reuse_key=key, candidate_key=candidate_key,

@@ -23,7 +23,7 @@ def _stored_job(session_factory, tmp_path, result=None) -> tuple[int, int]:  # n
         s.add(job)
         s.commit()
         job_id, rev_id = job.id, job.revision_id
-        attempt = claims.claim_job(s, job_id, worker="w")
+        attempt = claims.Claims(s).claim(job_id, worker="w")
     result = result or job_result("k0")
     result.fingerprint = Fingerprint(gpu_name="NVIDIA H100 80GB HBM3", driver="570.86")
     with session_factory() as s:
