@@ -1,15 +1,12 @@
 """Correctness stage: the kernel against a float32/float64 reference on fresh random inputs.
 
 Per shape x dtype x seed, inputs live in the *same* buffers (NaN canaries, `workloads.guarded_empty`):
-the first case fills them, odd cases change one element (`workloads.perturb_one`: defeats a cache keyed
-by a checksum of the inputs), even cases refill everything (defeats a cache keyed by pointer). Per case:
-
-1. the output block is poisoned with NaN right before the call;
-2. right after the call, *before any host synchronisation*, the output is copied on the caller's
-   stream: what a caller's next operation would read. Work left on another stream or a host thread
-   has not landed in it, so it cannot pass by luck of timing; this copy is what is judged;
-3. after a device-wide synchronisation the output must equal the copy (a late writer is named), the
-   inputs must be unchanged and their canaries intact.
+the first case fills them, odd cases change one element (`workloads.perturb_one`: defeats a checksum
+cache), even cases refill everything (defeats a pointer cache). Per case the output block is poisoned
+with NaN, and right after the call, *before any host synchronisation*, the output is copied on the
+caller's stream: work left on another stream or a host thread has not landed in that copy, so it
+cannot pass by luck of timing. After a device-wide synchronisation the output must equal the copy,
+the inputs must be unchanged and their canaries intact (docs/threat-model.md).
 
 A case passes iff
 
@@ -20,14 +17,12 @@ with k = `gates.max_error_ratio` and floor = the dtype's epsilon x max(1, max|re
 PyTorch error does not demand more than the format holds. For float8_e4m3fn, PyTorch's side is
 bfloat16 SDPA; the floor (2**-3) lies above the dtype tolerance, so the absolute bound alone judges.
 
-A stale output is judged by itself, not by its error, which one changed element may move by less
-than the tolerance (tests/fakes/caching.py passed e4m3 attention in 20 of 20 draws by error alone).
-So a case after the first of a shape x dtype fails when its copy is bit for bit the previous case's
-while the reference, rounded to the output's dtype, moved in at least `STALE_MIN_MOVED_ELEMS` elements.
-Type, shape, modified inputs, canaries, a late write and NaN/Inf are judged before it, the error bounds
-after. It does not see an output from further back or nudged by one element, nor a change that reaches
-few outputs: the error bounds judge those; a cache used only while timed is the bench's rotating
-input sets' to defeat (`bench.INPUT_SETS`).
+A stale output is judged by itself, not by its error (docs/threat-model.md says why): a case fails
+when its copy is bit for bit the previous case's while the reference, rounded to the output's dtype,
+moved in at least `STALE_MIN_MOVED_ELEMS` elements; after type, shape, inputs, canaries, a late write
+and NaN/Inf, before the error bounds. It does not see an output from further back or nudged by one
+element, nor a change that reaches few outputs: the error bounds judge those; a cache used only while
+timed is the bench's rotating input sets' to defeat (`bench.INPUT_SETS`).
 
 A CUDA fault leaves the CUDA context unusable: the stage ends at once, FAILED, its `reason` starting
 with `CUDA_FAULT_PREFIX`; the caller must run no further GPU stage in this process.
@@ -152,8 +147,8 @@ def check(kernel: KernelSpec, module: Any, workload: Any, seeds: int) -> Correct
 def _one_case(kernel: KernelSpec, module: Any, workload: Any, shape: Shape, dtype: str, seed: int,
               inputs: dict[str, Any], previous: _Judged | None,
               change: str) -> tuple[CorrectnessCase, _Judged | None]:
-    """One call judged, and what the next case compares with (None when no output was judged).
-    `previous` is the case before on the same buffers, `change` how the inputs differ from it."""
+    """One call judged, and what the next case compares with (None when no output was judged);
+    `change`: how the inputs differ from the `previous` case's."""
     import torch
 
     ref = workload.reference(shape, inputs).float()
@@ -189,8 +184,8 @@ class _Call:
 
 
 def _call(kernel: KernelSpec, module: Any, workload: Any, inputs: dict[str, Any], lowp: Any) -> _Call:
-    """Steps 1 and 2 of the module docstring: the output poisoned, the call, its output copied before
-    any host synchronisation; then late writers are waited for."""
+    """The output poisoned, the call, its output copied before any host synchronisation; then late
+    writers are waited for."""
     import torch
 
     poison_outputs(workload, inputs)            # an output argument: unwritten elements read NaN
@@ -206,8 +201,7 @@ def _call(kernel: KernelSpec, module: Any, workload: Any, inputs: dict[str, Any]
 
 
 def _broken(call: _Call, ref: Any, snapshot: dict[str, Any], inputs: dict[str, Any]) -> str:
-    """Why the call's output cannot be judged by its error at all ("" when it can): not a tensor of
-    the reference's shape, inputs modified, canaries damaged, written late, NaN/Inf."""
+    """Why the call's output cannot be judged by its error at all ("" when it can)."""
     import torch
 
     out, held = call.out, call.held
@@ -235,8 +229,7 @@ def _broken(call: _Call, ref: Any, snapshot: dict[str, Any], inputs: dict[str, A
 
 
 def _tolerance(kernel: KernelSpec, workload: Any, dtype: str, ref: Any, torch_err: float) -> tuple[float, str]:
-    """A case's bound on the max error (the smaller of the module docstring's two), and the rule that
-    sets it, in words."""
+    """A case's bound on the max error (the smaller of the module docstring's two), and its rule in words."""
     scale = max(1.0, float(ref.abs().max()))
     # A workload may widen the table for its own numerics (e.g. long float32 recurrences).
     tolerances = {**DTYPE_TOLERANCE, **getattr(workload, "dtype_tolerance", {})}
