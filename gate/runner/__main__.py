@@ -1,15 +1,11 @@
 """The GPU child: `python -m gate.runner [--spare] REQUEST.json RESULT.json`.
 
 Reads a `JobRequest`, runs `gate.pipeline.run.measure`, prints progress events on the event channel,
-and writes the `JobResult` (also after every stage, so the parent keeps what was measured before a
-crash). Imports only `gate.domain` (with the line protocol it shares with the parent, `child_protocol`),
-`gate.errors` and `gate.pipeline`.
+and writes the `JobResult` after every stage (the parent keeps what was measured before a crash).
 
-`--spare`: a child started before its job (`gate.executors.spare`). It first does what every job's
-child does before its first stage and needs nothing of the job for: imports torch and the stages,
-and makes its CUDA context (`run.warm_up`). Then it waits for one line on stdin: `go` (the request is
-written; read it and run), or the end of stdin (no job came: exit quietly). Nothing of a
-submission's exists in its box before the go.
+`--spare`: a child started before its job (`gate.executors.spare`) warms up (`run.warm_up`), then waits
+for one line on stdin: `go` (the request is written), or the end of stdin (no job came: exit quietly).
+Nothing of a submission's exists in its box before the go.
 """
 
 from __future__ import annotations
@@ -35,11 +31,8 @@ from gate.domain.child_protocol import (
 
 
 def _event_channel() -> TextIO:
-    """Keep the original stdout for events and point fd 1 at stderr.
-
-    Compilers and torch's ninja build write to file descriptor 1 directly (NCU-FACTS.md §5), which
-    would interleave with the event lines; after this, only events reach the parent's stdout pipe.
-    """
+    """Keep the original stdout for events and point fd 1 at stderr: compilers and torch's ninja build
+    write to file descriptor 1 directly (NCU-FACTS.md §5), which would interleave with the events."""
     channel = os.fdopen(os.dup(1), "w", buffering=1, encoding="utf-8")
     sys.stdout.flush()
     os.dup2(2, 1)
