@@ -116,10 +116,9 @@ def torch_op(qualified: str) -> Any:
 
 
 def entry(module: Any, function_name: str) -> Any:
-    """What a workload calls for the manifest's `function`: the module's attribute of that name (a
-    pybind11 function), else the op `torch.ops.<ns>.<name>` the extension registered, where <ns> is
-    the module's name (`TORCH_EXTENSION_NAME`, kernel-builder's `TORCH_LIBRARY_EXPAND`) unless the
-    name says its own ("ns::op")."""
+    """What a workload calls for the manifest's `function`: the module's attribute (pybind11), else the
+    op `torch.ops.<ns>.<name>` with <ns> the module's name (`TORCH_EXTENSION_NAME`) unless the name
+    says its own ("ns::op")."""
     if "::" in function_name:
         return torch_op(function_name)
     found = getattr(module, function_name, None)

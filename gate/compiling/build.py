@@ -69,8 +69,7 @@ def elf_section(data: bytes, name: bytes) -> bytes:
 
 def compile_jobs(kernel: KernelSpec, src_dir: Path, tools: tc.Tools,
                  archs: list[str] | None) -> list[tuple[str, list[str], str]]:
-    """(source, command, key) of every object of the extension: `.cu` for `archs` (None: the host
-    sources only), `.cpp` with torch."""
+    """(source, command, key) of every object: `.cu` for `archs` (None: host sources only), `.cpp`."""
     name = extension_name(kernel, src_dir)
     jobs = []
     for rel in kernel.sources:

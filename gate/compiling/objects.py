@@ -35,8 +35,7 @@ extension_name = module_name.extension_name
 
 
 def repo_include_dirs(flags: list[str], root: Path) -> list[Path]:
-    """The root and every relative `-I` directory of `flags` (`-Icsrc`): where includes are looked up
-    inside the repository, for an object's key."""
+    """The root and every relative `-I` directory of `flags`: where an object's includes are looked up."""
     dirs = [d for d in map(compile_flags.include_dir, flags) if d is not None and not Path(d).is_absolute()]
     return list(dict.fromkeys([root, *(root / d for d in dirs)]))
 

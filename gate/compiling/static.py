@@ -191,8 +191,7 @@ def _compile_all(setting: _Setting, torch_needed: dict[str, bool], facts: Path |
 
 
 def _outcome(compiled: objects.CompiledObject, tools: tc.Tools | None) -> str:
-    """A compile's progress word: a header missing from the toolchain, or the gate's limit, is no
-    compile error of the source."""
+    """A compile's progress word: a toolchain's missing header or the gate's limit is no compile error."""
     if compiled.ok:
         return "compiled"
     if tools is not None and (missing := _missing_under_torch(compiled.log, tools.torch.includes)):
@@ -255,8 +254,7 @@ def _figures(log: str, read: _Read, tally: _Tally) -> list[FunctionResources]:
 
 
 def _result(kernel: KernelSpec, tally: _Tally, log: str, elapsed: float, disassembler: Path | None) -> StaticResult:
-    """The stage's status and reason: a compile error fails it, the gate's limit makes it an error,
-    a source left to the build makes it NOT_RUN."""
+    """The stage's status and reason: FAILED, ERROR (the gate's limit), NOT_RUN (left to the build)."""
     def result(status: StageStatus, reason: str, functions: list[FunctionResources]) -> StaticResult:
         return StaticResult(status, reason=reason, duration_s=elapsed, functions=functions,
                             sass_available=tally.sass_ok, log=log, flags=kernel.flags)

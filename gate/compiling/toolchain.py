@@ -34,8 +34,7 @@ _CPU_TORCH_LACKS = "c10/cuda/impl/cuda_cmake_macros.h"
 
 
 def gate_python_env() -> dict[str, str]:
-    """This process's environment with the gate's package root first on PYTHONPATH, for a child
-    `sys.executable -m gate....` (a profile target, a report reader, a side host)."""
+    """This process's environment with the gate's package root first on PYTHONPATH, for a `-m gate...` child."""
     import gate
 
     env = dict(os.environ)

@@ -56,8 +56,7 @@ def from_torch() -> TorchFacts:
 
 
 def fingerprint() -> dict | None:
-    """Where torch's facts would come from in this process, without importing torch; None when it
-    cannot be found."""
+    """Where torch's facts would come from here, found without importing torch; None if not found."""
     spec = importlib.util.find_spec("torch")
     if spec is None or not spec.submodule_search_locations:
         return None

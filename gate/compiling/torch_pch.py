@@ -99,8 +99,7 @@ class Precompiled:
 
 
 def made_from(made: Path) -> list[tuple[str, int, int]] | None:
-    """The files a `.gch` was made from, with their sizes and times (its `<header>.json`); None
-    when that record is missing or unreadable."""
+    """The files a `.gch` was made from, with sizes and times (`<header>.json`); None if unreadable."""
     try:
         return [(str(p), int(size), int(mtime)) for p, size, mtime in json.loads(made.read_text())["deps"]]
     except (OSError, ValueError, KeyError, TypeError):

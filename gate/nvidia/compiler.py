@@ -97,8 +97,7 @@ def compile_slot() -> Iterator[None]:
 
 
 def run_tool(command: list[str], cwd: Path, timeout_s: float) -> ToolRun:
-    """Run a compiler (argument list, never a shell string) in the box, in a compile place; a
-    timeout is a failed run, and a run the machine ended is tried once more (see the module doc)."""
+    """Run a compiler (an argument list) in the box, in a compile place; a run the machine ended runs twice."""
     with compile_slot():
         run = _run_once(command, cwd, timeout_s)
         if run.fault:

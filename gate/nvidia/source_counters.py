@@ -49,8 +49,7 @@ class RawInstruction:
 
 
 def read_instructions(action: object) -> list[RawInstruction]:
-    """Every instruction that has a source counter in `action` (an `ncu_report` IAction); [] when
-    the report was collected without the SourceCounters section."""
+    """Every instruction with a source counter in `action` (an `ncu_report` IAction); [] without the section."""
     by_pc: dict[int, RawInstruction] = {}
     for counter, metric_name in METRICS.items():
         metric = action.metric_by_name(metric_name)  # type: ignore[attr-defined]

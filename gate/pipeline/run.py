@@ -150,8 +150,7 @@ def measure(request: JobRequest, emit: Emit,
 
 
 def _static_sides(request: JobRequest, result: JobResult, emit: Emit, pool: CompilePool) -> None:
-    """The static stage of the candidate and, for the static delta, the baseline, side by side in the
-    job's compile pool; their events go out one line at a time."""
+    """Both sides' static stages (the baseline's for the static delta), side by side in the compile pool."""
     options = request.options
     artifacts = Path(request.artifacts_dir)
     say = _one_at_a_time(emit, threading.Lock())
@@ -255,8 +254,7 @@ class _GpuStages:
         return res
 
     def _host(self, side: Side, res: BuildResult, log: Path) -> BuildResult:
-        """`side`'s build loaded in a side host, driven by the job's (the candidate's) workload; a load that
-        fails is the build's failure."""
+        """`side`'s build loaded in a side host (driven by the candidate's workload); a failed load fails it."""
         from gate.timing import pinned
         from gate.timing.remote_side import SideHostClient, SideHostError
 

@@ -86,8 +86,7 @@ class ProfileSession:
         return cls(proc, out_dir, ReportReader(ncu), ncu, arch, clock_control)
 
     def serves(self, out_dir: Path, ncu: str, arch: str, clock_control: str) -> bool:
-        """Whether this session, started before its job, can be that job's: still waiting, same folder,
-        ncu, arch and clock control."""
+        """Whether this session can be that job's: waiting, same folder, ncu, arch and clock control."""
         return (self.proc.poll() is None and self.out_dir == out_dir and self.ncu == ncu
                 and self.arch == arch and self.clock_control == clock_control)
 

@@ -43,8 +43,7 @@ GO = "go"
 
 
 def _wait_for_go(folder: Path) -> bool:
-    """Warm up for the options the parent left in `folder`, then wait for its go on stdin (True) or
-    the end of stdin (False)."""
+    """Warm up for the options the parent left in `folder`, then wait: go (True) or the end of stdin."""
     from gate.domain.codec import from_json
     from gate.domain.job import RunOptions
     from gate.pipeline.run import warm_up

@@ -78,8 +78,7 @@ class Side:
 
 
 def _new_graph() -> tuple[Any, bool]:
-    """A CUDAGraph whose cudaGraph_t survives capture (`keep_graph=True`, torch >= 2.8), so its nodes
-    can be read after it; (graph, False) on a torch without it (then they are read during capture)."""
+    """(a CUDAGraph, whether its nodes can be read after capture: `keep_graph=True`, torch >= 2.8)."""
     import torch
 
     try:

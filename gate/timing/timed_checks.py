@@ -23,7 +23,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-# Share of rounds whose candidate call is checked, and the least per batch.
 CHECK_SHARE = 1 / 8
 MIN_CHECKED_PER_BATCH = 4
 # A graph replay's launches whose outputs are checked when the replay is, drawn among its kept
