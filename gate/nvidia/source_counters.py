@@ -13,14 +13,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-from gate.domain.source_lines import (
-    COUNTERS,
-    NO_FILE,
-    Instruction,
-    KernelSourceProfile,
-    LineCounters,
-    SourceLine,
-)
+from gate.domain.source_lines import COUNTERS, NO_FILE, Instruction, KernelSourceProfile, LineCounters, SourceLine
 
 SECTION = "SourceCounters"
 # Which instanced metric gives each counter of `gate.domain.source_lines.COUNTERS`.

@@ -17,23 +17,13 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from gate.domain.job import JobRequest, ProgressEvent, RunOptions
-from gate.domain.names import Side, Stage
-from gate.domain.results import (
-    BenchResult,
-    BuildResult,
-    CorrectnessResult,
-    Fingerprint,
-    JobResult,
-    ProfileResult,
-    SideResults,
-    StageStatus,
-    StaticResult,
-)
 from gate.compiling import static
 from gate.compiling import toolchain as tc
 from gate.compiling.compile_pool import CompilePool, compile_workers
-from gate.domain.job import LOADING_MODULE, Checkout
+from gate.domain.job import LOADING_MODULE, Checkout, JobRequest, ProgressEvent, RunOptions
+from gate.domain.names import Side, Stage
+from gate.domain.results import (BenchResult, BuildResult, CorrectnessResult, Fingerprint, JobResult, ProfileResult,
+                                 SideResults, StageStatus, StaticResult)
 from gate.errors import GateError
 from gate.pipeline.ahead import Ahead
 from gate.profiling.profile import Turns

@@ -17,17 +17,10 @@ import traceback
 from pathlib import Path
 from typing import TextIO
 
+from gate.domain.child_protocol import SPARE_OPTIONS_NAME, ExitCode, error_line, event_line, read_request, write_result
 from gate.domain.job import ProgressEvent
 from gate.domain.results import JobResult
 from gate.errors import GateError
-from gate.domain.child_protocol import (
-    SPARE_OPTIONS_NAME,
-    ExitCode,
-    error_line,
-    event_line,
-    read_request,
-    write_result,
-)
 
 
 def _event_channel() -> TextIO:
