@@ -31,8 +31,6 @@ from gate.errors import ManifestError, ToolMissingError
 from gate.manifest import module_name
 from gate.nvidia import compiler
 
-extension_name = objects.extension_name
-
 # Sources, or headers they include, that register torch ops (`module_name.registering_file`).
 registers_torch_ops = module_name.registers_torch_ops
 # Symbols torch/library.h's registration macros define (static `TORCH_LIBRARY_init_<ns>`,
@@ -70,7 +68,7 @@ def elf_section(data: bytes, name: bytes) -> bytes:
 def compile_jobs(kernel: KernelSpec, src_dir: Path, tools: tc.Tools,
                  archs: list[str] | None) -> list[tuple[str, list[str], str]]:
     """(source, command, key) of every object: `.cu` for `archs` (None: host sources only), `.cpp`."""
-    name = extension_name(kernel, src_dir)
+    name = objects.extension_name(kernel, src_dir)
     jobs = []
     for rel in kernel.sources:
         path = (src_dir / rel).resolve()
@@ -115,7 +113,7 @@ def build_extension(kernel: KernelSpec, src_dir: Path, cache_dir: Path, out_dir:
     start = time.perf_counter()
     src_dir, out_dir = Path(src_dir).resolve(), Path(out_dir)
     tools = tc.discover(nvcc, pch_dir)
-    name = extension_name(kernel, src_dir)
+    name = objects.extension_name(kernel, src_dir)
     cache = ObjectCache(Path(cache_dir))
     out_dir.mkdir(parents=True, exist_ok=True)   # the link writes here even when every object is a hit
     archs = tc.target_archs(kernel.arch)
