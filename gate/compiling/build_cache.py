@@ -1,10 +1,8 @@
 """Content-addressed cache of compiled objects (`.o`), the core of `build.py`.
 
-An object's key is the sha256 of everything that can change the bytes the compiler writes: the
-source, every header of the checkout it reaches (with any `.gch` the compiler would read first), the
-exact command line and the versions of torch, the CUDA toolkit and the compiler. Equal keys mean
-equal objects, so two revisions that differ only in a kernel `.cu` share the binding's object.
-Entries are renamed into place, so concurrent jobs sharing one cache never read half an object.
+An object's key is the sha256 of everything that can change the bytes the compiler writes (source,
+local headers, command line, toolchain versions), so two revisions that differ only in a kernel `.cu`
+share the binding's object. Entries are renamed into place: concurrent jobs never read half an object.
 
 Beside an object the cache keeps its SASS opcode histograms (`<key>.sass.json`), so a revision that
 leaves a source alone does not disassemble it again (causal-conv1d's backward object, 24 MB with

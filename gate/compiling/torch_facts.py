@@ -1,12 +1,9 @@
 """What torch tells a compile, kept on disk so that a fresh GPU child need not import torch to start one.
 
-Reading them means importing torch, 2 to 5 s, and a cold job's binding compile waited for that
-(docs/measurements.md). The gate writes them with the precompiled headers (`torch_pch_make.make`),
-outside any box, as `<pch root>/torch-facts.json` with a fingerprint of where they came from (the
-interpreter, and the size and time of torch's files that hold them). A job's child sees that folder
-read-only, so no submission can change them, and uses them only while the fingerprint holds (found
-without importing torch); otherwise it imports torch. The command lines are the same either way
-(tests/compiling/test_torch_facts.py).
+Reading them means importing torch, 2 to 5 s, which a cold job's binding compile waited for
+(docs/measurements.md). The gate writes them with the precompiled headers, outside any box, with a
+fingerprint of where they came from; a job's child sees them read-only and uses them only while the
+fingerprint holds. The command lines are the same either way (tests/compiling/test_torch_facts.py).
 """
 
 from __future__ import annotations

@@ -4,11 +4,10 @@ A cold job's binding compile is mostly GCC reading torch's headers (38.7 s, 21.5
 `torch/extension.h` precompiled, on 2 cores); docs/measurements.md says how the gate makes and offers
 them. GCC uses a `.gch` only for the unit's first `#include`, and only when valid for the command
 line, so other sources compile as before (force-including, `-include`, would change what they mean).
-The object is byte for byte the same either way, so its cache key ignores the offer
-(tests/compiling/test_torch_pch.py compares them). Layout: `<root>/<key>/` per `key()`; in it, per
-header, the `.gch`, a one-line `#include_next` stub of the header's name (a second `#include` would
-otherwise stop GCC), `<header>.json` (the files it was made from, with sizes and times), or
-`<header>.failed` (the compiler's log; not tried again for this key).
+The object is byte for byte the same either way (tests/compiling/test_torch_pch.py), so its cache key
+ignores the offer. Layout:
+`<root>/<key>/`; in it, per header, the `.gch`, an `#include_next` stub (a second `#include` would
+otherwise stop GCC), `<header>.json` (the files it was made from), or `<header>.failed`.
 """
 
 from __future__ import annotations

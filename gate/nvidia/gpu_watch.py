@@ -5,13 +5,10 @@ and other processes on the device, sampled through NVML (nvidia-ml-py) in a back
         ...timing...
     watch.result -> GpuWatch                    # summary + `problems` in words
 
-Sharing, and thermal or hardware slowdowns, are `problems` that make the latency rows inconclusive
-(docs/design.md, "The GPU watched"). GPU Boost's own regulation is not: both sides are timed
-interleaved within milliseconds while Boost moves over hundreds (on an H100, unchanged kernels under
-a 3-4.5 % moving clock read -0.4 to +0.4 %); `boost_spread_pct` says so. Idle samples are not counted:
-idle clocks drop by design. In a virtual machine NVML lists no processes, so the watch also probes
-the GPU's utilisation while this job is idle, before and after timing. Without NVML the watch is
-`available=False` with the reason: it adds evidence, it is not required.
+Sharing, and thermal or hardware slowdowns, are `problems` (docs/design.md, "The GPU watched"). GPU
+Boost's own regulation is not: both sides are timed interleaved within milliseconds while Boost moves
+over hundreds (on an H100, unchanged kernels under a 3-4.5 % moving clock read -0.4 to +0.4 %). Idle
+samples are not counted: idle clocks drop by design. Without NVML the watch only says why.
 """
 
 from __future__ import annotations

@@ -1,14 +1,10 @@
 """Profile stage: the candidate under Nsight Compute, gate metrics only, one launch per shape.
 
-`profile(...)` runs `ncu` on `gate.profiling.profile_target` (one profiled call per shape x dtype,
-in an NVTX range naming it), requesting only the catalog's metrics for the local arch; the `.ncu-rep`
-stays in `out_dir` and is read in a clean interpreter (`ncu_isolated`: see why there).
-
-Faults, and whose they are (`check_ncu_run`): ncu missing, counters not permitted, no profiler
-library (gVisor), any other `==ERROR==` line, a target that could not start, a timeout are the
-gate's (a timeout too: hangs are judged by the correctness stage, without a profiler's replay
-overhead). The kernel's call raising, or launching no CUDA kernel in its profiled calls, is FAILED.
-A metric that comes back n/a is listed and stays None, so no rule can pass on it.
+`profile(...)` runs `ncu` on `gate.profiling.profile_target`, requesting only the catalog's metrics for
+the local arch; the `.ncu-rep` stays in `out_dir` and is read in a clean interpreter (`ncu_isolated`).
+Whose fault is what: `check_ncu_run` (a timeout is the gate's: hangs are judged by the correctness
+stage, without a profiler's replay overhead). A metric that comes back n/a is listed and stays None,
+so no rule can pass on it.
 """
 
 from __future__ import annotations

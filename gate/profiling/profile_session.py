@@ -1,11 +1,9 @@
 """An ncu session started ahead of its profile stage, and told to go when the stage comes.
 
-Loading ncu, the profile target's interpreter, torch and the gate (about 3 s on an H100), and the
-report reader, now happens while the CPU stages run, or before the job in a spare child
-(docs/measurements.md). The target creates its CUDA context (`ready`), then waits for `go.json`,
-which names the module, the kernel and its checkout (`run`): a session knows nothing of its job
-until the go (`serves`), and nothing of the submission runs before it. An unneeded session is
-`cancel`ed; one whose job died without cancelling it ends on its own after `WAIT_S`.
+Loading ncu, the profile target's interpreter, torch and the gate (about 3 s on an H100) happens
+while the CPU stages run (docs/measurements.md). A session knows nothing of its job until `run`
+writes the go, and nothing of the submission runs before it; one whose job died without cancelling
+it ends on its own after `WAIT_S`.
 """
 
 from __future__ import annotations

@@ -1,13 +1,9 @@
 """Hold the GPU until a timed call is fully enqueued, so its events bracket GPU work only (issue 25).
 
 With only the L2 flush to keep the GPU busy, a host that fell behind let the start event run on an
-idle GPU, and the interval read the host's enqueue time: a fork-join kernel read +7.6 and +9.8 % in
-gate jobs where harnesses read +2 to +7.5 % (docs/threat-model.md, "host time inside a timed
-interval"). So every repetition is `flush, HOLD, start event, call, end event, release`: a one-thread
-PTX kernel spins on a word of pinned host memory until the host writes its ticket there (nvbench's
-"blocking kernel"). A call that waits for the GPU while enqueued (a `.item()`) would deadlock on it:
-the hold gives up after `TIMEOUT_NS` and writes a second word (`timed_out()`), and the bench stops
-holding that side and says so.
+idle GPU, and the interval read the host's enqueue time (docs/threat-model.md, "host time inside a
+timed interval", says how the hold works and what it fixed). A call that waits for the GPU while
+enqueued (a `.item()`) would deadlock on the hold: it gives up after `TIMEOUT_NS` (`timed_out()`).
 """
 
 from __future__ import annotations

@@ -1,18 +1,13 @@
 """Interleaved GPU timing of several callables ("sides"), the measuring core of `bench.py`.
 
-One *round* runs every side once, in an order drawn per round, on one of several input sets, rotating
-and refilled right after their round: no timed call sees the pointer and content its side saw before.
-Each repetition is
+One *round* runs every side once, in an order drawn per round, on one of several input sets (rotating,
+refilled right after their round: docs/threat-model.md). Each repetition is
 
     [reset persisting L2 once per batch]  L2 flush  hold  start-event  side(set)  end-event  release
 
-The flush (2 x L2) makes it cold; the hold (`gpu_hold`) keeps the host's launch latency out of the
-events. Launch-bound sides are timed as CUDA graphs (`timing_methods`). A batch is enqueued before
-its one synchronisation, so only its first call follows an idle GPU (docs/design.md, "Figures that
-mean the same from job to job"). The events see only the caller's stream; `all_streams` sees all.
-
-Isolated mode (issue 26; docs/design.md, "Isolated pacing"): beside a *remote* side (`Side.remote`,
-timed in `side_host`), every repetition of every side is synchronous, after `SYNCHRONOUS_FLUSHES`:
+A batch is enqueued before its one synchronisation, so only its first call follows an idle GPU
+(docs/design.md, "Figures that mean the same from job to job"). Isolated mode (issue 26; docs/design.md,
+"Isolated pacing"): beside a *remote* side, timed in `side_host`, every repetition is synchronous:
 
     sync  [remote: request -> flush x4 start-event side(set) end-event sync -> reply]
     sync  [local:            flush x4 start-event side(set) end-event wait]

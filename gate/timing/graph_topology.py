@@ -1,14 +1,9 @@
 """The shape of a captured CUDA graph, read with the driver API: its work nodes and whether it is one chain.
 
-Calls captured on one stream make one chain. A call that forks to another stream and joins back
-does not: the capture merges the private stream's dependencies into the caller's (CUDA C++
-Programming Guide, "Cross-stream Dependencies and Events"), and the replay pays for those joins where
-no eager call does (+18.5 % on an H200 against +6.3 % in a plain harness, issue 25).
-
-The graph is read on the kept `cudaGraph_t`, or where torch does not hand it out, on the graph being
-captured (`cuStreamGetCaptureInfo_v2` returns it while the capture is open). Versioned symbols are
-called by name because their signatures are fixed, where cuda.h maps an unversioned name to a newer
-one per toolkit.
+Calls captured on one stream make one chain; a fork to another stream and back does not (CUDA C++
+Programming Guide, "Cross-stream Dependencies and Events"), and its replay pays for the joins
+(docs/threat-model.md, "fork-join on a second stream"). Versioned symbols are called by name because
+their signatures are fixed, where cuda.h maps an unversioned name to a newer one per toolkit.
 """
 
 from __future__ import annotations

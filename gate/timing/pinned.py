@@ -2,12 +2,9 @@
 
 A built extension runs its module initialiser inside the GPU child, the process that times it. One
 that halved `torch.cuda.Event.elapsed_time` halved both sides' figures (298 vs 299 µs for a 596 µs
-kernel). So `pin()` runs before the first build is loaded (`run._measure_on_gpu`) and keeps the C
-methods behind torch's events (a built-in type's attributes cannot be reassigned; the Python wrappers
-on `torch.cuda.Event` can, and are not used), `torch._C._cuda_synchronize`, `time.perf_counter` and
-the functions of `WATCHED_MODULES`. `tampered()` names every watched attribute replaced since: the
-verdict rejects (`timer_untouched`), while the figures are those of the unpatched timer
-(docs/threat-model.md, "a module initialiser that patches the timer").
+kernel). So `pin()` runs before the first build is loaded and keeps the C methods behind torch's events (a
+built-in type's attributes cannot be reassigned; the Python wrappers can), and `tampered()` names what
+was replaced since (docs/threat-model.md, "a module initialiser that patches the timer").
 """
 
 from __future__ import annotations

@@ -1,18 +1,12 @@
 """Checks of the candidate's *timed* calls: the work that was timed is the work that was checked.
 
 Three kernels that computed only part of C on calls after the checked ones were accepted, one 18.5 %
-"faster" (issue 25). So in every batch some timed calls, drawn from `os.urandom` (never a counter or
-the timer's seed), are checked in full (docs/threat-model.md, "work skipped on timed calls"): output
-poisoned with NaN before the call, reduced on the device against the expected result after its end
-event, judged after the batch's synchronisation against the dtype's absolute tolerance (the sharp
-rule already ran before timing: skipped work is off by orders of magnitude, rounding is not).
-Skipping work on a share f of calls escapes n checks with probability (1 - f)^n; the figure is a
-median, so only a large share moves it (half of ~100 calls escapes with 1.5e-8).
-
-The checking pass (issue 43): a kernel wrong on 1 call in 8 at random leaves the median alone and
-escaped 8 timed checks with probability 0.34. So after the timing each shape's candidate is called
-`pass_calls` more times on poisoned outputs (`TimedChecks.check_pass`): at least `CHECKED_PER_JOB`
-calls per job, whatever the timing method (the candidate is always called in this process).
+"faster" (issue 25); how the checks work is docs/threat-model.md's ("work skipped on timed calls"). The
+bound is the dtype's absolute tolerance: the sharp rule already ran before timing, and skipped work is
+off by orders of magnitude, rounding is not. Skipping work on a share f of calls escapes n checks with
+probability (1 - f)^n; the figure is a median, so only a large share moves it (half of ~100 calls
+escapes with 1.5e-8). A kernel wrong on 1 call in 8 at random leaves the median alone and escaped 8
+timed checks with probability 0.34: hence the checking pass after the timing (issue 43).
 """
 
 from __future__ import annotations

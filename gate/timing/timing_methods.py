@@ -2,12 +2,10 @@
 times its work (`graph_refused`; docs/design.md, "One timing method per binary").
 
 A launch on a default stream is not captured into the graph and raises nothing: the graph replays
-nothing, and a 33 % slower commit was accepted (issue 25). A graph is refused when its work nodes are
-fewer than its launches (counting eager launches would need a profiler: seconds), when it is no
-single chain (a fork's replay read +18.5 % on an H200 where plain harnesses read +0.1 to 6 %,
-bench/fork_join.py), or when it replays under `GRAPH_MIN_SHARE` of the eager time: a call that lost
-part of its work keeps its nodes but not its time, while honest graphs read at most ~2.5x less (warm
-L2, DRAM-bound). A refused graph is timed eagerly on the caller's stream, torch's legacy default
+nothing, and a 33 % slower commit was accepted (issue 25). Counting eager launches would need a
+profiler (seconds), so a graph's work nodes are counted instead. A call that lost part of its work
+keeps its nodes but not its time: honest graphs read at most ~2.5x under the eager time (warm L2,
+DRAM-bound), hence `GRAPH_MIN_SHARE`. A refused graph is timed eagerly on torch's legacy default
 stream, whose events bracket a launch on either default stream.
 """
 
