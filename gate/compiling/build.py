@@ -1,7 +1,8 @@
 """Build stage: compile a kernel's sources as a PyTorch C++/CUDA extension, through an object cache.
 
 Each source is compiled on its own (`objects.compile_object`, shared with the static stage) into the
-object cache; the `.so` is linked from those. A revision that changes one `.cu` recompiles it alone.
+object cache; the `.so` is linked from those. A revision that changes one `.cu` recompiles it alone:
+the binding's object (torch's headers, ~10 s) is a hit.
 Why not ccache: the gate must *report* hits per object, which ccache gives only as global counters
 that concurrent jobs disturb, and the key here is explicit, tested and relative to the checkout.
 A compile or link error, or a compile past the kernel's timeout, is `FAILED` with the log; one the

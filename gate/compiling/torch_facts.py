@@ -1,9 +1,10 @@
 """What torch tells a compile, kept on disk so that a fresh GPU child need not import torch to start one.
 
-Reading them means importing torch, 2 to 5 s, which a cold job's binding compile waited for
-(docs/measurements.md). The gate writes them with the precompiled headers, outside any box, with a
-fingerprint of where they came from; a job's child sees them read-only and uses them only while the
-fingerprint holds. The command lines are the same either way (tests/compiling/test_torch_facts.py).
+Reading them means importing torch, 2 to 5 s, which a cold job's binding compile (10 to 15 s) waited
+for (docs/measurements.md). The gate writes them with the precompiled headers, outside any box, with a
+fingerprint of where they came from; a job's child sees them read-only (no submission can change
+them) and uses them only while the fingerprint holds. The command lines are the same either way
+(tests/compiling/test_torch_facts.py).
 """
 
 from __future__ import annotations

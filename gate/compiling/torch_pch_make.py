@@ -1,10 +1,10 @@
 """Making the precompiled torch headers that `torch_pch` offers to binding compiles.
 
 Made by the gate itself, never inside a job (docs/measurements.md): the inputs are the installed torch
-and a wrapper the gate writes, nothing of a submission, so it runs unboxed. One header takes about one
-binding compile (52 s for `torch/extension.h` of a CUDA torch on 2 cores) and 0.2 to 0.8 GB of disk.
-It runs in an empty folder (its `-I.` finds nothing); a lock file keeps two makers on one data folder
-from making the same header at once.
+and a wrapper the gate writes, nothing of a submission, so it runs unboxed (jobs see its folder
+read-only). One header takes about one binding compile (52 s for `torch/extension.h` of a CUDA torch
+on 2 cores) and 0.2 to 0.8 GB of disk. It runs in an empty folder (its `-I.` finds nothing); a lock
+file keeps two makers on one data folder from making the same header at once.
 """
 
 from __future__ import annotations

@@ -1,12 +1,9 @@
 """What a GPU job starts at its beginning so that its GPU stages do not wait for it.
 
-While the static stages compile, a thread of the GPU child starts the build's torch binding compile
-(`build.prefetch`), makes the CUDA context (`gpu_ready`) and starts the profile sessions
-(docs/measurements.md); the bench waits until each session's context is up (`wait_ready`: a context
-made beside timed work shares the GPU). A spare child starts both sides' sessions in its warm-up
-(`start_early`); its job takes each one that `serves` it. All of it is only a head start: the build
-and the profile stage do the same work themselves when nothing was started, and report their own
-faults. Nothing here decides anything.
+While the static stages compile, a thread of the GPU child starts the torch binding's compile, the
+CUDA context and the profile sessions (docs/measurements.md); a spare child starts the sessions in its
+warm-up (`start_early`). All of it is only a head start: the build and the profile stage do the same
+work themselves when nothing was started, and report their own faults. Nothing here decides anything.
 """
 
 from __future__ import annotations
@@ -84,7 +81,8 @@ class Ahead:
         return self.sessions.pop(side, None)
 
     def wait_ready(self, timeout_s: float = READY_S) -> None:
-        """Before the bench: every session has its CUDA context up, or is cancelled (the stage starts its own)."""
+        """Before the bench (a context being made would share the GPU with timing): every session has its
+        CUDA context up, or is cancelled (the profile stage then starts its own)."""
         self._thread.join()
         deadline = time.monotonic() + timeout_s
         for side, session in list(self.sessions.items()):

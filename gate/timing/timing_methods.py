@@ -25,9 +25,8 @@ GRAPH_LAUNCHES = 64
 
 
 def timing_method(gated_estimates_us: list[float]) -> tuple[bool, int]:
-    """(use a graph, launches per replay), from the *gated* sides' estimates only, never a peer's: a
-    fast peer (cuBLAS) once put a WMMA GEMM timed alone on graphs, whose warm-L2 launches read 1 to 5 %
-    under its cold events figure on an H100 (bench/timing_drift.py; docs/design.md)."""
+    """(use a graph, launches per replay), from the *gated* sides' estimates only, never a peer's
+    (docs/design.md, "One timing method per binary": a fast peer once moved a GEMM's figure 1 to 5 %)."""
     if not gated_estimates_us:
         raise ValueError("timing_method needs the estimate of at least the candidate")
     return min(gated_estimates_us) < GRAPH_BELOW_US, GRAPH_LAUNCHES
