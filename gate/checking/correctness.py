@@ -1,15 +1,9 @@
 """Correctness stage: the kernel against a float32/float64 reference on fresh random inputs.
 
-Per shape x dtype x seed, inputs live in the *same* buffers (NaN canaries, `workloads.guarded_empty`):
-the first case fills them, odd cases change one element (`workloads.perturb_one`: defeats a cache keyed
-by a checksum of the inputs), even cases refill everything (defeats a cache keyed by pointer). Per case:
-
-1. the output block is poisoned with NaN right before the call;
-2. right after the call, *before any host synchronisation*, the output is copied on the caller's
-   stream: what a caller's next operation would read. Work left on another stream or a host thread
-   has not landed in it, so it cannot pass by luck of timing; this copy is what is judged;
-3. after a device-wide synchronisation the output must equal the copy (a late writer is named), the
-   inputs must be unchanged and their canaries intact.
+Per shape x dtype x seed, inputs live in the *same* buffers (NaN canaries): the first case fills them,
+odd cases change one element (a checksum cache fails), even cases refill everything (a pointer cache
+fails). The output is poisoned before the call and copied on the caller's stream before any host
+synchronisation: that copy is judged, so work left elsewhere cannot pass by luck (docs/threat-model.md).
 
 A case passes iff
 
@@ -20,14 +14,12 @@ with k = `gates.max_error_ratio` and floor = the dtype's epsilon x max(1, max|re
 PyTorch error does not demand more than the format holds. For float8_e4m3fn, PyTorch's side is
 bfloat16 SDPA; the floor (2**-3) lies above the dtype tolerance, so the absolute bound alone judges.
 
-A stale output is judged by itself, not by its error, which one changed element may move by less
-than the tolerance (tests/fakes/caching.py passed e4m3 attention in 20 of 20 draws by error alone).
-So a case after the first of a shape x dtype fails when its copy is bit for bit the previous case's
-while the reference, rounded to the output's dtype, moved in at least `STALE_MIN_MOVED_ELEMS` elements.
-Type, shape, modified inputs, canaries, a late write and NaN/Inf are judged before it, the error bounds
-after. It does not see an output from further back or nudged by one element, nor a change that reaches
-few outputs: the error bounds judge those; a cache used only while timed is the bench's rotating
-input sets' to defeat (`bench.INPUT_SETS`).
+A stale output is judged by itself, not by its error (docs/threat-model.md says why): a case fails
+when its copy is bit for bit the previous case's while the reference, rounded to the output's dtype,
+moved in at least `STALE_MIN_MOVED_ELEMS` elements; after type, shape, inputs, canaries, a late write
+and NaN/Inf, before the error bounds. It does not see an output from further back or nudged by one
+element, nor a change that reaches few outputs: the error bounds judge those; a cache used only while
+timed is the bench's rotating input sets' to defeat (`bench.INPUT_SETS`).
 
 A CUDA fault leaves the CUDA context unusable: the stage ends at once, FAILED, its `reason` starting
 with `CUDA_FAULT_PREFIX`; the caller must run no further GPU stage in this process.
@@ -52,8 +44,7 @@ _STICKY_ERRORS = ("illegal memory access", "misaligned address", "unspecified la
 # is the sharp one; these catch a kernel that is wrong where PyTorch is itself imprecise.
 # float8_e4m3fn (attention: e4m3 q, k, v, bf16 out): a CPU emulation of FlashAttention-3's FP8 forward,
 # P rounded to e4m3 before P·V, against float64 on the same e4m3 values erred by at most 0.021 x
-# max(1, max|ref|) over S 17..2048, causal or not, D 64/128; 5e-2 leaves a margin of ~2.4x. PyTorch has
-# no e4m3 attention to hold it to (`Attention.lowp_reference`), so for this dtype this bound is the rule.
+# max(1, max|ref|) over S 17..2048, causal or not, D 64/128; 5e-2 leaves a margin of ~2.4x.
 DTYPE_TOLERANCE = {"float16": 2e-2, "bfloat16": 6e-2, "float32": 1e-4, "float8_e4m3fn": 5e-2}
 # How long a case waits for late writers (a detached host thread, an unjoined stream) before it
 # compares the output with the copy taken at return: the issue's deferred launch came ~300 µs late.
@@ -152,8 +143,8 @@ def check(kernel: KernelSpec, module: Any, workload: Any, seeds: int) -> Correct
 def _one_case(kernel: KernelSpec, module: Any, workload: Any, shape: Shape, dtype: str, seed: int,
               inputs: dict[str, Any], previous: _Judged | None,
               change: str) -> tuple[CorrectnessCase, _Judged | None]:
-    """One call judged, and what the next case compares with (None when no output was judged).
-    `previous` is the case before on the same buffers, `change` how the inputs differ from it."""
+    """One call judged, and what the next case compares with (None when no output was judged);
+    `change`: how the inputs differ from the `previous` case's."""
     import torch
 
     ref = workload.reference(shape, inputs).float()
@@ -189,8 +180,7 @@ class _Call:
 
 
 def _call(kernel: KernelSpec, module: Any, workload: Any, inputs: dict[str, Any], lowp: Any) -> _Call:
-    """Steps 1 and 2 of the module docstring: the output poisoned, the call, its output copied before
-    any host synchronisation; then late writers are waited for."""
+    """The output poisoned, the call, its copy before any host synchronisation, a wait for late writers."""
     import torch
 
     poison_outputs(workload, inputs)            # an output argument: unwritten elements read NaN
@@ -206,8 +196,7 @@ def _call(kernel: KernelSpec, module: Any, workload: Any, inputs: dict[str, Any]
 
 
 def _broken(call: _Call, ref: Any, snapshot: dict[str, Any], inputs: dict[str, Any]) -> str:
-    """Why the call's output cannot be judged by its error at all ("" when it can): not a tensor of
-    the reference's shape, inputs modified, canaries damaged, written late, NaN/Inf."""
+    """Why the call's output cannot be judged by its error at all ("" when it can)."""
     import torch
 
     out, held = call.out, call.held
@@ -235,8 +224,7 @@ def _broken(call: _Call, ref: Any, snapshot: dict[str, Any], inputs: dict[str, A
 
 
 def _tolerance(kernel: KernelSpec, workload: Any, dtype: str, ref: Any, torch_err: float) -> tuple[float, str]:
-    """A case's bound on the max error (the smaller of the module docstring's two), and the rule that
-    sets it, in words."""
+    """A case's bound on the max error (the smaller of the module docstring's two), and its rule in words."""
     scale = max(1.0, float(ref.abs().max()))
     # A workload may widen the table for its own numerics (e.g. long float32 recurrences).
     tolerances = {**DTYPE_TOLERANCE, **getattr(workload, "dtype_tolerance", {})}

@@ -3,25 +3,10 @@
 Built in: `attention` (scaled-dot-product attention forward, q/k/v `[B,H,S,D]`, scale 1/sqrt(D),
 `module.forward(q, k, v, causal)`) and `gemm` (A·Bᵀ, A `[M,K]`, B `[N,K]`, `module.forward(a, b)`).
 A manifest may instead name `"module:callable"` inside the repository, returning an object with the
-methods of `Workload` (`REQUIRED_METHODS`, the rest optional); docs/manifest.md ("A custom
-workload") is the reader's version, with an example. Why each part is there:
-
-- `check_shape`: the manifest cannot read a custom workload's shape keys, so `get_workload` asks it
-  about every shape once loaded: a refusal is a `ManifestError` (`error`), not a kernel fault (`reject`).
-- `make_inputs`: built-ins allocate with `guarded_empty` (a view inside a NaN-filled buffer: an
-  out-of-bounds read returns NaN, a write shows in `guard_damage`); values are normal(0, 1), never
-  zeros, which hide unwritten outputs and can run faster than real data.
-- `refill` writes new values into the *same* buffers (a cache keyed by pointer fails) and
-  `perturb_one` changes one element (a cache keyed by a cheap checksum fails); both fail as
-  unchanged output while the reference moved (`correctness.STALE_MIN_MOVED_ELEMS`).
-- `call` runs the kernel on the caller's stream. A kernel writing into an output argument is fed one
-  named in the workload's `outputs`, poisoned before every checked call (`poison_outputs`) and left
-  out of the "inputs unchanged" check and of `perturb_one` (`read_only`). A `TORCH_LIBRARY` op is
-  reached through `torch_op("ns::op")`; its baseline then runs in its own process (`side_host`).
-- `reference` (float32/float64) and `lowp_reference` (PyTorch in the input dtype; bfloat16 for
-  float8_e4m3fn attention) are what correctness compares against (`correctness`).
-- `flops` and `dram_bytes` (every input read once, the output written once) give the physical
-  floor (`roofline`); `peers` are PyTorch's own implementations, timed beside the kernel.
+methods of `Workload` (`REQUIRED_METHODS`, the rest optional): docs/manifest.md ("A custom workload")
+says what each is for. A custom workload's shapes are checked by its `check_shape` once loaded, a
+refusal being a `ManifestError` (`error`), not a kernel fault (`reject`). Built-in inputs are
+normal(0, 1), never zeros, which hide unwritten outputs and can run faster than real data.
 """
 
 from __future__ import annotations
@@ -79,8 +64,7 @@ DTYPE_BYTES = {"float64": 8, "float32": 4, "float16": 2, "bfloat16": 2, "float8_
 
 
 def dtype_bytes(dtype: str) -> int:
-    """Bytes per element of `dtype` ("float16" -> 2), for a workload's `dram_bytes`; a name not in
-    `DTYPE_BYTES` raises ValueError naming it and the known ones."""
+    """Bytes per element of `dtype` ("float16" -> 2), for a workload's `dram_bytes`; ValueError if unknown."""
     try:
         return DTYPE_BYTES[dtype]
     except KeyError:
@@ -118,9 +102,7 @@ def poison_outputs(workload: Any, inputs: Inputs) -> None:
 
 
 def torch_op(qualified: str) -> Any:
-    """`torch.ops.<ns>.<op>` for "ns::op", as a loaded extension's `TORCH_LIBRARY` registered it;
-    LookupError naming both when the namespace or the op is not registered (the extension was not
-    loaded, or registers another name)."""
+    """`torch.ops.<ns>.<op>` for "ns::op"; LookupError naming both when it is not registered."""
     import torch
 
     ns, sep, op = qualified.partition("::")
@@ -134,10 +116,9 @@ def torch_op(qualified: str) -> Any:
 
 
 def entry(module: Any, function_name: str) -> Any:
-    """What a workload calls for the manifest's `function`: the module's attribute of that name (a
-    pybind11 function), else the op `torch.ops.<ns>.<name>` the extension registered, where <ns> is
-    the module's name (`TORCH_EXTENSION_NAME`, kernel-builder's `TORCH_LIBRARY_EXPAND`) unless the
-    name says its own ("ns::op")."""
+    """What a workload calls for the manifest's `function`: the module's attribute (pybind11), else the
+    op `torch.ops.<ns>.<name>` with <ns> the module's name (`TORCH_EXTENSION_NAME`) unless the name
+    says its own ("ns::op")."""
     if "::" in function_name:
         return torch_op(function_name)
     found = getattr(module, function_name, None)
@@ -150,11 +131,6 @@ def _torch_dtype(dtype: str) -> Any:
     import torch
 
     return getattr(torch, dtype)
-
-
-def _dtype_name(dtype: Any) -> str:
-    """torch's dtype as the manifest names it: torch.float8_e4m3fn -> "float8_e4m3fn"."""
-    return str(dtype).removeprefix("torch.")
 
 
 # Canary elements on each side of every built-in input: NaN, so a read past either end poisons the
@@ -206,10 +182,9 @@ def perturb_one(inputs: Inputs, seed: int) -> str:
 
 
 def refill_normal(inputs: Inputs, seed: int) -> None:
-    """New normal(0, 1) values into every tensor of `inputs`, in place, from one seeded generator.
-    A 1-byte float (float8_e4m3fn) gets float32 draws from the same generator, rounded into it:
-    torch has no `normal_` for float8. Every other dtype draws in place, as it always has, so the
-    values of a seed stay what they were."""
+    """New normal(0, 1) values into every tensor of `inputs`, in place, from one seeded generator. A
+    float8 tensor gets float32 draws rounded into it (torch has no `normal_` for float8); every other
+    dtype draws in place, as it always has, so the values of a seed stay what they were."""
     import torch
 
     gen = None
@@ -236,7 +211,6 @@ class Attention:
         return self.OUTPUT_DTYPES.get(dtype, dtype)
 
     def make_inputs(self, shape: Shape, dtype: str, seed: int, device: str) -> Inputs:
-
         p = shape.params
         size = (int(p["b"]), int(p["h"]), int(p["s"]), int(p["d"]))
         inputs: Inputs = {n: guarded_empty(size, dtype, device) for n in "qkv"}
@@ -282,7 +256,7 @@ class Attention:
 
         causal = bool(shape.params.get("causal", False))
         q, k, v = (inputs[n] for n in "qkv")
-        out_dtype = _torch_dtype(self.output_dtype(_dtype_name(q.dtype)))
+        out_dtype = _torch_dtype(self.output_dtype(str(q.dtype).removeprefix("torch.")))
         q, k, v = (t.to(out_dtype) for t in (q, k, v))      # no copy when the dtype is already it
         return F.scaled_dot_product_attention(q, k, v, is_causal=causal)
 
@@ -322,7 +296,6 @@ class Gemm:
     name = "gemm"
 
     def make_inputs(self, shape: Shape, dtype: str, seed: int, device: str) -> Inputs:
-
         m, n, k = (int(shape.params[x]) for x in "mnk")
         inputs = {"a": guarded_empty((m, k), dtype, device), "b": guarded_empty((n, k), dtype, device)}
         refill_normal(inputs, seed)
@@ -358,9 +331,8 @@ class Gemm:
 
 def get_workload(kernel: KernelSpec, src_dir: Path) -> Workload:
     """The built-in workload named by the manifest, or `module:callable` loaded from the repository,
-    with every declared shape checked (`check_shape`). Raises `ManifestError` for a `module:callable`
-    that does not resolve, an object without `REQUIRED_METHODS`, or a shape the workload refuses;
-    anything the repository's module raises itself propagates unchanged."""
+    every shape checked; `ManifestError` for what does not resolve or is refused (what the module
+    itself raises propagates unchanged)."""
     if kernel.workload == "attention":
         return Attention()
     if kernel.workload == "gemm":

@@ -1,16 +1,12 @@
 """Build stage: compile a kernel's sources as a PyTorch C++/CUDA extension, through an object cache.
 
-Each source is compiled on its own (`objects.compile_object`, shared with the static stage, whose `.cu`
-objects for the GPU's arch are hits here) into an object `build_cache.ObjectCache` keeps under a
-content key; the `.so` is linked from those. A revision that changes one `.cu` recompiles it alone:
+Each source is compiled on its own (`objects.compile_object`, shared with the static stage) into the
+object cache; the `.so` is linked from those. A revision that changes one `.cu` recompiles it alone:
 the binding's object (torch's headers, ~10 s) is a hit.
-
-Why not ccache: one more tool every worker must configure; the gate must *report* hits per object,
-which ccache gives only as global counters that concurrent jobs disturb; and the key here is explicit
-and tested, with paths relative to the checkout so that checkouts in different folders share entries.
-
+Why not ccache: the gate must *report* hits per object, which ccache gives only as global counters
+that concurrent jobs disturb, and the key here is explicit, tested and relative to the checkout.
 A compile or link error, or a compile past the kernel's timeout, is `FAILED` with the log; one the
-machine ended (`ToolRun.fault`) is `ERROR`, naming it. A missing compiler or torch raises `ToolMissingError`.
+machine ended (`ToolRun.fault`) is `ERROR`; a missing compiler or torch raises `ToolMissingError`.
 """
 
 from __future__ import annotations
@@ -36,8 +32,6 @@ from gate.errors import ManifestError, ToolMissingError
 from gate.manifest import module_name
 from gate.nvidia import compiler
 
-extension_name = objects.extension_name
-
 # Sources, or headers they include, that register torch ops (`module_name.registering_file`).
 registers_torch_ops = module_name.registers_torch_ops
 # Symbols torch/library.h's registration macros define (static `TORCH_LIBRARY_init_<ns>`,
@@ -48,8 +42,7 @@ _REGISTRATION_SYMBOL = re.compile(rb"TORCH_LIBRARY(?:_FRAGMENT|_IMPL)?_(?:static
 
 
 def module_registers_ops(module_path: str | Path) -> bool:
-    """Whether the built extension at `module_path` registers torch ops: the sure way, read from its
-    ELF symbol names (`.strtab`) before it is loaded. False for a file that is no readable ELF."""
+    """Whether the built extension registers torch ops, from its ELF symbol names before it is loaded."""
     try:
         strtab = elf_section(Path(module_path).read_bytes(), b".strtab")
     except (OSError, ValueError, struct.error):
@@ -58,9 +51,8 @@ def module_registers_ops(module_path: str | Path) -> bool:
 
 
 def elf_section(data: bytes, name: bytes) -> bytes:
-    """The bytes of the section called `name` of a 64-bit little-endian ELF file (b"" when it has
-    none); `ValueError` when `data` is no such file. The section headers, as the ELF specification
-    (System V ABI, "Sections") lays them out: e_shoff at 0x28, e_shentsize..e_shstrndx at 0x3a."""
+    """The section `name` of a 64-bit little-endian ELF file (b"" when none; `ValueError` for no such
+    file). Offsets: System V ABI, "Sections" (e_shoff at 0x28, e_shentsize..e_shstrndx at 0x3a)."""
     if data[:6] != b"\x7fELF\x02\x01":
         raise ValueError("not a 64-bit little-endian ELF file")
     (shoff,) = struct.unpack_from("<Q", data, 0x28)
@@ -76,9 +68,8 @@ def elf_section(data: bytes, name: bytes) -> bytes:
 
 def compile_jobs(kernel: KernelSpec, src_dir: Path, tools: tc.Tools,
                  archs: list[str] | None) -> list[tuple[str, list[str], str]]:
-    """(source, command, key) of every object of the extension: `.cu` for `archs` (None: the host
-    sources only), `.cpp` with torch."""
-    name = extension_name(kernel, src_dir)
+    """(source, command, key) of every object: `.cu` for `archs` (None: host sources only), `.cpp`."""
+    name = objects.extension_name(kernel, src_dir)
     jobs = []
     for rel in kernel.sources:
         path = (src_dir / rel).resolve()
@@ -96,9 +87,8 @@ def compile_jobs(kernel: KernelSpec, src_dir: Path, tools: tc.Tools,
 
 def prefetch(kernel: KernelSpec, src_dir: Path, cache_dir: Path, out_dir: Path, pool: CompilePool, *,
              nvcc: str = "nvcc", pch_dir: Path | None = None) -> None:
-    """Start compiling the build's host sources (the `.cpp` binding, the slow one: torch's headers)
-    in `pool` now, without waiting: the build joins those compiles (`build_extension(pool=)`). The
-    `.cu` objects are the static stage's. A manifest the build will reject is left to the build."""
+    """Start compiling the build's host sources (the slow `.cpp` binding) in `pool` now; the build joins
+    those compiles. A manifest the build will reject is left to the build."""
     src_dir = Path(src_dir).resolve()
     try:
         tools = tc.discover(nvcc, pch_dir)      # torch's saved facts lie beside its headers
@@ -119,18 +109,16 @@ def _precompiled(pch_dir: Path | None, tools: tc.Tools) -> torch_pch.Precompiled
 
 def build_extension(kernel: KernelSpec, src_dir: Path, cache_dir: Path, out_dir: Path, *,
                     nvcc: str = "nvcc", pool: CompilePool | None = None, pch_dir: Path | None = None) -> BuildResult:
-    """Compile `kernel.sources` (relative to `src_dir`) and link `out_dir/<name>.so`; in `pool`
-    (the job's, shared with the static stage and `prefetch`) when given. `pch_dir`: the precompiled
-    torch headers (`torch_pch`) its host sources may use."""
+    """Compile `kernel.sources` and link `out_dir/<name>.so`, in the job's `pool` when given (shared
+    with the static stage and `prefetch`); `pch_dir`: precompiled torch headers for its host sources."""
     start = time.perf_counter()
     src_dir, out_dir = Path(src_dir).resolve(), Path(out_dir)
     tools = tc.discover(nvcc, pch_dir)
-    name = extension_name(kernel, src_dir)
+    name = objects.extension_name(kernel, src_dir)
     cache = ObjectCache(Path(cache_dir))
     out_dir.mkdir(parents=True, exist_ok=True)   # the link writes here even when every object is a hit
     archs = tc.target_archs(kernel.arch)
     jobs = compile_jobs(kernel, src_dir, tools, archs)
-
     pch = _precompiled(pch_dir, tools)
 
     def compile_one(job: tuple[str, list[str], str]) -> objects.CompiledObject:
@@ -144,8 +132,7 @@ def build_extension(kernel: KernelSpec, src_dir: Path, cache_dir: Path, out_dir:
         results = [replace(future.result(), hit=True) if pool.made_elsewhere(key, started_here) else future.result()
                    for key, future, started_here in flights]
 
-    log = "\n".join(f"== {r.source} ({_provenance(r)})\n{r.log}".rstrip()
-                    for r in results)
+    log = "\n".join(f"== {r.source} ({_provenance(r)})\n{r.log}".rstrip() for r in results)
     hits = sum(r.hit for r in results)
     misses = len(results) - hits
     failed = [r.source for r in results if not r.ok]
@@ -165,8 +152,7 @@ def build_extension(kernel: KernelSpec, src_dir: Path, cache_dir: Path, out_dir:
         status, reason = (StageStatus.ERROR, f"link: {link.limit}") if link.fault else (StageStatus.FAILED,
                                                                                        "link error")
         return BuildResult(status, reason, time.perf_counter() - start, hits, misses, "", log)
-    arch_note = ",".join(archs)
-    return BuildResult(StageStatus.PASSED, f"built for {arch_note}: {hits} cached, {misses} compiled",
+    return BuildResult(StageStatus.PASSED, f"built for {','.join(archs)}: {hits} cached, {misses} compiled",
                        time.perf_counter() - start, hits, misses, str(so_path), log)
 
 
@@ -182,12 +168,10 @@ _LOADED: dict[str, ModuleType] = {}
 def load_module(path: str | Path) -> ModuleType:
     """Import a built extension from its `.so` path (once per path and process).
 
-    Two revisions of one kernel share the module name, and pybind11 (3.x, multi-phase init) caches
-    module objects by their import name (`__pybind11_module_cache`): loaded under the same name, the
-    baseline would silently get the candidate's module and run its kernel. So each file is imported
-    under a name unique to it, `gate_build_<hash>.<stem>`: CPython takes the init symbol
-    (`PyInit_<stem>`) from the last component, and the module stays out of `sys.modules`.
-    """
+    Two revisions of one kernel share the module name, and pybind11 (3.x) caches modules by import
+    name: the baseline would silently get the candidate's module. So each file is imported as
+    `gate_build_<hash>.<stem>` (CPython takes `PyInit_<stem>` from the last component), out of
+    `sys.modules`."""
     path = str(Path(path).resolve())
     if path not in _LOADED:
         import torch  # noqa: F401  (loads libtorch, which the extension links against)

@@ -1,20 +1,12 @@
 """Content-addressed cache of compiled objects (`.o`), the core of `build.py`.
 
-An object's key is the sha256 of everything that can change the bytes the compiler writes:
-the source, every header of the checkout it reaches through `#include "..."` or `#include <...>`
-(recursively), with any precompiled `.gch` the compiler would look at first, the exact
-compiler command line (flags, defines, include paths, target arch) and the versions of torch,
-the CUDA toolkit and the compiler. Equal keys mean equal objects, so two revisions that differ
-only in a kernel `.cu` share the binding's object, and a job on another worktree of the same repo
-reuses what an earlier job compiled.
+An object's key is the sha256 of everything that can change the bytes the compiler writes (source,
+local headers, command line, toolchain versions), so two revisions that differ only in a kernel `.cu`
+share the binding's object. Entries are renamed into place: concurrent jobs never read half an object.
 
-Entries are written to a temporary name and renamed into place, so concurrent jobs sharing one
-cache directory never read half-written objects (rename is atomic within a filesystem).
-
-Beside an object the cache keeps its SASS opcode histograms (`<key>.sass.json`): equal keys mean
-equal bytes, so a revision that leaves a source alone reuses them instead of disassembling it again
-(causal-conv1d's backward object, 24 MB with 1,080 functions, took 71 s in cuobjdump and 14 s to parse
-on a 2-core machine, in every job that gated its forward kernel).
+Beside an object the cache keeps its SASS opcode histograms (`<key>.sass.json`), so a revision that
+leaves a source alone does not disassemble it again (causal-conv1d's backward object, 24 MB with
+1,080 functions, took 71 s in cuobjdump and 14 s to parse on a 2-core machine, in every job).
 """
 
 from __future__ import annotations
@@ -25,6 +17,7 @@ import os
 import re
 import shutil
 import tempfile
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -44,14 +37,11 @@ def local_includes(source: Path, include_dirs: list[Path], root: Path) -> list[P
     """Every file of the checkout (`root`) reached from `source` through its includes, in a stable order.
 
     Quoted includes are looked up next to the including file, then in `include_dirs`; angle includes
-    in `include_dirs` only, as the compilers do (a checkout's `-I` folders hold vendored headers such
-    as CUTLASS's, included with `<...>`). Files outside `root` (system or torch headers) are not
-    followed: the toolchain versions stand for them in the key. GCC reads `<dir>/<name>.gch` (a file,
-    or a folder of them) before `<dir>/<name>` in every folder it searches, whether or not the header
-    is there, so such a precompiled header in the checkout is part of what the compile read: a
-    submission cannot make an object that its sources alone do not account for and leave it in the
-    shared cache for others.
-    """
+    (a vendored CUTLASS's) in `include_dirs` only, as the compilers do. Files outside `root` are not
+    followed: the toolchain versions stand for them. GCC reads `<dir>/<name>.gch` (a file or a folder)
+    before `<dir>/<name>` in every folder it searches, whether or not the header is there, so such a
+    file is keyed too: a submission cannot leave an object its sources do not account for in the
+    shared cache."""
     seen: dict[Path, None] = {}
     pending = [source.resolve()]
     root = root.resolve()
@@ -81,25 +71,28 @@ def local_includes(source: Path, include_dirs: list[Path], root: Path) -> list[P
     return sorted(seen)
 
 
+def hash_parts(parts: Iterable[tuple[str, bytes]]) -> str:
+    """sha256 hex of (label, data) parts, length-prefixed: no two different inputs give one byte stream."""
+    h = hashlib.sha256()
+    for label, data in parts:
+        h.update(f"{label}:{len(data)}:".encode())
+        h.update(data)
+    return h.hexdigest()
+
+
 def object_key(source: Path, command: list[str], toolchain: Toolchain, include_dirs: list[Path],
                root: Path) -> str:
     """sha256 hex of the source, its local headers, the command line and the toolchain."""
-    h = hashlib.sha256()
-
-    def part(label: str, data: bytes) -> None:
-        # Length-prefixed parts: no two different inputs can produce the same byte stream.
-        h.update(f"{label}:{len(data)}:".encode())
-        h.update(data)
-
-    part("source", source.read_bytes())
-    for header in local_includes(source, include_dirs, root):
-        part("header-name", header.relative_to(root.resolve()).as_posix().encode())
-        part("header", header.read_bytes())
-    part("command", "\0".join(command).encode())
-    part("torch", toolchain.torch_version.encode())
-    part("cuda", toolchain.cuda_version.encode())
-    part("compiler", toolchain.compiler_version.encode())
-    return h.hexdigest()
+    def parts() -> Iterator[tuple[str, bytes]]:
+        yield "source", source.read_bytes()
+        for header in local_includes(source, include_dirs, root):
+            yield "header-name", header.relative_to(root.resolve()).as_posix().encode()
+            yield "header", header.read_bytes()
+        yield "command", "\0".join(command).encode()
+        yield "torch", toolchain.torch_version.encode()
+        yield "cuda", toolchain.cuda_version.encode()
+        yield "compiler", toolchain.compiler_version.encode()
+    return hash_parts(parts())
 
 
 class ObjectCache:
@@ -123,24 +116,22 @@ class ObjectCache:
     def put(self, key: str, obj: Path, log: str) -> Path:
         """Store a freshly compiled object atomically; returns its path in the cache."""
         dest = self._path(key, ".o")
-        self._write(dest, obj)
-        self._write(self._path(key, ".log"), log)
+        write_atomic(dest, obj)
+        write_atomic(self._path(key, ".log"), log)
         return dest
 
     def failure(self, key: str) -> str | None:
-        """The compiler log of a compile of `key` that failed, or None when none is stored. Equal keys
-        mean equal source, headers, command line and toolchain: the same failure again, so a revision
-        that leaves a broken source alone does not wait for it a second time."""
+        """The log of a failed compile of `key`, or None: equal keys fail alike, so a revision that leaves
+        a broken source alone does not wait for it a second time."""
         path = self._path(key, ".failed.log")
         return path.read_text(errors="replace") if path.is_file() else None
 
     def put_failure(self, key: str, log: str) -> None:
         """Store the log of a failed compile of `key` (never a timeout: that depends on the machine)."""
-        self._write(self._path(key, ".failed.log"), log)
+        write_atomic(self._path(key, ".failed.log"), log)
 
     def sass(self, key: str, stamp: str) -> dict[str, dict[str, int]] | None:
-        """The opcode histograms stored for `key`'s object under `stamp` (the disassembler and the
-        parser's format), or None: none stored, another stamp, or not a histogram."""
+        """The opcode histograms stored for `key` under `stamp` (disassembler and parser format), or None."""
         try:
             stored = json.loads(self._path(key, ".sass.json").read_text())
         except (OSError, ValueError):
@@ -151,16 +142,17 @@ class ObjectCache:
         return functions if valid else None
 
     def put_sass(self, key: str, stamp: str, functions: dict[str, dict[str, int]]) -> None:
-        self._write(self._path(key, ".sass.json"), json.dumps({"stamp": stamp, "functions": functions}))
+        write_atomic(self._path(key, ".sass.json"), json.dumps({"stamp": stamp, "functions": functions}))
 
-    def _write(self, target: Path, data: Path | str) -> None:
-        """`data` (a file to copy, or text) into `target` through a temporary name."""
-        target.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".tmp-")
-        os.close(fd)
-        os.chmod(tmp, 0o644)    # mkstemp's 0600 would hide it from the box's user at link time
-        if isinstance(data, Path):
-            shutil.copyfile(data, tmp)
-        else:
-            Path(tmp).write_text(data)
-        os.replace(tmp, target)
+
+def write_atomic(target: Path, data: Path | str) -> None:
+    """`data` (a file to copy, or text) into `target` through a temporary name (a reader sees all or none)."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".tmp-")
+    os.close(fd)
+    os.chmod(tmp, 0o644)    # mkstemp's 0600 would hide it from the box's user (at link time, in a job)
+    if isinstance(data, Path):
+        shutil.copyfile(data, tmp)
+    else:
+        Path(tmp).write_text(data)
+    os.replace(tmp, target)

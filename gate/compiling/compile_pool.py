@@ -1,10 +1,5 @@
-"""One compile pool per job: every object the job needs compiled once, whoever asks for it first.
-
-The static stages of both sides and the build share it. A source both revisions share has one key;
-a second request for a key joins the compile in flight (single flight) instead of running it again.
-The build's objects that the static stage does not make (a `.cpp` binding that includes torch) are
-submitted at the job's start (`build.prefetch`), so on a cold cache the binding compiles while the
-kernels' static stages run, and the build links as soon as both are there.
+"""One compile pool per job, shared by both sides' static stages and the build: a second request for a
+key joins the compile in flight, and the binding (`build.prefetch`) compiles while the static stages run.
 """
 
 from __future__ import annotations
@@ -18,17 +13,13 @@ from gate.compiling.objects import CompiledObject
 
 
 def compile_workers() -> int:
-    """Compiles at once for one job: half the cores (a CPU machine is shared, a GPU worker's heavy
-    template sources want several)."""
+    """Compiles at once for one job: half the cores (a CPU machine is shared; heavy templates want several)."""
     return max(1, (os.cpu_count() or 2) // 2)
 
 
 class CompilePool:
-    """At most `workers` compiles at once; each key compiled once per pool (see the module docstring).
-
-    The candidate's and the baseline's compiles run side by side in it (one after the other they
-    took 82 + 81 s for one monorepo), within one job's `compile_workers`.
-    """
+    """At most `workers` compiles at once, each key once. Both sides' compiles run side by side in it (one
+    after the other they took 82 + 81 s for one monorepo)."""
 
     def __init__(self, workers: int):
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="compile")
@@ -47,8 +38,7 @@ class CompilePool:
             return future, True
 
     def made_elsewhere(self, key: str, started_here: bool) -> bool:
-        """Whether the build found `key`'s object made by another stage (a hit for the build, as the
-        object cache would have given it): a flight it joined that `build.prefetch` did not start."""
+        """Whether the build joined a flight of `key` that `build.prefetch` did not start: a hit for it."""
         return not started_here and key not in self._for_the_build
 
     def __enter__(self) -> CompilePool:

@@ -1,10 +1,5 @@
-"""One source into one cached object: the compile step the static and build stages share.
-
-The static stage compiles each `.cu` per manifest arch with the build's own command line (flags,
-torch include paths and defines, `TORCH_EXTENSION_NAME`) into the build's object cache, and reads
-its figures from that object: `ptxas -v` from the compile log, SASS from the object. The build then
-finds the object of the GPU's arch under the same key and links it, so the figures describe the very
-code that runs.
+"""One source into one cached object: the compile step the static and build stages share, with one
+command line and one key, so the static stage's figures describe the very object the build links.
 """
 
 from __future__ import annotations
@@ -40,9 +35,7 @@ extension_name = module_name.extension_name
 
 
 def repo_include_dirs(flags: list[str], root: Path) -> list[Path]:
-    """The root and every relative `-I` directory of `flags`: where a quoted include is looked up
-    inside the repository (a manifest's `nvcc_flags = ["-Icsrc"]`). A header found there is part of
-    an object's key like one next to the source."""
+    """The root and every relative `-I` directory of `flags`: where an object's includes are looked up."""
     dirs = [d for d in map(compile_flags.include_dir, flags) if d is not None and not Path(d).is_absolute()]
     return list(dict.fromkeys([root, *(root / d for d in dirs)]))
 
@@ -54,8 +47,7 @@ def uses_torch(path: Path, root: Path, flags: list[str] | None = None) -> bool:
 
 
 def key_of(path: Path, rel: str, command: list[str], versions: Toolchain, src_dir: Path) -> str:
-    """The cache key of `rel` compiled by `command` (both stages must agree on it), the command read
-    by `portable`."""
+    """The cache key of `rel` compiled by `command` (both stages must agree on it)."""
     return object_key(path, [*portable(command, src_dir), rel], versions, repo_include_dirs(command, src_dir),
                       src_dir)
 
@@ -65,11 +57,10 @@ _ABSOLUTE = re.compile(r"^(-I|-isystem|-L)?(/.*)$")
 
 
 def portable(command: list[str], src_dir: Path) -> list[str]:
-    """`command` as an object's key reads it: each absolute path outside the checkout (the compiler,
-    torch's, Python's and the toolkit's include folders) by its last two parts, `.../torch/include`.
-    What those folders hold is keyed by the toolchain's versions, and the paths themselves moved
-    between runs of one unchanged side (another venv, a work tree copied elsewhere, nvcc reached
-    through another link), so an object compiled once was compiled again (issue 43)."""
+    """`command` as an object's key reads it: each absolute path outside the checkout by its last two
+    parts, `.../torch/include`. What they hold is keyed by the toolchain's versions, and the paths
+    moved between runs of one unchanged side (another venv, another link), so an object was compiled
+    again (issue 43)."""
     out = []
     for arg in command:
         match = _ABSOLUTE.match(arg)
@@ -82,10 +73,9 @@ def portable(command: list[str], src_dir: Path) -> list[str]:
 
 def cu_job(path: Path, rel: str, src_dir: Path, archs: list[str], name: str, flags: list[str], nvcc: str,
            tools: tc.Tools | None) -> tuple[list[str], str]:
-    """The command line and cache key of one `.cu` for `archs`, the same in the static stage and the
-    build. A source that includes no torch header is compiled and keyed without torch (its object
-    does not depend on it): it needs no `tools`, so it compiles while the child still imports torch,
-    and where torch is missing. One that does needs `tools` (`toolchain.discover`)."""
+    """The command line and cache key of one `.cu` for `archs`. A source that includes no torch header
+    is compiled and keyed without torch (needs no `tools`), so it compiles while the child still
+    imports torch, and where torch is missing."""
     if not uses_torch(path, src_dir, flags):
         command = tc.plain_nvcc_command(nvcc, archs, flags)
         return command, key_of(path, rel, command, tc.nvcc_versions(nvcc), src_dir)
@@ -97,9 +87,8 @@ def cu_job(path: Path, rel: str, src_dir: Path, archs: list[str], name: str, fla
 
 def compile_object(rel: str, command: list[str], key: str, src_dir: Path, out_dir: Path, cache: ObjectCache,
                    timeout_s: float, pch: torch_pch.Precompiled | None = None) -> CompiledObject:
-    """`command -c rel` in `src_dir`, or the cached object (or cached failure) of `key`; the log comes
-    with either. `pch`: precompiled torch headers the compile may use; `key` is the same either way
-    (the object is: `torch_pch`)."""
+    """`command -c rel` in `src_dir`, or the cached object (or failure) of `key`, with its log. `pch`:
+    precompiled torch headers it may use (the key and the object are the same either way)."""
     cached = cache.get(key)
     if cached is not None:
         return CompiledObject(rel, True, True, cached, cache.log(key))

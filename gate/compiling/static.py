@@ -1,15 +1,11 @@
-"""Static stage: compile each CUDA source per target arch as the build does (same flags, torch
-include paths and defines, same object cache: `objects.py`), read the resource figures from the
-`ptxas -v` lines of that compile, and disassemble the object into a SASS opcode histogram per
-function. No GPU needed; torch is needed for sources that include its headers.
+"""Static stage: compile each CUDA source per target arch as the build does (`objects.py`: same command
+line, same object cache), read the resource figures from its `ptxas -v` lines, and disassemble the
+object into a SASS opcode histogram per function. No GPU needed.
 
-A compile error is the kernel's fault (`FAILED` with the log); a missing nvcc is the gate's
-(`ToolMissingError`), so is a compile the machine stopped (`ERROR`, naming the resource:
-`compiler.ToolRun.fault`),
-and so is a missing torch (the stage is `NOT_RUN`, see `run_static`). ptxas lines are read with
+A compile error is the kernel's fault (`FAILED`); a missing nvcc (`ToolMissingError`), a compile the
+machine stopped (`ERROR`) and a missing torch (`NOT_RUN`) are the gate's. ptxas lines are read with
 independent regexes because their fields vary by CUDA version (12.x prints no "used N barriers";
-sm_90a omits cmem) — see NCU-FACTS.md §4. nvcc and the disassembler run through `gate.nvidia`
-(`compiler`, `sass`).
+sm_90a omits cmem) — see NCU-FACTS.md §4.
 """
 
 from __future__ import annotations
@@ -58,15 +54,13 @@ class _Read:
 class _Entry:
     function: str
     arch: str
-    figures: dict[str, int] = field(default_factory=dict)
+    figures: dict[str, int] = field(default_factory=lambda: dict.fromkeys(
+        ("registers", "smem_bytes", "stack_bytes", "spill_store_bytes", "spill_load_bytes"), 0))
 
 
 def parse_ptxas(log: str) -> list[FunctionResources]:
-    """Per entry function and arch: registers, static smem, stack, spill stores/loads.
-
-    "Function properties" blocks of non-entry (device) functions are skipped: their stack lines
-    would otherwise be charged to the kernel compiled before them.
-    """
+    """Per entry function and arch: registers, static smem, stack, spill stores/loads. Device functions'
+    "Function properties" are skipped: their stack lines would be charged to the kernel before them."""
     entries: dict[tuple[str, str], _Entry] = {}
     current: _Entry | None = None      # the entry whose "Used N registers" line comes next
     properties: _Entry | None = None   # the entry whose stack/spill line comes next
@@ -85,31 +79,18 @@ def parse_ptxas(log: str) -> list[FunctionResources]:
         for name, (pattern, entry) in targets.items():
             if entry is not None and (match := pattern.search(line)):
                 entry.figures[name] = int(match.group(1))
-    return [
-        FunctionResources(function=e.function, arch=e.arch,
-                          registers=e.figures.get("registers", 0), smem_bytes=e.figures.get("smem_bytes", 0),
-                          stack_bytes=e.figures.get("stack_bytes", 0),
-                          spill_store_bytes=e.figures.get("spill_store_bytes", 0),
-                          spill_load_bytes=e.figures.get("spill_load_bytes", 0))
-        for e in entries.values()
-    ]
+    return [FunctionResources(function=e.function, arch=e.arch, **e.figures) for e in entries.values()]
 
 
 def run_static(kernel: KernelSpec, src_dir: Path, out_dir: Path, nvcc: str = "nvcc",
                cache_dir: Path | None = None, on_compiled: Callable[[str], None] | None = None,
                pool: CompilePool | None = None, facts: Path | None = None) -> StaticResult:
-    """Compile every `.cu` source of `kernel` for every manifest arch, in `pool` (shared by both sides
-    of a job; default: one of this call's own), with the build's command line into the build's object
-    cache (`cache_dir`; default: a private one under `out_dir`), and read the figures from those objects.
-
-    `on_compiled` hears, from this thread, of every object compiled now (not taken from the cache):
-    a large extension's first compile runs for minutes, and `gate run` shows each source as it lands.
-    `facts`: where torch's saved facts may lie (`toolchain.discover`), for sources that include torch.
-
-    Where torch is not importable, a source that includes torch headers cannot be compiled as the
-    build would: it is left to the build, and the stage is NOT_RUN (so the verdict is at most
-    incomplete), never FAILED for the gate's own limitation.
-    """
+    """Compile every `.cu` source of `kernel` for every manifest arch in `pool` (shared by both sides of
+    a job) into the build's object cache (`cache_dir`; default: under `out_dir`), and read the figures.
+    `on_compiled` hears of every object compiled now: a large extension's first compile runs for
+    minutes. `facts`: torch's saved facts (`toolchain.discover`). Where torch is not importable, a
+    source that includes its headers is left to the build and the stage is NOT_RUN, never FAILED
+    for the gate's own limitation."""
     started = time.monotonic()
     nvcc_path = compiler.find_nvcc(nvcc)
     src_dir = Path(src_dir).resolve()
@@ -175,8 +156,8 @@ class _Tally:
 
 def _compile_all(setting: _Setting, torch_needed: dict[str, bool], facts: Path | None,
                  on_compiled: Callable[[str], None] | None) -> _Compiled:
-    """Every source for every arch, read as it lands. Sources without torch headers first: they
-    compile while torch is imported for the rest."""
+    """Every source for every arch, read as it lands; those without torch headers first (they compile
+    while torch is imported for the rest)."""
     kernel, done = setting.kernel, _Compiled()
     with ThreadPoolExecutor(max_workers=max(1, len(torch_needed) * len(kernel.arch)),
                             thread_name_prefix="static-read") as readers:
@@ -210,8 +191,7 @@ def _compile_all(setting: _Setting, torch_needed: dict[str, bool], facts: Path |
 
 
 def _outcome(compiled: objects.CompiledObject, tools: tc.Tools | None) -> str:
-    """A compile's progress word: a header missing from the toolchain, or the gate's own limit, is no
-    compile error of the source (the stage's reason says the same)."""
+    """A compile's progress word: a toolchain's missing header or the gate's limit is no compile error."""
     if compiled.ok:
         return "compiled"
     if tools is not None and (missing := _missing_under_torch(compiled.log, tools.torch.includes)):
@@ -220,8 +200,7 @@ def _outcome(compiled: objects.CompiledObject, tools: tc.Tools | None) -> str:
 
 
 def _read(setting: _Setting, job: _Job) -> _Read:
-    """One object, compiled in the pool (or joined: the other side compiled it, a hit here), and its
-    SASS histograms."""
+    """One object, compiled in the pool (joined: a hit here), and its SASS histograms."""
     started = time.monotonic()
     future, started_here = setting.pool.submit(job.key, lambda: objects.compile_object(
         job.source, job.command, job.key, setting.src_dir, setting.out_dir, setting.cache,
@@ -275,8 +254,7 @@ def _figures(log: str, read: _Read, tally: _Tally) -> list[FunctionResources]:
 
 
 def _result(kernel: KernelSpec, tally: _Tally, log: str, elapsed: float, disassembler: Path | None) -> StaticResult:
-    """The stage's status and reason: a compile error fails it, the gate's limit makes it an error,
-    a source left to the build makes it NOT_RUN."""
+    """The stage's status and reason: FAILED, ERROR (the gate's limit), NOT_RUN (left to the build)."""
     def result(status: StageStatus, reason: str, functions: list[FunctionResources]) -> StaticResult:
         return StaticResult(status, reason=reason, duration_s=elapsed, functions=functions,
                             sass_available=tally.sass_ok, log=log, flags=kernel.flags)
@@ -285,7 +263,7 @@ def _result(kernel: KernelSpec, tally: _Tally, log: str, elapsed: float, disasse
         return result(StageStatus.FAILED, tally.failure, tally.functions)
     if tally.gate_limit:
         return result(StageStatus.ERROR, tally.gate_limit, tally.functions)
-    functions = tally.functions if tally.sass_ok else [_without_sass(fn) for fn in tally.functions]
+    functions = tally.functions if tally.sass_ok else [replace(fn, sass_opcodes={}) for fn in tally.functions]
     if tally.deferred:
         reason = (f"figures come from the build: {', '.join(tally.deferred)} include(s) torch headers, and "
                   f"{tally.no_torch.split(':')[0]} here (README: torch on a CPU machine)")
@@ -298,8 +276,7 @@ def _result(kernel: KernelSpec, tally: _Tally, log: str, elapsed: float, disasse
 
 
 def _histograms(disassembler: Path, obj: Path, key: str, cache: ObjectCache) -> dict[str, dict[str, int]]:
-    """The object's SASS histograms: from the cache when this disassembler and parser stored them for
-    its key (equal keys, equal bytes), else disassembled now and stored."""
+    """The object's SASS histograms, from the cache when stored for its key and stamp, else made now."""
     stamp = f"{disassembler.name} format {sass.FORMAT}"
     if (stored := cache.sass(key, stamp)) is not None:
         return stored
@@ -308,16 +285,10 @@ def _histograms(disassembler: Path, obj: Path, key: str, cache: ObjectCache) -> 
     return histograms
 
 
-def _without_sass(fn: FunctionResources) -> FunctionResources:
-    fn.sass_opcodes = {}
-    return fn
-
-
 def _missing_under_torch(log: str, torch_includes: tuple[str, ...]) -> str:
-    """The header that stopped the compile when a file *inside torch's include tree* included it
-    ('' otherwise): the install's gap, not the kernel's error. It may be torch's own (c10's
-    `cuda_cmake_macros.h` in a CPU-only build) or a CUDA library's (`cusparse.h`, which ATen's
-    `CUDAContextLight.h` includes and a minimal toolkit lacks)."""
+    """The header that stopped the compile when a file *inside torch's include tree* included it ('' if
+    not): the install's gap (c10's `cuda_cmake_macros.h` in a CPU torch, `cusparse.h` in a minimal
+    toolkit), not the kernel's error."""
     match = _MISSING_HEADER.search(log)
     if match and any(match.group(1).startswith(f"{root.rstrip('/')}/") for root in torch_includes):
         return match.group(2)

@@ -1,11 +1,7 @@
-"""The compilers' command lines for the static and build stages, and what torch puts into them.
-
-One nvcc for every compile: the one `GATE_NVCC_PATH` names (`RunOptions.nvcc_path`). Finding it,
-its toolkit (CUDA_HOME) and its version, and running it, are the compile interface of
-`gate.nvidia.compiler`; this module composes the argument lists (the gate's flags, torch's include
-paths and defines, the manifest's flags last). `discover` exports the toolkit as `CUDA_HOME` before
-torch's `cpp_extension` is imported, so a workload that JIT-compiles through
-`torch.utils.cpp_extension.load` uses the same toolkit.
+"""The compilers' command lines for the static and build stages (the gate's flags, torch's include paths
+and defines, the manifest's flags last), for the one nvcc `GATE_NVCC_PATH` names; `gate.nvidia.compiler`
+finds and runs it. `discover` exports its toolkit as `CUDA_HOME` before torch's `cpp_extension` is
+imported, so a workload that JIT-compiles through `torch.utils.cpp_extension.load` uses it too.
 """
 
 from __future__ import annotations
@@ -38,9 +34,7 @@ _CPU_TORCH_LACKS = "c10/cuda/impl/cuda_cmake_macros.h"
 
 
 def gate_python_env() -> dict[str, str]:
-    """This process's environment with the gate's package root first on PYTHONPATH: what a child
-    `sys.executable -m gate....` (a profile target, a report reader, a side host) needs to import
-    the gate from wherever it was started."""
+    """This process's environment with the gate's package root first on PYTHONPATH, for a `-m gate...` child."""
     import gate
 
     env = dict(os.environ)
@@ -58,11 +52,9 @@ def device_arch() -> str:
 
 
 def archs_for_device(manifest_archs: list[str], device: str) -> list[str]:
-    """What to compile for a GPU of arch `device`: its arch-specific target (`sm_90a`) when the
-    manifest asks for it, else its base arch; `[]` when the manifest lists only arch-specific
-    targets of other GPUs. An `sm_90a` object runs only on an sm_90 GPU, and such a kernel (wgmma,
-    setmaxnreg) does not compile for any other arch: that is "cannot run here", not a compile error
-    of the kernel."""
+    """What to compile for a GPU of arch `device`: `sm_90a` when the manifest asks for it, else the base
+    arch; `[]` when it lists only other GPUs' arch-specific targets, whose kernels (wgmma) compile for
+    no other arch: "cannot run here", not a compile error."""
     if f"{device}a" in manifest_archs:
         return [f"{device}a"]
     if manifest_archs and all(a.endswith("a") for a in manifest_archs):
@@ -71,8 +63,7 @@ def archs_for_device(manifest_archs: list[str], device: str) -> list[str]:
 
 
 def target_archs(manifest_archs: list[str]) -> list[str]:
-    """`archs_for_device` for the local GPU; without a GPU, the manifest's list (so the CPU machine
-    can still compile for the archs declared)."""
+    """`archs_for_device` for the local GPU; without one, the manifest's list (a CPU machine compiles them)."""
     import torch
 
     if not torch.cuda.is_available():
@@ -87,15 +78,13 @@ def gencode(arch: str) -> str:
 
 
 def plain_nvcc_command(nvcc: str, archs: list[str], extra: list[str] | None = None) -> list[str]:
-    """The nvcc command line of a `.cu` that includes no torch header; the manifest's `nvcc_flags`
-    (`extra`) come last."""
+    """The nvcc command line of a `.cu` that includes no torch header, the manifest's flags last."""
     return [nvcc, *_NVCC_FLAGS, *(gencode(a) for a in archs), *(extra or [])]
 
 
 @cache
 def nvcc_versions(nvcc: str) -> Toolchain:
-    """The key versions of a stand-alone `.cu` object (one that includes no torch header): nvcc's
-    and its host compiler's (nvcc compiles the host code with it), torch "none" (`objects.cu_job`)."""
+    """The key versions of a `.cu` object that includes no torch header: nvcc's and its host compiler's."""
     try:
         host = compiler.version([compiler.find_host_compiler(), "--version"]).splitlines()[0]
     except (ToolMissingError, IndexError):
@@ -121,8 +110,7 @@ class Tools:
                 f"-DTORCH_EXTENSION_NAME={name}"]
 
     def nvcc_command(self, archs: list[str], name: str, uses_torch: bool, extra: list[str] | None = None) -> list[str]:
-        """nvcc for one `.cu`: the gate's flags, torch's when it includes torch headers, then the
-        manifest's `nvcc_flags` (`extra`), in a `CUDAExtension`'s order: a `-U` there undoes torch's `-D`."""
+        """nvcc for one `.cu` in a `CUDAExtension`'s order: the manifest's `-U` (last) undoes torch's `-D`."""
         cmd = plain_nvcc_command(self.nvcc, archs)
         if uses_torch:  # torch's own defines (and C++ standard) for .cu files that include its headers
             cmd += [*self.torch.nvcc_flags, *self._torch_flags(name)]
@@ -162,11 +150,9 @@ _DISCOVERING = threading.Lock()
 
 
 def discover(nvcc: str = "nvcc", facts: Path | None = None) -> Tools:
-    """Find nvcc, the host compiler and torch; raise `ToolMissingError` naming what is missing.
-    `facts`: the folder of the gate's saved torch facts (`torch_facts`, beside the precompiled
-    headers), which spare a fresh process its torch import where they still hold. Without them the
-    first call of a process imports torch (2 to 5 s): both sides' static stages wait for that one
-    import, so each side's stage time counts it (docs/reuse.md)."""
+    """Find nvcc, the host compiler and torch (`ToolMissingError` naming what is missing). `facts`: the
+    gate's saved torch facts (`torch_facts`), which spare a fresh process its torch import (2 to 5 s,
+    which both sides' static stages would wait for)."""
     with _DISCOVERING:
         return _discovered(nvcc, Path(facts).resolve() if facts else None)
 
@@ -198,7 +184,6 @@ def _discovered(nvcc: str, facts_dir: Path | None) -> Tools:
 
 
 def _stand_ins(facts: torch_facts.TorchFacts) -> tuple[str, ...]:
-    """The gate's stand-in folder when torch's headers lack what only its CUDA build generates: a CPU
-    torch (static figures on a CPU machine, docs/manifest.md); none for a CUDA build."""
+    """The gate's stand-in folder when torch's headers lack what only its CUDA build generates (a CPU torch)."""
     has = any((Path(root) / _CPU_TORCH_LACKS).is_file() for root in facts.includes)
     return () if has else (str(_CPU_TORCH),)

@@ -1,18 +1,10 @@
 """What torch tells a compile, kept on disk so that a fresh GPU child need not import torch to start one.
 
-A binding compile needs torch's version, include and library folders, its ABI defines and the nvcc
-flags of a `CUDAExtension` (`toolchain.Tools`). Reading them means importing torch: 2 to 5 s in a
-fresh interpreter. A cold job's binding compile (10 to 15 s) waited for that import before it could
-start (docs/measurements.md), although nothing about them changes between jobs.
-
-The gate writes them when it makes the precompiled headers (`torch_pch_make.make`: `gate pch`, and
-serve, worker and demo at start), outside any box, as `<pch root>/torch-facts.json`, with a
-fingerprint of where they came from: the interpreter, and the size and time of torch's files that
-hold them (its package, its version, `cpp_extension`, its compiled `_C`). A job's child sees that
-folder read-only (`executors.child.launch`), so no submission can change them. The child uses
-them only when the fingerprint is still what it sees now (`importlib.util.find_spec` finds torch
-without importing it); otherwise, or without the file, it imports torch as before. The command
-lines are the same either way (tests/compiling/test_torch_facts.py).
+Reading them means importing torch, 2 to 5 s, which a cold job's binding compile (10 to 15 s) waited
+for (docs/measurements.md). The gate writes them with the precompiled headers, outside any box, with a
+fingerprint of where they came from; a job's child sees them read-only (no submission can change
+them) and uses them only while the fingerprint holds. The command lines are the same either way
+(tests/compiling/test_torch_facts.py).
 """
 
 from __future__ import annotations
@@ -23,6 +15,8 @@ import os
 import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
+
+from gate.compiling.build_cache import write_atomic
 
 FILE_NAME = "torch-facts.json"
 LAYOUT = 1                    # bump when the fields or the fingerprint change
@@ -60,8 +54,7 @@ def from_torch() -> TorchFacts:
 
 
 def fingerprint() -> dict | None:
-    """Where torch's facts would come from in this process, without importing torch; None when it
-    cannot be found."""
+    """Where torch's facts would come from here, found without importing torch; None if not found."""
     spec = importlib.util.find_spec("torch")
     if spec is None or not spec.submodule_search_locations:
         return None
@@ -82,11 +75,7 @@ def save(root: Path, facts: TorchFacts) -> None:
     found = fingerprint()
     if found is None:
         return
-    target = Path(root) / FILE_NAME
-    tmp = target.with_name(f".tmp-{os.getpid()}-{FILE_NAME}")
-    tmp.write_text(json.dumps({"fingerprint": found, "facts": asdict(facts)}, indent=1))
-    tmp.chmod(0o644)
-    os.replace(tmp, target)
+    write_atomic(Path(root) / FILE_NAME, json.dumps({"fingerprint": found, "facts": asdict(facts)}, indent=1))
 
 
 def load(root: Path) -> TorchFacts | None:

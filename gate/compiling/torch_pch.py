@@ -1,37 +1,24 @@
 """Precompiled torch headers for the binding compile: where they are, and when a compile may use one.
 
 A cold job's binding compile is mostly GCC reading torch's headers (38.7 s, 21.5 s with
-`torch/extension.h` precompiled, on 2 cores; docs/design.md). The gate makes the header itself from
-the installed torch (`torch_pch_make.py`), once per toolchain and command line, and a compile finds
-it on the include path, as GCC looks for `<dir>/torch/extension.h.gch` before the header
-(`tests/compiling/test_torch_pch.py`):
-
-- GCC uses a `.gch` only for the unit's first `#include`, and only when valid for the command line;
-  otherwise it reads the header as usual (`-Winvalid-pch` says why). So other sources compile as
-  before; force-including (`-include`) would change what they mean.
-- Beside each `<header>.gch` lies a one-line `<header>`, `#include_next <header>`: a second
-  `#include` of it in the unit would otherwise stop GCC ("No such file or directory").
-- The folder goes right after the command's `-I.` (the checkout keeps its precedence); a header is not
-  offered when the checkout holds a file that stands in for one the `.gch` was made from.
-- A `.gch` is a snapshot: each file's size and modification time are kept in `<header>.json`, and a
-  header that changed since is not offered.
-
-The object's cache key does not depend on whether a header was offered: the object is byte for byte
-the same (the test compares them). Layout: `<root>/<key>/` per `key()`; in it, per header, the
-`.gch`, the stub and `<header>.json` (written before the `.gch` is renamed into place), or
-`<header>.failed` (the compiler's log; not tried again for this key).
+`torch/extension.h` precompiled, on 2 cores); docs/measurements.md says how the gate makes and offers
+them. GCC uses a `.gch` only for the unit's first `#include`, and only when valid for the command
+line, so other sources compile as before (force-including, `-include`, would change what they mean).
+The object is byte for byte the same either way (tests/compiling/test_torch_pch.py), so its cache key
+ignores the offer. Layout:
+`<root>/<key>/`; in it, per header, the `.gch`, an `#include_next` stub (a second `#include` would
+otherwise stop GCC), `<header>.json` (the files it was made from), or `<header>.failed`.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from gate.compiling.build_cache import Toolchain
+from gate.compiling.build_cache import Toolchain, hash_parts
 
 LAYOUT = "1"                       # bump when the folder's files or the way they are made change
 NAME_DEFINE = "-DTORCH_EXTENSION_NAME="
@@ -56,14 +43,9 @@ def base_command(command: list[str]) -> list[str]:
 
 def key(command: list[str], versions: Toolchain) -> str:
     """The folder of the precompiled headers made with `command`'s flags by this toolchain."""
-    h = hashlib.sha256()
-    for label, value in (("layout", LAYOUT), ("command", "\0".join(base_command(command))),
-                         ("torch", versions.torch_version), ("cuda", versions.cuda_version),
-                         ("compiler", versions.compiler_version)):
-        data = value.encode()
-        h.update(f"{label}:{len(data)}:".encode())
-        h.update(data)
-    return h.hexdigest()
+    return hash_parts((label, value.encode()) for label, value in (
+        ("layout", LAYOUT), ("command", "\0".join(base_command(command))), ("torch", versions.torch_version),
+        ("cuda", versions.cuda_version), ("compiler", versions.compiler_version)))
 
 
 def first_include(source: bytes) -> str | None:
@@ -116,8 +98,7 @@ class Precompiled:
 
 
 def made_from(made: Path) -> list[tuple[str, int, int]] | None:
-    """The files a `.gch` was made from, with their sizes and times (its `<header>.json`); None
-    when that record is missing or unreadable."""
+    """The files a `.gch` was made from, with sizes and times (`<header>.json`); None if unreadable."""
     try:
         return [(str(p), int(size), int(mtime)) for p, size, mtime in json.loads(made.read_text())["deps"]]
     except (OSError, ValueError, KeyError, TypeError):

@@ -1,18 +1,10 @@
 """Making the precompiled torch headers that `torch_pch` offers to binding compiles.
 
-Made by the gate itself (`gate pch`, and in the background when `gate serve`, `gate worker` or
-`gate demo` start), never inside a job: the inputs are the installed torch and a two-line wrapper
-the gate writes, nothing of a submission, so it runs unboxed like the gate's `--version` probes and
-its files stay owned by the gate's user. Jobs see the folder read-only (`executors.child.launch`
-binds it; a compile boxed on its own reads it as one of its `-I` directories).
-
-One header takes about as long as one binding compile (52 s for `torch/extension.h` of a CUDA torch
-on 2 cores) and 0.2 to 0.8 GB of disk. The compile command is the build's own (`Tools.cxx_command`)
-less the extension's name (`torch_pch.base_command`), run in an empty folder, so its `-I.` finds
-nothing. It writes to a temporary name, then the stub, then the list of files read with their
-sizes and times, then renames the `.gch` into place: a compile sees a whole header or none, and
-never waits for one. A lock file keeps two makers (a server and a worker on one data folder) from
-making the same header at once; the second leaves it to the first.
+Made by the gate itself, never inside a job (docs/measurements.md): the inputs are the installed torch
+and a wrapper the gate writes, nothing of a submission, so it runs unboxed (jobs see its folder
+read-only). One header takes about one binding compile (52 s for `torch/extension.h` of a CUDA torch
+on 2 cores) and 0.2 to 0.8 GB of disk. It runs in an empty folder (its `-I.` finds nothing); a lock
+file keeps two makers on one data folder from making the same header at once.
 """
 
 from __future__ import annotations
@@ -29,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gate.compiling import torch_facts, torch_pch
+from gate.compiling.build_cache import write_atomic
 from gate.compiling.toolchain import Tools
 
 MAKE_TIMEOUT_S = 1800
@@ -44,10 +37,9 @@ class Made:
 
 
 def make(root: Path, tools: Tools, headers: list[str] | tuple[str, ...], *, retry: bool = False) -> list[Made]:
-    """Every header of `headers` precompiled under `root` for `tools`' binding command. A header
-    that did not compile for this key is not tried again unless `retry` (a person asked). First,
-    torch's facts go to `root` (`torch_facts`): a job's child then starts its binding compile
-    without importing torch, made headers or not."""
+    """Every header of `headers` precompiled under `root` for `tools`' binding command (one that failed
+    for this key only with `retry`). First, torch's facts go to `root` (`torch_facts`), so a job's
+    child starts its binding compile without importing torch, made headers or not."""
     command = torch_pch.base_command(tools.cxx_command("pch"))
     folder = Path(root) / torch_pch.key(command, tools.versions)
     _mkdir(folder)
@@ -123,10 +115,6 @@ def _mkdir(path: Path) -> None:
 
 
 def _write(target: Path, text: str) -> None:
-    """`text` into `target` through a temporary name, readable by the box's user."""
+    """`text` into `target` through a temporary name, its folders readable by the box's user."""
     _mkdir(target.parent)
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".tmp-")
-    with os.fdopen(fd, "w") as f:
-        f.write(text)
-    os.chmod(tmp, 0o644)
-    os.replace(tmp, target)
+    write_atomic(target, text)

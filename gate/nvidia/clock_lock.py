@@ -1,15 +1,10 @@
 """The bench's clock policy (`RunOptions.clock_policy`, setting `GATE_CLOCK_POLICY`).
 
 `observe` (default) leaves the clocks alone; the GPU watch records them and history normalises by
-them (`gate.domain.environment`). `lock` pins the SM clock for the timing through NVML
-(`nvmlDeviceSetGpuLockedClocks`) at the card's default applications clock, a level it holds under
-load without boosting or dropping, and resets it afterwards. Locking needs root or the driver's
-permission; where it is not permitted the bench observes instead and says so (`Applied.note`), and
-the job records the policy it actually ran under, never the one asked for.
-
-    with apply(options.clock_policy) as applied:
-        ...timing...
-    applied.policy, applied.note   -> BenchResult.clock_policy, .clock_note
+them (`gate.domain.environment`). `lock` pins the SM clock through NVML at the card's default
+applications clock, a level it holds under load without boosting or dropping, and resets it after.
+Where locking is not permitted (it needs root or the driver's permission) the bench observes and
+says so, and the job records the policy it actually ran under, never the one asked for.
 """
 
 from __future__ import annotations
@@ -20,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gate.domain.environment import ClockPolicy
-from gate.nvidia.gpu_watch import device_handle, import_nvml
+from gate.nvidia.gpu_watch import device_handle, import_nvml, shutdown
 
 
 @dataclass
@@ -44,7 +39,7 @@ def apply(requested: str, device_index: int | None = None, nvml: Any = None) -> 
         nvml.nvmlDeviceSetGpuLockedClocks(handle, target, target)
     except Exception as exc:   # not permitted, no driver, no library: observe and say why
         if nvml is not None:
-            _shutdown(nvml)    # a shutdown without an init fails quietly
+            shutdown(nvml)    # a shutdown without an init fails quietly
         yield Applied(ClockPolicy.OBSERVE.value,
                       f"clock lock asked for but not applied ({type(exc).__name__}: {exc}); clocks observed instead")
         return
@@ -56,11 +51,4 @@ def apply(requested: str, device_index: int | None = None, nvml: Any = None) -> 
             nvml.nvmlDeviceResetGpuLockedClocks(handle)
         except Exception as exc:   # the lock outlives the job: say so where the job is read
             applied.note += f"; the lock was NOT reset ({exc})"
-        _shutdown(nvml)
-
-
-def _shutdown(nvml: Any) -> None:
-    try:
-        nvml.nvmlShutdown()
-    except Exception:   # noqa: S110 (shutting down a library that already failed)
-        pass
+        shutdown(nvml)

@@ -1,14 +1,11 @@
-"""Running the compilers: the compile interface of the static and build stages, whose command lines
-`gate.compiling.toolchain` composes. nvcc and the host compiler are found, asked their versions and
-run here, in the box with the gate's compile limits, each run in one of the host's compile places
-(`compile_slot`). CUDA_HOME is the toolkit of the nvcc in use, as `nvcc --dryrun` names it (even
-through wrapper scripts), never a guess from PATH: one toolkit's headers with another's nvcc make
-objects that fail at load time.
+"""Running the compilers (their command lines: `gate.compiling.toolchain`): found, asked their versions
+and run in the box, each run in one of the host's compile places (`compile_slot`). CUDA_HOME is the
+toolkit of the nvcc in use, as `nvcc --dryrun` names it, never a guess from PATH: one toolkit's
+headers with another's nvcc make objects that fail at load time.
 
-A run the machine ended (`ToolRun.fault`: it could not start a process, ran out of memory or disk,
-was killed by a signal) is tried once more, and then it is the gate's failure, never the source's:
-its stage ends `error` naming the resource, and it is never cached. A compile that runs past the
-kernel's own timeout is the kernel's failure, but not cached either (it depends on the load)."""
+A run the machine ended (`ToolRun.fault`) is tried once more, and then it is the gate's failure,
+never the source's, and never cached. A compile past the kernel's own timeout is the kernel's
+failure, but not cached either (it depends on the load)."""
 
 from __future__ import annotations
 
@@ -52,8 +49,7 @@ class ToolRun:
 
     @property
     def limit(self) -> str:
-        """Why the machine, not the source, ended this run ('' when it did not), in words that name
-        the resource."""
+        """Why the machine, not the source, ended this run ('' when it did not)."""
         if not self.fault:
             return ""
         if self.fault == "memory":
@@ -78,8 +74,7 @@ def fault(returncode: int, output: str) -> str:
 
 
 def compile_slots() -> int:
-    """Compiles at once on this host, across every job and process: one per core, and no more than
-    its memory holds at the gate's per-compile limit (`GATE_COMPILE_MEMORY_GIB`)."""
+    """Compiles at once on this host: one per core, as many as its memory holds at the per-compile limit."""
     memory_gib = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / box.GiB
     return max(1, min(os.cpu_count() or 1, int(memory_gib // box.COMPILE_MEMORY_GIB)))
 
@@ -102,8 +97,7 @@ def compile_slot() -> Iterator[None]:
 
 
 def run_tool(command: list[str], cwd: Path, timeout_s: float) -> ToolRun:
-    """Run a compiler (argument list, never a shell string) in the box, in a compile place; a
-    timeout is a failed run, and a run the machine ended is tried once more (see the module doc)."""
+    """Run a compiler (an argument list) in the box, in a compile place; a run the machine ended runs twice."""
     with compile_slot():
         run = _run_once(command, cwd, timeout_s)
         if run.fault:
@@ -164,11 +158,9 @@ def cuda_home(nvcc: str) -> Path:
 
 
 def cuda_includes(home: Path, torch_file: str) -> list[str]:
-    """The toolkit's include folders for a compile with torch's CUDA headers. Those include the CUDA
-    libraries' headers (`ATen/cuda/CUDAContextLight.h`: cusparse.h, cublas_v2.h, cublasLt.h,
-    cusolverDn.h); a minimal toolkit may lack them, and the CUDA library wheels torch itself runs on
-    (beside `torch_file`'s package, one folder per library) carry the matching ones: each library's,
-    after the toolkit's own (whose runtime headers come first; the wheels' `cuda_*` are left out)."""
+    """The toolkit's include folders for a compile with torch's CUDA headers, which include the CUDA
+    libraries' (cusparse.h, cublas_v2.h, ...): where a minimal toolkit lacks them, the library wheels
+    torch runs on (beside `torch_file`'s package) carry the matching ones, after the toolkit's own."""
     dirs = [str(home / "include")]
     if not (home / "include" / "cusparse.h").is_file():
         site = Path(torch_file).resolve().parent.parent / "nvidia"

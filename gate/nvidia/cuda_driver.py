@@ -1,9 +1,6 @@
-"""The CUDA driver and runtime libraries (libcuda, libcudart), loaded once, for the few calls torch
-does not wrap.
-
-The driver's objects (contexts, streams, graphs) are the runtime's, so torch's handles can be passed
-to it as they are. None where a library cannot be loaded (a machine without a driver): callers then
-say what they could not do rather than fail.
+"""The CUDA driver and runtime libraries, loaded once, for the few calls torch does not wrap (torch's
+handles pass as they are). None where a library cannot be loaded: callers then say what they could not
+do rather than fail.
 """
 
 from __future__ import annotations

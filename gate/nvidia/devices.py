@@ -1,7 +1,5 @@
-"""This host's NVIDIA GPUs as nvidia-smi and the driver show them, without torch: the list (and the
-slots an executor makes of it), their common arch, the `/dev/nvidia*` nodes a box binds (for every
-GPU, or one: its own node, by its UUID in the driver's /proc records, and the shared ones), the CPU
-cores near a GPU (sysfs) and how busy the others are. [] or "" on a machine without a driver."""
+"""This host's NVIDIA GPUs as nvidia-smi, the driver and sysfs show them, without torch: the list, the
+slots, the common arch, the device nodes a box binds, the cores near a GPU. [] or "" without a driver."""
 
 from __future__ import annotations
 
@@ -46,9 +44,8 @@ def list_gpus() -> list[Gpu]:
 
 
 def slot_gpus(wanted: list[str] | None = None) -> list[Gpu]:
-    """The GPUs an executor runs jobs on, one slot each: those `wanted` names (an index or a UUID,
-    `gate worker --gpu`), else those CUDA_VISIBLE_DEVICES lets this process see, else every one.
-    A wanted GPU this host lacks is a `GateError` naming the ones it has."""
+    """The GPUs an executor runs jobs on, one slot each: those `wanted` (index or UUID, `gate worker
+    --gpu`; a `GateError` naming the host's when absent), else CUDA_VISIBLE_DEVICES's, else all."""
     gpus = list_gpus()
     visible = os.environ.get("CUDA_VISIBLE_DEVICES")
     if not wanted and visible is None:
@@ -64,8 +61,7 @@ def slot_gpus(wanted: list[str] | None = None) -> list[Gpu]:
 
 
 def gpu_nodes() -> bool:
-    """Whether this machine has NVIDIA GPU device nodes (`/dev/nvidia0`, ...): what a box with `gpu`
-    is given, and what tells a CPU machine, which starts nothing for the GPU ahead of a job."""
+    """Whether this machine has NVIDIA GPU device nodes (`/dev/nvidia0`, ...): a CPU machine has none."""
     return any(DEV.glob("nvidia[0-9]*"))
 
 
@@ -79,8 +75,7 @@ def device_nodes(gpu: Gpu | None = None) -> list[str]:
 
 
 def _minor(gpu: Gpu) -> int:
-    """The minor number of `gpu`'s node: the driver's record with its UUID; its index where the
-    driver keeps none (the two agree unless the PCI order and the driver's order differ)."""
+    """The minor number of `gpu`'s node: from the driver's record with its UUID, else its index."""
     for info in sorted(PROC_GPUS.glob("*/information")):
         try:
             text = info.read_text()
@@ -94,32 +89,27 @@ def _minor(gpu: Gpu) -> int:
 
 
 def _visible_query(fields: str, gpu: Gpu | None = None) -> str:
-    """nvidia-smi's answer for `gpu`, else for the GPUs `CUDA_VISIBLE_DEVICES` narrows this process
-    to (nvidia-smi takes the same indices and UUIDs; a slot's child has one UUID), else all."""
+    """nvidia-smi's answer for `gpu`, else for the GPUs of `CUDA_VISIBLE_DEVICES`, else all."""
     query = ["nvidia-smi", f"--query-gpu={fields}", "--format=csv,noheader"]
     visible = gpu.uuid if gpu is not None else os.environ.get("CUDA_VISIBLE_DEVICES", "").strip()
     return tool_output([*query, f"--id={visible}"] if visible else query)
 
 
 def common_arch() -> str:
-    """The visible GPUs' arch as nvidia-smi reports it, for work started before the child has
-    imported torch: "" when nvidia-smi is absent or says nothing, and when the GPUs differ (which
-    one torch will use is then torch's to say)."""
+    """The visible GPUs' arch per nvidia-smi, before torch is imported ("" when unknown or they differ)."""
     caps = set(_visible_query("compute_cap").split())
     match = re.fullmatch(r"(\d+)\.(\d+)", caps.pop()) if len(caps) == 1 else None
     return arch_of(int(match.group(1)), int(match.group(2))) if match else ""
 
 
 def visible_gpus(gpu: Gpu | None = None) -> str:
-    """Name and driver of the GPUs a child would see: a slot's `gpu`, else those of
-    `CUDA_VISIBLE_DEVICES` ('' without a GPU)."""
+    """Name and driver of the GPUs a child would see ('' without a GPU)."""
     return _visible_query("name,driver_version", gpu)
 
 
 def near_cpus(gpu: Gpu) -> list[int]:
-    """The CPU cores near `gpu` that this process may use: its PCI device's `local_cpulist` in sysfs
-    (the cores of its NUMA node); [] where the host does not say, or names every core (no pinning
-    then separates anything)."""
+    """The CPU cores near `gpu` that this process may use (sysfs `local_cpulist`); [] where the host does
+    not say, or names every core (no pinning then separates anything)."""
     domain, _, rest = gpu.pci_bus_id.partition(":")
     try:
         text = (SYS_PCI / f"{int(domain, 16):04x}:{rest.lower()}" / "local_cpulist").read_text()

@@ -1,8 +1,5 @@
-"""The GPU fingerprint recorded with every run: which card, driver, toolkit, clocks and profiler.
-
-Absolute times and profiler ratios are comparable only between runs with equal fingerprints (same GPU
-model, ncu version); the clocks say whether the card ran at its usual speed. Each probe that fails
-leaves its field empty: a fingerprint is evidence, never a reason to stop the job.
+"""The GPU fingerprint recorded with every run: card, driver, toolkit, clocks and profiler (absolute
+times and profiler ratios compare only between equal ones). A failed probe leaves its field empty.
 """
 
 from __future__ import annotations
@@ -25,8 +22,8 @@ def parse_smi_clocks(text: str) -> tuple[int | None, int | None]:
 
 
 def collect(ncu_path: str = "ncu") -> Fingerprint:
-    """Probe torch, nvidia-smi and ncu for the current CUDA device. The clocks are read now: call it
-    right after the timed work, when the card runs at its working clocks, not at idle."""
+    """Probe torch, nvidia-smi and ncu for the current CUDA device, right after the timed work (the
+    clocks are read now: working clocks, not idle)."""
     fp = Fingerprint(host=socket.gethostname(), ncu_version=ncu_cli.version(ncu_path))
     try:
         import torch

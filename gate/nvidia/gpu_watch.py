@@ -5,18 +5,10 @@ and other processes on the device, sampled through NVML (nvidia-ml-py) in a back
         ...timing...
     watch.result -> GpuWatch                    # summary + `problems` in words
 
-A comparison is fair only at the same clocks on a GPU nobody else used. Sharing, and thermal or
-hardware slowdowns, are `problems`: `decide` turns the latency rows inconclusive. GPU Boost's own
-regulation (an SM clock stepping under the software power cap) is not: both sides are timed
-interleaved within milliseconds while Boost moves over hundreds, so it falls on both (on an H100,
-unchanged kernels under a 3-4.5 % moving clock read -0.4 to +0.4 %); `boost_spread_pct` is set and the
-rows say so. Samples while NVML reports the GPU idle are not counted: idle clocks drop by design.
-
-In a virtual machine NVML lists no processes, not even the gate's own. So the watch also probes the
-GPU's utilisation while this job is idle, before and after timing, for `IDLE_PROBE_S` (longer than
-NVML's window): kernel time then is another process's. A probe over `BUSY_WHILE_IDLE_PCT` is read
-again after a longer wait, so the tail of the job's own work is never taken for a stranger's.
-Without NVML the watch is `available=False` with the reason: it adds evidence, it is not required.
+Sharing, and thermal or hardware slowdowns, are `problems` (docs/design.md, "The GPU watched"). GPU
+Boost's own regulation is not: both sides are timed interleaved within milliseconds while Boost moves
+over hundreds (on an H100, unchanged kernels under a 3-4.5 % moving clock read -0.4 to +0.4 %). Idle
+samples are not counted: idle clocks drop by design. Without NVML the watch only says why.
 """
 
 from __future__ import annotations
@@ -57,8 +49,7 @@ class Sample:
 
 def summarise(samples: list[Sample], own_pids: set[int], interval_s: float = INTERVAL_S,
               busy_while_idle_pct: list[int] | None = None) -> GpuWatch:
-    """The `GpuWatch` of a list of samples (and of the idle probes): ranges over the busy samples,
-    and the problems. Pure."""
+    """The `GpuWatch` of the samples and idle probes: ranges over the busy samples, and the problems."""
     busy = [s for s in samples if not s.reasons & IDLE_REASON] or samples
     watch = GpuWatch(available=True, samples=len(samples), interval_ms=interval_s * 1000,
                      busy_while_idle_pct=list(busy_while_idle_pct or []))
@@ -104,9 +95,9 @@ def summarise(samples: list[Sample], own_pids: set[int], interval_s: float = INT
 
 def busy_while_idle(nvml: Any, handle: Any, settle: Callable[[], None],
                     sleep: Callable[[float], None] = time.sleep) -> int:
-    """The GPU's utilisation (%) while this process runs nothing on it: `settle` waits for this
-    process's work to finish, then NVML's utilisation window is let pass. A reading over the limit is
-    taken again after a longer wait, and the lower of the two counts."""
+    """The GPU's utilisation (%) once `settle` has finished this process's work and NVML's window has
+    passed; a reading over the limit is taken again after a longer wait (the tail of the job's own
+    work is never a stranger's), and the lower counts."""
     settle()
     sleep(IDLE_PROBE_S)
     pct = int(nvml.nvmlDeviceGetUtilizationRates(handle).gpu)
@@ -141,10 +132,8 @@ def watch_gpu(device_index: int | None = None, *, interval_s: float = INTERVAL_S
               nvml: Any = None, settle: Callable[[], None] | None = None,
               own_pids: Collection[int] = ()) -> Iterator[_Watcher]:
     """Sample the GPU while the block runs, and probe it idle before and after; `.result` holds the
-    `GpuWatch` afterwards. The device is the one torch uses unless `device_index` (NVML's) is given;
-    `own_pids`: the job's other processes on the GPU (a side host, which is idle whenever this one
-    waits), not counted as sharing it; `nvml` stands in for `pynvml` and `settle` for
-    `torch.cuda.synchronize` (tests)."""
+    `GpuWatch` afterwards. `own_pids`: the job's other processes on the GPU (a side host), not counted
+    as sharing it; `nvml` and `settle` stand in for `pynvml` and `torch.cuda.synchronize` (tests)."""
     try:
         nvml = nvml or import_nvml()
         nvml.nvmlInit()
@@ -168,10 +157,14 @@ def watch_gpu(device_index: int | None = None, *, interval_s: float = INTERVAL_S
                                    [p for p in probes if p is not None])
         if watcher.error:
             watcher.result.problems.append(watcher.error)
-        try:
-            nvml.nvmlShutdown()
-        except Exception:   # noqa: S110 (shutting down a library that already failed)
-            pass
+        shutdown(nvml)
+
+
+def shutdown(nvml: Any) -> None:
+    try:
+        nvml.nvmlShutdown()
+    except Exception:   # noqa: S110 (shutting down a library that already failed)
+        pass
 
 
 def _probe(nvml: Any, handle: Any, settle: Callable[[], None]) -> int | None:
@@ -189,9 +182,8 @@ def _synchronize() -> None:
 
 
 def device_handle(nvml: Any, device_index: int | None = None) -> Any:
-    """NVML's handle of the GPU this process times on: NVML's `device_index` when given; else the
-    one CUDA_VISIBLE_DEVICES names by UUID (a slot's child: NVML reaches it by UUID alone, with the
-    other GPUs' nodes absent from its box); else the CUDA device torch uses."""
+    """NVML's handle of the GPU this process times on: `device_index`; else the one CUDA_VISIBLE_DEVICES
+    names by UUID (a slot's child: the other GPUs' nodes are absent from its box); else torch's."""
     visible = os.environ.get("CUDA_VISIBLE_DEVICES", "").strip()
     if device_index is None and visible.startswith("GPU-") and "," not in visible:
         return nvml.nvmlDeviceGetHandleByUUID(visible)

@@ -27,8 +27,7 @@ def parse_version(text: str) -> str:
 
 @cache
 def version(ncu: str) -> str:
-    """ncu's version ("" when it does not say): recorded with every profile and fingerprint, because
-    profiler ratios are compared only between equal versions."""
+    """ncu's version (""): recorded with every profile, as ratios compare only between equal versions."""
     return parse_version(tool_output([ncu, "--version"]))
 
 
@@ -49,8 +48,7 @@ def command(ncu: str, arch: str, clock_control: str, report_base: Path, target: 
 
 
 def start(argv: list[str], log_path: Path, env: dict[str, str]) -> subprocess.Popen:
-    """`argv` (a `command`) started in a process group of its own (cancelling kills ncu and its
-    target together), its console output in `log_path`: a file, not a pipe, nobody reads it until
-    the end."""
+    """`argv` in a process group of its own (cancelling kills ncu and its target together), its console
+    output in `log_path` (a file, not a pipe: nobody reads it until the end)."""
     with open(log_path, "w") as log:
         return subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)

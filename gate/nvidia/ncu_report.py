@@ -1,11 +1,6 @@
-"""Read an Nsight Compute report (.ncu-rep) into the gate metrics of every profiled kernel launch.
-
-Used by the profile stage and by `gate profile import`. Works without a GPU: the `ncu-report`
-package (or the `extras/python` folder of an ncu install) reads reports anywhere.
-
-`read_report(path)` raises ProfilerError for a missing, unreadable or empty report, and
-ToolMissingError when no `ncu_report` module can be imported. Everything after loading is pure:
-`kernel_metrics(launch)` turns one launch's raw values into a `KernelMetrics`.
+"""Read an Nsight Compute report (.ncu-rep) into the gate metrics of every profiled kernel launch, for
+the profile stage and `gate profile import`, without a GPU (the `ncu-report` package, or an ncu
+install's `extras/python`). Everything after loading is pure (`kernel_metrics`).
 """
 
 from __future__ import annotations

@@ -38,11 +38,8 @@ def _wheel_bin_dirs() -> list[Path]:
 
 
 def find_disassembler(nvcc: str | None = None) -> Path | None:
-    """The first cuobjdump (else nvdisasm) found; None when neither exists.
-
-    The toolkit of the nvcc in use comes first (`GATE_NVCC_PATH` may name another toolkit than the
-    one on PATH, and an older disassembler may not know a newer arch), then PATH, `$CUDA_HOME/bin`
-    and NVIDIA's wheels."""
+    """The first cuobjdump (else nvdisasm) found, or None: in the toolkit of the nvcc in use first (an
+    older disassembler may not know a newer arch), then PATH, `$CUDA_HOME/bin` and NVIDIA's wheels."""
     first: list[Path] = []
     if nvcc and (nvcc_path := shutil.which(nvcc)):
         first.append(Path(nvcc_path).resolve().parent)

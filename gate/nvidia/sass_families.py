@@ -1,24 +1,12 @@
 """The SASS opcode families a kernel engineer watches, and their counts in a base-opcode histogram.
 
-The static stage keeps every function's histogram of base opcodes (`FunctionResources.sass_opcodes`,
-`HMMA.16816.F32` -> HMMA); these families sum it into the few figures the history charts. Names are
-NVIDIA's instruction-set reference (CUDA Binary Utilities); those marked `seen` were read from
-cuobjdump 13.0 output here, the others are documented siblings:
-
-    tensor core    mma.sync (sm_80+): HMMA seen, IMMA seen (s8), QMMA seen (fp8, sm_89 / sm_120),
-                   DMMA, BMMA; wgmma (sm_90a): HGMMA seen, IGMMA, QGMMA, BGMMA; tcgen05.mma
-                   (sm_100a): UTCHMMA, UTCIMMA, UTCQMMA, UTCOMMA all seen (f16, i8, f8f6f4, mxf4)
-    shared memory  LDS, STS, LDSM (ldmatrix), STSM (stmatrix, sm_90) seen; ATOMS (shared atomics)
-    global memory  LDG, STG, REDG (sm_100's global reduction) seen; RED, ATOMG (global atomics)
-    async copies   LDGSTS (cp.async) seen; TMA: UTMALDG, UTMASTG, UBLKCP (cp.async.bulk) seen,
-                   UTMAREDG, UBLKRED (bulk reductions)
-    barriers       BAR (bar.sync, named barriers), SYNCS (mbarrier arrive / try-wait) seen; ARRIVES
-    shuffles       SHFL
-    total          every instruction but NOP
-
-Generic LD/ST and the prefetches (UTMAPF, UBLKPF) are in no family but the total. NOP is not counted:
-cuobjdump lists the padding after a function's last branch as NOPs, which move with the code's length
-modulo the alignment, not with the work.
+The static stage keeps every function's histogram of base opcodes (`HMMA.16816.F32` -> HMMA); these
+families sum it into the few figures the history charts. Names are NVIDIA's instruction-set reference
+(CUDA Binary Utilities); read from cuobjdump 13.0 output here: HMMA, IMMA, QMMA (mma.sync), HGMMA
+(wgmma), UTCHMMA, UTCIMMA, UTCQMMA, UTCOMMA (tcgen05.mma), LDS, STS, LDSM, STSM, LDG, STG, REDG, LDGSTS,
+UTMALDG, UTMASTG, UBLKCP, BAR, SYNCS; the others are documented siblings. Generic LD/ST and the
+prefetches (UTMAPF, UBLKPF) are in no family but the total. NOP is not counted: cuobjdump lists the
+padding after a function's last branch as NOPs, which move with the code's alignment, not the work.
 """
 
 from __future__ import annotations
@@ -43,8 +31,7 @@ SASS_METRICS: tuple[Metric, ...] = (*FAMILIES, Metric.SASS_TOTAL)
 
 
 def family_counts(histograms: Iterable[Mapping[str, int]]) -> dict[Metric, int]:
-    """Each family's instruction count and the total (`SASS_METRICS` order, 0 where none) over the
-    base-opcode histograms of `histograms` (one per function: a kernel's functions summed)."""
+    """Each family's instruction count and the total (`SASS_METRICS` order) over a kernel's functions."""
     merged: dict[str, int] = {}
     for histogram in histograms:
         for opcode, n in histogram.items():

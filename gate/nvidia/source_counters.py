@@ -1,14 +1,10 @@
 """Nsight Compute's per-instruction source counters, read from a report and folded into source lines.
 
-The profile asks for the `SourceCounters` section beside its gate metrics. In a report those
-counters are instanced metrics: one value per SASS instruction, the instance's correlation id being
-the instruction's address (PC). `IAction.sass_by_pc(pc)` gives the instruction's text and
-`IAction.source_info(pc)` its file and line when the binary was built with `-lineinfo` (None
-otherwise: the fixture report of the tests was built without it, so it has instructions only).
-
-`read_instructions(action)` is the only part that touches the `ncu_report` module (it runs in the
-isolated reader process); `source_profile(...)` is pure but for reading the few source lines it
-keeps from the checkout, never from outside it.
+In a report the `SourceCounters` section's counters are instanced metrics: one value per SASS
+instruction, keyed by its address (PC); `IAction.source_info(pc)` gives its file and line when the
+binary was built with `-lineinfo` (the tests' fixture report was not). `read_instructions` alone
+touches `ncu_report` (in the isolated reader process); `source_profile` is pure but for reading the
+few source lines it keeps, from the checkout only.
 """
 
 from __future__ import annotations
@@ -17,14 +13,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-from gate.domain.source_lines import (
-    COUNTERS,
-    NO_FILE,
-    Instruction,
-    KernelSourceProfile,
-    LineCounters,
-    SourceLine,
-)
+from gate.domain.source_lines import COUNTERS, NO_FILE, Instruction, KernelSourceProfile, LineCounters, SourceLine
 
 SECTION = "SourceCounters"
 # Which instanced metric gives each counter of `gate.domain.source_lines.COUNTERS`.
@@ -53,8 +42,7 @@ class RawInstruction:
 
 
 def read_instructions(action: object) -> list[RawInstruction]:
-    """Every instruction that has a source counter in `action` (an `ncu_report` IAction); [] when
-    the report was collected without the SourceCounters section."""
+    """Every instruction with a source counter in `action` (an `ncu_report` IAction); [] without the section."""
     by_pc: dict[int, RawInstruction] = {}
     for counter, metric_name in METRICS.items():
         metric = action.metric_by_name(metric_name)  # type: ignore[attr-defined]
@@ -79,16 +67,13 @@ def _instruction(action: object, pc: int) -> RawInstruction:
 
 
 def shown_file(file: str, checkout: Path | None) -> tuple[str, Path | None]:
-    """The name a user sees for a file of the line table, and the checkout file to read its lines
-    from (None: outside the checkout, e.g. a CUDA header; shown by its base name only, so no server
-    path ever reaches a page).
+    """The name a user sees for a file of the line table, and the checkout file to read its lines from
+    (None: outside the checkout; shown by its base name only, so no server path reaches a page).
 
-    nvcc records the absolute path (its working directory, the checkout, joined with the relative
-    source name), and has no option to map it. An object from the build cache was compiled in an
-    earlier job's checkout, gone since: its key holds the sources' contents and relative paths, so
-    the same file sits at the same place in this checkout, and the longest tail of the recorded
-    path that names a file here is that file. A recorded file that still exists (the other side's
-    checkout of the same job, a toolkit header) maps only to an identical file here."""
+    nvcc records the absolute path, with no option to map it, and a cached object was compiled in an
+    earlier job's checkout, gone since. Its key holds the sources' contents and relative paths, so the
+    longest tail of the recorded path that names a file here is that file. A recorded file that still
+    exists (the other side's checkout, a toolkit header) maps only to an identical file here."""
     if not file:
         return NO_FILE, None
     path = PurePosixPath(file)

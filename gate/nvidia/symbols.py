@@ -30,8 +30,7 @@ def kernel_name(function: str) -> str:
 
 
 def _demangle(mangled: str) -> str | None:
-    """`mangled` demangled in c++filt's form, by libstdc++, else by `itanium_demangler` (its integral
-    template arguments, `(int)128`, read as c++filt's `128`); None when neither reads it."""
+    """`mangled` demangled in c++filt's form, by libstdc++, else by `itanium_demangler`; None if neither can."""
     try:
         import cxxfilt
 
@@ -48,11 +47,9 @@ def _demangle(mangled: str) -> str | None:
 
 
 def launch_name(function: str, mangled: str = "", demangled: str = "") -> str:
-    """A profiled launch's name as the tables show it. Nsight Compute's function name drops the
-    template arguments, so every CUTLASS 2 instance reads `Kernel` (CUTLASS 3: `device_kernel`): the
-    name comes from the mangled one as `kernel_name` reads it (`Kernel<Gemm<MmaMultistage<GemmShape<128,
-    128, 32>, ...>, ...>>`, which tells the instances apart), else from the demangled signature, else
-    it is `function`."""
+    """A profiled launch's name as the tables show it: from the mangled name (Nsight Compute's function
+    name drops the template arguments: every CUTLASS 2 instance reads `Kernel`), else the demangled
+    signature, else `function`."""
     if mangled.startswith("_Z"):
         return kernel_name(mangled)
     return (_strip_signature(_QUALIFIER.sub("", demangled)) if demangled else "") or function
@@ -68,10 +65,9 @@ _ANONYMOUS = "(anonymous namespace)::"
 
 @cache
 def match_key(name: str) -> str:
-    """The name a kernel is matched by across builds and against a profile's launch names: namespaces
-    and template arguments kept, anonymous namespaces, return type, parameters and spaces removed.
-    Takes a mangled name (ptxas) or a demangled signature (Nsight Compute's "void ns::k<4>(float *)");
-    `ns::k<(anonymous namespace)::Cfg>` is `ns::k<Cfg>` from either."""
+    """The name a kernel is matched by across builds and profiles, from a mangled name or a demangled
+    signature: namespaces and template arguments kept; anonymous namespaces, return type, parameters
+    and spaces removed (`ns::k<(anonymous namespace)::Cfg>` is `ns::k<Cfg>`)."""
     if name.startswith("_Z"):
         name = canonical_anonymous(name)
         full = _demangle(name)
@@ -94,8 +90,7 @@ _INTEGER_SUFFIX = re.compile(r"(?<![\w.])(-?\d+)(?:ull|ul|ll|u|l)(?![\w.])")
 
 
 def _plain_integers(name: str) -> str:
-    """`k<(int)64, (unsigned int)3, (bool)1>` and `k<64, 3u, true>` -> `k<64, 3, true>`: the integral
-    template arguments of a demangled name in one form, whichever tool wrote it."""
+    """`k<(int)64, (unsigned int)3, (bool)1>` and `k<64, 3u, true>` -> `k<64, 3, true>`, whichever tool wrote it."""
     name = _INTEGER_CAST.sub("", name)
     name = _BOOL_CAST.sub(lambda m: "true" if m.group(1) == "1" else "false", name)
     return _INTEGER_SUFFIX.sub(r"\1", name)
@@ -135,8 +130,7 @@ def _strip_signature(text: str) -> str:
 
 
 def short_name(function: str) -> str:
-    """`_ZN16wmma_gemm_sample16wmma_gemm_kernelE10GemmParams` -> `wmma_gemm_kernel` (the last name
-    of an Itanium nested name, or the first plain name): the fallback without a demangler."""
+    """`_ZN16wmma_gemm_sample16wmma_gemm_kernelE10GemmParams` -> `wmma_gemm_kernel`, without a demangler."""
     if not function.startswith("_Z"):
         return function
     names, i = [], 3 if function.startswith("_ZN") else 2

@@ -1,9 +1,5 @@
-"""NVIDIA's command-line tools: where they are installed, and what they print when asked.
-
-`tool_output` is a tool's answer to a question (`nvidia-smi --query-gpu=...`, `ncu --version`): its
-standard output, or "" when it is missing, fails or hangs; for evidence and keys, never a reason to
-stop a job. `tool_version` asks a binary once per install. `install_dirs` names the folders a box
-binds so that nvcc and ncu run inside it.
+"""NVIDIA's command-line tools: where they are installed (the folders a box binds), and what they print
+when asked: "" when a tool is missing, fails or hangs (evidence and keys, never a reason to stop a job).
 """
 
 from __future__ import annotations
@@ -32,9 +28,8 @@ def tool_output(command: list[str], timeout_s: float = 30.0) -> str:
 
 
 def tool_version(path: str) -> str:
-    """`<path> --version`, asked once per installed binary: ncu takes a noticeable part of a second
-    to answer, and a reused job should cost the parent little. A reinstalled tool is another file
-    (size, mtime), so it is asked again."""
+    """`<path> --version`, once per installed binary (size, mtime): ncu takes a noticeable part of a
+    second to answer, and a reused job should cost the parent little."""
     found = shutil.which(path)
     if found is None:
         return ""

@@ -1,19 +1,9 @@
 """What a GPU job starts at its beginning so that its GPU stages do not wait for it.
 
-While the static stages compile (CPU work), a thread of the GPU child, on a machine with NVIDIA
-device nodes:
-- starts compiling the build's host sources in the job's compile pool (`build.prefetch`): the torch
-  binding is a cold job's longest compile;
-- makes the child's CUDA context (`gpu_ready`), after the binding's compile was submitted;
-- starts the profile sessions of the sides to be profiled (`profile.start_session`), which load and
-  wait for the profile stage's go (before the child's own torch import when nvidia-smi names the
-  arch). The bench waits until each session's context is up (`wait_ready`: a context made beside
-  timed work shares the GPU); one not up in time is cancelled and the stage starts its own.
-
-A spare child (`gate.executors.spare`) starts both sides' sessions in its warm-up (`start_early`);
-its job takes each one that `serves` it and cancels the rest. All of it is only a head start: the
-build and the profile stage do the same work themselves when nothing was started, and report their
-own faults. Unused sessions are cancelled when the job ends. Nothing here decides anything.
+While the static stages compile, a thread of the GPU child starts the torch binding's compile, the
+CUDA context and the profile sessions (docs/measurements.md); a spare child starts the sessions in its
+warm-up (`start_early`). All of it is only a head start: the build and the profile stage do the same
+work themselves when nothing was started, and report their own faults. Nothing here decides anything.
 """
 
 from __future__ import annotations
@@ -40,8 +30,8 @@ _early: dict[str, ProfileSession] = {}
 
 
 def start_early(options: RunOptions, artifacts: Path) -> None:
-    """Before its job (a spare child's warm-up): a profile session per side, in the folder each side's
-    profile stage will use (`artifacts/<side>/profile`). A failure is only a lost head start."""
+    """Before its job (a spare child's warm-up): a profile session per side, in the folder its profile
+    stage will use. A failure is only a lost head start."""
     if not (options.gpu_stages and options.profile and gpu_nodes() and ncu_cli.find(options.ncu_path)):
         return
     try:
@@ -50,12 +40,6 @@ def start_early(options: RunOptions, artifacts: Path) -> None:
             _early[side] = profile.start_session(artifacts / side / Stage.PROFILE, options, arch=arch)
     except (GateError, OSError):
         pass
-
-
-def _take_early() -> dict[str, ProfileSession]:
-    taken = dict(_early)
-    _early.clear()
-    return taken
 
 
 def group_pids(pgid: int) -> list[int]:
@@ -74,9 +58,8 @@ def group_pids(pgid: int) -> list[int]:
 
 
 class Ahead:
-    """`with Ahead(request, pool, cache_dir, gpu_ready):` around the job's stages (see the module
-    docstring). `gpu_ready()` answers whether the GPU stages can run here (and may make the CUDA
-    context meanwhile); it is asked in the thread."""
+    """`with Ahead(request, pool, cache_dir, gpu_ready):` around the job's stages; `gpu_ready()` (asked in
+    the thread) says whether the GPU stages can run here, and may make the CUDA context."""
 
     def __init__(self, request: JobRequest, pool: CompilePool, cache_dir: Path, gpu_ready: Callable[[], bool]):
         self.request, self.pool, self.cache_dir, self.gpu_ready = request, pool, cache_dir, gpu_ready
@@ -98,8 +81,8 @@ class Ahead:
         return self.sessions.pop(side, None)
 
     def wait_ready(self, timeout_s: float = READY_S) -> None:
-        """Before the bench: every session has its CUDA context up, or is cancelled (the profile stage
-        then starts its own, after the bench). A context being made would share the GPU with timing."""
+        """Before the bench (a context being made would share the GPU with timing): every session has its
+        CUDA context up, or is cancelled (the profile stage then starts its own)."""
         self._thread.join()
         deadline = time.monotonic() + timeout_s
         for side, session in list(self.sessions.items()):
@@ -121,7 +104,8 @@ class Ahead:
         if request.baseline:
             sides.append((Side.BASELINE, request.baseline))
         profiled = [side for side, _checkout in sides[:1 if not request.profile_baseline else 2]]
-        early = _take_early()
+        early = dict(_early)     # taken: the job's own from now on
+        _early.clear()
         try:
             if not (options.gpu_stages and gpu_nodes()):
                 self.note = "no GPU stages here"
@@ -135,8 +119,7 @@ class Ahead:
             # the CUDA context: on a cold cache the compile is the longest wait of the job.
             for side, checkout in sides:
                 build.prefetch(request.spec(side), Path(checkout.path), self.cache_dir, artifacts / side / Stage.BUILD,
-                               self.pool, nvcc=options.nvcc_path,
-                               pch_dir=options.pch_path)
+                               self.pool, nvcc=options.nvcc_path, pch_dir=options.pch_path)
             if not self.gpu_ready():
                 self.note = "no GPU stages here"
                 self._cancel_sessions()

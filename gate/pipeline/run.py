@@ -1,17 +1,11 @@
 """The one module that knows the order of the stages, run inside the GPU child (`gate.runner`).
 
 `measure`: static (both sides side by side) -> with a GPU: build -> correctness -> bench -> profile ->
-fingerprint (`_GpuStages`, one method per step), while `ahead.Ahead` gives the GPU stages a head start
-during the static stages. Each stage lives in its subsystem's package.
-
-Each side is built as its own commit declares (`JobRequest.spec`) and measured as the candidate
-declares. Both builds are imported into this process unless either side registers torch ops
-(`build.registers_torch_ops`, `build.module_registers_ops`; issue 26) or asks for `own_process`: then
-the baseline is loaded and timed in a side host (`side_host`, `remote_side`), closed after the bench,
-its crash while loading its build's failure; such a kernel is timed with the isolated pacing alone
-too. Without a GPU, or on one the kernel's archs exclude, the GPU stages are NOT_RUN with the reason;
-their modules are imported in the GPU branch only, so a CPU machine never imports torch. The parent
-side of a job is `gate.executors.job`.
+fingerprint (`_GpuStages`), while `ahead.Ahead` gives the GPU stages a head start. Both builds are
+imported into this process unless either side registers torch ops or asks for `own_process` (issue
+26): then the baseline is loaded and timed in a side host, closed after the bench, and such a kernel
+is timed with the isolated pacing alone too. Without a suitable GPU the GPU stages are NOT_RUN with
+the reason; their modules are imported in the GPU branch only, so a CPU machine never imports torch.
 """
 
 from __future__ import annotations
@@ -23,23 +17,13 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from gate.domain.job import JobRequest, ProgressEvent, RunOptions
-from gate.domain.names import Side, Stage
-from gate.domain.results import (
-    BenchResult,
-    BuildResult,
-    CorrectnessResult,
-    Fingerprint,
-    JobResult,
-    ProfileResult,
-    SideResults,
-    StageStatus,
-    StaticResult,
-)
 from gate.compiling import static
 from gate.compiling import toolchain as tc
 from gate.compiling.compile_pool import CompilePool, compile_workers
-from gate.domain.job import LOADING_MODULE, Checkout
+from gate.domain.job import LOADING_MODULE, Checkout, JobRequest, ProgressEvent, RunOptions
+from gate.domain.names import Side, Stage
+from gate.domain.results import (BenchResult, BuildResult, CorrectnessResult, Fingerprint, JobResult, ProfileResult,
+                                 SideResults, StageStatus, StaticResult)
 from gate.errors import GateError
 from gate.pipeline.ahead import Ahead
 from gate.profiling.profile import Turns
@@ -58,9 +42,8 @@ def cuda_available() -> bool:
 
 
 def not_for_this_gpu(name: str, archs: list[str]) -> str:
-    """Why a kernel cannot run on the local GPU ('' when it can): its manifest lists only arch-specific
-    targets of other GPUs (`sm_90a` on an A100, where wgmma does not exist). Its GPU stages are then
-    NOT_RUN, so the verdict is at most incomplete: the GPU is the wrong one, the kernel is not at fault."""
+    """Why a kernel cannot run on the local GPU ('' when it can): only other GPUs' arch-specific targets
+    (`sm_90a` on an A100). Its GPU stages are then NOT_RUN: the GPU is wrong, not the kernel."""
     device = tc.device_arch()
     if tc.archs_for_device(archs, device):
         return ""
@@ -92,10 +75,8 @@ def _not_run(emit: Emit, stage: Stage, side: Side, result_type: type, reason: st
 
 
 def warm_up(options: RunOptions, artifacts: Path) -> None:
-    """What a child started ahead of its job (`python -m gate.runner --spare`) does before it has one:
-    import torch and the GPU stages' modules, make its CUDA context, and start the profile sessions
-    of both sides in `artifacts` (`ahead.start_early`), where there is a GPU. The same work `measure`
-    would do first; done here, a job begins at its stages."""
+    """What a spare child (`python -m gate.runner --spare`) does before its job, where there is a GPU:
+    import the GPU stages, make its CUDA context, start both sides' profile sessions in `artifacts`."""
     if not cuda_available():
         return
     from gate.checking import correctness  # noqa: F401  (their imports: torch's own)
@@ -130,8 +111,7 @@ def measure(request: JobRequest, emit: Emit,
                        baseline=SideResults(sha=request.baseline.sha) if request.baseline else None)
 
     def gpu_ready() -> bool:
-        """Whether the GPU stages can run here; if so, the CUDA context is made now, beside the static
-        stages (`Ahead` asks only where the machine has NVIDIA device nodes)."""
+        """Whether the GPU stages can run here; if so, the CUDA context is made now, beside the static stages."""
         if not (cuda_available() and not not_for_this_gpu(kernel.name, kernel.arch)):
             return False
         _cuda_context()
@@ -153,18 +133,14 @@ def measure(request: JobRequest, emit: Emit,
             _measure_on_gpu(request, result, emit, save, pool, ahead)
             return result
     result.candidate.build = _not_run(emit, Stage.BUILD, Side.CANDIDATE, BuildResult, skip)
-    result.candidate.correctness = _not_run(emit, Stage.CORRECTNESS, Side.CANDIDATE, CorrectnessResult, skip)
-    result.bench = _not_run(emit, Stage.BENCH, Side.JOINT, BenchResult, skip)
-    result.candidate.profile = _not_run(emit, Stage.PROFILE, Side.CANDIDATE, ProfileResult, skip)
+    _skip_rest(result, emit, skip)
     result.fingerprint = Fingerprint(host=socket.gethostname())
     save(result)
     return result
 
 
 def _static_sides(request: JobRequest, result: JobResult, emit: Emit, pool: CompilePool) -> None:
-    """The static stage of the candidate and, for the static delta, the baseline (each built as its
-    own commit declares it), side by side in one compile pool of the job (`compile_pool.CompilePool`: a source both revisions share is compiled
-    once). Their events go out one line at a time through a lock."""
+    """Both sides' static stages (the baseline's for the static delta), side by side in the compile pool."""
     options = request.options
     artifacts = Path(request.artifacts_dir)
     say = _one_at_a_time(emit, threading.Lock())
@@ -204,8 +180,7 @@ def _measure_on_gpu(request: JobRequest, result: JobResult, emit: Emit,
 
 
 class _GpuStages:
-    """The GPU stages of one job, in order: build (candidate, baseline), correctness, bench, profile
-    and fingerprint; a stage that does not pass ends the line (`_skip_rest`)."""
+    """The GPU stages of one job, in order; a stage that does not pass ends the line (`_skip_rest`)."""
 
     def __init__(self, request: JobRequest, result: JobResult, emit: Emit, save: Callable[[JobResult], None],
                  pool: CompilePool, ahead: Ahead):
@@ -269,8 +244,7 @@ class _GpuStages:
         return res
 
     def _host(self, side: Side, res: BuildResult, log: Path) -> BuildResult:
-        """`side`'s build loaded in a side host of its own, driven by the job's one workload (the
-        candidate's, as in one process); a load that fails is the build's failure."""
+        """`side`'s build loaded in a side host (driven by the candidate's workload); a failed load fails it."""
         from gate.timing import pinned
         from gate.timing.remote_side import SideHostClient, SideHostError
 

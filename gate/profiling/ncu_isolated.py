@@ -1,10 +1,8 @@
 """Read an .ncu-rep in a fresh Python process that has not imported torch.
 
-Why: on an H200 (torch 2.11, ncu 2025.3.1's own `extras/python/ncu_report`), `load_report`
-crashed with a segmentation fault inside a process that had imported torch and run CUDA work
-(the cause, e.g. clashing bundled libraries, is not established). A crash in a reader must not
-take the GPU child down, and a fresh interpreter without torch avoids whatever clashes, so the
-profile stage reads its report here; a crash becomes a ProfilerError.
+Why: on an H200 (torch 2.11, ncu 2025.3.1's own `extras/python/ncu_report`), `load_report` crashed
+with a segmentation fault in a process that had imported torch and run CUDA work (cause not
+established). A crash in a reader must not take the GPU child down: here it is a ProfilerError.
 
     python -m gate.profiling.ncu_isolated REPORT [--ncu NCU]   ->  JSON list of launches on stdout
     python -m gate.profiling.ncu_isolated - [--ncu NCU]        (REPORT's path on stdin: `ReportReader`)
@@ -33,8 +31,7 @@ class ReaderExit(IntEnum):
 
 
 class ReportReader:
-    """A reader process started ahead of its report: the interpreter and ncu's report module load
-    while ncu still profiles (`profile_session`); `read` hands it the path."""
+    """A reader process started ahead of its report (it loads while ncu profiles); `read` hands it the path."""
 
     def __init__(self, ncu_path: str = "ncu"):
         self.proc = subprocess.Popen([sys.executable, "-m", "gate.profiling.ncu_isolated", "-", "--ncu", ncu_path],
@@ -61,11 +58,6 @@ class ReportReader:
         if self.proc.poll() is None:
             self.proc.kill()
             self.proc.communicate()
-
-
-def read_launches_isolated(path: Path, ncu_path: str = "ncu", timeout_s: float = 300.0) -> list[Launch]:
-    """`read_launches` in a child interpreter started now; its faults come back as the same exceptions."""
-    return ReportReader(ncu_path).read(path, timeout_s)
 
 
 def main(argv: list[str] | None = None) -> int:

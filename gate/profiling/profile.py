@@ -1,23 +1,10 @@
 """Profile stage: the candidate under Nsight Compute, gate metrics only, one launch per shape.
 
-`profile(...)` runs `ncu` in its own process group on `gate.profiling.profile_target`, which calls
-the kernel once per (shape, dtype) after warm-up between cudaProfilerStart/Stop (so ncu runs with
-`--profile-from-start off`) inside an NVTX range naming the shape. Only the catalog's metrics for
-the local arch are requested; the `.ncu-rep` stays in `out_dir` as an artifact and is read with
-`gate.nvidia.ncu_report` in a separate clean interpreter (`ncu_isolated`: see why there).
-
-Faults, and whose they are:
-- ncu not found -> ToolMissingError. Counters not permitted (ERR_NVGPUCTRPERM), no profiler
-  library (LibraryNotLoaded, e.g. under gVisor), any other `==ERROR==` line, a target that could
-  not start, a timeout -> ProfilerError (infrastructure: the verdict becomes `error`).
-  A timeout counts as infrastructure because hangs are judged by the correctness stage, which runs
-  the same calls without a profiler's replay overhead.
-- The kernel's call raised under ncu -> FAILED with the traceback.
-- "No kernels were profiled": when the target got through its profiled calls, the extension's
-  function launched no CUDA kernel in them (work done elsewhere, or not at all) -> FAILED. When
-  it never reached a profiled call -> ProfilerError.
-- A requested metric that comes back n/a is listed per launch (`missing_metrics`) and in the
-  stage's reason; its value stays None, so no rule can pass on it.
+`profile(...)` runs `ncu` on `gate.profiling.profile_target`, requesting only the catalog's metrics for
+the local arch; the `.ncu-rep` stays in `out_dir` and is read in a clean interpreter (`ncu_isolated`).
+Whose fault is what: `check_ncu_run` (a timeout is the gate's: hangs are judged by the correctness
+stage, without a profiler's replay overhead). A metric that comes back n/a is listed and stays None,
+so no rule can pass on it.
 """
 
 from __future__ import annotations
@@ -87,8 +74,7 @@ def attribute_by_order(kernels: list[KernelMetrics], regions: list[list[str]]) -
 
 def start_session(out_dir: Path, options: RunOptions, *, arch: str | None = None,
                   workload_factory: str = DEFAULT_WORKLOAD_FACTORY) -> ProfileSession:
-    """The ncu session of one side's profile, started now and waiting for `profile(session=)` (which
-    names the kernel and its checkout)."""
+    """The ncu session of one side's profile, started now and waiting for `profile(session=)`."""
     ncu = ncu_cli.find(options.ncu_path)
     if ncu is None:
         raise ToolMissingError(f"Nsight Compute not found: {options.ncu_path!r} is not on PATH")
@@ -97,9 +83,8 @@ def start_session(out_dir: Path, options: RunOptions, *, arch: str | None = None
 
 
 class Turns:
-    """The sides' turns on the GPU, one after another in the order of their numbers (`turn(i)`), so
-    that one side's report is read while the next side runs under ncu. A turn is handed on when its
-    holder leaves it, or at the latest when `release` is called (a profile that never took it)."""
+    """The sides' turns on the GPU in the order of their numbers, so that one side's report is read while
+    the next runs under ncu. A turn is handed on when left, or on `release` (a profile that never took it)."""
 
     def __init__(self) -> None:
         self._next = 0
@@ -138,11 +123,9 @@ def profile(kernel: KernelSpec, module_path: str, src_dir: Path, out_dir: Path,
             options: RunOptions, *, arch: str | None = None,
             workload_factory: str = DEFAULT_WORKLOAD_FACTORY, session: ProfileSession | None = None,
             turn: AbstractContextManager = nullcontext(), workload_dir: Path | None = None) -> ProfileResult:
-    """Profile `kernel` (built at `module_path` from `src_dir`) on the local GPU, in `session` when one
-    was started ahead (`start_session`), else in one started now, driven by the workload of
-    `workload_dir` (the job's: the candidate's checkout; default `src_dir`). `turn` is held while the
-    GPU is in use (the session's start and ncu's run), not while the report is read. See the module
-    docstring."""
+    """Profile `kernel` (built at `module_path` from `src_dir`) in `session` when one was started ahead,
+    with the workload of `workload_dir` (default `src_dir`). `turn` is held while the GPU is in use,
+    not while the report is read."""
     try:
         with turn:
             start = time.monotonic()        # the stage's own time: not the wait for the other side's run
@@ -157,11 +140,9 @@ def profile(kernel: KernelSpec, module_path: str, src_dir: Path, out_dir: Path,
 
 def _profiled(session: ProfileSession, src_dir: Path, returncode: int, output: str, start: float) -> ProfileResult:
     """The stage's result from ncu's run and its report."""
-    status_path = session.status_path
-    status = read_status(status_path)
+    status = read_status(session.status_path)
     version = ncu_cli.version(session.ncu)
     report_path = session.report_path
-    arch = session.arch
 
     def result(status_: StageStatus, reason: str, kernels: list[KernelMetrics],
                source: list[KernelSourceProfile] | None = None) -> ProfileResult:
@@ -183,7 +164,7 @@ def _profiled(session: ProfileSession, src_dir: Path, returncode: int, output: s
     if missing:
         notes.append("n/a on this GPU/ncu (no rule can pass on them): " + ", ".join(missing))
     passes = max((k.replay_passes or 0) for k in kernels)
-    summary = (f"{len(kernels)} launch(es) profiled on {arch}, up to {passes} replay passes each; "
+    summary = (f"{len(kernels)} launch(es) profiled on {session.arch}, up to {passes} replay passes each; "
                + session.phases(status.times if status else {}))
     # The source text of the kept lines comes from the checkout here, in the child: the parent
     # never reads a path the report names.

@@ -1,18 +1,9 @@
 """An ncu session started ahead of its profile stage, and told to go when the stage comes.
 
-A profile stage used to start from nothing when the bench ended: ncu, a Python interpreter, torch and
-the gate's modules loaded (about 3 s on an H100), and after ncu exited another interpreter loaded
-ncu's report module to read the report. Both now start when the job does (`start`), while the CPU
-stages run, or before the job in a spare child (`ahead.start_early`): the profile target imports what
-it needs, creates its CUDA context (`ready`), and then waits for `go.json` in its folder, which names
-the module to load, the kernel and its checkout (`run`). So a session knows nothing of its job
-until the go: only its folder, ncu, the arch and the clock control (`serves`). Nothing of the
-submission's runs before `go`: the waiting context is idle, and the job counts its processes as its
-own (`ahead.Ahead.pids`, for the bench's GPU watch). A session that is not needed (the build failed,
-profiling is off) is `cancel`ed: its process group is killed.
-
-The target waits at most `WAIT_S` for its go: a session whose job died without cancelling it ends
-on its own.
+Loading ncu, the profile target's interpreter, torch and the gate (about 3 s on an H100) happens
+while the CPU stages run (docs/measurements.md). A session knows nothing of its job until `run`
+writes the go, and nothing of the submission runs before it; one whose job died without cancelling
+it ends on its own after `WAIT_S`.
 """
 
 from __future__ import annotations
@@ -47,8 +38,7 @@ class TargetStatus:
 
 
 def read_status(path: Path) -> TargetStatus | None:
-    """The target's last word (gate/profiling/profile_target.py); a file that is not the target's
-    format, or none yet, counts as none."""
+    """The target's last word (gate/profiling/profile_target.py); None when none or unreadable."""
     try:
         data = json.loads(path.read_text())
         return TargetStatus(status=str(data["status"]), detail=str(data.get("detail", "")),
@@ -94,14 +84,12 @@ class ProfileSession:
         return cls(proc, out_dir, ReportReader(ncu), ncu, arch, clock_control)
 
     def serves(self, out_dir: Path, ncu: str, arch: str, clock_control: str) -> bool:
-        """Whether this session, started before its job, can be that job's: still waiting, in the
-        folder the job's profile stage writes, with the same ncu, arch and clock control."""
+        """Whether this session can be that job's: waiting, same folder, ncu, arch and clock control."""
         return (self.proc.poll() is None and self.out_dir == out_dir and self.ncu == ncu
                 and self.arch == arch and self.clock_control == clock_control)
 
     def ready(self) -> bool | None:
-        """True once the target has its CUDA context and waits for the go; False when it ended
-        before that (the profile stage will say why); None while it is still loading."""
+        """True once the target waits for the go with its context up; False when it ended; None while loading."""
         if self.proc.poll() is not None:
             return False
         status = read_status(self.status_path)
@@ -121,8 +109,7 @@ class ProfileSession:
         return "from the go: " + ", ".join(parts) if parts else "no phase times"
 
     def run(self, module_path: str, kernel: KernelSpec, src_dir: Path, timeout_s: float) -> tuple[int, str]:
-        """Go: the target loads `module_path` and profiles `kernel` with the workload of `src_dir`;
-        ncu's exit code and console output."""
+        """Go: the target profiles `kernel` at `module_path`; ncu's exit code and console output."""
         self.marks["go"] = time.time()
         go = self.out_dir / GO
         tmp = go.with_suffix(".tmp")

@@ -2,14 +2,11 @@
 
     python -m gate.profiling.profile_target SPEC.json
 
-SPEC (from `gate.profiling.profile_session`): {status_path, warmup, workload_factory ("module:function",
-default the built-in workloads), go_path, wait_s}. The target imports torch and the factory's module
-and makes its CUDA context, then waits up to wait_s for the go file, {module_path, kernel: KernelSpec
-as JSON, src_dir}: a session may start before its job exists. ncu runs it with
-`--profile-from-start off`, so only the calls between `cudaProfilerStart/Stop` are profiled, each in
-an NVTX range "gate:<shape>:<dtype>" that the report reader turns back into the launch's shape.
-Whatever happens, STATUS (status_path) is written as JSON {status: running | ready | ok | kernel_fault
-| setup_error, detail, regions entered so far}; the exit code says the same.
+SPEC (from `profile_session`): {status_path, warmup, workload_factory, go_path, wait_s}. The target
+makes its CUDA context, then waits up to wait_s for the go file {module_path, kernel, src_dir}. ncu
+runs it with `--profile-from-start off`: only the calls between `cudaProfilerStart/Stop` are
+profiled, each in an NVTX range "gate:<shape>:<dtype>" naming its shape. Whatever happens, the
+status file says how far it got (`profile_session.TargetStatus`); the exit code says the same.
 """
 
 from __future__ import annotations
@@ -74,8 +71,7 @@ def load_module(module_path: str) -> ModuleType:
 
 
 def _wait_for_go(spec: dict[str, Any], status: _Status) -> dict[str, Any] | None:
-    """Wait, before the submission's module is loaded, for the go file that names it, the kernel and
-    its checkout (`gate.profiling.profile_session`); None when none came within `wait_s`."""
+    """Wait, before the submission's module is loaded, for the go file; None when none came in `wait_s`."""
     status.write("ready")
     go, deadline = Path(spec["go_path"]), time.monotonic() + float(spec["wait_s"])
     while not go.is_file():

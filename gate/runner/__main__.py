@@ -1,15 +1,11 @@
 """The GPU child: `python -m gate.runner [--spare] REQUEST.json RESULT.json`.
 
 Reads a `JobRequest`, runs `gate.pipeline.run.measure`, prints progress events on the event channel,
-and writes the `JobResult` (also after every stage, so the parent keeps what was measured before a
-crash). Imports only `gate.domain` (with the line protocol it shares with the parent, `child_protocol`),
-`gate.errors` and `gate.pipeline`.
+and writes the `JobResult` after every stage (the parent keeps what was measured before a crash).
 
-`--spare`: a child started before its job (`gate.executors.spare`). It first does what every job's
-child does before its first stage and needs nothing of the job for: imports torch and the stages,
-and makes its CUDA context (`run.warm_up`). Then it waits for one line on stdin: `go` (the request is
-written; read it and run), or the end of stdin (no job came: exit quietly). Nothing of a
-submission's exists in its box before the go.
+`--spare`: a child started before its job (`gate.executors.spare`) warms up (`run.warm_up`), then waits
+for one line on stdin: `go` (the request is written), or the end of stdin (no job came: exit quietly).
+Nothing of a submission's exists in its box before the go.
 """
 
 from __future__ import annotations
@@ -21,25 +17,15 @@ import traceback
 from pathlib import Path
 from typing import TextIO
 
+from gate.domain.child_protocol import SPARE_OPTIONS_NAME, ExitCode, error_line, event_line, read_request, write_result
 from gate.domain.job import ProgressEvent
 from gate.domain.results import JobResult
 from gate.errors import GateError
-from gate.domain.child_protocol import (
-    SPARE_OPTIONS_NAME,
-    ExitCode,
-    error_line,
-    event_line,
-    read_request,
-    write_result,
-)
 
 
 def _event_channel() -> TextIO:
-    """Keep the original stdout for events and point fd 1 at stderr.
-
-    Compilers and torch's ninja build write to file descriptor 1 directly (NCU-FACTS.md §5), which
-    would interleave with the event lines; after this, only events reach the parent's stdout pipe.
-    """
+    """Keep the original stdout for events and point fd 1 at stderr: compilers and torch's ninja build
+    write to file descriptor 1 directly (NCU-FACTS.md §5), which would interleave with the events."""
     channel = os.fdopen(os.dup(1), "w", buffering=1, encoding="utf-8")
     sys.stdout.flush()
     os.dup2(2, 1)
@@ -50,8 +36,7 @@ GO = "go"
 
 
 def _wait_for_go(folder: Path) -> bool:
-    """Warm up for the options the parent left in `folder`, then wait for its go on stdin (True) or
-    the end of stdin (False)."""
+    """Warm up for the options the parent left in `folder`, then wait: go (True) or the end of stdin."""
     from gate.domain.codec import from_json
     from gate.domain.job import RunOptions
     from gate.pipeline.run import warm_up

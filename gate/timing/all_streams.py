@@ -1,14 +1,10 @@
 """The time of a side's calls on every stream of the device, beside its caller's stream's events.
 
-The events see only the caller's stream. `all_streams_time` sees every stream: eager calls between
-two device-wide synchronisations, with events on the caller's stream around the same calls. A side that
-does its work on a private stream never joined to the caller's takes far longer per call there than on
-its caller's stream in that loop. Both figures come from one loop, so whatever that loop does to a
-call (a warm L2, back-to-back calls paying each other's write-backs, a host stall that leaves the GPU
-idle) counts on both sides. Compared with its cold event time instead, causal-conv1d's fp16 forward
-(52.5 µs cold, 68 µs per call in the loop on an H100) read as hidden work. (A CUPTI activity trace would see the
-same without host pacing, but enabling it loads every CUDA module of the process: 6 s per job on an
-H100, three times the cost budget of all these defences.)
+A side that works on a private stream never joined to the caller's takes far longer per call on all
+streams than on its caller's. Both figures come from one loop, so whatever that loop does to a call
+(a warm L2, back-to-back write-backs, a host stall) counts on both sides: compared with its cold event
+time instead, causal-conv1d's fp16 forward (52.5 µs cold, 68 µs per call in the loop on an H100) read
+as hidden work. Why not CUPTI: docs/threat-model.md.
 """
 
 from __future__ import annotations
@@ -28,11 +24,9 @@ class AllStreams:
 
 
 def all_streams_time(fn: Callable[[int], Any], input_sets: int, calls: int) -> AllStreams:
-    """`calls` eager calls between two device-wide synchronisations (`cudaDeviceSynchronize` waits for
-    every stream, the private ones included), bracketed by events on the caller's stream. The wall time
-    per call is the calls' time on all streams; the events' is their time on the caller's stream, idle
-    gaps included (a launch-bound loop reads the host's pace there too); the host's enqueue time is
-    returned beside them."""
+    """`calls` eager calls between two `cudaDeviceSynchronize` (every stream, private ones included),
+    bracketed by events on the caller's stream (idle gaps included: a launch-bound loop reads the
+    host's pace there too)."""
     pinned.synchronize()
     begin, end = pinned.new_event(), pinned.new_event()
     start = pinned.now()

@@ -1,19 +1,11 @@
 """Bench stage: candidate vs baseline vs PyTorch's own, interleaved in one process on one GPU.
 
-For every shape x dtype: `INPUT_SETS` input sets shared by all sides, warm-up, then batches of
-interleaved rounds (`gpu_timing.InterleavedTimer`) until the candidate's and the baseline's medians are
-known to `options.target_rel_se_pct` or `options.bench_budget_s` is spent. Then, per shape, the
-figures that keep the timing honest: the time until *every* stream finished (`all_streams_time`) and
-the physical floor (`roofline`), which `integrity_rows` judges. Every sample is kept; the comparison
-(median ratio, bootstrap interval, Mann-Whitney p) comes from `stats`. Shapes whose interval straddles
-a latency gate's 1 + threshold sample again with twice the budget and half the target error, up to
-`options.max_reruns` times (`attempts`).
-
-Issue 25: timed calls are checked (`timed_checks`), suspect graphs refused (`timing_methods`), a
-method kept from the history (`kept_methods`) wins over the estimate, and clocks are read through
-references pinned before the builds were imported (`pinned`; `BenchResult.tampered`). Issue 26: a
-baseline that cannot share the process is a `RemoteBaseline` with its own input sets, and every
-repetition is synchronous (`gpu_timing`, "Isolated mode").
+Per shape x dtype: `INPUT_SETS` input sets shared by all sides, then batches of interleaved rounds
+(`gpu_timing`) until both gated medians are known to `target_rel_se_pct` or `bench_budget_s` is spent;
+shapes whose interval straddles a latency limit sample again (`_rerun_straddling`). Then the integrity
+figures (`all_streams_time`, `roofline`) and the checking pass (`timed_checks`). Every sample is kept;
+the comparison comes from `stats`. Issue 25: checked timed calls, refused graphs (`timing_methods`),
+pinned clocks (`pinned`); issue 26: a baseline in its own process (`RemoteBaseline`).
 """
 
 from __future__ import annotations
@@ -77,8 +69,7 @@ class _ShapeRun:
 
 def _rerun_straddling(runs: list[_ShapeRun], workload: Any, timer: InterleavedTimer, options: RunOptions,
                       threshold: float | None, compared: bool) -> int:
-    """Sample again, with twice the budget each time, the shapes whose call straddles the latency limit
-    (inconclusive), up to `options.max_reruns` times; the number of attempts made."""
+    """Sample the inconclusive shapes again, twice the budget each time, up to `max_reruns`; the attempts."""
     attempts = 1
     while threshold is not None and compared and attempts <= options.max_reruns:
         straddling = [r for r in runs if _call(r, threshold) == stats.RegressionCall.INCONCLUSIVE]
@@ -95,12 +86,10 @@ def time_revisions(kernel: KernelSpec, workload: Any, candidate_module: Any, bas
                    options: RunOptions, kept_methods: dict[str, str] | None = None,
                    baseline_remote: RemoteBaseline | None = None, synchronous: bool = False,
                    on_step: Callable[[str], None] | None = None, baseline_function: str | None = None) -> BenchResult:
-    """`kept_methods` (`JobRequest.kept_methods`): the method each shape's history used, kept unless
-    it cannot give an honest figure (`timing_methods.graph_refused`). `baseline_remote`: the baseline
-    in its own process (isolated mode), instead of `baseline_module`. `synchronous`: every repetition
-    synchronous even without one (`gpu_timing.InterleavedTimer.synchronous`). `on_step` hears
-    `CAPTURING_GRAPHS` before a shape's captures and `TIMING` after them. `baseline_function`: the
-    attribute the baseline's own manifest names (default: the candidate's `kernel.function`)."""
+    """`kept_methods`: each shape's history's method, kept unless it cannot give an honest figure.
+    `baseline_remote`: the baseline in its own process, instead of `baseline_module`. `synchronous`:
+    paced so even without one. `on_step` hears `CAPTURING_GRAPHS` and `TIMING`. `baseline_function`:
+    what the baseline's own manifest names (default: `kernel.function`)."""
     import torch
 
     pinned.pin()     # a no-op when the child pinned before importing the builds, as it does
@@ -152,8 +141,7 @@ def _quiet(_step: str) -> None:
 
 
 def _tampered(remote: RemoteBaseline | None) -> list[str]:
-    """The timer's references submitted code replaced: in this process and, as when both sides shared
-    it, in the baseline's own process (a host that ended cannot say: its failure is reported already)."""
+    """The timer's references submitted code replaced, in this process and the baseline's own."""
     names = pinned.tampered()
     if remote is not None:
         try:
@@ -213,8 +201,7 @@ def _prepare(kernel: KernelSpec, workload: Any, cand: Any, base: Any | None, sha
 
 def _sides(kernel: KernelSpec, workload: Any, cand: Any, base: Any | None, shape: Any, dtype: str,
            sets: list[dict[str, Any]], base_remote: RemoteBaseline | None, base_function: str) -> list[Side]:
-    """The sides of one shape x dtype: the candidate (its timed calls checked), the baseline (here or
-    in its own process), then the workload's peers (PyTorch's own), each calling on `sets`."""
+    """The sides of one shape x dtype: the candidate (checked), the baseline, then the workload's peers."""
     def calling(module: Any, function: str) -> Any:
         return lambda i: workload.call(module, function, sets[i])
 
@@ -261,8 +248,7 @@ def all_streams_calls(estimate_us: float) -> int:
 
 
 def _integrity_figures(runs: list[_ShapeRun], workload: Any, timer: InterleavedTimer) -> None:
-    """After all timing: the candidate's time per call on every stream, and the physical floor of
-    one call on this GPU."""
+    """After all timing: the candidate's time per call on every stream, and its physical floor here."""
     import torch
 
     peak = roofline.peak_for(torch.cuda.get_device_name())
@@ -279,8 +265,7 @@ def _integrity_figures(runs: list[_ShapeRun], workload: Any, timer: InterleavedT
 
 
 def _checking_pass(runs: list[_ShapeRun]) -> float:
-    """After all timing: the checking pass of every shape's candidate (`timed_checks`: at least
-    `CHECKED_PER_JOB` calls in the job, each compared on the device); its seconds."""
+    """After all timing: the checking pass of every shape's candidate; its seconds."""
     began = pinned.now()
     calls = pass_calls(len(runs))
     for run in runs:

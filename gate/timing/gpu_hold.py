@@ -1,17 +1,9 @@
 """Hold the GPU until a timed call is fully enqueued, so its events bracket GPU work only (issue 25).
 
-With only the L2 flush to keep the GPU busy, a host that fell behind (the GIL, a call issuing several
-API calls) let the start event run on an idle GPU, and the interval read the host's enqueue time: a
-fork-join kernel read +7.6 and +9.8 % in gate jobs where harnesses read +2 to +7.5 %
-(docs/threat-model.md). So every repetition is `flush, HOLD, start event, call, end event, release`:
-the hold is a one-thread kernel spinning on a word of pinned host memory until the host writes its
-ticket there, after enqueuing the end event (nvbench's "blocking kernel"). On the legacy default
-stream it also holds every blocking stream.
-
-A call that waits for the GPU while enqueued (a `.item()`) would deadlock on the hold: the hold gives
-up after `TIMEOUT_NS` and writes a second word, `timed_out()` reports it, and the bench stops holding
-that side and says so. The kernel is PTX, JIT-compiled once per process by the driver and launched on
-torch's stream; `Hold.create()` returns None without the driver or pinned memory, and the bench notes it.
+With only the L2 flush to keep the GPU busy, a host that fell behind let the start event run on an
+idle GPU, and the interval read the host's enqueue time (docs/threat-model.md, "host time inside a
+timed interval", says how the hold works and what it fixed). A call that waits for the GPU while
+enqueued (a `.item()`) would deadlock on the hold: it gives up after `TIMEOUT_NS` (`timed_out()`).
 """
 
 from __future__ import annotations
@@ -73,9 +65,8 @@ class Hold:
         self._released = ctypes.c_uint32.from_address(words.data_ptr())
         self._timed_out = ctypes.c_uint32.from_address(words.data_ptr() + 4)
         self._current_stream = current_stream
-        # The kernel's arguments, made once: cuLaunchKernel copies their values at each launch, so
-        # the only one that changes, the ticket, is set in place before it (no ctypes objects per call
-        # on the path every timed repetition takes).
+        # Arguments made once (cuLaunchKernel copies their values at each launch): the ticket is set in
+        # place, so no ctypes objects are made on the path every timed repetition takes.
         self._ticket = ctypes.c_uint32(0)
         self._args = (ctypes.c_uint64(device_words), self._ticket, ctypes.c_uint64(TIMEOUT_NS),
                       ctypes.c_uint64(device_words + 4))

@@ -1,32 +1,16 @@
 """Interleaved GPU timing of several callables ("sides"), the measuring core of `bench.py`.
 
-One *round* runs every side once, in an order drawn at random for that round, on one of several input
-sets (rotating; the set is refilled right after its round). Each repetition is
+One *round* runs every side once, in an order drawn per round, on one of several input sets (rotating,
+refilled right after their round: docs/threat-model.md). Each repetition is
 
     [reset persisting L2 once per batch]  L2 flush  hold  start-event  side(set)  end-event  release
 
-The flush (2 x the L2 size) makes every repetition cold. The hold (`gpu_hold`) keeps the start event
-from running before the end event is enqueued, so the events bracket the kernel, never the host's
-launch latency; where it cannot be made, or a side waits for the GPU while enqueued, that side is
-timed without it and the notes say so. Launch-bound sides are timed as CUDA graphs of
-`timing_methods.GRAPH_LAUNCHES` launches cycling over the input sets (the flush stays outside).
-Rotating sets means no timed call sees the pointer and content its side saw before, so no result
-cached by either is valid while timed. A batch's rounds are enqueued before its one synchronisation,
-so only its first call follows an idle GPU, which slows the next call (docs/design.md, "Figures that
-mean the same from job to job"). The events see only the caller's stream; `all_streams` sees all.
-
-Isolated mode (issue 26): a baseline that cannot share the process (two builds of one PyTorch op
-namespace) is a *remote* side (`Side.remote`), timed in `side_host` on the same GPU. Two CUDA
-contexts time-slice the GPU, so then every repetition of every side is synchronous, after a device
-synchronisation:
+A batch is enqueued before its one synchronisation, so only its first call follows an idle GPU
+(docs/design.md, "Figures that mean the same from job to job"). Isolated mode (issue 26; docs/design.md,
+"Isolated pacing"): beside a *remote* side, timed in `side_host`, every repetition is synchronous:
 
     sync  [remote: request -> flush x4 start-event side(set) end-event sync -> reply]
     sync  [local:            flush x4 start-event side(set) end-event wait]
-
-Order, rotation, flush, graphs and checks stay; `SYNCHRONOUS_FLUSHES` keep the GPU busy before each
-call, against the idle gap every repetition now follows. Isolated figures are not compared with the
-default mode's, and a kernel timed so against a baseline is timed so alone too
-(`InterleavedTimer.synchronous`), so that its history means one thing.
 """
 
 from __future__ import annotations
@@ -45,10 +29,8 @@ from gate.timing.timed_checks import CHECKS_PER_REPLAY, TimedChecks, choose_roun
 
 # Captures per side, one drawn at random per round (see `InterleavedTimer.prepare`).
 GRAPHS_PER_SIDE = 4
-# L2 flushes before each synchronous repetition (isolated mode). Each follows an idle GPU, for a time
-# that differs by side (a local wait, or a round trip to the other process), and idle time slows the
-# next call: 0.1 ms read 1.15 x back-to-back for one GEMM on an H100, while ~150 µs of work on every
-# SM right before the call took the penalty away (docs/design.md, bench/timing_drift.py). One flush
+# L2 flushes before each synchronous repetition (isolated mode): work on every SM right before a call
+# takes away the penalty of the idle gap it follows (docs/design.md, "Isolated pacing"). One flush
 # writes 2 x L2 (~30 µs on an H100); four give ~120 µs of such work, the same on both sides.
 SYNCHRONOUS_FLUSHES = 4
 
@@ -91,8 +73,7 @@ class Side:
 
 
 def _new_graph() -> tuple[Any, bool]:
-    """A CUDAGraph whose cudaGraph_t survives capture (`keep_graph=True`, torch >= 2.8), so its nodes
-    can be read after it; (graph, False) on a torch without it (then they are read during capture)."""
+    """(a CUDAGraph, whether its nodes can be read after capture: `keep_graph=True`, torch >= 2.8)."""
     import torch
 
     try:
@@ -103,9 +84,8 @@ def _new_graph() -> tuple[Any, bool]:
 
 
 def _read_topology(graph: Any, countable: bool) -> GraphTopology | None:
-    """`graph_topology.read_topology` of a captured graph: of its kept cudaGraph_t when `countable`,
-    else of the graph its capture is building (call inside the capture). None when neither can be read
-    (a topology that cannot be taken must not turn an honest graph into an events-timed shape)."""
+    """The topology of a captured graph (of the one being captured, inside the capture, unless
+    `countable`); None when unreadable: that must not turn an honest graph into an events-timed shape."""
     import torch
 
     try:
@@ -116,9 +96,8 @@ def _read_topology(graph: Any, countable: bool) -> GraphTopology | None:
 
 
 class InterleavedTimer:
-    # Every repetition synchronous (after `SYNCHRONOUS_FLUSHES` flushes), as beside a remote side; a
-    # kernel whose jobs with a baseline are isolated is paced so in its jobs without one too, so its
-    # history means one thing. The side host's timer is synchronous too.
+    # Every repetition synchronous, as beside a remote side: a kernel isolated in its jobs with a
+    # baseline is paced so alone too, so that its history means one thing.
     synchronous = False
 
     def __init__(self, seed: int | None = None, synchronous: bool = False):
@@ -149,35 +128,28 @@ class InterleavedTimer:
         """Warm up `fn` and return its median time (events, L2 flushed) over `reps` calls."""
         for _ in range(3):
             fn(0)
-        times = []
-        for _ in range(reps):
-            self.flush_l2()
-            start, end = pinned.new_event(), pinned.new_event()
-            pinned.record(start)
-            fn(0)
-            pinned.record(end)
-            pinned.wait(end)
-            times.append(pinned.elapsed_ms(start, end) * 1e3)
-        return sorted(times)[len(times) // 2]
+        return self._median_us(lambda: fn(0), reps, 1)
 
     def replay_us(self, side: Side, reps: int = 5) -> float:
         """Median time per launch of `reps` replays of `side`'s first graph (L2 flushed before each)."""
         if side.remote is not None:
             return side.remote.replay_us(reps)
+        return self._median_us(side.graphs[0].replay, reps, side.launches)
+
+    def _median_us(self, run: Callable[[], Any], reps: int, launches: int) -> float:
         times = []
         for _ in range(reps):
             self.flush_l2()
             start, end = pinned.new_event(), pinned.new_event()
             pinned.record(start)
-            side.graphs[0].replay()
+            run()
             pinned.record(end)
             pinned.wait(end)
-            times.append(pinned.elapsed_ms(start, end) * 1e3 / side.launches)
+            times.append(pinned.elapsed_ms(start, end) * 1e3 / launches)
         return sorted(times)[len(times) // 2]
 
     def prepare(self, sides: list[Side], use_graph: bool, launches: int, input_sets: int) -> str:
-        """Capture each side as a graph of `launches` calls cycling over the input sets; 'graph' or
-        'events' (on capture failure)."""
+        """Capture each side as graphs of `launches` calls over the input sets; 'graph' or 'events'."""
         import torch
 
         if not use_graph:
@@ -251,13 +223,10 @@ class InterleavedTimer:
 
     def run_rounds(self, sides: list[Side], rounds: int, refill: Callable[[int], None],
                    input_sets: int) -> None:
-        """`rounds` interleaved rounds, order shuffled per round, input set rotating per round and
-        refilled (`refill(set_index)`; a remote side refills its own) right after it; appends one
-        sample per side. A side with `checks` has its call checked in the rounds `choose_rounds`
-        draws: poisoned before the timed interval, compared after its end event (`timed_checks`),
-        judged after the batch. When `synchronous` (always beside a remote side: the flushes before
-        each repetition must be the same on both sides), every repetition is synchronous (module
-        docstring, "Isolated mode"); else the batch is enqueued before one wait."""
+        """`rounds` interleaved rounds (module docstring), one sample per side each; `refill(set_index)`
+        right after a set's round. A side with `checks` has its calls checked in the rounds
+        `choose_rounds` draws (`timed_checks`). Synchronous beside a remote side: both sides' flushes
+        before each repetition must be the same."""
         if not self.synchronous and any(side.remote is not None for side in sides):
             raise ValueError("a remote side needs a synchronous timer (both sides paced alike)")
         isolated = self.synchronous
@@ -303,16 +272,14 @@ class InterleavedTimer:
                 side.checks.spent_s += pinned.now() - began
 
     def repetition_us(self, side: Side, set_index: int) -> float:
-        """One synchronous repetition of an unchecked local side: µs per launch. What a side host
-        runs per request (`side_host`), as `run_rounds` does for a local side in isolated mode."""
+        """One synchronous repetition of an unchecked local side (a side host's request): µs per launch."""
         start, end, _ticket = self._enqueue(side, set_index, False, 0)
         pinned.wait(end)
         return pinned.elapsed_ms(start, end) * 1e3 / side.launches
 
     def _enqueue(self, side: Side, current: int, checking: bool, call_index: int) -> tuple[Any, Any, int]:
-        """Enqueue one repetition of a local side on input set `current` (a graph drawn at random when
-        timed as graphs), checked when `checking`; its (start, end) events and its hold's ticket (0:
-        not held)."""
+        """One repetition of a local side on set `current` (a random graph of it when timed as graphs);
+        its (start, end) events and its hold's ticket (0: not held)."""
         checking = checking and side.checks is not None
         kept = self._rng.randrange(len(side.graphs)) if side.graphs else -1
         chosen: list[tuple[int, int, Any]] = []
@@ -350,8 +317,7 @@ class InterleavedTimer:
         return start, end, ticket
 
     def _unhold_waiting_sides(self, tickets: list[tuple[Side, int]]) -> None:
-        """A hold that gave up was waiting for a call that waited for the GPU while it was enqueued:
-        that side is timed without the hold from the next batch on, as every side was before it."""
+        """A side whose call timed its hold out (it waits for the GPU while enqueued) is not held from now on."""
         if self._hold is None:
             return
         gave_up = self._hold.timed_out()

@@ -1,19 +1,9 @@
 """The shape of a captured CUDA graph, read with the driver API: its work nodes and whether it is one chain.
 
-Calls captured on one stream make one chain: every node after the first depends on the one before,
-and on nothing else. A call that forks to another stream and joins back (an event recorded on the
-caller's stream, waited for on a private one, and back) does not: the capture merges the private
-stream's dependencies into the caller's (CUDA C++ Programming Guide, "Cross-stream Dependencies and
-Events"), so a node gets several dependencies, or a node several dependents, or the graph several
-roots. Its replay pays for those joins where no eager call does: on an H200 a joined-stream GEMM read
-+18.5 % at 528x784x272 in the gate's graph against +6.3 % in a plain back-to-back harness (issue 25).
-
-The graph is read on the kept `cudaGraph_t` (`CUDAGraph(keep_graph=True).raw_cuda_graph()`), or where
-torch does not hand it out, on the graph being captured, from the capturing stream
-(`cuStreamGetCaptureInfo_v2`, which returns it while the capture is open; reading it then is allowed).
-The driver's objects are the runtime's, so neither needs cudart. Versioned symbols are called by
-name because their signatures are fixed, where cuda.h maps an unversioned name to a newer one per
-toolkit.
+Calls captured on one stream make one chain; a fork to another stream and back does not (CUDA C++
+Programming Guide, "Cross-stream Dependencies and Events"), and its replay pays for the joins
+(docs/threat-model.md, "fork-join on a second stream"). Versioned symbols are called by name because
+their signatures are fixed, where cuda.h maps an unversioned name to a newer one per toolkit.
 """
 
 from __future__ import annotations
@@ -69,8 +59,7 @@ def topology_of(node_types: Sequence[int], edges: Sequence[tuple[int, int]]) -> 
 
 
 def read_topology(raw_graph: Any) -> GraphTopology | None:
-    """The topology of a CUgraph (an integer handle, as torch returns it); None when libcuda is not
-    loadable or a call fails (what cannot be read must not decide a method)."""
+    """The topology of a CUgraph (an integer handle); None when it cannot be read."""
     lib = driver()
     try:
         handle = ctypes.c_void_p(int(raw_graph))
@@ -116,8 +105,7 @@ def _edges_call(lib: Any) -> Any | None:
 
 
 def capturing_graph(stream_handle: int) -> int | None:
-    """The graph a stream is capturing into (a CUgraph handle), or None when it is not capturing or
-    the driver cannot say."""
+    """The graph a stream is capturing into (a CUgraph handle), or None."""
     lib = driver()
     if lib is None:
         return None

@@ -2,17 +2,9 @@
 
 A built extension runs its module initialiser inside the GPU child, the process that times it. One
 that halved `torch.cuda.Event.elapsed_time` halved both sides' figures (298 vs 299 µs for a 596 µs
-kernel). So `pin()` runs before the first build is loaded (`run._measure_on_gpu`) and keeps:
-
-- the C implementations behind torch's event methods (`torch._C._CudaEventBase.record`,
-  `.elapsed_time`, `.synchronize`): a built-in type's attributes cannot be reassigned, and the
-  Python wrappers on `torch.cuda.Event` (which can) are not used;
-- `torch._C._cuda_synchronize` and `time.perf_counter`, as the objects they were at pin time;
-- the function objects of the gate's timing modules (`WATCHED_MODULES`), to compare afterwards.
-
-`tampered()` names every watched attribute that is no longer the object pinned: the bench reports
-it (`BenchResult.tampered`) and the verdict rejects (`timer_untouched`), while the figures, timed
-through the pinned references, are those of the unpatched timer.
+kernel). So `pin()` runs before the first build is loaded and keeps the C methods behind torch's events (a
+built-in type's attributes cannot be reassigned; the Python wrappers can), and `tampered()` names what
+was replaced since (docs/threat-model.md, "a module initialiser that patches the timer").
 """
 
 from __future__ import annotations

@@ -1,8 +1,5 @@
-"""What the timer needs of a side whose calls run in another process (issue 26, isolated mode).
-
-`gpu_timing.InterleavedTimer` times a `Side` whose `remote` is a `RemoteSide`; `remote_side.RemoteShape`
-is the one implementation (a side host, `side_host`), and the tests' fakes are others.
-"""
+"""What the timer needs of a side whose calls run in another process (issue 26, isolated mode):
+`remote_side.RemoteShape`, or the tests' fakes."""
 
 from __future__ import annotations
 
@@ -23,9 +20,8 @@ class RemotePrepared:
 
 
 class RemoteSide(Protocol):
-    """One shape x dtype of a side whose calls run in another process (`remote_side.RemoteShape`), with
-    input sets of its own there: each operation is one synchronous request, sent once this process's
-    GPU work has finished and answered once the other process's has, so the two never overlap."""
+    """One shape x dtype of a remote side, with input sets of its own there: each operation is one
+    synchronous request, sent and answered with both processes' GPU work finished."""
 
     def estimate_us(self, reps: int) -> float: ...
     def prepare(self, use_graph: bool, launches: int, input_sets: int, keep_output_bytes: int) -> RemotePrepared: ...

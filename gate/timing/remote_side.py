@@ -1,17 +1,11 @@
 """The GPU child's end of a side host (`side_host`): start it, ask it, read its end (issue 26).
 
-`SideHostClient.start` starts `python -m gate.timing.side_host` (same interpreter, same environment,
-same box) with two pipes of its own and its stdout and stderr in a log file, and asks it to load the
-side's build; a load that fails is the side's build failure, with the host's own message: the error
-it raised ("ImportError: undefined symbol ...") or, when the process died, the signal or exit status
-and the tail of its log ("killed by SIGABRT: ... Only a single TORCH_LIBRARY ..."). The GPU child,
-and the other side's result, are untouched either way.
-
-The client is the bench's `RemoteBaseline`, and its `RemoteShape`s (one per shape x dtype, whose
-input sets and graphs the host keeps until it ends) are the timer's `remote_protocol.RemoteSide`s. Before
-every request it runs `quiesce` (the GPU child passes `pinned.synchronize`): a request is sent with
-the child's GPU work finished, and the host replies with its own finished (`side_host.serve`), so the
-two processes' work never overlaps on the GPU, whose contexts would otherwise time-slice.
+`SideHostClient.start` starts the host (same interpreter, environment and box, its output in a log
+file) and asks it to load the side's build; a load that fails is the side's build failure, with the
+error it raised or, when the process died, the signal and the tail of its log ("killed by SIGABRT:
+... Only a single TORCH_LIBRARY ..."). The client is the bench's `RemoteBaseline`; its `RemoteShape`s
+are the timer's `RemoteSide`s. Before every request it runs `quiesce` (`pinned.synchronize`), and the
+host replies with its own work finished, so the two contexts never time-slice the GPU.
 """
 
 from __future__ import annotations

@@ -1,17 +1,14 @@
 """The side host: one side of a job, loaded and timed in a process of its own (issue 26).
 
-torch keeps one op registry per process: a second `TORCH_LIBRARY(ns, m)` aborts it, and
-`torch.ops.ns.op` is one entry. So when either side registers ops (`build.registers_torch_ops`) or
-the manifest sets `own_process`, the GPU child starts this process for the baseline and times it
-through `remote_side.SideHostClient`:
+Why (docs/design.md, "Two builds of one op namespace in two processes"): torch keeps one op registry
+per process. The GPU child starts it for the baseline and times it through `remote_side`:
 
     python -m gate.timing.side_host --requests FD --replies FD [--backend module:factory]
 
 It serves one request (`side_wire` frames, an operation of `OPERATIONS`) at a time until `close` or
-the end of its pipe, replying `{"ok": value}` or `{"error": "<type>: <message>"}` (raised again in the
-child, a kernel fault) once its GPU work has finished (`idle`). A crash ends the process; the client
-names the signal and the log's tail. The backend is `GpuSide`; `--backend` names another factory,
-which is how tests drive the real process with fake GPU operations.
+the end of its pipe, replying `{"ok": value}` or `{"error": "<type>: <message>"}` once its GPU work
+has finished (`idle`). `--backend` names another factory than `GpuSide`: tests drive the real process
+with fake GPU operations.
 """
 
 from __future__ import annotations
@@ -24,7 +21,8 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from gate.domain.codec import named_object
-from gate.timing import side_wire
+from gate.timing import pinned, side_wire
+from gate.timing.gpu_timing import InterleavedTimer, Side, reset_persisting_l2
 
 DEFAULT_BACKEND = "gate.timing.side_host:GpuSide"
 # What a request may ask; each is a method of the backend, with the request's "args" as keywords.
@@ -33,8 +31,8 @@ OPERATIONS = frozenset({"load", "make_inputs", "estimate_us", "prepare", "replay
 
 
 class SideBackend(Protocol):
-    """The GPU operations of one side, as `GpuSide` runs them: the seam tests replace. `run` names one
-    shape x dtype's input sets and graphs, all kept until the host ends (a rerun times one again)."""
+    """The GPU operations of one side (`GpuSide`; tests replace it). `run` names one shape x dtype's
+    input sets and graphs, all kept until the host ends (a rerun times one again)."""
 
     def load(self, kernel: dict[str, Any], module_path: str, workload_dir: str) -> None: ...
     def make_inputs(self, run: str, shape_index: int, dtype: str, input_sets: int) -> None: ...
@@ -65,8 +63,6 @@ class GpuSide:
         from gate.compiling import build
         from gate.domain import KernelSpec
         from gate.domain.codec import from_json
-        from gate.timing import pinned
-        from gate.timing.gpu_timing import InterleavedTimer
 
         pinned.pin()          # before the build's initialisers run, as in the GPU child (`pinned`)
         self._kernel = from_json(KernelSpec, kernel)
@@ -75,8 +71,6 @@ class GpuSide:
         self._timer = InterleavedTimer(seed=secrets.randbits(32), synchronous=True)   # paced as the child's
 
     def make_inputs(self, run: str, shape_index: int, dtype: str, input_sets: int) -> None:
-        from gate.timing.gpu_timing import Side
-
         shape = self._kernel.shapes[shape_index]
         sets = [self._workload.make_inputs(shape, dtype, secrets.randbits(31), "cuda") for _ in range(input_sets)]
         side = Side("baseline", lambda i: self._workload.call(self._module, self._kernel.function, sets[i]))
@@ -108,19 +102,13 @@ class GpuSide:
         self._workload.refill(self._runs[run][0][set_index], secrets.randbits(31))
 
     def reset_persisting_l2(self) -> str:
-        from gate.timing.gpu_timing import reset_persisting_l2
-
         return reset_persisting_l2()
 
     def tampered(self) -> list[str]:
-        from gate.timing import pinned
-
         return pinned.tampered()
 
     def idle(self) -> None:
         if self._timer is not None:
-            from gate.timing import pinned
-
             pinned.synchronize()
 
 

@@ -1,9 +1,8 @@
 """The side host's wire: length-prefixed JSON messages over a pair of pipes (issue 26).
 
-A frame is a 4-byte big-endian length and that many bytes of UTF-8 JSON. Pipes of their own, not the
-host's stdin/stdout: the host imports a built extension, whose initialisers and kernels may print to
-file descriptor 1, and a stray byte there must not be read as a message. JSON, not pickle: the host
-runs submitted code, and what it sends back is only numbers, names and messages.
+A frame is a 4-byte big-endian length and that many bytes of UTF-8 JSON. Pipes of their own, not
+stdout: a built extension may print to file descriptor 1. JSON, not pickle: the host runs submitted
+code, and what it sends back is only numbers, names and messages.
 """
 
 from __future__ import annotations

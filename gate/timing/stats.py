@@ -1,15 +1,8 @@
 """Statistics of timing samples. Pure: numbers in, numbers out, no I/O, no GPU.
 
-What the bench stage asks of it:
-  * `summarize`         median and p10/p90 of one side's samples,
-  * `median_rel_se_pct` the relative standard error of a median, to decide when to stop sampling,
-  * `compare`           candidate/baseline median ratio, its 95 % bootstrap interval (scipy) and the
-                        two-sided Mann-Whitney U p-value (scipy),
-  * `regression_call`   the latency rule: a regression only when the whole interval lies above
-                        1 + threshold *and* the difference is significant (as asv does: large
-                        enough and significant). When the interval straddles the threshold the
-                        answer is `INCONCLUSIVE`; that never means "no difference", only that
-                        these samples cannot tell.
+The latency rule (`regression_call`), as asv's: a regression only when the whole bootstrap interval
+of the median ratio lies above 1 + threshold *and* Mann-Whitney says significant. `INCONCLUSIVE`
+never means "no difference", only that these samples cannot tell.
 """
 
 from __future__ import annotations
@@ -80,12 +73,9 @@ def _median_ratio(a: np.ndarray, b: np.ndarray, axis: int = -1) -> np.ndarray:
 
 def compare(candidate_us: Sequence[float], baseline_us: Sequence[float], *, confidence: float = 0.95,
             resamples: int = 2000, seed: int = 0) -> Comparison:
-    """Median ratio with a percentile-bootstrap interval and the Mann-Whitney U p-value.
-
-    The two sides are resampled independently (each keeps its own size). The percentile method is
-    used rather than BCa: BCa's jackknife is slow for medians of thousands of samples and degenerate
-    for the tied values that timers quantised to 0.5 ns produce.
-    """
+    """Median ratio with a percentile-bootstrap interval (sides resampled independently) and the
+    Mann-Whitney U p-value. Not BCa: its jackknife is slow for medians of thousands of samples and
+    degenerate for the tied values that timers quantised to 0.5 ns produce."""
     a = np.asarray(candidate_us, dtype=float)
     b = np.asarray(baseline_us, dtype=float)
     if a.size < 2 or b.size < 2:

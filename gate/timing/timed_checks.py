@@ -1,30 +1,12 @@
 """Checks of the candidate's *timed* calls: the work that was timed is the work that was checked.
 
 Three kernels that computed only part of C on calls after the checked ones were accepted, one 18.5 %
-"faster" (issue 25). So in every batch some timed calls of the candidate are checked in full:
-
-1. before the call, outside the timed interval, its output is poisoned with NaN (a NaN block
-   allocated and freed for the caching allocator to hand over; an out-argument filled in place; a
-   graph's kept outputs filled before the replay);
-2. after the end event, on the same stream, the expected result (`cheaper_reference`) is reduced on
-   the device with the output to max |out - expected| (NaN for an unwritten element) and max
-   |expected|, with no host synchronisation;
-3. after the batch's synchronisation each pair must be within the dtype's absolute tolerance x
-   max(1, max |expected|) (`DTYPE_TOLERANCE`; the sharp rule already ran before timing). Skipped
-   work is off by orders of magnitude over that bound; rounding is not.
-
-Which calls are checked is drawn from `os.urandom`, never a counter or the timer's seed: each round
-with probability `CHECK_SHARE`, at least `MIN_CHECKED_PER_BATCH` per batch. Skipping work on a share f
-of calls escapes n checks with probability (1 - f)^n; the figure is a median, so only a large share
-moves it (half of ~100 calls escapes with 1.5e-8). Cost: a reference call and one pass per checked
-call, outside every timed interval.
-
-The checking pass (issue 43): a kernel wrong on 1 call in 8 at random leaves the median alone and
-escaped 8 timed checks with probability 0.34. So after the timing each shape's candidate is called
-`pass_calls` more times, eagerly, on poisoned outputs, compared on the device with its set's expected
-output (`TimedChecks.check_pass`). The job checks at least `CHECKED_PER_JOB` calls, so a kernel wrong
-on `CAUGHT_SHARE` of its calls escapes with probability at most 1 - `CAUGHT_PROBABILITY`, whatever the
-timing method: the candidate is always called in this process.
+"faster" (issue 25); how the checks work is docs/threat-model.md's ("work skipped on timed calls"). The
+bound is the dtype's absolute tolerance: the sharp rule already ran before timing, and skipped work is
+off by orders of magnitude, rounding is not. Skipping work on a share f of calls escapes n checks with
+probability (1 - f)^n; the figure is a median, so only a large share moves it (half of ~100 calls
+escapes with 1.5e-8). A kernel wrong on 1 call in 8 at random leaves the median alone and escaped 8
+timed checks with probability 0.34: hence the checking pass after the timing (issue 43).
 """
 
 from __future__ import annotations
@@ -35,7 +17,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-# Share of rounds whose candidate call is checked, and the least per batch.
 CHECK_SHARE = 1 / 8
 MIN_CHECKED_PER_BATCH = 4
 # A graph replay's launches whose outputs are checked when the replay is, drawn among its kept
@@ -59,8 +40,7 @@ def pass_calls(cases: int) -> int:
 
 
 def choose_rounds(rounds: int, rng: random.Random) -> set[int]:
-    """The rounds (0-based) of one batch whose candidate call is checked: each with probability
-    `CHECK_SHARE`, topped up at random to `MIN_CHECKED_PER_BATCH` (or all rounds, if fewer)."""
+    """The rounds of one batch whose candidate call is checked (`CHECK_SHARE`, at least `MIN_CHECKED_PER_BATCH`)."""
     if rounds < 0:
         raise ValueError(f"rounds must be >= 0, got {rounds}")
     chosen = {r for r in range(rounds) if rng.random() < CHECK_SHARE}
@@ -72,10 +52,8 @@ def choose_rounds(rounds: int, rng: random.Random) -> set[int]:
 
 
 def kept_launches(launches: int, graphs: int, output_bytes: int, rng: random.Random) -> list[int]:
-    """Launch indices of one captured graph whose outputs stay allocated (and so can be checked): a
-    random subset of `KEPT_PER_GRAPH` (fewer when `graphs` x that many outputs would pass
-    `KEPT_OUTPUT_BYTES`; at least one), drawn per graph at capture. A device-side schedule (a call
-    counter, the clock) cannot know which launches they are."""
+    """Launch indices of one captured graph whose outputs stay allocated (to be checked), drawn per
+    graph at capture, so a device-side schedule (a call counter, the clock) cannot know them."""
     if launches < 1 or graphs < 1:
         raise ValueError(f"need at least one launch and one graph, got {launches} and {graphs}")
     fit = KEPT_OUTPUT_BYTES // max(1, output_bytes * graphs)
@@ -136,8 +114,7 @@ class TimedChecks:
         self._wrong_now: list[tuple[str, str]] = []    # (call, what) found on the host at once
 
     def learn_output(self, out: Any) -> None:
-        """From one untimed call: the output's size and dtype (to poison its block), or the input
-        it is written into."""
+        """From one untimed call: the output's size and dtype, or the input it is written into."""
         import torch
 
         if not isinstance(out, torch.Tensor):
@@ -175,8 +152,7 @@ class TimedChecks:
                 out.fill_(float("nan"))
 
     def enqueue(self, call: str, out: Any, set_index: int) -> None:
-        """After the timed interval's end event: compare `out` with the expected result on the same
-        inputs, on the device; judged in `settle`."""
+        """After the end event: compare `out` with the expected result on the device (judged in `settle`)."""
         self._compare(call, out, self.reference(self.shape, self.input_sets[set_index]))
 
     def _compare(self, call: str, out: Any, ref: Any) -> None:
@@ -194,9 +170,8 @@ class TimedChecks:
         self._pending.append((call, torch.stack([err, ref.abs().amax().float()])))
 
     def check_pass(self, fn: Callable[[int], Any], calls: int) -> None:
-        """The checking pass (module docstring): `calls` eager calls `fn(set_index)`, rotating over the
-        input sets, each on a poisoned output, compared with the expected output of its set (computed
-        once per set: the inputs do not change during the pass), judged into the tally."""
+        """The checking pass: `calls` eager calls rotating over the sets, each on a poisoned output, against
+        its set's expected output (computed once per set: the inputs do not change during the pass)."""
         sets = len(self.input_sets)
         for set_index in range(sets):
             expected = self.reference(self.shape, self.input_sets[set_index])
@@ -230,10 +205,9 @@ class TimedChecks:
 
 
 def cheaper_reference(workload: Any, shape: Any, inputs: dict[str, Any]) -> Callable[[Any, dict[str, Any]], Any]:
-    """Of the workload's `reference` and `lowp_reference`, the one that took less time for one call
-    (after one warm-up each). Either is right for the dtype's absolute tolerance; their cost is not
-    alike: the FMA chain of bench/quality_repo computes PyTorch's result in 4000 launches, its
-    reference in a closed form of three; a large GEMM's float64 reference is the slow one."""
+    """The faster of the workload's `reference` and `lowp_reference` (either is right for the absolute
+    tolerance): the FMA chain of bench/quality_repo computes PyTorch's result in 4000 launches, its
+    reference in three; a large GEMM's float64 reference is the slow one."""
     from gate.timing import pinned
 
     found = [f for f in (getattr(workload, "reference", None), getattr(workload, "lowp_reference", None))
@@ -253,8 +227,7 @@ def cheaper_reference(workload: Any, shape: Any, inputs: dict[str, Any]) -> Call
 
 def checks_for(workload: Any, shape: Any, dtype: str, input_sets: list[dict[str, Any]],
                tolerances: dict[str, float], first_output: Callable[[], Any]) -> TimedChecks:
-    """A `TimedChecks` for one side, its output learnt from one untimed call (`first_output`), its
-    reference the cheaper of the workload's two."""
+    """A `TimedChecks` for one side, its output learnt from one untimed call (`first_output`)."""
     tolerance = {**tolerances, **getattr(workload, "dtype_tolerance", {})}.get(dtype, 1e-2)
     checks = TimedChecks(workload, shape, dtype, input_sets, tolerance,
                          reference=cheaper_reference(workload, shape, input_sets[0]))

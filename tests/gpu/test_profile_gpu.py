@@ -81,7 +81,7 @@ def test_profile_tells_a_conflicting_transpose_from_a_padded_one(tmp_path: Path,
         pytest.skip(f"{ncu} not found")
     from torch.utils.cpp_extension import load
 
-    from gate.profiling.ncu_isolated import read_launches_isolated
+    from gate.profiling.ncu_isolated import ReportReader
     from gate.profiling.profile import profile
 
     (tmp_path / "transpose.cu").write_text(KERNEL_CU)
@@ -108,7 +108,7 @@ def test_profile_tells_a_conflicting_transpose_from_a_padded_one(tmp_path: Path,
                "kernels": [{"kernel": k.kernel, "shape": k.shape, "ld_conflict_pct": k.ld_bank_conflict_pct,
                             "duration_ns": k.duration_ns, "passes": k.replay_passes,
                             "missing": k.missing_metrics} for k in result.kernels],
-               "nvtx": [list(launch.nvtx_ranges) for launch in read_launches_isolated(Path(result.report_path), ncu)]
+               "nvtx": [list(launch.nvtx_ranges) for launch in ReportReader(ncu).read(Path(result.report_path))]
                if result.report_path else [], "log_tail": result.log[-4000:]}
     if os.environ.get("GATE_GPU_SUMMARY"):
         Path(os.environ["GATE_GPU_SUMMARY"]).write_text(json.dumps(summary, indent=2))
