@@ -246,17 +246,9 @@ def _beyond_trace(hist: SeriesHistory, peak: Line, axis: ValueAxis) -> dict | No
     """The points of `hist` above the physical peak, ringed: no kernel can run there, so each
     is a measurement the kernel fooled (work hidden from the timer), not a fast kernel."""
     over = (hist.value > peak.value).nonzero()[0].tolist()
-    if not over:
-        return None
     ids, verdicts = hist.revision_ids.tolist(), hist.verdicts
-    return {"type": "scatter", "mode": "markers", "name": "beyond the GPU's peak",
-            "x": [int(hist.x[i]) for i in over],
-            "y": rounded(axis.scale([float(hist.value[i]) for i in over])),
-            "marker": {"symbol": "circle-open", "size": 18, "color": BEYOND_COLOR,
-                       "line": {"width": 2.5, "color": BEYOND_COLOR}},
-            "customdata": [(ids[i], verdicts[i] or "no verdict") for i in over],
-            "meta": {"revisions": SHARED},
-            "hovertemplate": _hover(axis, BEYOND_NOTE)}
+    return _rings(hist, over, "beyond the GPU's peak", ("circle-open", 18, 2.5), BEYOND_COLOR,
+                  [(ids[i], verdicts[i] or "no verdict") for i in over], BEYOND_NOTE, axis)
 
 
 def _reused_trace(hist: SeriesHistory, reused: dict[int, str], axis: ValueAxis) -> dict | None:
@@ -264,16 +256,20 @@ def _reused_trace(hist: SeriesHistory, reused: dict[int, str], axis: ValueAxis) 
     with the origin in the hover: a flat stretch of reused points is one measurement, not many."""
     ids, verdicts, counts = hist.revision_ids.tolist(), hist.verdicts, hist.count.tolist()
     hits = [i for i, rev in enumerate(ids) if rev in reused and counts[i] == 1]
-    if not hits:
+    return _rings(hist, hits, "reused from an earlier job", ("circle-open-dot", 14, 1.5), REUSED_COLOR,
+                  [(ids[i], verdicts[i] or "no verdict", reused[ids[i]]) for i in hits], REUSED_NOTE, axis)
+
+
+def _rings(hist: SeriesHistory, at: list[int], name: str, mark: tuple[str, int, float], color: str,
+           customdata: list[tuple], note: str, axis: ValueAxis) -> dict | None:
+    """A trace of markers `mark` (symbol, size, line width) over the points `at` of `hist`; None for none."""
+    if not at:
         return None
-    return {"type": "scatter", "mode": "markers", "name": "reused from an earlier job",
-            "x": [int(hist.x[i]) for i in hits],
-            "y": rounded(axis.scale([float(hist.value[i]) for i in hits])),
-            "marker": {"symbol": "circle-open-dot", "size": 14, "color": REUSED_COLOR,
-                       "line": {"width": 1.5, "color": REUSED_COLOR}},
-            "customdata": [(ids[i], verdicts[i] or "no verdict", reused[ids[i]]) for i in hits],
-            "meta": {"revisions": SHARED},
-            "hovertemplate": _hover(axis, REUSED_NOTE)}
+    symbol, size, width = mark
+    return {"type": "scatter", "mode": "markers", "name": name,
+            "x": [int(hist.x[i]) for i in at], "y": rounded(axis.scale([float(hist.value[i]) for i in at])),
+            "marker": {"symbol": symbol, "size": size, "color": color, "line": {"width": width, "color": color}},
+            "customdata": customdata, "meta": {"revisions": SHARED}, "hovertemplate": _hover(axis, note)}
 
 
 def _raised_labels(xs: list[float], last_x: int) -> set[float]:
