@@ -117,7 +117,9 @@ def kernel_charts(history: KernelHistory, rules: list[RuleRow],
                     flat.append(Flat(f"{g.key}-{suffix}", f"{title}: {names}: 0 in every revision shown, "
                                                           "so not drawn."))
                 part = [s for s in part if s.value.any()]
-            judging = _judging(g) if _judged(g, rules) else frozenset()
+            judging = _judging(g)
+            if not any(row.rule in judging for row in rules):   # the newest verdict wrote no row of them:
+                judging = frozenset()                             # the chart wears no verdict, accepts included
             part, labels = merge_identical(part, [_label(g, s) for s in part], judging)
             chart = HistoryChart(
                 title=title, y_title=g.y_title, series=part, labels=labels,
@@ -212,8 +214,7 @@ class LegendItem:
     symbol: str = ""            # the plotly marker symbol the charts draw for it
 
 
-_VERDICT_WORDS = (("accept", "accept"), ("reject", "reject"), ("inconclusive", "inconclusive"),
-                  ("incomplete", "incomplete"), ("error", "error"), ("", "no verdict"))
+_VERDICT_WORDS = [(v, v or "no verdict") for v in ("accept", "reject", "inconclusive", "incomplete", "error", "")]
 
 
 def page_legend(charts: Sequence[Chart], peak_label: str = "") -> list[LegendItem]:
@@ -253,13 +254,6 @@ def _judging(g: Group) -> frozenset[str]:
     own = {g.rule} if g.rule is not None else set()
     timing = {Rule.MAX_LATENCY_REGRESSION_PCT} if g in _TIMING else set()
     return frozenset({r for r, judged in JUDGES.items() if judged & names} | own | timing)
-
-
-def _judged(g: Group, rules: list[RuleRow]) -> bool:
-    """Whether a rule of the kernel's newest verdict judges the group's figure (it wrote a row): a
-    chart no rule of the kernel judges wears no verdict at all, accepts included."""
-    judging = _judging(g)
-    return any(row.rule in judging for row in rules)
 
 
 def _thresholds(g: Group, rules: list[RuleRow]) -> list[Line]:
