@@ -50,11 +50,8 @@ class HistoryChart:
     commits: dict[int, str] = field(default_factory=dict)   # x -> short sha, the commit axis' labels
     # Index into SERIES_COLOR per series: a series keeps its fill when another is left out (default: i).
     colors: list[int] = field(default_factory=list)
-    # The rules whose verdict these series may wear (issue 45): a point is marked by a verdict other
-    # than accept only where one of its `failed` rules is among them, so a reject decided by latency
-    # leaves the registers or DRAM point plain (its hover still names the verdict and the deciding
-    # row). Empty: no rule of the kernel judges the chart, every point is plain. None: every point
-    # wears its verdict.
+    # The rules whose verdict these series may wear (issue 45, `wears_verdict`): a reject decided by
+    # latency leaves the registers or DRAM point plain (its hover still names the verdict and the row).
     judging: frozenset[str] | None = None
     # The same traces' revisions off the default branch (pull requests, other branches): markers of
     # their own, off the line, at the line place each is drawn beside (issue 45).
@@ -62,16 +59,8 @@ class HistoryChart:
 
 
 def history_figure(chart: HistoryChart) -> dict:
-    """Lines over commits; marker fill by series, symbol and outline by verdict; customdata[0] = revision.
-
-    customdata rows are [revision id, verdict, (bucket count)]: the revisions' sha, date and
-    message ship once per page (`revision_table.py`) and the page puts them back before drawing.
-    The commit axis has whole ticks only; the value axis fits the values (`axes.value_axis`),
-    thresholds and references included. The GPU's peak is far above most kernels: it is drawn as a
-    line only when the kernel's own range reaches it, otherwise named in a note at the top, so the
-    axis keeps the kernel's trend readable. Points above `chart.peak` are ringed and named in the
-    legend as beyond the hardware, so a faked time never reads as a fast kernel.
-    """
+    """Lines over commits; marker fill by series, symbol and outline by verdict; customdata[0] = revision
+    (the revisions' sha, date and message ship once per page: `revision_table.py`)."""
     lines = [*chart.thresholds, *chart.references]
     own = [v for s in (*chart.series, *chart.off_branch) for v in s.value.tolist()]
     reaches_peak = peak_drawn(chart)
@@ -109,8 +98,7 @@ def history_figure(chart: HistoryChart) -> dict:
 
 
 def _horizontal_lines(layout: dict, chart: HistoryChart, axis: ValueAxis, reaches_peak: bool) -> list[dict]:
-    """Draw the thresholds, the references and the GPU's peak (a note under the axis when the values
-    are far below it) onto `layout`; the legend entries that name them."""
+    """Draw the thresholds, the references and the GPU's peak onto `layout`; the legend entries that name them."""
     entries = []
     for line in chart.thresholds:
         text = " ".join(part for part in ("limit", line.label, _shown(line.value, chart.unit, axis)) if part)
@@ -178,8 +166,7 @@ def _sha_ticks(xaxis: dict, commits: dict[int, str], last_x: int) -> None:
 def _series_trace(hist: SeriesHistory, label: str, color: str, axis: ValueAxis,
                   judging: frozenset[str] | None = None) -> dict:
     """One trace straight from the series' columns: no object per point. A point that wears no
-    verdict (`wears_verdict`) is a plain dot in the series' colour; its hover still names the
-    revision's verdict and the row that decided it."""
+    verdict (`wears_verdict`) is a plain dot in the series' colour."""
     aggregated = bool((hist.count > 1).any())
     verdicts = hist.verdicts
     ids = hist.revision_ids.tolist()
@@ -308,11 +295,8 @@ def _hline(layout: dict, line: Line, color: str, dash: str, text: str, axis: Val
 
 
 def rounded(values: Sequence[float], digits: int = DIGITS) -> list[float]:
-    """`values` rounded to `digits` significant digits of the largest magnitude among them.
-
-    One step for the whole trace, so equal values stay equal and the line keeps its shape; a
-    17-digit float is 3x the JSON of a 5-digit one, and a chart cannot show the difference.
-    """
+    """`values` rounded to `digits` significant digits of the largest magnitude among them: one step for
+    the whole trace, so equal values stay equal; a 17-digit float is 3x the JSON of a 5-digit one."""
     a = np.asarray(values, dtype=float)
     top = float(np.max(np.abs(a))) if a.size else 0.0
     if top == 0.0 or not np.isfinite(top):
