@@ -12,6 +12,7 @@ git's `fatal:` line; archives are streamed to files by the mirror (`mirror._expo
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -97,7 +98,5 @@ def run_capped(cmd: list[str], *, cwd: Path | None, env: dict[str, str], timeout
 
 
 def _kill_group(proc: subprocess.Popen) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError):
         os.killpg(proc.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
