@@ -35,7 +35,6 @@ def main(args: argparse.Namespace) -> int:
     gpus = [gpu.name for gpu in slot_gpus()]
     if gpus:        # bindings compile in the build stage, which runs only where a GPU is
         precompile_in_background(settings)
-    if gpus:
         print(f"GPU: {', '.join(gpus)}. Every stage runs: build, correctness, timing, profile "
               "(flashcore_wgmma only on an sm_90 GPU: it is built for sm_90a alone).")
     else:

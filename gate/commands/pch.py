@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import atexit
+import contextlib
 import os
 import shutil
 import signal
@@ -95,8 +96,6 @@ def _end_with(parent: int) -> None:
 def _stop(proc: subprocess.Popen) -> None:
     """End the maker and its compiler (its own process group) if it is still running."""
     if proc.poll() is None:
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGTERM)
-        except ProcessLookupError:
-            pass
         proc.wait(timeout=10)

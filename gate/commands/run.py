@@ -42,20 +42,14 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=main)
 
 
-class Progress:
-    """One stderr line per stage transition, with the time since the command started."""
-
-    def __init__(self, stream=sys.stderr):
-        self.stream = stream
-        self.started = time.monotonic()
-
-    def for_kernel(self, kernel: str):
-        def show(event) -> None:
-            elapsed = time.monotonic() - self.started
-            detail = f"  {event.detail}" if event.detail else ""
-            line = f"[{elapsed:7.1f}s] {kernel:<16} {event.stage:<12} {event.side:<10} {event.state:<8}{detail}"
-            print(line.rstrip(), file=self.stream, flush=True)
-        return show
+def progress(kernel: str, started: float, stream=sys.stderr):  # noqa: ANN001, ANN201
+    """One stderr line per stage transition of `kernel`, with the time since `started` (monotonic)."""
+    def show(event) -> None:  # noqa: ANN001
+        detail = f"  {event.detail}" if event.detail else ""
+        line = (f"[{time.monotonic() - started:7.1f}s] {kernel:<16} {event.stage:<12} {event.side:<10} "
+                f"{event.state:<8}{detail}")
+        print(line.rstrip(), file=stream, flush=True)
+    return show
 
 
 def main(args: argparse.Namespace) -> int:
@@ -69,7 +63,7 @@ def main(args: argparse.Namespace) -> int:
     data_dir = Path(settings.data_dir)
     mirror = Mirror(data_dir / "mirrors")
     orders, working_tree = _orders(args, mirror, data_dir)
-    progress = Progress()
+    started = time.monotonic()
     options = dataclasses.replace(settings.run_options(), gpu_stages=not args.static_only)
     # One slot, as a worker's: the first GPU CUDA_VISIBLE_DEVICES leaves (its child sees that one alone).
     gpu = next(iter(slot_gpus()), None)
@@ -82,7 +76,7 @@ def main(args: argparse.Namespace) -> int:
             if spares is not None and i == len(orders) - 1:
                 spares.no_more()
             outcomes.append(gate_job(order, JobContext(data_dir=data_dir, options=options, mirror=mirror,
-                                                       on_event=progress.for_kernel(order.kernel), spares=spares,
+                                                       on_event=progress(order.kernel, started), spares=spares,
                                                        gpu=gpu)))
     finally:
         if spares is not None:
