@@ -124,8 +124,9 @@ def verdict_event(job: JobFacts, report: VerdictReport, public_url: str) -> dict
     }
 
 
-def listeners_for(settings: Settings) -> list[Listener]:
-    """The listeners the settings ask for: a token -> statuses, an App -> Check Runs, URLs -> webhooks."""
+def notifier_for(settings: Settings) -> Notifier:
+    """The notifier a service started with `settings` hands its events to: a token -> statuses, an App
+    -> Check Runs, URLs -> webhooks."""
     chosen: list[Listener] = []
     if settings.github_token:
         chosen.append(GitHubStatusListener(settings.github_api_url, settings.public_url))
@@ -133,9 +134,4 @@ def listeners_for(settings: Settings) -> list[Listener]:
         chosen.append(CheckRunListener(settings.github_api_url, settings.public_url))
     if settings.outbound_webhooks:
         chosen.append(WebhookListener(settings.outbound_webhooks, settings.public_url))
-    return chosen
-
-
-def notifier_for(settings: Settings) -> Notifier:
-    """The notifier a service started with `settings` hands its events to."""
-    return Notifier(listeners_for(settings))
+    return Notifier(chosen)
