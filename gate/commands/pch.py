@@ -1,11 +1,11 @@
 """`gate pch`: precompile torch's headers for the binding compiles (`GATE_TORCH_PCH`).
 
-A cold job's torch binding compile is mostly GCC reading torch's headers; with them precompiled
-it takes about half as long (gate/compiling/torch_pch.py). `gate serve` (with its executor),
-`gate worker` and `gate demo` start this in the background, at a lower priority, when they start
-on a machine with a GPU, where alone the build stage compiles bindings (`precompile_in_background`); run it by hand to have them before the first job, e.g. before
-`gate run`. Headers already made for this toolchain are left alone, so it is cheap to repeat; one
-that did not compile is tried again only when run by hand (the background maker leaves it).
+A cold job's torch binding compile is mostly GCC reading torch's headers; with them precompiled it
+takes about half as long (gate/compiling/torch_pch.py). `gate serve` (with its executor), `gate
+worker` and `gate demo` start this in the background on a machine with a GPU, where alone the build
+stage compiles bindings; run it by hand to have them before the first job (e.g. before `gate run`).
+Headers already made for this toolchain are left alone, so it is cheap to repeat; one that did not
+compile is tried again only when run by hand (the background maker leaves it).
 """
 
 from __future__ import annotations

@@ -4,13 +4,9 @@ Without `--sha`, a local repository with uncommitted changes (tracked or untrack
 applies) is gated as its working tree against HEAD (`gate.sources.working_tree`), and the first
 line says so; a clean one gates HEAD against its parent. `--sha` always gates that commit.
 
-Reads the same settings as the server (`GATE_DATA_DIR`, `GATE_NVCC_PATH`, `GATE_NCU_PATH`,
-`GATE_NCU_CLOCK_CONTROL`, `GATE_BENCH_BUDGET_S`); only the GPU child it starts stays lean. Progress goes
-to stderr, the report to stdout; the exit code is the worst verdict's (error 2 > reject 1 >
-incomplete 3 > inconclusive 3 > accept 0: `gate.domain.verdict.SEVERITY_ORDER`).
-
-Each kernel is one `JobOrder` through the executors' own entry (`gate.executors.job.load_gate_job`),
-without the history: nothing is reused.
+It reads the server's settings; only the GPU child it starts stays lean. Progress goes to stderr,
+the report to stdout; the exit code is the worst verdict's (`gate --help`). Each kernel is one
+`JobOrder` through the executors' own entry (`load_gate_job`), without the history: nothing is reused.
 """
 
 from __future__ import annotations

@@ -5,9 +5,6 @@ remote can stream `remote:` lines for as long as the clone's timeout allows, and
 size (issue 12: a 1 GiB blob took the server from 333 to 2,391 MiB). So stdout is read up to a
 cap (git is killed past it) and stderr is kept as its last `TAIL_BYTES` only, which still holds
 git's `fatal:` line; archives are streamed to files by the mirror (`mirror._export`).
-
-    Tail(stream)             the last TAIL_BYTES of a stream, read by a thread until it ends
-    run_capped(cmd, ...)     a command's exit status, its stdout up to a cap, and its stderr tail
 """
 
 from __future__ import annotations

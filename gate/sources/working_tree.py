@@ -1,11 +1,8 @@
 """The uncommitted state of a local repository as a commit, so `gate run` can gate the working tree
 against HEAD (the local loop: edit, run, read the verdict) through the same mirror and checkout as
-any commit.
-
-`snapshot(repo_dir)` builds the commit with git plumbing only: a temporary index (`GIT_INDEX_FILE`)
-filled from HEAD plus `git add -A` (so `.gitignore` applies), `write-tree`, `commit-tree -p HEAD`.
-The user's index, branches, stash and files are untouched; the commit is reachable from no ref
-(the mirror fetches it by sha) and git's gc removes it in time.
+any commit. Built with git plumbing only, from a temporary index: the user's index, branches, stash
+and files are untouched; the commit is reachable from no ref (the mirror fetches it by sha) and
+git's gc removes it in time.
 
 The folders in `exclude` (the gate's own data folder, wherever `GATE_DATA_DIR` puts it) never enter
 the snapshot: a data folder inside the repository would otherwise read as uncommitted changes on
