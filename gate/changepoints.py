@@ -42,6 +42,9 @@ MIN_SEGMENT = 5          # points on each side of a change; fewer is noise, not 
 SPIKE_SIGMAS = 5.0
 MAX_POINTS = 2500        # ~15 ms at 2,000 points on one core
 _MAD_TO_SIGMA = 1.0 / (0.6745 * np.sqrt(2.0))   # MAD of N(0, 2 sigma^2) differences -> sigma
+# Within one environment, jobs whose SM clocks (kilocycles / µs) differ by more than this are compared
+# in cycles: GPU Boost steps are ~15 MHz (0.8 % of 1980 MHz).
+CLOCK_SPREAD_PCT = 0.5
 
 
 @dataclass(frozen=True)
@@ -110,11 +113,6 @@ def detect(values: Sequence[float]) -> list[ChangePoint]:
         )
         for i in range(1, len(bounds) - 1)
     ]
-
-
-# Within one environment, jobs whose SM clocks (kilocycles / µs) differ by more than this are compared
-# in cycles: GPU Boost steps are ~15 MHz (0.8 % of 1980 MHz).
-CLOCK_SPREAD_PCT = 0.5
 
 
 def detect_like_with_like(values: Sequence[float], environments: Sequence[str],

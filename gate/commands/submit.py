@@ -17,6 +17,8 @@ from gate.domain import routes
 from gate.domain.verdict import Verdict, worst_verdict
 from gate.domain.wording import gpu_words, progress_line
 
+FINAL_STATUSES = ("done", "cancelled")
+
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("submit", help="submit a revision to a server")
@@ -54,9 +56,6 @@ def verdict_table(revision: dict) -> str:
                      reason))
     widths = [max(len(str(r[i])) for r in rows) for i in range(3)]
     return "\n".join("  ".join(str(c).ljust(w) for c, w in zip(r[:3], widths)) + "  " + str(r[3]) for r in rows)
-
-
-FINAL_STATUSES = ("done", "cancelled")
 
 
 def follow(client, status_url: str, *, poll_s: float = 1.0, out=sys.stdout) -> dict:  # noqa: ANN001

@@ -25,6 +25,7 @@ BUCKET_NOTE = " · mean of %{customdata[5]} revisions"
 REUSED_NOTE = "<br>%{customdata[5]}"   # `domain.reuse.reused_line`
 DIGITS = 5               # significant digits shipped; the hover shows 4
 LABEL_LINE_PX = 13       # one line of an 11-px change label, when it is raised above a neighbour
+PEAK_NEAR = 0.8          # the peak is drawn as a line once the kernel's own values reach this share of it
 
 
 @dataclass(frozen=True)
@@ -132,9 +133,6 @@ def _marked_points(chart: HistoryChart, axis: ValueAxis) -> list[dict]:
             ring["showlegend"] = False
         data += rings
     return data
-
-
-PEAK_NEAR = 0.8     # the peak is drawn as a line once the kernel's own values reach this share of it
 
 
 def peak_drawn(chart: HistoryChart) -> bool:

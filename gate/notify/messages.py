@@ -32,7 +32,6 @@ _OUTCOME_MARK = {
     RuleOutcome.INCONCLUSIVE: "inconclusive",
 }
 
-
 # A cancelled job has no verdict. GitHub's commit statuses have no "cancelled"; `error` keeps a
 # required check blocking, and the Check Run says `cancelled`, which branch protection does not pass.
 CANCELLED_STATE = "error"

@@ -38,8 +38,6 @@ from gate.sources.streams import Tail, run_capped
 
 _FULL_SHA = re.compile(r"^[0-9a-f]{40}([0-9a-f]{24})?$")
 GIT_TIMEOUT_S = 600.0
-
-
 MAX_CHECKOUT_BYTES = 1 << 30    # one revision's tree, uncompressed
 # Folders within folders in one revision's tree. tarfile's `data` filter resolves every member's
 # full path (one lstat per level), so a 1500-level tree cost minutes of a planner's time (issue 24).
@@ -48,6 +46,9 @@ MAX_GIT_OUTPUT_BYTES = 1 << 20  # what a plumbing command (rev-parse, show -s, .
 MAX_COMMIT_INFO_BYTES = 64 << 10   # author, date, parents and the message: the rest is cut
 TRUNCATED = "\n[message cut: longer than the gate keeps]"
 _ERROR_CHARS = 2000
+_lock = threading.Lock()
+_fetching: set[subprocess.Popen] = set()      # clones and fetches running now
+_ended: set[int] = set()                      # the pids `end_fetches` killed
 
 
 def git_cause(stderr: str) -> str:
@@ -134,11 +135,6 @@ class FetchStopped(SystemExit):
     """The server is stopping and `end_fetches` ended this clone or fetch: no fault of the repository,
     so nothing is recorded (a revision stays queued, a running job is re-queued at the next start).
     A SystemExit, so that no `except Exception` turns it into an error and a thread it ends ends quietly."""
-
-
-_lock = threading.Lock()
-_fetching: set[subprocess.Popen] = set()      # clones and fetches running now
-_ended: set[int] = set()                      # the pids `end_fetches` killed
 
 
 def end_fetches() -> None:
