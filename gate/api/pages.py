@@ -9,8 +9,7 @@ import importlib.resources
 from typing import Annotated
 
 from fastapi import APIRouter, FastAPI, HTTPException, Query, Request
-from fastapi.exception_handlers import http_exception_handler, request_validation_exception_handler
-from fastapi.exceptions import RequestValidationError
+from fastapi.exception_handlers import http_exception_handler
 from fastapi.responses import FileResponse, HTMLResponse, Response
 from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
@@ -112,22 +111,14 @@ def wants_html(request: Request) -> bool:
 def install_error_pages(app: FastAPI) -> None:
     """Errors as a person meets them: a page route (or a browser asking for an unknown path) gets an
     HTML page that says what was not found and links back; the JSON API keeps FastAPI's JSON errors
-    (`{"detail": ...}`), which scripts and `gate submit` read."""
+    (`{"detail": ...}`), which scripts and `gate submit` read. A 422 is `validation_errors`' alone."""
 
     async def on_http(request: Request, exc: StarletteHTTPException) -> Response:
         if wants_html(request) and exc.status_code >= 400:
             return error_page(request, exc.status_code, str(exc.detail))
         return await http_exception_handler(request, exc)
 
-    async def on_invalid(request: Request, exc: RequestValidationError) -> Response:
-        if wants_html(request):
-            problems = "; ".join(f"{'.'.join(map(str, e['loc'][1:]))}: {e['msg']}"   # pydantic's ErrorDetails
-                                 for e in exc.errors())
-            return error_page(request, 400, problems or "the request is not valid")
-        return await request_validation_exception_handler(request, exc)
-
     app.add_exception_handler(StarletteHTTPException, on_http)
-    app.add_exception_handler(RequestValidationError, on_invalid)
 
 
 @router.get(routes.HOME, response_class=HTMLResponse)
