@@ -193,16 +193,9 @@ def _marks(chart: HistoryChart) -> frozenset[str]:
     marks = {f"peer:{line.label}" for line in chart.references}
     marks |= {f"verdict:{v}" for s in chart.series for v, worn in zip(s.verdicts, wears_verdict(s, chart.judging))
               if worn}
-    if chart.thresholds:
-        marks.add("threshold")
-    if any(chart.change_points):
-        marks.add("change")
-    if peak_drawn(chart):
-        marks.add("peak")
-    if chart.peak is not None:
-        if any((s.value > chart.peak.value).any() for s in chart.series):
-            marks.add("beyond")
-    return frozenset(marks)
+    drawn = {"threshold": bool(chart.thresholds), "change": any(chart.change_points), "peak": peak_drawn(chart),
+             "beyond": chart.peak is not None and any((s.value > chart.peak.value).any() for s in chart.series)}
+    return frozenset(marks | {mark for mark, shown in drawn.items() if shown})
 
 
 @dataclass(frozen=True)
@@ -223,18 +216,13 @@ def page_legend(charts: Sequence[Chart], peak_label: str = "") -> list[LegendIte
     marks = set().union(*(c.marks for c in charts)) if charts else set()
     items = [LegendItem("glyph", text, VERDICT_MARK[v][1], VERDICT_COLOR[v], VERDICT_MARK[v][0])
              for v, text in _VERDICT_WORDS if f"verdict:{v}" in marks]
-    if "threshold" in marks:
-        items.append(LegendItem("line threshold", "rule threshold (latest verdict)"))
     peers = sorted(m.split(":", 1)[1] for m in marks if m.startswith("peer:"))
-    if peers:
-        items.append(LegendItem("line reference", f"{', '.join(peers)} (median of the last 20 jobs)"))
-    if "change" in marks:
-        items.append(LegendItem("line change", "change point"))
-    if "peak" in marks:
-        items.append(LegendItem("line peak", peak_label or "the GPU's physical peak"))
-    if "beyond" in marks:
-        items.append(LegendItem("dot beyond", "beyond the GPU's peak: not a real measurement"))
-    return items
+    lines = {"threshold": ("line threshold", "rule threshold (latest verdict)"),
+             "peer": ("line reference", f"{', '.join(peers)} (median of the last 20 jobs)"),
+             "change": ("line change", "change point"),
+             "peak": ("line peak", peak_label or "the GPU's physical peak"),
+             "beyond": ("dot beyond", "beyond the GPU's peak: not a real measurement")}
+    return items + [LegendItem(*line) for mark, line in lines.items() if mark in marks or mark == "peer" and peers]
 
 
 def _label(g: Group, s: SeriesHistory) -> str:
