@@ -104,15 +104,9 @@ def detect(values: Sequence[float]) -> list[ChangePoint]:
         sigma = scale * 1e-3
     penalty = PENALTY_FACTOR * sigma**2 * np.log(n)
     ends = ruptures.KernelCPD(kernel="linear", min_size=MIN_SEGMENT).fit(searched).predict(pen=penalty)
-    bounds = [0, *[int(e) for e in ends]]
-    return [
-        ChangePoint(
-            index=bounds[i],
-            before=float(signal[bounds[i - 1]:bounds[i]].mean()),
-            after=float(signal[bounds[i]:bounds[i + 1]].mean()),
-        )
-        for i in range(1, len(bounds) - 1)
-    ]
+    bounds = [0, *[int(e) for e in ends]]      # each change starts a segment: [start, change) and [change, end)
+    return [ChangePoint(index=change, before=float(signal[start:change].mean()), after=float(signal[change:end].mean()))
+            for start, change, end in zip(bounds, bounds[1:], bounds[2:])]
 
 
 def detect_like_with_like(values: Sequence[float], environments: Sequence[str],
