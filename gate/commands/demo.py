@@ -19,7 +19,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--sample", action="store_true",
                    help="serve the synthetic sample history instead (needs no GPU; labelled synthetic)")
     p.add_argument("--revisions", type=int, default=60, help="revisions in the --sample history")
-    p.set_defaults(func=main)
 
 
 def main(args: argparse.Namespace) -> int:

@@ -31,7 +31,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="for the service's data folder (serve, worker) instead of gate run's and gate demo's")
     p.add_argument("--data-dir", type=Path, default=None, help="for this data folder (default: GATE_DATA_DIR)")
     p.add_argument("--parent", type=int, default=None, help=argparse.SUPPRESS)   # stop when this process ends
-    p.set_defaults(func=main)
 
 
 def main(args: argparse.Namespace) -> int:

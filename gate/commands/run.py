@@ -35,7 +35,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--json", action="store_true", help="print the results as JSON")
     p.add_argument("--static-only", action="store_true",
                    help="compile and read registers, spills and SASS only: no GPU stage runs (verdict incomplete)")
-    p.set_defaults(func=main)
 
 
 def progress(kernel: str, started: float, stream=sys.stderr):  # noqa: ANN001, ANN201

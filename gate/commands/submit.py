@@ -34,7 +34,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="measure every kernel anew, reusing no earlier job's figures (docs/reuse.md)")
     p.add_argument("--wait", action="store_true", help="follow progress; exit with the verdict's code")
     p.add_argument("--token", default=None, help="bearer token (default: $GATE_API_TOKEN)")
-    p.set_defaults(func=main)
 
 
 def exit_code(revision: dict) -> int:
