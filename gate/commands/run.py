@@ -80,8 +80,7 @@ def main(args: argparse.Namespace) -> int:
 
 
 def _orders(args: argparse.Namespace, mirror: Mirror, data_dir: Path) -> tuple[list[JobOrder], bool]:
-    """One order per kernel asked for (all the manifest declares by default), and whether the
-    candidate is the working tree's snapshot."""
+    """One order per kernel asked for (default: all the manifest's); whether the candidate is the working tree."""
     from gate.domain.job import JobOrder
     from gate.executors.job import kernel_spec
     from gate.job_folders import remove

@@ -22,8 +22,7 @@ _IDENTITY = {"GIT_AUTHOR_NAME": "gate", "GIT_AUTHOR_EMAIL": "gate@localhost",
 
 
 def snapshot(repo_dir: Path, exclude: tuple[Path, ...] = ()) -> str | None:
-    """The sha of a commit (parent HEAD) holding the working tree less `exclude`, or None when it
-    equals HEAD."""
+    """The sha of a commit (parent HEAD) of the working tree less `exclude`; None when it equals HEAD."""
     repo_dir = Path(repo_dir)
     head_tree = _git(["rev-parse", "--verify", "HEAD^{tree}"], cwd=repo_dir).stdout.strip()
     top = Path(_git(["rev-parse", "--show-toplevel"], cwd=repo_dir).stdout.strip())

@@ -166,8 +166,7 @@ async def _queue(gate: GateContext, wanted: GateRequest, delivery: str, event: s
 
 
 def _pull_request(gate: GateContext, repo: RepositoryIn, number: int) -> GateRequest | Ignored:
-    """The head and base of pull request `number`, read from the GitHub API (an approving comment
-    does not carry them)."""
+    """The head and base of pull request `number` from the GitHub API (an approving comment does not carry them)."""
     token = gate.settings.github_token
     if not token:
         return Ignored("approval by comment needs GATE_GITHUB_TOKEN to read the pull request's head")
