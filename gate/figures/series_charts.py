@@ -60,7 +60,7 @@ class HistoryChart:
 
 
 def history_figure(chart: HistoryChart) -> dict:
-    """Lines over commits; fill by series, symbol and outline by verdict; customdata[0] = revision (`revision_table`)."""
+    """Lines over commits; fill by series, symbol and outline by verdict; customdata[0] = revision (revision_table)."""
     lines = [*chart.thresholds, *chart.references]
     own = [v for s in (*chart.series, *chart.off_branch) for v in s.value.tolist()]
     reaches_peak = peak_drawn(chart)

@@ -125,7 +125,7 @@ def verdict_event(job: JobFacts, report: VerdictReport, public_url: str) -> dict
 
 
 def notifier_for(settings: Settings) -> Notifier:
-    """The notifier of a service started with `settings`: a token -> statuses, an App -> Check Runs, URLs -> webhooks."""
+    """The notifier of a service with `settings`: a token -> statuses, an App -> Check Runs, URLs -> webhooks."""
     chosen: list[Listener] = []
     if settings.github_token:
         chosen.append(GitHubStatusListener(settings.github_api_url, settings.public_url))
