@@ -122,16 +122,12 @@ def _horizontal_lines(layout: dict, chart: HistoryChart, axis: ValueAxis, reache
 
 def _marked_points(chart: HistoryChart, axis: ValueAxis) -> list[dict]:
     """The rings over points beyond the GPU's peak and over reused figures."""
-    data = []
-    if chart.peak is not None:
-        beyond = [_beyond_trace(hist, chart.peak, axis) for hist in chart.series]
-        data += [t for t in beyond if t is not None]
-    if chart.reused:
-        rings = [t for t in (_reused_trace(hist, chart.reused, axis) for hist in chart.series) if t is not None]
-        for ring in rings[1:]:      # one legend entry for the rings, whatever the number of series
-            ring["showlegend"] = False
-        data += rings
-    return data
+    beyond = [_beyond_trace(hist, chart.peak, axis) for hist in chart.series] if chart.peak is not None else []
+    reused = [_reused_trace(hist, chart.reused, axis) for hist in chart.series] if chart.reused else []
+    rings = [t for t in reused if t is not None]
+    for ring in rings[1:]:      # one legend entry for the rings, whatever the number of series
+        ring["showlegend"] = False
+    return [t for t in beyond if t is not None] + rings
 
 
 def peak_drawn(chart: HistoryChart) -> bool:
