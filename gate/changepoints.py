@@ -42,6 +42,9 @@ MIN_SEGMENT = 5          # points on each side of a change; fewer is noise, not 
 SPIKE_SIGMAS = 5.0
 MAX_POINTS = 2500        # ~15 ms at 2,000 points on one core
 _MAD_TO_SIGMA = 1.0 / (0.6745 * np.sqrt(2.0))   # MAD of N(0, 2 sigma^2) differences -> sigma
+# Within one environment, jobs whose SM clocks (kilocycles / µs) differ by more than this are compared
+# in cycles: GPU Boost steps are ~15 MHz (0.8 % of 1980 MHz).
+CLOCK_SPREAD_PCT = 0.5
 
 
 @dataclass(frozen=True)
@@ -101,20 +104,9 @@ def detect(values: Sequence[float]) -> list[ChangePoint]:
         sigma = scale * 1e-3
     penalty = PENALTY_FACTOR * sigma**2 * np.log(n)
     ends = ruptures.KernelCPD(kernel="linear", min_size=MIN_SEGMENT).fit(searched).predict(pen=penalty)
-    bounds = [0, *[int(e) for e in ends]]
-    return [
-        ChangePoint(
-            index=bounds[i],
-            before=float(signal[bounds[i - 1]:bounds[i]].mean()),
-            after=float(signal[bounds[i]:bounds[i + 1]].mean()),
-        )
-        for i in range(1, len(bounds) - 1)
-    ]
-
-
-# Within one environment, jobs whose SM clocks (kilocycles / µs) differ by more than this are compared
-# in cycles: GPU Boost steps are ~15 MHz (0.8 % of 1980 MHz).
-CLOCK_SPREAD_PCT = 0.5
+    bounds = [0, *[int(e) for e in ends]]      # each change starts a segment: [start, change) and [change, end)
+    return [ChangePoint(index=change, before=float(signal[start:change].mean()), after=float(signal[change:end].mean()))
+            for start, change, end in zip(bounds, bounds[1:], bounds[2:])]
 
 
 def detect_like_with_like(values: Sequence[float], environments: Sequence[str],

@@ -59,7 +59,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"%(prog)s {gate.__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, module in COMMANDS.items():
-        importlib.import_module(module).add_parser(sub)
+        command = importlib.import_module(module)
+        command.add_parser(sub)
+        sub.choices[name].set_defaults(func=command.main)
     for child in subparsers(parser).values():
         state_defaults(child)
     return parser

@@ -16,13 +16,12 @@ import os
 import re
 from functools import lru_cache
 from pathlib import Path
-
 from typing import Annotated
 
 from pydantic import BeforeValidator, Field, field_validator, model_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from gate.domain.job import RunOptions
-from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 
 def _split(value: object) -> object:

@@ -48,7 +48,6 @@ def _executor(settings: Settings, env_factory, embedded: bool) -> Executor:  # n
 
 
 def _install_guards(app: FastAPI, settings: Settings) -> None:
-    """Docs without a CDN, error pages, body limits, authentication before the body, security headers."""
     docs_pages.install(app)             # /docs without a CDN
     pages.install_error_pages(app)      # page routes answer errors with HTML, the API with JSON
     validation_errors.install(app)      # 422s that do not echo large input

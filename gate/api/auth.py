@@ -1,11 +1,8 @@
-"""Who may do what, decided before a request's body is read.
+"""Who may do what, decided on the headers alone, before a request's body is read (issue 24: 25 MiB
+bodies were read before any check; 100 concurrent unsigned webhooks cost +2.2 GB):
 
-Writes need `Authorization: Bearer <GATE_API_TOKEN>` when that is set; with
-`GATE_READ_TOKEN_REQUIRED=1` reads (pages and JSON) need it too, `/healthz` and the static files
-excepted. `AuthBeforeBody` decides on the headers alone (issue 24: 25 MiB bodies were read before
-any check; 100 concurrent unsigned webhooks cost +2.2 GB):
-
-- a write without the token is refused (401) before a byte of its body is read;
+- a write without `Authorization: Bearer <GATE_API_TOKEN>`, when that is set, is refused (401), and
+  with `GATE_READ_TOKEN_REQUIRED=1` a read likewise (`OPEN_PATHS` and `OPEN_PREFIXES` excepted);
 - a webhook without `X-Hub-Signature-256` is refused (401) likewise; one with the header must be
   read to check its HMAC, so such bodies, and writes when no token is set, are *unauthenticated
   bodies*: marked here for `gate.api.body_limit`, which holds all of them within one budget
@@ -72,8 +69,6 @@ class AuthBeforeBody:
         if refusal is not None:
             await answer(Refusal(401, refusal, {"WWW-Authenticate": 'Bearer realm="gate"'}), scope, receive, send)
             return
-        # A body read before its sender is known: a webhook's (checked by its HMAC after), or any
-        # write's when no token is set.
         scope[UNAUTHENTICATED] = method not in SAFE_METHODS and (path == WEBHOOK_PATH or not self.settings.api_token)
         await self.app(scope, receive, send)
 

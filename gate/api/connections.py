@@ -2,11 +2,10 @@
 log that says a repeated error once in a while instead of every time.
 
 Issue 44: 21,000 idle half-requests took every file descriptor of `gate serve`: `/healthz` timed out
-and the log grew 44 MB ("Too many open files", 100,351 times) in 45 s. uvicorn keeps a connection
-that has sent part of its headers for as long as its peer likes, and its own settings do not help:
-`limit_concurrency` answers 503 once a request has arrived (an idle socket never arrives, and holds
-its descriptor meanwhile), `timeout_keep_alive` starts only after a response, and h11 has no header
-deadline. So uvicorn's HTTP/1.1 protocol gets two rules here, at the socket:
+and the log grew 44 MB ("Too many open files", 100,351 times) in 45 s. uvicorn's own settings do not
+help (`limit_concurrency` answers only requests that arrived, while an idle socket holds its
+descriptor; `timeout_keep_alive` starts after a response; h11 has no header deadline), so its
+HTTP/1.1 protocol gets two rules here, at the socket:
 
 - a connection waiting for a request's headers (since it was made, or since its last answer) is
   closed after `HEADER_TIMEOUT_S`, and one whose body is still coming once it was answered (a route
@@ -15,8 +14,8 @@ deadline. So uvicorn's HTTP/1.1 protocol gets two rules here, at the socket:
   longest for its headers (an idle socket costs its owner nothing to open again; a request in
   progress is never dropped), or itself when every one has a request in progress.
 
-A reverse proxy in front does this with less memory and should be there (docs/deploy.md); these
-rules keep the gate standing where there is none (measured: docs/security.md).
+A reverse proxy in front does this better (docs/deploy.md); these rules keep the gate standing where
+there is none (measured: docs/security.md).
 """
 
 from __future__ import annotations

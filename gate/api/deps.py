@@ -9,17 +9,12 @@ from fastapi import Depends, Request
 
 from gate.api.auth import require_write_token
 from gate.api.context import GateContext
-from gate.config import Settings
 from gate.storage.series_cache import SeriesCache
 from gate.storage.unit import UnitOfWork
 
 
 def get_gate(request: Request) -> GateContext:
     return request.app.state.gate
-
-
-def get_settings_dep(request: Request) -> Settings:
-    return request.app.state.gate.settings
 
 
 def get_unit(request: Request) -> Iterator[UnitOfWork]:
@@ -36,7 +31,6 @@ def get_series_cache(request: Request) -> Iterator[SeriesCache]:
 
 
 GateDep = Annotated[GateContext, Depends(get_gate)]
-SettingsDep = Annotated[Settings, Depends(get_settings_dep)]
 UnitDep = Annotated[UnitOfWork, Depends(get_unit)]
 SeriesCacheDep = Annotated[SeriesCache, Depends(get_series_cache)]
 WriteAuth = Depends(require_write_token)

@@ -142,12 +142,6 @@ def from_push(push: PushIn, gated_branches: list[str]) -> GateRequest | Ignored:
     return GateRequest(repo.full_name, repo.clone_url, repo.default_branch, push.after, branch, None)
 
 
-def is_fork(event: PullRequestIn) -> bool:
-    """The head lives in another repository (or in one GitHub no longer knows)."""
-    head = event.pull_request.head.repo
-    return head is None or head.full_name != event.repository.full_name
-
-
 def from_pull_request(event: PullRequestIn,
                       approval: ForkApproval = ForkApproval()) -> GateRequest | Ignored | AwaitingApproval:
     approved_now = event.action == "labeled" and event.label is not None and event.label.name == approval.label
@@ -156,7 +150,9 @@ def from_pull_request(event: PullRequestIn,
     pr, repo = event.pull_request, event.repository
     request = GateRequest(repo.full_name, repo.clone_url, repo.default_branch, pr.head.sha, pr.head.ref,
                           pr.base.sha, pull_request=event.number)
-    if not approval.required or not is_fork(event):
+    head = pr.head.repo         # None: the fork was deleted
+    fork = head is None or head.full_name != repo.full_name      # the head lives in another repository
+    if not approval.required or not fork:
         return Ignored("the label approves forks only; this head was gated when it came") if approved_now \
             else request
     if approved_now:

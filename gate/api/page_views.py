@@ -31,6 +31,12 @@ from gate.storage import artifacts as stored_files
 
 # `tojson` escapes <, > and & (safe inside <script>); compact and unsorted keeps big charts cheap.
 JSON_SEPARATORS = (",", ":")
+VERDICTS = frozenset(v.value for v in Verdict)
+# How the files of a job read on its page; the GPU child's own result.json is the `result` file's
+# measurement without the verdict, so it is listed only when the stored `result` is missing.
+FILE_LABELS = {"result": "result and verdict (JSON)", "result_json": "result of the GPU child (JSON)",
+               "request_json": "job request (JSON)", "build_log": "build log", "ptxas_log": "ptxas -v log",
+               "ncu_report": "Nsight Compute report (.ncu-rep)"}
 
 
 def figure_json(figure: dict | list) -> Markup:
@@ -134,9 +140,6 @@ def revision_view(rev: RevisionDetail, data_dir: Path) -> RevisionView:
     return RevisionView(rev, jobs, running=rev.status in ("queued", "running"))   # done or cancelled: final
 
 
-VERDICTS = frozenset(v.value for v in Verdict)
-
-
 def _worst_first(job: JobDetail) -> int:
     """Jobs whose verdict decided the revision first (reject before accept)."""
     v = job.verdict.verdict if job.verdict else ""
@@ -192,13 +195,6 @@ def baseline_profile_note(job: JobDetail, rev: RevisionDetail) -> str:
         why = reason_beside(built.status, built.reason) if built else "it was not built in this job"
         return f"The baseline ({rev.base_sha[:8]}) was not profiled: {why or 'its build did not pass'}."
     return f"The baseline ({rev.base_sha[:8]}) was not profiled in this job."
-
-
-# How the files of a job read on its page; the GPU child's own result.json is the `result` file's
-# measurement without the verdict, so it is listed only when the stored `result` is missing.
-FILE_LABELS = {"result": "result and verdict (JSON)", "result_json": "result of the GPU child (JSON)",
-               "request_json": "job request (JSON)", "build_log": "build log", "ptxas_log": "ptxas -v log",
-               "ncu_report": "Nsight Compute report (.ncu-rep)"}
 
 
 def listed_files(artifacts: list[ArtifactDetail]) -> list[tuple[ArtifactDetail, str]]:

@@ -8,13 +8,14 @@ from __future__ import annotations
 import importlib.resources
 from typing import Annotated
 
-from fastapi import APIRouter, HTTPException, Query, Request
-from fastapi.responses import FileResponse, HTMLResponse
+from fastapi import APIRouter, FastAPI, HTTPException, Query, Request
+from fastapi.exception_handlers import http_exception_handler
+from fastapi.responses import FileResponse, HTMLResponse, Response
 from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
 from jinja2 import StrictUndefined
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from gate.api import page_errors
 from gate.api.deps import SeriesCacheDep, UnitDep
 from gate.api.page_views import (
     JSON_SEPARATORS,
@@ -40,28 +41,35 @@ from gate.storage.unit import UnitOfWork
 DASHBOARDS = importlib.resources.files("dashboards")
 PLOTLY_JS = importlib.resources.files("plotly") / "package_data" / "plotly.min.js"
 PAGE_POINTS = 400      # per trace (a chart is ~550 px wide); beyond it revisions are bucketed
+PAGE_PREFIXES = tuple(routes.prefix(p) for p in (routes.KERNEL_PAGE, routes.REVISION_PAGE, routes.COMPARE_PAGE))
+JSON_PREFIXES = (routes.API + "/", routes.HEALTHZ, routes.METRICS, routes.OPENAPI, routes.STATIC, routes.DOCS)
+ERROR_TITLES = {404: "Not found", 400: "Bad request", 422: "Bad request"}
+
+
+def gpu_short(kind: str | None) -> str:
+    """A GPU kind in a few letters for a crowded cell: "NVIDIA H100 80GB HBM3" -> "H100"; the
+    full name stays in the cell's title."""
+    words = gpu_words(kind)
+    if not words.startswith("NVIDIA "):
+        return words
+    return words.removeprefix("NVIDIA ").split(" ")[0].split("-")[0]
+
 
 templates = Jinja2Templates(directory=str(DASHBOARDS / "templates"))
 # A name a template reads that its context or a read model does not have (a renamed field) is an
 # error, not an empty cell.
 templates.env.undefined = StrictUndefined
-templates.env.globals["verdict_color"] = VERDICT_COLOR
-# Every link a page draws is made of the routes' own paths (`gate.domain.routes`).
-templates.env.globals["routes"] = routes
-templates.env.globals["link"] = routes.link
 # `tojson` writes what `page_views.figure_json` writes: compact, and safe inside <script>.
 templates.env.policies["json.dumps_kwargs"] = {"separators": JSON_SEPARATORS}
-# The words of every page (`gate.domain.wording`): "no GPU (CPU only ...)" for `cpu`, "45.2 ms" for
-# 45,230 us, a reason without its outcome repeated in front, "1 revision".
-templates.env.globals["gpu_words"] = gpu_words
-templates.env.globals["on_gpu_words"] = on_gpu_words
-templates.env.globals["joined"] = joined
-templates.env.filters["threshold"] = threshold_words
-templates.env.filters["beside"] = lambda reason, outcome: reason_beside(outcome, reason)
-templates.env.filters["value"] = lambda value, unit="", digits=4: format_value(value, unit, digits)
-templates.env.filters["plural"] = plural
-templates.env.globals["progress_line"] = progress_line
-templates.env.filters["kernel_name"] = kernel_name      # a mangled entry name as its source spells it
+# Every link a page draws is made of the routes' own paths (`gate.domain.routes`). The words of every
+# page are `gate.domain.wording`'s: "no GPU (CPU only ...)" for `cpu`, "45.2 ms" for 45,230 us, a
+# reason without its outcome repeated in front, "1 revision"; `kernel_name` writes a mangled entry
+# name as its source spells it.
+templates.env.globals.update(verdict_color=VERDICT_COLOR, routes=routes, link=routes.link, gpu_words=gpu_words,
+                             on_gpu_words=on_gpu_words, joined=joined, progress_line=progress_line)
+templates.env.filters.update(threshold=threshold_words, plural=plural, kernel_name=kernel_name, gpu_short=gpu_short,
+                             beside=lambda reason, outcome: reason_beside(outcome, reason),
+                             value=lambda value, unit="", digits=4: format_value(value, unit, digits))
 router = APIRouter(include_in_schema=False)
 static_files = StaticFiles(directory=str(DASHBOARDS / "static"))
 
@@ -83,14 +91,34 @@ def _render(request: Request, uow: UnitOfWork, name: str, view: object = None, s
 
 
 def error_page(request: Request, status_code: int, message: str) -> HTMLResponse:
-    """The HTML page of an error on a page route (`gate.api.page_errors`)."""
+    """The HTML page of an error on a page route."""
     with request.app.state.gate.store.unit() as uow:
         return _render(request, uow, "error.html", status_code=status_code, status=status_code,
-                       title=page_errors.TITLES.get(status_code, "Error"), message=message)
+                       title=ERROR_TITLES.get(status_code, "Error"), message=message)
 
 
-def install_error_pages(app) -> None:  # noqa: ANN001 (a FastAPI app)
-    page_errors.install(app, error_page)
+def wants_html(request: Request) -> bool:
+    """Page routes always answer HTML; another path does when a browser asks for HTML."""
+    path = request.url.path
+    if path.startswith(JSON_PREFIXES):
+        return False
+    if path == routes.HOME or path.startswith(PAGE_PREFIXES):
+        return True
+    # Every Accept field: a request may send several (RFC 9110 5.3), and the first may not be the HTML one.
+    return any("text/html" in accept for accept in request.headers.getlist("accept"))
+
+
+def install_error_pages(app: FastAPI) -> None:
+    """Errors as a person meets them: a page route (or a browser asking for an unknown path) gets an
+    HTML page that says what was not found and links back; the JSON API keeps FastAPI's JSON errors
+    (`{"detail": ...}`), which scripts and `gate submit` read. A 422 is `validation_errors`' alone."""
+
+    async def on_http(request: Request, exc: StarletteHTTPException) -> Response:
+        if wants_html(request) and exc.status_code >= 400:
+            return error_page(request, exc.status_code, str(exc.detail))
+        return await http_exception_handler(request, exc)
+
+    app.add_exception_handler(StarletteHTTPException, on_http)
 
 
 @router.get(routes.HOME, response_class=HTMLResponse)
@@ -124,33 +152,17 @@ def _kernel_view(uow: UnitOfWork, cache: SeriesCache, name: str, gpu: str | None
     return kernel_view(page)
 
 
-def gpu_short(kind: str | None) -> str:
-    """A GPU kind in a few letters for a crowded cell: "NVIDIA H100 80GB HBM3" -> "H100"; the
-    full name stays in the cell's title."""
-    words = gpu_words(kind)
-    if not words.startswith("NVIDIA "):
-        return words
-    return words.removeprefix("NVIDIA ").split(" ")[0].split("-")[0]
-
-
-templates.env.filters["gpu_short"] = gpu_short
-
-
 @router.get(routes.REVISION_PAGE, response_class=HTMLResponse)
 def revision_page(request: Request, uow: UnitDep, ref: str) -> HTMLResponse:
     """Rule tables first, then timings, correctness, ncu, ptxas/SASS, logs and artifacts. `ref`:
     the revision's id, sha (or a unique prefix) or branch."""
-    detail = uow.revisions.detail(_resolved(uow, ref))
+    try:
+        detail = uow.revisions.detail(resolve(uow, ref))
+    except RefProblem as exc:
+        raise HTTPException(404, str(exc)) from None
     if detail is None:
         raise HTTPException(404, f"no revision {ref!r}")
     return _render(request, uow, "revision.html", revision_view(detail, request.app.state.gate.settings.data_dir))
-
-
-def _resolved(uow: UnitOfWork, ref: str) -> int:
-    try:
-        return resolve(uow, ref)
-    except RefProblem as exc:
-        raise HTTPException(404, str(exc)) from None
 
 
 @router.get(routes.COMPARE_PAGE, response_class=HTMLResponse)

@@ -1,8 +1,4 @@
-"""What a person types to name a revision on the pages: its id, its sha (full or a unique prefix),
-or a branch (its newest revision). `/compare?a=&b=` and `/revisions/{ref}` read them through
-`resolve`; a reference that names nothing, or more than one commit, is a `RefProblem` whose message
-says so and how to write one that works.
-"""
+"""What a person types to name a revision on the pages (`/compare?a=&b=`, `/revisions/{ref}`): `resolve`."""
 
 from __future__ import annotations
 

@@ -48,8 +48,7 @@ SeriesName = column_text(limits.SERIES_CHARS)
 
 
 def column_number(value_range: tuple[int, int]) -> Any:
-    """A positive number (a pull request's) stored in a column holding `value_range` on both
-    databases: 1 up to its top."""
+    """A pull request's number, stored in a column holding `value_range` on both databases: 1 up to its top."""
     low, high = value_range
     return Annotated[int, Field(ge=max(low, 1), le=high)]
 

@@ -6,13 +6,10 @@ before anyone asks: every (kernel, GPU kind) with verdicts, the most recently ju
 than the cache holds (so warm-up never evicts what it read), each with the traces and revision
 details the unfiltered kernel page asks for.
 
-A request that arrives first is still served correctly: the cache reads each history under that
-history's lock, so a request for the history being read waits for it and then reads only what is
-newer; one for a history not read yet reads it itself, and warm-up then finds it held. Requests come
-first: warm-up starts no history while a kernel page or the history API is being served
-(`serving`, through `deps.get_series_cache`). Warm-up is an
-optimization: a failure is logged and ends it, and it never holds up start or shutdown for more
-than the read in progress.
+A request that arrives first is still served correctly (the cache reads each history under its
+lock), and requests come first: warm-up starts no history while one is served (`serving`). Warm-up
+is an optimization: a failure is logged and ends it, and it never holds up start or shutdown for
+more than the read in progress.
 """
 
 from __future__ import annotations

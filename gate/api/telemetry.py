@@ -6,7 +6,7 @@ other processes (Celery workers, `gate worker`) and across restarts.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 from prometheus_client import CollectorRegistry
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
@@ -26,31 +26,13 @@ class DatabaseCollector:
 
     def collect(self) -> Iterator[Metric]:
         with self.store.unit() as uow:
-            yield self._jobs(uow.telemetry)
-            yield self._revisions(uow.telemetry)
-            yield self._verdicts(uow.telemetry)
-            yield self._stage_durations(uow.telemetry)
-
-    @staticmethod
-    def _jobs(counts: TelemetryCounts) -> Metric:
-        g = GaugeMetricFamily("gate_jobs", "Jobs by state", labels=["state"])
-        for state, n in counts.jobs_by_state().items():
-            g.add_metric([state], n)
-        return g
-
-    @staticmethod
-    def _revisions(counts: TelemetryCounts) -> Metric:
-        g = GaugeMetricFamily("gate_revisions", "Revisions by status", labels=["status"])
-        for status, n in counts.revisions_by_status():
-            g.add_metric([status], n)
-        return g
-
-    @staticmethod
-    def _verdicts(counts: TelemetryCounts) -> Metric:
-        c = CounterMetricFamily("gate_verdicts", "Verdicts stored, by verdict", labels=["verdict"])
-        for verdict, n in counts.verdicts_by_verdict():
-            c.add_metric([verdict], n)
-        return c
+            counts = uow.telemetry
+            yield _family(GaugeMetricFamily, "gate_jobs", "Jobs by state", "state", counts.jobs_by_state().items())
+            yield _family(GaugeMetricFamily, "gate_revisions", "Revisions by status", "status",
+                          counts.revisions_by_status())
+            yield _family(CounterMetricFamily, "gate_verdicts", "Verdicts stored, by verdict", "verdict",
+                          counts.verdicts_by_verdict())
+            yield self._stage_durations(counts)
 
     @staticmethod
     def _stage_durations(counts: TelemetryCounts) -> Metric:
@@ -59,6 +41,14 @@ class DatabaseCollector:
             buckets = [(str(b), n) for b, n in zip(STAGE_BUCKETS_S, cumulative)]
             h.add_metric([stage], buckets + [("+Inf", int(count))], float(total))
         return h
+
+
+def _family(kind: type, name: str, documentation: str, label: str,
+            counts: Iterable[tuple[str, int]]) -> Metric:
+    family = kind(name, documentation, labels=[label])
+    for value, n in counts:
+        family.add_metric([value], n)
+    return family
 
 
 def make_registry(store: Store) -> CollectorRegistry:

@@ -19,7 +19,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--sample", action="store_true",
                    help="serve the synthetic sample history instead (needs no GPU; labelled synthetic)")
     p.add_argument("--revisions", type=int, default=60, help="revisions in the --sample history")
-    p.set_defaults(func=main)
 
 
 def main(args: argparse.Namespace) -> int:
@@ -35,7 +34,6 @@ def main(args: argparse.Namespace) -> int:
     gpus = [gpu.name for gpu in slot_gpus()]
     if gpus:        # bindings compile in the build stage, which runs only where a GPU is
         precompile_in_background(settings)
-    if gpus:
         print(f"GPU: {', '.join(gpus)}. Every stage runs: build, correctness, timing, profile "
               "(flashcore_wgmma only on an sm_90 GPU: it is built for sm_90a alone).")
     else:

@@ -7,7 +7,6 @@ import argparse
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("migrate", help="apply database migrations")
-    p.set_defaults(func=main)
 
 
 def main(args: argparse.Namespace) -> int:

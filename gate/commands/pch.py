@@ -1,17 +1,18 @@
 """`gate pch`: precompile torch's headers for the binding compiles (`GATE_TORCH_PCH`).
 
-A cold job's torch binding compile is mostly GCC reading torch's headers; with them precompiled
-it takes about half as long (gate/compiling/torch_pch.py). `gate serve` (with its executor),
-`gate worker` and `gate demo` start this in the background, at a lower priority, when they start
-on a machine with a GPU, where alone the build stage compiles bindings (`precompile_in_background`); run it by hand to have them before the first job, e.g. before
-`gate run`. Headers already made for this toolchain are left alone, so it is cheap to repeat; one
-that did not compile is tried again only when run by hand (the background maker leaves it).
+A cold job's torch binding compile is mostly GCC reading torch's headers; with them precompiled it
+takes about half as long (gate/compiling/torch_pch.py). `gate serve` (with its executor), `gate
+worker` and `gate demo` start this in the background on a machine with a GPU, where alone the build
+stage compiles bindings; run it by hand to have them before the first job (e.g. before `gate run`).
+Headers already made for this toolchain are left alone, so it is cheap to repeat; one that did not
+compile is tried again only when run by hand (the background maker leaves it).
 """
 
 from __future__ import annotations
 
 import argparse
 import atexit
+import contextlib
 import os
 import shutil
 import signal
@@ -30,7 +31,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="for the service's data folder (serve, worker) instead of gate run's and gate demo's")
     p.add_argument("--data-dir", type=Path, default=None, help="for this data folder (default: GATE_DATA_DIR)")
     p.add_argument("--parent", type=int, default=None, help=argparse.SUPPRESS)   # stop when this process ends
-    p.set_defaults(func=main)
 
 
 def main(args: argparse.Namespace) -> int:
@@ -95,8 +95,6 @@ def _end_with(parent: int) -> None:
 def _stop(proc: subprocess.Popen) -> None:
     """End the maker and its compiler (its own process group) if it is still running."""
     if proc.poll() is None:
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGTERM)
-        except ProcessLookupError:
-            pass
         proc.wait(timeout=10)

@@ -15,7 +15,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     imp = psub.add_parser("import", help="print the gate metrics of every kernel in a .ncu-rep")
     imp.add_argument("file", help="an Nsight Compute report (.ncu-rep)")
     imp.add_argument("--json", action="store_true")
-    imp.set_defaults(func=main)
 
 
 # (header, KernelMetrics field, format) of the table for people; None prints "n/a"

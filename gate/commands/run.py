@@ -4,13 +4,9 @@ Without `--sha`, a local repository with uncommitted changes (tracked or untrack
 applies) is gated as its working tree against HEAD (`gate.sources.working_tree`), and the first
 line says so; a clean one gates HEAD against its parent. `--sha` always gates that commit.
 
-Reads the same settings as the server (`GATE_DATA_DIR`, `GATE_NVCC_PATH`, `GATE_NCU_PATH`,
-`GATE_NCU_CLOCK_CONTROL`, `GATE_BENCH_BUDGET_S`); only the GPU child it starts stays lean. Progress goes
-to stderr, the report to stdout; the exit code is the worst verdict's (error 2 > reject 1 >
-incomplete 3 > inconclusive 3 > accept 0: `gate.domain.verdict.SEVERITY_ORDER`).
-
-Each kernel is one `JobOrder` through the executors' own entry (`gate.executors.job.load_gate_job`),
-without the history: nothing is reused.
+It reads the server's settings; only the GPU child it starts stays lean. Progress goes to stderr,
+the report to stdout; the exit code is the worst verdict's (`gate --help`). Each kernel is one
+`JobOrder` through the executors' own entry (`load_gate_job`), without the history: nothing is reused.
 """
 
 from __future__ import annotations
@@ -39,23 +35,16 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--json", action="store_true", help="print the results as JSON")
     p.add_argument("--static-only", action="store_true",
                    help="compile and read registers, spills and SASS only: no GPU stage runs (verdict incomplete)")
-    p.set_defaults(func=main)
 
 
-class Progress:
-    """One stderr line per stage transition, with the time since the command started."""
-
-    def __init__(self, stream=sys.stderr):
-        self.stream = stream
-        self.started = time.monotonic()
-
-    def for_kernel(self, kernel: str):
-        def show(event) -> None:
-            elapsed = time.monotonic() - self.started
-            detail = f"  {event.detail}" if event.detail else ""
-            line = f"[{elapsed:7.1f}s] {kernel:<16} {event.stage:<12} {event.side:<10} {event.state:<8}{detail}"
-            print(line.rstrip(), file=self.stream, flush=True)
-        return show
+def progress(kernel: str, started: float, stream=sys.stderr):  # noqa: ANN001, ANN201
+    """One stderr line per stage transition of `kernel`, with the time since `started` (monotonic)."""
+    def show(event) -> None:  # noqa: ANN001
+        detail = f"  {event.detail}" if event.detail else ""
+        line = (f"[{time.monotonic() - started:7.1f}s] {kernel:<16} {event.stage:<12} {event.side:<10} "
+                f"{event.state:<8}{detail}")
+        print(line.rstrip(), file=stream, flush=True)
+    return show
 
 
 def main(args: argparse.Namespace) -> int:
@@ -69,7 +58,7 @@ def main(args: argparse.Namespace) -> int:
     data_dir = Path(settings.data_dir)
     mirror = Mirror(data_dir / "mirrors")
     orders, working_tree = _orders(args, mirror, data_dir)
-    progress = Progress()
+    started = time.monotonic()
     options = dataclasses.replace(settings.run_options(), gpu_stages=not args.static_only)
     # One slot, as a worker's: the first GPU CUDA_VISIBLE_DEVICES leaves (its child sees that one alone).
     gpu = next(iter(slot_gpus()), None)
@@ -82,7 +71,7 @@ def main(args: argparse.Namespace) -> int:
             if spares is not None and i == len(orders) - 1:
                 spares.no_more()
             outcomes.append(gate_job(order, JobContext(data_dir=data_dir, options=options, mirror=mirror,
-                                                       on_event=progress.for_kernel(order.kernel), spares=spares,
+                                                       on_event=progress(order.kernel, started), spares=spares,
                                                        gpu=gpu)))
     finally:
         if spares is not None:
@@ -91,8 +80,7 @@ def main(args: argparse.Namespace) -> int:
 
 
 def _orders(args: argparse.Namespace, mirror: Mirror, data_dir: Path) -> tuple[list[JobOrder], bool]:
-    """One order per kernel asked for (all the manifest declares by default), and whether the
-    candidate is the working tree's snapshot."""
+    """One order per kernel asked for (default: all the manifest's); whether the candidate is the working tree."""
     from gate.domain.job import JobOrder
     from gate.executors.job import kernel_spec
     from gate.job_folders import remove

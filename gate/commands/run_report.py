@@ -53,13 +53,8 @@ def sass_cell(opcodes: dict[str, int], ruled: list[str], largest: int = LARGEST_
 
 
 def _static_rows(functions: list[FunctionResources], ruled: list[str]) -> list[list[str]]:
-    rows = []
-    for f in functions:
-        sass = sass_cell(f.sass_opcodes, ruled)
-        name = kernel_name(f.function)
-        rows.append([name, f.arch, str(f.registers), str(f.smem_bytes), str(f.stack_bytes),
-                     str(f.spill_store_bytes), str(f.spill_load_bytes), sass])
-    return rows
+    return [[kernel_name(f.function), f.arch, str(f.registers), str(f.smem_bytes), str(f.stack_bytes),
+             str(f.spill_store_bytes), str(f.spill_load_bytes), sass_cell(f.sass_opcodes, ruled)] for f in functions]
 
 
 def render(outcomes: list[GateOutcome], *, sha: str, base_sha: str | None) -> str:

@@ -17,7 +17,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--host", default="127.0.0.1", help="address to listen on")
     p.add_argument("--port", type=int, default=8000, help="port to listen on")
     p.add_argument("--no-executor", action="store_true", help="serve only; jobs run on separate workers")
-    p.set_defaults(func=main)
 
 
 def main(args: argparse.Namespace) -> int:

@@ -17,6 +17,8 @@ from gate.domain import routes
 from gate.domain.verdict import Verdict, worst_verdict
 from gate.domain.wording import gpu_words, progress_line
 
+FINAL_STATUSES = ("done", "cancelled")
+
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("submit", help="submit a revision to a server")
@@ -32,7 +34,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="measure every kernel anew, reusing no earlier job's figures (docs/reuse.md)")
     p.add_argument("--wait", action="store_true", help="follow progress; exit with the verdict's code")
     p.add_argument("--token", default=None, help="bearer token (default: $GATE_API_TOKEN)")
-    p.set_defaults(func=main)
 
 
 def exit_code(revision: dict) -> int:
@@ -54,9 +55,6 @@ def verdict_table(revision: dict) -> str:
                      reason))
     widths = [max(len(str(r[i])) for r in rows) for i in range(3)]
     return "\n".join("  ".join(str(c).ljust(w) for c, w in zip(r[:3], widths)) + "  " + str(r[3]) for r in rows)
-
-
-FINAL_STATUSES = ("done", "cancelled")
 
 
 def follow(client, status_url: str, *, poll_s: float = 1.0, out=sys.stdout) -> dict:  # noqa: ANN001

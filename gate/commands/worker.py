@@ -20,7 +20,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                         "one per worker). Default: every GPU CUDA_VISIBLE_DEVICES leaves visible")
     p.add_argument("--gpu-kind", default=None, help="route key; default: the GPU's name")
     p.add_argument("--once", action="store_true", help="run queued jobs, then exit")
-    p.set_defaults(func=main)
 
 
 def main(args: argparse.Namespace) -> int:

@@ -1,9 +1,7 @@
 """Axes that fit what they show (pure): whole commits on the commit axis, a value axis in the unit
-a person reads (µs or ms, B or KiB), on a log scale when the values span decades, never below zero
-for a quantity that cannot be negative, and whole steps for whole quantities (bytes, registers).
-
-Every chart of the gate measures something that cannot be negative (a time, a rate, a percentage,
-a count), so each value axis is `rangemode: nonnegative`.
+a person reads (µs or ms, B or KiB), on a log scale when the values span decades, whole steps for
+whole quantities (bytes, registers), and never below zero: every chart of the gate measures
+something that cannot be negative (a time, a rate, a percentage, a count).
 """
 
 from __future__ import annotations

@@ -1,8 +1,5 @@
 """The revision page's GPU-watch panel (pure): what NVML saw while the job timed, the clock policy it
 ran under, its environment, and whether the baseline revision's own figures came from another one.
-
-In: the job's bench result (`BenchResult`, with its `gpu_watch`), the job's environment key and the
-baseline revision's (`JobDetail`). Out: plain rows and sentences the template lays out.
 """
 
 from __future__ import annotations

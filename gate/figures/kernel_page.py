@@ -117,7 +117,9 @@ def kernel_charts(history: KernelHistory, rules: list[RuleRow],
                     flat.append(Flat(f"{g.key}-{suffix}", f"{title}: {names}: 0 in every revision shown, "
                                                           "so not drawn."))
                 part = [s for s in part if s.value.any()]
-            judging = _judging(g) if _judged(g, rules) else frozenset()
+            judging = _judging(g)
+            if not any(row.rule in judging for row in rules):   # the newest verdict wrote no row of them:
+                judging = frozenset()                             # the chart wears no verdict, accepts included
             part, labels = merge_identical(part, [_label(g, s) for s in part], judging)
             chart = HistoryChart(
                 title=title, y_title=g.y_title, series=part, labels=labels,
@@ -191,16 +193,9 @@ def _marks(chart: HistoryChart) -> frozenset[str]:
     marks = {f"peer:{line.label}" for line in chart.references}
     marks |= {f"verdict:{v}" for s in chart.series for v, worn in zip(s.verdicts, wears_verdict(s, chart.judging))
               if worn}
-    if chart.thresholds:
-        marks.add("threshold")
-    if any(chart.change_points):
-        marks.add("change")
-    if peak_drawn(chart):
-        marks.add("peak")
-    if chart.peak is not None:
-        if any((s.value > chart.peak.value).any() for s in chart.series):
-            marks.add("beyond")
-    return frozenset(marks)
+    drawn = {"threshold": bool(chart.thresholds), "change": any(chart.change_points), "peak": peak_drawn(chart),
+             "beyond": chart.peak is not None and any((s.value > chart.peak.value).any() for s in chart.series)}
+    return frozenset(marks | {mark for mark, shown in drawn.items() if shown})
 
 
 @dataclass(frozen=True)
@@ -212,8 +207,7 @@ class LegendItem:
     symbol: str = ""            # the plotly marker symbol the charts draw for it
 
 
-_VERDICT_WORDS = (("accept", "accept"), ("reject", "reject"), ("inconclusive", "inconclusive"),
-                  ("incomplete", "incomplete"), ("error", "error"), ("", "no verdict"))
+_VERDICT_WORDS = [(v, v or "no verdict") for v in ("accept", "reject", "inconclusive", "incomplete", "error", "")]
 
 
 def page_legend(charts: Sequence[Chart], peak_label: str = "") -> list[LegendItem]:
@@ -222,18 +216,13 @@ def page_legend(charts: Sequence[Chart], peak_label: str = "") -> list[LegendIte
     marks = set().union(*(c.marks for c in charts)) if charts else set()
     items = [LegendItem("glyph", text, VERDICT_MARK[v][1], VERDICT_COLOR[v], VERDICT_MARK[v][0])
              for v, text in _VERDICT_WORDS if f"verdict:{v}" in marks]
-    if "threshold" in marks:
-        items.append(LegendItem("line threshold", "rule threshold (latest verdict)"))
     peers = sorted(m.split(":", 1)[1] for m in marks if m.startswith("peer:"))
-    if peers:
-        items.append(LegendItem("line reference", f"{', '.join(peers)} (median of the last 20 jobs)"))
-    if "change" in marks:
-        items.append(LegendItem("line change", "change point"))
-    if "peak" in marks:
-        items.append(LegendItem("line peak", peak_label or "the GPU's physical peak"))
-    if "beyond" in marks:
-        items.append(LegendItem("dot beyond", "beyond the GPU's peak: not a real measurement"))
-    return items
+    lines = {"threshold": ("line threshold", "rule threshold (latest verdict)"),
+             "peer": ("line reference", f"{', '.join(peers)} (median of the last 20 jobs)"),
+             "change": ("line change", "change point"),
+             "peak": ("line peak", peak_label or "the GPU's physical peak"),
+             "beyond": ("dot beyond", "beyond the GPU's peak: not a real measurement")}
+    return items + [LegendItem(*line) for mark, line in lines.items() if mark in marks or mark == "peer" and peers]
 
 
 def _label(g: Group, s: SeriesHistory) -> str:
@@ -253,13 +242,6 @@ def _judging(g: Group) -> frozenset[str]:
     own = {g.rule} if g.rule is not None else set()
     timing = {Rule.MAX_LATENCY_REGRESSION_PCT} if g in _TIMING else set()
     return frozenset({r for r, judged in JUDGES.items() if judged & names} | own | timing)
-
-
-def _judged(g: Group, rules: list[RuleRow]) -> bool:
-    """Whether a rule of the kernel's newest verdict judges the group's figure (it wrote a row): a
-    chart no rule of the kernel judges wears no verdict at all, accepts included."""
-    judging = _judging(g)
-    return any(row.rule in judging for row in rules)
 
 
 def _thresholds(g: Group, rules: list[RuleRow]) -> list[Line]:

@@ -38,7 +38,6 @@ BEYOND_COLOR = "#cf222e"       # a value beyond that peak
 REUSED_COLOR = "#8c959f"       # a point whose figures an earlier job measured (docs/reuse.md)
 CHANGE_COLOR = "#7c3aed"
 
-
 # plotly draws its mode bar in the top 30 px of a chart, right-aligned, over whatever is there: the
 # title starts below it (a long title reached under it), and the top margin makes room for both
 # and for the change labels above the plot.

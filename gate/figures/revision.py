@@ -60,13 +60,10 @@ def ncu_figure(candidate: list[KernelMetrics], baseline: list[KernelMetrics],
             x1.append(label)
             ys.append(mine)
             yb.append(theirs)
-    data = []
     sides = ((baseline_label, Side.BASELINE.value, yb), (candidate_label, Side.CANDIDATE.value, ys)) \
         if baseline else ((candidate_label, Side.CANDIDATE.value, ys),)
-    for name, side, values in sides:
-        data.append({"type": "bar", "name": name, "x": [x0, x1], "y": values,
-                     "marker": {"color": SIDE_COLOR[side]},
-                     "hovertemplate": "%{x}: %{y:.3g} %<extra>" + name + "</extra>"})
+    data = [{"type": "bar", "name": name, "x": [x0, x1], "y": values, "marker": {"color": SIDE_COLOR[side]},
+             "hovertemplate": "%{x}: %{y:.3g} %<extra>" + name + "</extra>"} for name, side, values in sides]
     title = "Nsight Compute: candidate beside baseline" if baseline else \
         "Nsight Compute: candidate (baseline not profiled)"
     layout = base_layout(title, "% of peak / % conflicts", height=400)   # the shape x metric labels take ~90 px

@@ -25,6 +25,7 @@ BUCKET_NOTE = " · mean of %{customdata[5]} revisions"
 REUSED_NOTE = "<br>%{customdata[5]}"   # `domain.reuse.reused_line`
 DIGITS = 5               # significant digits shipped; the hover shows 4
 LABEL_LINE_PX = 13       # one line of an 11-px change label, when it is raised above a neighbour
+PEAK_NEAR = 0.8          # the peak is drawn as a line once the kernel's own values reach this share of it
 
 
 @dataclass(frozen=True)
@@ -50,11 +51,8 @@ class HistoryChart:
     commits: dict[int, str] = field(default_factory=dict)   # x -> short sha, the commit axis' labels
     # Index into SERIES_COLOR per series: a series keeps its fill when another is left out (default: i).
     colors: list[int] = field(default_factory=list)
-    # The rules whose verdict these series may wear (issue 45): a point is marked by a verdict other
-    # than accept only where one of its `failed` rules is among them, so a reject decided by latency
-    # leaves the registers or DRAM point plain (its hover still names the verdict and the deciding
-    # row). Empty: no rule of the kernel judges the chart, every point is plain. None: every point
-    # wears its verdict.
+    # The rules whose verdict these series may wear (issue 45, `wears_verdict`): a reject decided by
+    # latency leaves the registers or DRAM point plain (its hover still names the verdict and the row).
     judging: frozenset[str] | None = None
     # The same traces' revisions off the default branch (pull requests, other branches): markers of
     # their own, off the line, at the line place each is drawn beside (issue 45).
@@ -62,16 +60,7 @@ class HistoryChart:
 
 
 def history_figure(chart: HistoryChart) -> dict:
-    """Lines over commits; marker fill by series, symbol and outline by verdict; customdata[0] = revision.
-
-    customdata rows are [revision id, verdict, (bucket count)]: the revisions' sha, date and
-    message ship once per page (`revision_table.py`) and the page puts them back before drawing.
-    The commit axis has whole ticks only; the value axis fits the values (`axes.value_axis`),
-    thresholds and references included. The GPU's peak is far above most kernels: it is drawn as a
-    line only when the kernel's own range reaches it, otherwise named in a note at the top, so the
-    axis keeps the kernel's trend readable. Points above `chart.peak` are ringed and named in the
-    legend as beyond the hardware, so a faked time never reads as a fast kernel.
-    """
+    """Lines over commits; fill by series, symbol and outline by verdict; customdata[0] = revision (revision_table)."""
     lines = [*chart.thresholds, *chart.references]
     own = [v for s in (*chart.series, *chart.off_branch) for v in s.value.tolist()]
     reaches_peak = peak_drawn(chart)
@@ -109,8 +98,7 @@ def history_figure(chart: HistoryChart) -> dict:
 
 
 def _horizontal_lines(layout: dict, chart: HistoryChart, axis: ValueAxis, reaches_peak: bool) -> list[dict]:
-    """Draw the thresholds, the references and the GPU's peak (a note under the axis when the values
-    are far below it) onto `layout`; the legend entries that name them."""
+    """Draw the thresholds, the references and the GPU's peak onto `layout`; the legend entries that name them."""
     entries = []
     for line in chart.thresholds:
         text = " ".join(part for part in ("limit", line.label, _shown(line.value, chart.unit, axis)) if part)
@@ -134,19 +122,12 @@ def _horizontal_lines(layout: dict, chart: HistoryChart, axis: ValueAxis, reache
 
 def _marked_points(chart: HistoryChart, axis: ValueAxis) -> list[dict]:
     """The rings over points beyond the GPU's peak and over reused figures."""
-    data = []
-    if chart.peak is not None:
-        beyond = [_beyond_trace(hist, chart.peak, axis) for hist in chart.series]
-        data += [t for t in beyond if t is not None]
-    if chart.reused:
-        rings = [t for t in (_reused_trace(hist, chart.reused, axis) for hist in chart.series) if t is not None]
-        for ring in rings[1:]:      # one legend entry for the rings, whatever the number of series
-            ring["showlegend"] = False
-        data += rings
-    return data
-
-
-PEAK_NEAR = 0.8     # the peak is drawn as a line once the kernel's own values reach this share of it
+    beyond = [_beyond_trace(hist, chart.peak, axis) for hist in chart.series] if chart.peak is not None else []
+    reused = [_reused_trace(hist, chart.reused, axis) for hist in chart.series] if chart.reused else []
+    rings = [t for t in reused if t is not None]
+    for ring in rings[1:]:      # one legend entry for the rings, whatever the number of series
+        ring["showlegend"] = False
+    return [t for t in beyond if t is not None] + rings
 
 
 def peak_drawn(chart: HistoryChart) -> bool:
@@ -178,8 +159,7 @@ def _sha_ticks(xaxis: dict, commits: dict[int, str], last_x: int) -> None:
 def _series_trace(hist: SeriesHistory, label: str, color: str, axis: ValueAxis,
                   judging: frozenset[str] | None = None) -> dict:
     """One trace straight from the series' columns: no object per point. A point that wears no
-    verdict (`wears_verdict`) is a plain dot in the series' colour; its hover still names the
-    revision's verdict and the row that decided it."""
+    verdict (`wears_verdict`) is a plain dot in the series' colour."""
     aggregated = bool((hist.count > 1).any())
     verdicts = hist.verdicts
     ids = hist.revision_ids.tolist()
@@ -246,17 +226,9 @@ def _beyond_trace(hist: SeriesHistory, peak: Line, axis: ValueAxis) -> dict | No
     """The points of `hist` above the physical peak, ringed: no kernel can run there, so each
     is a measurement the kernel fooled (work hidden from the timer), not a fast kernel."""
     over = (hist.value > peak.value).nonzero()[0].tolist()
-    if not over:
-        return None
     ids, verdicts = hist.revision_ids.tolist(), hist.verdicts
-    return {"type": "scatter", "mode": "markers", "name": "beyond the GPU's peak",
-            "x": [int(hist.x[i]) for i in over],
-            "y": rounded(axis.scale([float(hist.value[i]) for i in over])),
-            "marker": {"symbol": "circle-open", "size": 18, "color": BEYOND_COLOR,
-                       "line": {"width": 2.5, "color": BEYOND_COLOR}},
-            "customdata": [(ids[i], verdicts[i] or "no verdict") for i in over],
-            "meta": {"revisions": SHARED},
-            "hovertemplate": _hover(axis, BEYOND_NOTE)}
+    return _rings(hist, over, "beyond the GPU's peak", ("circle-open", 18, 2.5), BEYOND_COLOR,
+                  [(ids[i], verdicts[i] or "no verdict") for i in over], BEYOND_NOTE, axis)
 
 
 def _reused_trace(hist: SeriesHistory, reused: dict[int, str], axis: ValueAxis) -> dict | None:
@@ -264,16 +236,20 @@ def _reused_trace(hist: SeriesHistory, reused: dict[int, str], axis: ValueAxis) 
     with the origin in the hover: a flat stretch of reused points is one measurement, not many."""
     ids, verdicts, counts = hist.revision_ids.tolist(), hist.verdicts, hist.count.tolist()
     hits = [i for i, rev in enumerate(ids) if rev in reused and counts[i] == 1]
-    if not hits:
+    return _rings(hist, hits, "reused from an earlier job", ("circle-open-dot", 14, 1.5), REUSED_COLOR,
+                  [(ids[i], verdicts[i] or "no verdict", reused[ids[i]]) for i in hits], REUSED_NOTE, axis)
+
+
+def _rings(hist: SeriesHistory, at: list[int], name: str, mark: tuple[str, int, float], color: str,
+           customdata: list[tuple], note: str, axis: ValueAxis) -> dict | None:
+    """A trace of markers `mark` (symbol, size, line width) over the points `at` of `hist`; None for none."""
+    if not at:
         return None
-    return {"type": "scatter", "mode": "markers", "name": "reused from an earlier job",
-            "x": [int(hist.x[i]) for i in hits],
-            "y": rounded(axis.scale([float(hist.value[i]) for i in hits])),
-            "marker": {"symbol": "circle-open-dot", "size": 14, "color": REUSED_COLOR,
-                       "line": {"width": 1.5, "color": REUSED_COLOR}},
-            "customdata": [(ids[i], verdicts[i] or "no verdict", reused[ids[i]]) for i in hits],
-            "meta": {"revisions": SHARED},
-            "hovertemplate": _hover(axis, REUSED_NOTE)}
+    symbol, size, width = mark
+    return {"type": "scatter", "mode": "markers", "name": name,
+            "x": [int(hist.x[i]) for i in at], "y": rounded(axis.scale([float(hist.value[i]) for i in at])),
+            "marker": {"symbol": symbol, "size": size, "color": color, "line": {"width": width, "color": color}},
+            "customdata": customdata, "meta": {"revisions": SHARED}, "hovertemplate": _hover(axis, note)}
 
 
 def _raised_labels(xs: list[float], last_x: int) -> set[float]:
@@ -312,11 +288,8 @@ def _hline(layout: dict, line: Line, color: str, dash: str, text: str, axis: Val
 
 
 def rounded(values: Sequence[float], digits: int = DIGITS) -> list[float]:
-    """`values` rounded to `digits` significant digits of the largest magnitude among them.
-
-    One step for the whole trace, so equal values stay equal and the line keeps its shape; a
-    17-digit float is 3x the JSON of a 5-digit one, and a chart cannot show the difference.
-    """
+    """`values` rounded to `digits` significant digits of the largest magnitude among them: one step for
+    the whole trace, so equal values stay equal; a 17-digit float is 3x the JSON of a 5-digit one."""
     a = np.asarray(values, dtype=float)
     top = float(np.max(np.abs(a))) if a.size else 0.0
     if top == 0.0 or not np.isfinite(top):

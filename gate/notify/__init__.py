@@ -2,15 +2,12 @@
 
 Pure values and HTTP: nothing here reads or writes the database. A `Notifier` turns events that
 were already committed into `Delivery` values; the caller stores those in the outbox
-(`storage/outbox.py`) in a transaction of their own, and a sweeper sends them with retries:
-    jobs_queued(jobs)            -> e.g. `pending` commit statuses
-    verdict(job, report)         -> e.g. the final status, a completed Check Run, webhooks
-    cancelled(jobs)              -> e.g. an `error` status and a `cancelled` Check Run
+(`storage/outbox.py`) in a transaction of their own, and a sweep (`gate.services.outbox`) sends
+them with retries, one row at a time through `sender.py`.
 
 There is no registry: whoever starts a service composes its notifier from the settings
-(`gate.notify.listeners.notifier_for`) and hands it to the executors and services it starts, so two
-services in one process (or two tests) never see each other's listeners. The sweep that sends the
-stored rows is `gate.services.outbox`; `sender.py` sends one row.
+(`gate.notify.listeners.notifier_for`), so two services in one process (or two tests) never see
+each other's listeners.
 """
 
 from __future__ import annotations

@@ -28,8 +28,7 @@ CONCLUSIONS = ("action_required", "cancelled", "failure", "neutral", "success", 
 def new_check_run(api_url: str, repo: str, sha: str, name: str, details_url: str,
                   job_id: int | None) -> Delivery:
     body = {"name": name, "head_sha": sha, "status": "queued", "details_url": details_url}
-    return Delivery(job_id=job_id, target=TARGET, url=_runs_url(api_url, repo),
-                    payload={"repo": repo, "action": "create", "body": body})
+    return _delivery(api_url, repo, "create", body, job_id)
 
 
 def complete_check_run(api_url: str, repo: str, sha: str, name: str, details_url: str,
@@ -45,8 +44,12 @@ def complete_check_run(api_url: str, repo: str, sha: str, name: str, details_url
         "details_url": details_url,
         "output": {"title": title, "summary": summary},
     }
-    return Delivery(job_id=job_id, target=TARGET, url=_runs_url(api_url, repo),
-                    payload={"repo": repo, "action": "complete", "body": body})
+    return _delivery(api_url, repo, "complete", body, job_id)
+
+
+def _delivery(api_url: str, repo: str, action: str, body: dict[str, Any], job_id: int | None) -> Delivery:
+    return Delivery(job_id=job_id, target=TARGET, url=f"{api_url.rstrip('/')}/repos/{repo}/check-runs",
+                    payload={"repo": repo, "action": action, "body": body})
 
 
 def send_check_run(client: httpx.Client, notification: StoredDelivery, auth: AppAuth, policy: RetryPolicy,
@@ -84,7 +87,3 @@ def created_run(completion: StoredDelivery, siblings: Sequence[StoredDelivery]) 
         if row.state is DeliveryState.PENDING:
             return "waiting"
     return "none"
-
-
-def _runs_url(api_url: str, repo: str) -> str:
-    return f"{api_url.rstrip('/')}/repos/{repo}/check-runs"

@@ -1,8 +1,5 @@
-"""Listeners that turn job events into `Delivery` values to store (no I/O here).
-
-    GitHubStatusListener   commit statuses `gate/<kernel>`: `pending` when queued, then the verdict
-    CheckRunListener       Check Runs `gate/<kernel>` (GitHub App): queued, then completed
-    WebhookListener        the verdict JSON to every outbound webhook URL
+"""Listeners that turn job events into `Delivery` values to store (no I/O here): commit statuses
+and Check Runs `gate/<kernel>`, and the verdict JSON to every outbound webhook URL.
 
 GitHub listeners act only on revisions of GitHub repositories: those whose `Repository.name` is
 `owner/name`, as the webhook stores it from `repository.full_name`. Several GPU kinds for one kernel
@@ -73,22 +70,19 @@ class CheckRunListener:
                 for f in _github_jobs(jobs)]
 
     def verdict(self, job: JobFacts, report: VerdictReport) -> list[Delivery]:
-        return [check_runs.complete_check_run(
-            self.api_url, f.repo, f.sha, messages.context(f.kernel), target_url(self.public_url, f),
-            conclusion=messages.check_conclusion(report.verdict),
-            title=messages.check_title(report),
-            summary=messages.check_summary(f.kernel, report, target_url(self.public_url, f)),
-            job_id=f.job_id,
-        ) for f in _github_jobs([job])]
+        return [self._completed(f, messages.check_conclusion(report.verdict), messages.check_title(report),
+                                messages.check_summary(f.kernel, report, target_url(self.public_url, f)))
+                for f in _github_jobs([job])]
 
     def cancelled(self, jobs: Sequence[JobFacts]) -> list[Delivery]:
-        return [check_runs.complete_check_run(
-            self.api_url, f.repo, f.sha, messages.context(f.kernel), target_url(self.public_url, f),
-            conclusion=messages.CANCELLED_CONCLUSION, title=messages.CANCELLED_DESCRIPTION,
-            summary=f"### {messages.context(f.kernel)}: cancelled\n\n{messages.CANCELLED_DESCRIPTION}\n\n"
-                    f"[The revision on the dashboard]({target_url(self.public_url, f)})",
-            job_id=f.job_id,
-        ) for f in _github_jobs(jobs)]
+        return [self._completed(f, messages.CANCELLED_CONCLUSION, messages.CANCELLED_DESCRIPTION,
+                                f"### {messages.context(f.kernel)}: cancelled\n\n{messages.CANCELLED_DESCRIPTION}\n\n"
+                                f"[The revision on the dashboard]({target_url(self.public_url, f)})")
+                for f in _github_jobs(jobs)]
+
+    def _completed(self, f: JobFacts, conclusion: str, title: str, summary: str) -> Delivery:
+        return check_runs.complete_check_run(self.api_url, f.repo, f.sha, messages.context(f.kernel),
+                                             target_url(self.public_url, f), conclusion, title, summary, f.job_id)
 
 
 class WebhookListener:
@@ -130,8 +124,8 @@ def verdict_event(job: JobFacts, report: VerdictReport, public_url: str) -> dict
     }
 
 
-def listeners_for(settings: Settings) -> list[Listener]:
-    """The listeners the settings ask for: a token -> statuses, an App -> Check Runs, URLs -> webhooks."""
+def notifier_for(settings: Settings) -> Notifier:
+    """The notifier of a service with `settings`: a token -> statuses, an App -> Check Runs, URLs -> webhooks."""
     chosen: list[Listener] = []
     if settings.github_token:
         chosen.append(GitHubStatusListener(settings.github_api_url, settings.public_url))
@@ -139,9 +133,4 @@ def listeners_for(settings: Settings) -> list[Listener]:
         chosen.append(CheckRunListener(settings.github_api_url, settings.public_url))
     if settings.outbound_webhooks:
         chosen.append(WebhookListener(settings.outbound_webhooks, settings.public_url))
-    return chosen
-
-
-def notifier_for(settings: Settings) -> Notifier:
-    """The notifier a service started with `settings` hands its events to."""
-    return Notifier(listeners_for(settings))
+    return Notifier(chosen)

@@ -1,23 +1,7 @@
 """The wording of every outbound message, kept apart from the clients that send it. Pure.
 
-    commit_state(verdict)          -> GitHub commit status state
-    check_conclusion(verdict)      -> GitHub Check Run conclusion
-    describe(report)               -> status description, <= 140 characters, names the decisive rule
-    check_summary(kernel, report, target_url) -> Check Run summary: the rule table in Markdown
-
-Mapping (DESIGN.md: only `accept` may ever read as passing):
-
-    verdict       commit status   check run conclusion   why
-    accept        success         success
-    reject        failure         failure                the kernel broke a rule
-    inconclusive  failure         failure                the kernel could not be cleared; a
-                                                         maintainer may override the required check
-    incomplete    error           action_required        the gate could not measure here (e.g. no
-                                                         GPU): not the author's fault, still blocks
-    error         error           failure                the gate itself failed
-    (cancelled)   error           cancelled              stopped on request: no verdict at all
-
-`neutral` and `skipped` conclusions are never used: branch protection counts them as passing.
+Only `accept` may ever read as passing (DESIGN.md): `neutral` and `skipped` conclusions are never used,
+since branch protection counts them as passing. The mapping is `_GITHUB` (and docs/github.md).
 """
 
 from __future__ import annotations
@@ -30,20 +14,15 @@ DESCRIPTION_MAX_CHARS = 140       # GitHub's limit for a commit status descripti
 SUMMARY_MAX_CHARS = 65_535        # GitHub's limit for a Check Run output.summary
 TITLE_MAX_CHARS = 255
 
-_COMMIT_STATE = {
-    Verdict.ACCEPT: "success",
-    Verdict.REJECT: "failure",
-    Verdict.INCONCLUSIVE: "failure",
-    Verdict.INCOMPLETE: "error",
-    Verdict.ERROR: "error",
-}
-
-_CONCLUSION = {
-    Verdict.ACCEPT: "success",
-    Verdict.REJECT: "failure",
-    Verdict.INCONCLUSIVE: "failure",
-    Verdict.INCOMPLETE: "action_required",
-    Verdict.ERROR: "failure",
+# verdict -> (commit status state, Check Run conclusion), and why where it is not plain.
+_GITHUB = {
+    Verdict.ACCEPT: ("success", "success"),
+    Verdict.REJECT: ("failure", "failure"),              # the kernel broke a rule
+    # The kernel could not be cleared; a maintainer may override the required check.
+    Verdict.INCONCLUSIVE: ("failure", "failure"),
+    # The gate could not measure here (e.g. no GPU): not the author's fault, still blocks.
+    Verdict.INCOMPLETE: ("error", "action_required"),
+    Verdict.ERROR: ("error", "failure"),                 # the gate itself failed
 }
 
 _OUTCOME_MARK = {
@@ -53,7 +32,6 @@ _OUTCOME_MARK = {
     RuleOutcome.INCONCLUSIVE: "inconclusive",
 }
 
-
 # A cancelled job has no verdict. GitHub's commit statuses have no "cancelled"; `error` keeps a
 # required check blocking, and the Check Run says `cancelled`, which branch protection does not pass.
 CANCELLED_STATE = "error"
@@ -62,21 +40,16 @@ CANCELLED_DESCRIPTION = "cancelled on request: no verdict (submit again to gate 
 
 
 def commit_state(verdict: Verdict) -> str:
-    return _COMMIT_STATE[verdict]
+    return _GITHUB[verdict][0]
 
 
 def check_conclusion(verdict: Verdict) -> str:
-    return _CONCLUSION[verdict]
+    return _GITHUB[verdict][1]
 
 
 def context(kernel: str) -> str:
     """The status context and Check Run name that branch protection requires."""
     return f"gate/{kernel}"
-
-
-def decisive_rule(report: VerdictReport) -> RuleRow | None:
-    """The row that decided the verdict, as `decide` marked it (never chosen again here)."""
-    return report.decisive_row
 
 
 def figure(row: RuleRow) -> str:
@@ -95,7 +68,7 @@ def figure(row: RuleRow) -> str:
 
 def describe(report: VerdictReport) -> str:
     """Commit status description: verdict, decisive rule with its figure, then the reason."""
-    row = decisive_rule(report)
+    row = report.decisive_row          # as `decide` marked it, never chosen again here
     passed = sum(r.outcome is RuleOutcome.PASS for r in report.rules)
     if report.verdict is Verdict.ACCEPT:
         head = f"{report.verdict.value}: {passed}/{len(report.rules)} rules pass"

@@ -1,6 +1,4 @@
-"""Sends one stored delivery with in-call retries and says what became of it. No database here:
-the outbox (`storage/outbox.py`) and the sweep that claims its rows (`services/outbox.py`) are
-elsewhere; this module gets a row as a value and returns a `DeliveryResult`.
+"""Sends one stored delivery (a row, as a value) with in-call retries and returns what became of it.
 
 States of a row (`DeliveryState`):
     pending     waiting for its `next_attempt_at`; a failed try pushes that back (backoff)

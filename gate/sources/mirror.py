@@ -10,8 +10,7 @@ Every git call takes an argument list; user-given revisions are refused when the
 and are passed after `--end-of-options`, so they are never read as options. A repository is fetched
 only when `FetchPolicy` (gate/sources/policy.py) allows it; a clone or fetch is killed past
 the policy's time or size limit. A checkout streams `git archive` into the workspace (a large blob
-never sits in the server's memory) and stops past `MAX_CHECKOUT_BYTES`. A failing git call keeps
-every `fatal:`/`error:` line of its stderr, not only the last one.
+never sits in the server's memory) and stops past `MAX_CHECKOUT_BYTES`.
 """
 
 from __future__ import annotations
@@ -39,8 +38,6 @@ from gate.sources.streams import Tail, run_capped
 
 _FULL_SHA = re.compile(r"^[0-9a-f]{40}([0-9a-f]{24})?$")
 GIT_TIMEOUT_S = 600.0
-
-
 MAX_CHECKOUT_BYTES = 1 << 30    # one revision's tree, uncompressed
 # Folders within folders in one revision's tree. tarfile's `data` filter resolves every member's
 # full path (one lstat per level), so a 1500-level tree cost minutes of a planner's time (issue 24).
@@ -49,6 +46,9 @@ MAX_GIT_OUTPUT_BYTES = 1 << 20  # what a plumbing command (rev-parse, show -s, .
 MAX_COMMIT_INFO_BYTES = 64 << 10   # author, date, parents and the message: the rest is cut
 TRUNCATED = "\n[message cut: longer than the gate keeps]"
 _ERROR_CHARS = 2000
+_lock = threading.Lock()
+_fetching: set[subprocess.Popen] = set()      # clones and fetches running now
+_ended: set[int] = set()                      # the pids `end_fetches` killed
 
 
 def git_cause(stderr: str) -> str:
@@ -87,10 +87,8 @@ def _dir_bytes(path: Path) -> int:
     total = 0
     for root, _dirs, files in os.walk(path):
         for name in files:
-            try:
+            with contextlib.suppress(OSError):
                 total += os.lstat(os.path.join(root, name)).st_size
-            except OSError:
-                pass
     return total
 
 
@@ -139,11 +137,6 @@ class FetchStopped(SystemExit):
     A SystemExit, so that no `except Exception` turns it into an error and a thread it ends ends quietly."""
 
 
-_lock = threading.Lock()
-_fetching: set[subprocess.Popen] = set()      # clones and fetches running now
-_ended: set[int] = set()                      # the pids `end_fetches` killed
-
-
 def end_fetches() -> None:
     """End every clone and fetch still running, each with its process group (a server's clean stop):
     the planner's threads are daemons, and their git children outlived the server (issue 44: a
@@ -171,11 +164,13 @@ class Mirror:
         # The mirrors are the gate's own clones, private repositories' included: never gated themselves.
         self.policy = (policy or FetchPolicy.from_env()).protecting(self.root)
 
-    @staticmethod
-    def _check_repository(repo: str, local: Path | None) -> None:
-        """A local directory that is not a git repository is named as such (not as a missing revision)."""
+    @classmethod
+    def _checked_local(cls, repo: str) -> Path | None:
+        """`_local`; a local directory that is not a git repository is named as such (not as a missing revision)."""
+        local = cls._local(repo)
         if local and not (local / "HEAD").is_file() and not (local / ".git").exists():
             raise SourceError(f"{repo} is not a git repository")
+        return local
 
     @staticmethod
     def _local(repo: str) -> Path | None:
@@ -208,8 +203,7 @@ class Mirror:
     def update(self, repo: str) -> Path:
         """Clone the mirror on first use, else fetch every ref; return the mirror's path."""
         self.policy.check(repo)
-        local = self._local(repo)
-        self._check_repository(repo, local)
+        local = self._checked_local(repo)
         url = str(local) if local else repo
         with self._locked(repo) as mirror:
             if not (mirror / "HEAD").exists():
@@ -229,19 +223,16 @@ class Mirror:
         it holds, is answered without a fetch (a fetch per submission made planning ~0.5 s each)."""
         check_rev(rev)
         self.policy.check(repo)
-        mirror, local = self.path(repo), self._local(repo)
-        self._check_repository(repo, local)
-        if _FULL_SHA.match(rev) and self._has(mirror, rev):
+        local = self._checked_local(repo)
+        if _FULL_SHA.match(rev) and self._has(self.path(repo), rev):
             return rev
         if local is None:
             return self._rev_parse(self.update(repo), rev, repo)
         sha = self._rev_parse(local, rev, repo)
-        if not self._has(mirror, sha):
-            mirror = self.update(repo)
-            if not self._has(mirror, sha):
-                # A commit reachable from no ref (e.g. a detached HEAD) is fetched by its sha.
-                with self._locked(repo):
-                    _transfer(["fetch", "--quiet", "origin", sha], mirror, self.policy, cwd=mirror)
+        mirror, held = self._holding(repo, sha)
+        if not held:      # a commit reachable from no ref (e.g. a detached HEAD) is fetched by its sha
+            with self._locked(repo):
+                _transfer(["fetch", "--quiet", "origin", sha], mirror, self.policy, cwd=mirror)
         return sha
 
     @staticmethod
@@ -262,14 +253,20 @@ class Mirror:
             return False
         return True
 
+    def _holding(self, repo: str, sha: str) -> tuple[Path, bool]:
+        """The mirror, fetched once more when it lacks `sha`, and whether it holds `sha` now."""
+        mirror = self.path(repo)
+        if self._has(mirror, sha):
+            return mirror, True
+        mirror = self.update(repo)
+        return mirror, self._has(mirror, sha)
+
     def _mirror_with(self, repo: str, sha: str) -> Path:
         if not _FULL_SHA.match(sha):
             raise SourceError(f"expected a full sha, got {sha!r} (resolve it first)")
-        mirror = self.path(repo)
-        if not self._has(mirror, sha):
-            mirror = self.update(repo)
-            if not self._has(mirror, sha):
-                raise SourceError(f"commit {sha} does not exist in {repo}")
+        mirror, held = self._holding(repo, sha)
+        if not held:
+            raise SourceError(f"commit {sha} does not exist in {repo}")
         return mirror
 
     def checkout(self, repo: str, sha: str, workspace: Path) -> Checkout:

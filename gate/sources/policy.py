@@ -117,12 +117,11 @@ class FetchPolicy:
 
     def git_config(self) -> list[str]:
         """`-c` options for git clone and fetch: the allowed protocols only, stalled transfers end."""
-        protocols = {"https": "https", "ssh": "ssh", "http": "http", "git": "git", "file": "file"}
         args = ["-c", "protocol.allow=never", "-c", "protocol.file.allow=always" if self.allow_local
                 else "protocol.file.allow=never"]
         for scheme in self.schemes:
-            if scheme in protocols:
-                args += ["-c", f"protocol.{protocols[scheme]}.allow=always"]
+            if scheme in ("https", "ssh", "http", "git", "file"):      # the schemes named as git names them
+                args += ["-c", f"protocol.{scheme}.allow=always"]
         return args + ["-c", "http.lowSpeedLimit=1000", "-c", "http.lowSpeedTime=30", "-c", f"core.sshCommand={SSH}",
                        "-c", "credential.interactive=false", "-c", "core.askPass="]
 

@@ -5,13 +5,11 @@ remote can stream `remote:` lines for as long as the clone's timeout allows, and
 size (issue 12: a 1 GiB blob took the server from 333 to 2,391 MiB). So stdout is read up to a
 cap (git is killed past it) and stderr is kept as its last `TAIL_BYTES` only, which still holds
 git's `fatal:` line; archives are streamed to files by the mirror (`mirror._export`).
-
-    Tail(stream)             the last TAIL_BYTES of a stream, read by a thread until it ends
-    run_capped(cmd, ...)     a command's exit status, its stdout up to a cap, and its stderr tail
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -97,7 +95,5 @@ def run_capped(cmd: list[str], *, cwd: Path | None, env: dict[str, str], timeout
 
 
 def _kill_group(proc: subprocess.Popen) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError):
         os.killpg(proc.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass

@@ -9,6 +9,7 @@ file, its target is left alone.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
 from pathlib import Path
@@ -33,25 +34,19 @@ def remove_tree(path: Path) -> None:
             os.chmod(fd, 0o700)                      # a folder the revision made read-only
             child = _empty_but_one_folder(fd)
             if child is not None:
-                try:
+                with contextlib.suppress(FileNotFoundError):      # removed meanwhile by someone else: look again
                     stack.append((os.open(child, _DIR_FLAGS, dir_fd=fd), child))
-                except FileNotFoundError:       # removed meanwhile by someone else: look again
-                    pass
                 continue
             os.close(fd)
             _, name = stack.pop()
             if stack:
-                try:
+                with contextlib.suppress(FileNotFoundError):
                     os.rmdir(name, dir_fd=stack[-1][0])
-                except FileNotFoundError:
-                    pass
     finally:
         for fd, _ in stack:
             os.close(fd)
-    try:
+    with contextlib.suppress(FileNotFoundError):
         os.rmdir(path)
-    except FileNotFoundError:
-        pass
 
 
 def _empty_but_one_folder(fd: int) -> str | None:
@@ -60,8 +55,6 @@ def _empty_but_one_folder(fd: int) -> str | None:
         for entry in entries:
             if entry.is_dir(follow_symlinks=False):
                 return entry.name
-            try:
+            with contextlib.suppress(FileNotFoundError):
                 os.unlink(entry.name, dir_fd=fd)
-            except FileNotFoundError:
-                pass
     return None

@@ -1,11 +1,8 @@
 """The uncommitted state of a local repository as a commit, so `gate run` can gate the working tree
 against HEAD (the local loop: edit, run, read the verdict) through the same mirror and checkout as
-any commit.
-
-`snapshot(repo_dir)` builds the commit with git plumbing only: a temporary index (`GIT_INDEX_FILE`)
-filled from HEAD plus `git add -A` (so `.gitignore` applies), `write-tree`, `commit-tree -p HEAD`.
-The user's index, branches, stash and files are untouched; the commit is reachable from no ref
-(the mirror fetches it by sha) and git's gc removes it in time.
+any commit. Built with git plumbing only, from a temporary index: the user's index, branches, stash
+and files are untouched; the commit is reachable from no ref (the mirror fetches it by sha) and
+git's gc removes it in time.
 
 The folders in `exclude` (the gate's own data folder, wherever `GATE_DATA_DIR` puts it) never enter
 the snapshot: a data folder inside the repository would otherwise read as uncommitted changes on
@@ -25,8 +22,7 @@ _IDENTITY = {"GIT_AUTHOR_NAME": "gate", "GIT_AUTHOR_EMAIL": "gate@localhost",
 
 
 def snapshot(repo_dir: Path, exclude: tuple[Path, ...] = ()) -> str | None:
-    """The sha of a commit (parent HEAD) holding the working tree less `exclude`, or None when it
-    equals HEAD."""
+    """The sha of a commit (parent HEAD) of the working tree less `exclude`; None when it equals HEAD."""
     repo_dir = Path(repo_dir)
     head_tree = _git(["rev-parse", "--verify", "HEAD^{tree}"], cwd=repo_dir).stdout.strip()
     top = Path(_git(["rev-parse", "--show-toplevel"], cwd=repo_dir).stdout.strip())

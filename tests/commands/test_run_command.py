@@ -1,8 +1,9 @@
 import io
+import time
 
 import pytest
 
-from gate.commands.run import Progress
+from gate.commands.run import progress
 from gate.commands.run_report import render
 from gate.domain import (
     FunctionResources,
@@ -35,7 +36,7 @@ def test_worst_verdict_is_none_without_verdicts():
 
 def test_progress_prints_one_line_per_transition_with_elapsed_time():
     stream = io.StringIO()
-    Progress(stream).for_kernel("wmma_gemm")(ProgressEvent("static", "candidate", "passed", "1 function(s)"))
+    progress("wmma_gemm", time.monotonic(), stream)(ProgressEvent("static", "candidate", "passed", "1 function(s)"))
     line = stream.getvalue()
     assert line.startswith("[    0.0s] wmma_gemm") and "static" in line and line.endswith("1 function(s)\n")
 

@@ -22,6 +22,8 @@ from gate.domain.server_paths import hide_in_chunks
 from gate.storage import artifacts
 
 router = APIRouter(tags=["artifacts"])
+TEXT_SUFFIXES = (".log", ".txt", ".json", ".csv", ".ptx", ".sass", ".md")
+PIECE_BYTES = 1 << 16
 
 
 @router.get(routes.ARTIFACT, response_class=FileResponse,
@@ -38,10 +40,6 @@ def download_artifact(artifact_id: int, uow: UnitDep, gate: GateDep) -> Response
     media = mimetypes.guess_type(path.name)[0] or "text/plain"
     return StreamingResponse(hide_in_chunks(_pieces(path), gate.settings.data_dir), media_type=media,
                              headers={"Content-Disposition": f"attachment; filename*=utf-8''{quote(path.name)}"})
-
-
-TEXT_SUFFIXES = (".log", ".txt", ".json", ".csv", ".ptx", ".sass", ".md")
-PIECE_BYTES = 1 << 16
 
 
 def _pieces(path: Path) -> Iterator[bytes]:

@@ -12,14 +12,13 @@ Answers (GitHub shows them under the webhook's "Recent Deliveries"):
     422  a push or pull_request payload without the fields the gate needs (named), or a clone URL
          the fetch policy refuses (named: scheme, address, local path)
     200  ping -> pong; a duplicate delivery, or a replay (new delivery id) of a commit and event
-         already judged; an event that asks for nothing (tag, other branch, ...);
-         a fork's pull request awaiting a maintainer's approval (a pending `gate` status says so)
+         already judged; an event that asks for nothing (tag, other branch, ...); a fork's pull
+         request awaiting a maintainer's approval (a pending `gate` status says so)
     202  a revision was stored; it is planned (merge base, gate.toml, jobs) after the reply
 
-Fork pull requests are not built until a maintainer approves (`ForkApproval` in github_events.py):
-the label `GATE_GITHUB_APPROVAL_LABEL` added to the PR, or the comment `GATE_GITHUB_APPROVAL_COMMENT`
-by an owner, member or collaborator (the PR's head is then read from the GitHub API).
-`GATE_GITHUB_FORK_APPROVAL=false` builds forks at once (a private installation with trusted forks).
+Fork pull requests are not built until a maintainer approves (`ForkApproval`; the head of one
+approved by comment is read from the GitHub API). `GATE_GITHUB_FORK_APPROVAL=false` builds forks at
+once (a private installation with trusted forks).
 """
 
 from __future__ import annotations
@@ -167,8 +166,7 @@ async def _queue(gate: GateContext, wanted: GateRequest, delivery: str, event: s
 
 
 def _pull_request(gate: GateContext, repo: RepositoryIn, number: int) -> GateRequest | Ignored:
-    """The head and base of pull request `number`, read from the GitHub API (an approving comment
-    does not carry them)."""
+    """The head and base of pull request `number` from the GitHub API (an approving comment does not carry them)."""
     token = gate.settings.github_token
     if not token:
         return Ignored("approval by comment needs GATE_GITHUB_TOKEN to read the pull request's head")

@@ -30,7 +30,7 @@ from gate.read_models.revision import RevisionDetail
 from gate.storage.limits import storable_id
 
 router = APIRouter(tags=["revisions"])
-
+LOCAL_PLAN_WAIT_S = 10.0        # past it a local path's plan goes on after a 202, like a remote's
 
 SUBMIT_DESCRIPTION = """Submit a revision: stored before the reply, one queued job per kernel.
 
@@ -81,9 +81,6 @@ async def create_revision(body: RevisionIn, request: Request, gate: GateDep) -> 
     if plan.error:
         return _refused(plan.field or "repo", plan.error, out)
     return out
-
-
-LOCAL_PLAN_WAIT_S = 10.0        # past it a local path's plan goes on after a 202, like a remote's
 
 
 def _submit(gate: GateContext, body: RevisionIn) -> Submission:
