@@ -177,13 +177,11 @@ class Mirror:
         path = Path(repo)
         return path.resolve() if "://" not in repo and path.is_dir() else None
 
-    def _key(self, repo: str) -> str:
+    def path(self, repo: str) -> Path:
+        """The mirror's folder: named by a hash of the repository (a local one by its resolved path)."""
         local = self._local(repo)
         canonical = str(local) if local else repo.rstrip("/")
-        return hashlib.sha256(canonical.encode()).hexdigest()[:20]
-
-    def path(self, repo: str) -> Path:
-        return self.root / f"{self._key(repo)}.git"
+        return self.root / f"{hashlib.sha256(canonical.encode()).hexdigest()[:20]}.git"
 
     def holds(self, repo: str) -> bool:
         """Whether this repository was mirrored here before (the planner serves such ones first)."""
@@ -193,10 +191,11 @@ class Mirror:
     def _locked(self, repo: str) -> Iterator[Path]:
         """One writer per mirror: concurrent jobs of one repository wait for each other's fetch."""
         self.root.mkdir(parents=True, exist_ok=True)
-        with open(self.root / f"{self._key(repo)}.lock", "w") as lock:
+        mirror = self.path(repo)
+        with open(mirror.with_suffix(".lock"), "w") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
             try:
-                yield self.path(repo)
+                yield mirror
             finally:
                 fcntl.flock(lock, fcntl.LOCK_UN)
 
