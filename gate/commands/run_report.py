@@ -16,6 +16,7 @@ from gate.domain.rule_catalog import Kind, of_kind
 # (`require_sass`): a fixed list of tensor-core opcodes read `BAR=2` for an FFMA/LDS kernel and hid
 # what it was made of.
 LARGEST_OPCODES = 6
+FUNCTION_COLUMN = 60      # characters of a function's name in the static table's column
 _OPCODE_RULES = frozenset(spec.rule for spec in of_kind(Kind.SASS))
 
 
@@ -53,8 +54,25 @@ def sass_cell(opcodes: dict[str, int], ruled: list[str], largest: int = LARGEST_
 
 
 def _static_rows(functions: list[FunctionResources], ruled: list[str]) -> list[list[str]]:
-    return [[kernel_name(f.function), f.arch, str(f.registers), str(f.smem_bytes), str(f.stack_bytes),
+    return [[_short(kernel_name(f.function)), f.arch, str(f.registers), str(f.smem_bytes), str(f.stack_bytes),
              str(f.spill_store_bytes), str(f.spill_load_bytes), sass_cell(f.sass_opcodes, ruled)] for f in functions]
+
+
+def _short(name: str) -> str:
+    return name if len(name) <= FUNCTION_COLUMN else name[:FUNCTION_COLUMN - 1] + "\u2026"
+
+
+def _static_table(functions: list[FunctionResources], ruled: list[str]) -> list[str]:
+    """The static figures per function; a name longer than its column is cut there and written whole on
+    the line above its row (a CUTLASS instance's name runs to 1,456 characters: whole in the column, it
+    pushed every figure of the table off the screen)."""
+    table = _table(["function", "arch", "regs", "smem_B", "stack_B", "spill_st_B", "spill_ld_B", "SASS"],
+                   _static_rows(functions, ruled))
+    lines = table[:1]
+    for f, row in zip(functions, table[1:]):
+        name = kernel_name(f.function)
+        lines += [f"  {name}:", row] if len(name) > FUNCTION_COLUMN else [row]
+    return lines
 
 
 def render(outcomes: list[GateOutcome], *, sha: str, base_sha: str | None) -> str:
@@ -75,8 +93,7 @@ def render(outcomes: list[GateOutcome], *, sha: str, base_sha: str | None) -> st
         static = result.candidate.static
         if static and static.functions:
             lines.append("")
-            lines += _table(["function", "arch", "regs", "smem_B", "stack_B", "spill_st_B", "spill_ld_B",
-                             "SASS"], _static_rows(static.functions, ruled_opcodes(report.rules)))
+            lines += _static_table(static.functions, ruled_opcodes(report.rules))
         for kind, path in outcome.artifacts:
             lines.append(f"  artifact {kind}: {path}")
         lines.append("")

@@ -56,3 +56,18 @@ def test_the_rule_table_says_an_outcome_once_and_an_increase_as_one():
     not_run = next(x for x in text.splitlines() if "min_tensor_pipe_pct" in x)
     assert "not run" in not_run and "not_run" not in not_run and not_run.count("not run") == 1
     assert not_run.rstrip().endswith("no CUDA device")
+
+
+def test_a_long_template_name_is_cut_in_its_column_and_written_whole_above_its_row():
+    name = "Kernel<Gemm<MmaPipelined<" + ", ".join(f"GemmShape<{i}, 128, 8>" for i in range(60)) + ">>>"
+    static = StaticResult(StageStatus.PASSED, functions=[
+        FunctionResources(name, "sm_90", 137, 0, 0, 0, 0, sass_opcodes=dict(FFMA_KERNEL)),
+        FunctionResources("_Z4gemmPf", "sm_90", 40, 0, 0, 0, 0, sass_opcodes={"HMMA": 4})])
+    outcome = GateOutcome(JobResult("gemm", SideResults("c" * 40, static=static), None),
+                          VerdictReport(Verdict.ACCEPT, "accept", []))
+    lines = render([outcome], sha="c" * 40, base_sha=None).splitlines()
+    header = next(i for i, x in enumerate(lines) if x.strip().startswith("function "))
+    whole, row, short = lines[header + 1], lines[header + 2], lines[header + 3]
+    assert whole.strip() == f"{name}:"
+    assert row.strip().startswith(name[:59] + "\u2026") and " 137 " in row and "FFMA=812" in row
+    assert len(lines[header]) < 200 and len(row) < 200 and " 40 " in short
