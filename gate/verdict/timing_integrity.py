@@ -26,7 +26,7 @@ from gate.domain.launches import by_shape
 from gate.domain.results import BenchResult, JobResult, ShapeTiming, StageStatus
 from gate.domain.rule_catalog import Kind, Rule, of_kind
 from gate.domain.verdict import RuleOutcome, RuleRow
-from gate.verdict.rules import UNSTEADY, about, inconclusive
+from gate.verdict.rules import about, inconclusive, unsteady
 
 _NCU_RULES = {spec.rule for kind in (Kind.NCU_ABSOLUTE, Kind.NCU_RELATIVE) for spec in of_kind(kind)}
 
@@ -130,10 +130,8 @@ def timing_integrity_rows(result: JobResult) -> list[RuleRow]:
     rows: list[RuleRow] = []
     for st in bench.shapes:
         rows += [r for r in (timed_output_row(st), timing_methods_row(st)) if r is not None]
-    problems = bench.gpu_watch.problems if bench.gpu_watch is not None else []
-    if problems:   # another process or moving clocks lengthen the device-wide window, not the timed one
-        rows = inconclusive(rows, UNSTEADY + "; ".join(problems),
-                            lambda r: r.rule == Rule.TIMING_METHODS_AGREE and r.outcome is O.FAIL)
+    # another process or moving clocks lengthen the device-wide window, not the timed one
+    rows = unsteady(rows, bench, lambda r: r.rule == Rule.TIMING_METHODS_AGREE and r.outcome is O.FAIL)
     return rows + [timer_row(bench)] + profile_rows(result)
 
 
