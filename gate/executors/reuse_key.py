@@ -113,11 +113,9 @@ def environment_inputs(options: RunOptions, gpu: Gpu | None = None) -> str:
 
 
 def side_key(spec: KernelSpec, root: Path, environment: str) -> str:
-    """What one side's own measurements (build, static figures, profile) depend on: its sources and
-    headers, the kernel's manifest entry less its gates (shapes, dtypes, archs, flags, profile
-    settings) and the environment (toolchain, ncu, GPUs, measuring options). A candidate's key equal
-    to a later job's baseline's means that baseline's profile was measured already (docs/reuse.md);
-    '' when `environment` is '' (no GPU seen)."""
+    """What one side's own measurements (build, static figures, profile) depend on: its sources and headers,
+    the kernel's manifest entry less its gates, and the environment. A candidate's key equal to a later job's
+    baseline's means that baseline's profile was measured already; '' without a GPU."""
     if not environment:
         return ""
     h = _Hash()
@@ -128,10 +126,8 @@ def side_key(spec: KernelSpec, root: Path, environment: str) -> str:
 
 
 def job_keys(request: JobRequest, environment: str) -> ReuseKeys:
-    """The job's key, which it shares with an earlier one exactly when that one's result may stand
-    for it (both sides' `side_key`, each of the kernel as that side is built, and the rest of the
-    request), and the two side keys; all ''
-    (never reused) when `environment` is '' (no GPU seen)."""
+    """The job's key (both sides' `side_key`, each of the kernel as that side is built, and the rest of the
+    request: equal exactly when an earlier result may stand for it) and the two side keys; all '' without a GPU."""
     if not environment:
         return ReuseKeys()
     candidate = side_key(request.spec(Side.CANDIDATE), Path(request.candidate.path), environment)
