@@ -118,6 +118,19 @@ def _write(folder: Path, name: str, value: int | str) -> bool:
         return False
 
 
+def _made(parent: Path, limit_file: str, memory_bytes: int) -> Path | None:
+    """A new box cgroup under `parent` with its memory limit written; None (and no folder) where either fails."""
+    folder = parent / f"gate-box-{uuid.uuid4().hex[:12]}"
+    try:
+        folder.mkdir()
+    except OSError:
+        return None
+    if not _write(folder, limit_file, memory_bytes):
+        folder.rmdir()
+        return None
+    return folder
+
+
 def _v2(memory_bytes: int, processes: int) -> MemoryCap | None:
     own = _own(None)
     if own is None or not (CGROUP_FS / "cgroup.controllers").is_file():
@@ -128,15 +141,8 @@ def _v2(memory_bytes: int, processes: int) -> MemoryCap | None:
         enabled = (base / "cgroup.subtree_control").read_text().split()
     except OSError:
         return None
-    if "memory" not in enabled:
-        return None
-    folder = base / f"gate-box-{uuid.uuid4().hex[:12]}"
-    try:
-        folder.mkdir()
-    except OSError:
-        return None
-    if not _write(folder, "memory.max", memory_bytes):
-        folder.rmdir()
+    folder = _made(base, "memory.max", memory_bytes) if "memory" in enabled else None
+    if folder is None:
         return None
     _write(folder, "memory.swap.max", 0)
     pids = "pids" in enabled and _write(folder, "pids.max", processes)
@@ -149,13 +155,8 @@ def _v1(memory_bytes: int) -> MemoryCap | None:
     hierarchy = CGROUP_FS / "memory"
     if own is None or not (hierarchy / "memory.limit_in_bytes").is_file():
         return None
-    folder = hierarchy / own / f"gate-box-{uuid.uuid4().hex[:12]}"
-    try:
-        folder.mkdir()
-    except OSError:
-        return None
-    if not _write(folder, "memory.limit_in_bytes", memory_bytes):
-        folder.rmdir()
+    folder = _made(hierarchy / own, "memory.limit_in_bytes", memory_bytes)
+    if folder is None:
         return None
     swap = _write(folder, "memory.memsw.limit_in_bytes", memory_bytes)
     return MemoryCap(f"cgroup v1: memory.limit_in_bytes {memory_bytes} bytes for all its processes and "

@@ -15,6 +15,7 @@ from functools import cache
 from typing import Any, TypeVar
 
 T = TypeVar("T")
+_hints = cache(typing.get_type_hints)
 # What JSON value each scalar type takes, and its words in an error; a bool is never read as a number.
 _SCALARS = {float: ((int, float), "a number"), int: (int, "an integer"), bool: (bool, "true/false"),
             str: (str, "a string")}
@@ -31,11 +32,6 @@ def to_json(obj: Any) -> Any:
     if isinstance(obj, (list, tuple)):
         return [to_json(v) for v in obj]
     return obj
-
-
-@cache
-def _hints(cls: type) -> dict[str, Any]:
-    return typing.get_type_hints(cls)
 
 
 def from_json(cls: type[T], data: Any, *, path: str = "") -> T:

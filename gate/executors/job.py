@@ -150,7 +150,8 @@ def _measured(request: JobRequest, spare: Spare | None, context: JobContext, hid
         return result if note is None else dataclasses.replace(result, notes=[*result.notes, note])
     emit(ProgressEvent(stage=Stage.BENCH, side=Side.JOINT, state="running", detail=EVENTS_RERUN))
     remove(Path(request.artifacts_dir))
-    request = dataclasses.replace(request, kept_methods=events_everywhere(spec))
+    events = {method_key(shape.label, dtype): "events" for shape in spec.shapes for dtype in spec.dtypes}
+    request = dataclasses.replace(request, kept_methods=events)
     result = run_child(request, timeout_s=spec.timeout_s, on_event=emit, hidden=hidden, cancel=context.cancel,
                        budget=budget, gpu=context.gpu)
     return dataclasses.replace(result, notes=[*result.notes, f"{EVENTS_RERUN}: its first child {died}"])
@@ -175,11 +176,6 @@ def died_capturing(result: JobResult) -> str | None:
     if bench is None or bench.status is not StageStatus.FAILED or f", {CAPTURING_GRAPHS})" not in bench.reason:
         return None
     return bench.reason
-
-
-def events_everywhere(spec: KernelSpec) -> dict[str, str]:
-    """`JobRequest.kept_methods` that times every shape of `spec` with events."""
-    return {method_key(shape.label, dtype): "events" for shape in spec.shapes for dtype in spec.dtypes}
 
 
 def take_back(result: JobResult, folder: Path, budget: Budget, artifacts: Path,
