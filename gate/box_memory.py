@@ -13,6 +13,7 @@ cannot start a process inside a cgroup, and moving it later leaves what it forke
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import signal
@@ -73,10 +74,8 @@ class MemoryCap:
         except OSError:
             return
         for pid in pids:
-            try:
+            with contextlib.suppress(ProcessLookupError, PermissionError, ValueError):
                 os.kill(int(pid), signal.SIGKILL)
-            except (ProcessLookupError, PermissionError, ValueError):
-                pass
 
     def release(self) -> None:
         """Remove the cgroup (its processes are gone once the box's bwrap has exited), keeping

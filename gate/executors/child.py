@@ -286,10 +286,8 @@ def _drain(lines: queue.Queue, reader: threading.Thread, timeout_s: float = 5.0)
     """Empty the event queue until its reader ends (it may wait on a full queue after we stopped)."""
     deadline = time.monotonic() + timeout_s
     while reader.is_alive() and time.monotonic() < deadline:
-        try:
+        with contextlib.suppress(queue.Empty):
             lines.get(timeout=0.05)
-        except queue.Empty:
-            pass
 
 
 def _read_result(folder: Path, budget: Budget) -> JobResult:

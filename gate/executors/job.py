@@ -10,13 +10,13 @@ folder go when the job ends; the artifacts stay for the caller to keep.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
 import os
 import threading
 import uuid
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -114,7 +114,7 @@ def check_out(order: JobOrder, mirror: Mirror, workspace: Path, emit: Emit) -> S
     return Sources(candidate, None if new_kernel else baseline, spec, new_kernel, declared)
 
 
-@contextmanager
+@contextlib.contextmanager
 def measure(plan: JobPlan, context: JobContext, hidden: tuple[Path, ...]) -> Iterator[tuple[JobResult, Path, Budget]]:
     """The child's result, its folder and what it handed back so far, while the folder lasts. A
     waiting spare runs it when there is one, and the next job's is started once this child is done."""
@@ -186,10 +186,8 @@ def take_back(result: JobResult, folder: Path, budget: Budget, artifacts: Path,
         kind = "ncu_report" if name.endswith(".ncu-rep") else ARTIFACT_KINDS.get(Path(name).name)
         if kind is None:           # not kept, and never read
             continue
-        try:
+        with contextlib.suppress(Refused):      # the budget keeps its reason for the evidence
             kept.append((kind, str(copy_returned(folder, name, artifacts / name, budget))))
-        except Refused:
-            continue
     emit(ProgressEvent(stage=Stage.BOX, side=Side.JOINT, state="passed",
                        detail=result.notes[0] if result.notes else "the child wrote no note on its box"))
     refused = budget.evidence()
