@@ -101,9 +101,7 @@ class JobRequest:
 # initialiser that aborts) is charged to that step by the parent (`executors.child`).
 LOADING_MODULE = "loading the built module"
 # The `running` details of the bench around its CUDA graph captures: a child that dies while capturing
-# (a kernel whose own error check exits the process on a host synchronisation it may not do under
-# capture) died of the gate's choice of method, not of the kernel; the parent runs the job again,
-# timed with events (`executors.job`). After the captures: timing.
+# died of the gate's choice of method, and runs again timed with events (`executors.job.died_capturing`).
 CAPTURING_GRAPHS = "capturing CUDA graphs"
 TIMING = "timing"
 
