@@ -78,8 +78,7 @@ class MemoryCap:
                 os.kill(int(pid), signal.SIGKILL)
 
     def release(self) -> None:
-        """Remove the cgroup (its processes are gone once the box's bwrap has exited), keeping
-        whether it killed one."""
+        """Remove the cgroup (its processes die with the box's bwrap), keeping whether it killed one."""
         if self.folder is None or not self.folder.exists():
             return
         self.killed = self.oom_killed()

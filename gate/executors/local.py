@@ -111,8 +111,7 @@ class LocalExecutor:
         return True
 
     def drain(self) -> int:
-        """Run queued jobs in this thread, on the first slot, until none is left (`gate worker
-        --once`); how many ran."""
+        """Run queued jobs here on the first slot until none is left (`gate worker --once`); how many ran."""
         slot = self._slots()[0]
         count = 0
         while not self._stop.is_set() and self.run_once(slot):

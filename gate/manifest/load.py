@@ -230,8 +230,7 @@ def _flags(check: _Checker, value: Any, key: str, compiler: str, root: Path) -> 
 
 
 def _inside_repo(check: _Checker, source: str, key: str, root: Path, *, directory: bool = False) -> None:
-    """Refuse absolute paths, `..` that escape, symlinks that resolve outside, and missing files (or
-    directories)."""
+    """Refuse absolute paths, `..` that escape, symlinks that resolve outside, and missing files (or dirs)."""
     posix = PurePosixPath(source)
     if any(ord(c) < 32 for c in source):
         raise check.fail(key, f"{source!r} contains control characters")
