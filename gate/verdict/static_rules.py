@@ -46,14 +46,10 @@ def static_limit_rows(static: StaticResult | None, gates: Gates,
 def sass_rows(static: StaticResult | None, gates: Gates,
               specs: tuple[RuleSpec, ...] = of_kind(Kind.SASS)) -> list[RuleRow]:
     """`require_sass`: the opcodes it lists must each appear in every arch's code."""
-    rows: list[RuleRow] = []
-    for spec in specs:
-        required = threshold_of(spec, gates)
-        if required and (why := _unmeasured(static)):
-            rows.append(RuleRow(spec.rule, O.NOT_RUN, why))
-        elif required:
-            rows += _opcode_rows(spec, static, required)
-    return rows
+    required = [(spec, ops) for spec in specs if (ops := threshold_of(spec, gates))]
+    if required and (why := _unmeasured(static)):
+        return [RuleRow(spec.rule, O.NOT_RUN, why) for spec, _ in required]
+    return [row for spec, ops in required for row in _opcode_rows(spec, static, ops)]
 
 
 def _unmeasured(static: StaticResult | None) -> str | None:
