@@ -134,10 +134,9 @@ def view(*, readable: tuple[Path, ...], writable: tuple[Path, ...], hidden: tupl
     never = {Path("/"), *map(Path, SCRATCH_DIRS), *map(Path, COVERED_DIRS), *hidden}
     mounts = [*_system(), Mount("--dev", "", "/dev", "kernel"), Mount("--proc", "", "/proc", "kernel"),
               *_etc(identity)]
-    for path in SCRATCH_DIRS:
-        mounts.append(Mount("--tmpfs", "", path, "scratch", size=tmp_bytes, mode="1777"))
-    mounts += [Mount("--tmpfs", "", "/dev/shm", "scratch", size=tmp_bytes, mode="1777"),
-               Mount("--dir", "", "/tmp/home", "scratch", mode="0777")]
+    mounts += [Mount("--tmpfs", "", path, "scratch", size=tmp_bytes, mode="1777")
+               for path in (*SCRATCH_DIRS, "/dev/shm")]
+    mounts.append(Mount("--dir", "", "/tmp/home", "scratch", mode="0777"))
     mounts += [Mount("--tmpfs", "", path, "cover", size=1 << 20, mode="0755") for path in COVERED_DIRS]
     mounts += _binds(toolchain_paths(env), "--ro-bind", "toolchain", never)
     mounts += _binds(python_paths(env), "--ro-bind", "python", never)
