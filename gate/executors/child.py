@@ -171,7 +171,7 @@ class ChildProcess:
     def start(cls, how: Launch, *, spare: bool = False, command: list[str] | None = None) -> ChildProcess:
         """Start it; a spare (`gate.runner --spare`) warms up, then waits on its stdin for `go`."""
         files = (how.folder / REQUEST_NAME, how.folder / RESULT_NAME)      # a test's seam replaces the job's
-        argv = command or child_command(*files, spare=spare)
+        argv = command or (child_command(*files, spare=True) if spare else child_command(*files))
         proc = box.popen(how.box, argv, cwd=how.folder, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                          stdin=subprocess.PIPE if spare else subprocess.DEVNULL, text=True, errors="replace",
                          start_new_session=True, env=how.env)
