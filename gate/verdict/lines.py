@@ -47,9 +47,8 @@ def _change(now: LineCounters, before: LineCounters | None, cand: KernelSourcePr
 
 
 def _stall_gain(now: float, now_total: float, before: float, before_total: float | None) -> float:
-    """Percentage points of the launch's stall samples the line gained; 0 when the change is within
-    sampling noise (3 standard errors of the two shares), so a short kernel's few samples name
-    nothing. Without a baseline: the line's own share."""
+    """Percentage points of the launch's stall samples the line gained; 0 within sampling noise, so a short
+    kernel's few samples name nothing. Without a baseline: the line's own share."""
     share = now / now_total if now_total else 0.0
     if before_total is None:
         return 100.0 * share
