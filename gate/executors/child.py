@@ -77,8 +77,9 @@ class Launch:
 def launch(folder: Path, options: RunOptions, checkouts: tuple[Path, ...], hidden: tuple[Path, ...],
            gpu: devices.Gpu | None = None) -> Launch:
     """A child's box (it writes its folder and the object cache; reads its checkouts, the precompiled torch
-    headers and the host's compile places; sees nothing of `hidden`; `gpu` alone, or every GPU for None) and
-    its environment (it imports the same `gate` package as this process, wherever it is installed)."""
+    headers, which every later job's binding compiles with, and the host's compile places; sees nothing of
+    `hidden`; `gpu` alone, or every GPU for None) and its environment (it imports the same `gate` package
+    as this process, wherever it is installed)."""
     writable = (Path(folder), *((Path(options.build_cache_dir),) if options.build_cache_dir else ()))
     pch = options.pch_path
     if pch is not None and any(pch.resolve().is_relative_to(w.resolve()) for w in writable):
