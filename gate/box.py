@@ -1,9 +1,8 @@
 """The box: every compile of submitted code, and the GPU child that runs it, run inside bubblewrap.
 
 `command()` builds the argument list, `popen()`/`run()` run it. What the box gives a command (no
-network, its own namespaces and user, a read-only view of the host, limits per process and per box, an
-allow-listed environment) is the table of docs/security.md, "The box"; the reasons that table does
-not give:
+network, its own namespaces and user, a read-only view of the host, limits per process and per box,
+an allow-listed environment) is the table of docs/security.md, "The box"; the reasons it does not give:
 
 - a user id leased per box (`gate.box_leases`), not one for every box: RLIMIT_NPROC counts all of a
   user's threads, and a GPU child's torch threads made another job's `vfork` fail;
@@ -151,8 +150,7 @@ def environment(base: dict[str, str] | None = None) -> dict[str, str]:
 
 @cache
 def _identity_files(uid: int, gid: int) -> Path:
-    """A directory holding the box's own `passwd` and `group`, and the empty file that covers a
-    hidden one (one per process and uid)."""
+    """The box's own `passwd` and `group`, and the empty file that covers a hidden one (one per process and uid)."""
     directory = Path(tempfile.mkdtemp(prefix="gate-box-etc-"))
     (directory / "passwd").write_text(f"gate:x:{uid}:{gid}:gate box:/tmp/home:/usr/sbin/nologin\n")
     (directory / "group").write_text(f"gate:x:{gid}:\n")
@@ -172,8 +170,8 @@ def anchored(box: Box, cwd: Path) -> Box:
 
 def command(box: Box, argv: list[str], cwd: Path, env: dict[str, str], uid: int | None = None,
             processes: bool = True) -> list[str]:
-    """The argument list that runs `argv` in `box` (see the module doc), as `uid` where the gate runs
-    as root (default: the first box user id); `processes`: see `limit_args`."""
+    """The argument list that runs `argv` in `box`, as `uid` where the gate runs as root (default: the first
+    box user id); `processes`: see `limit_args`."""
     limits = limit_args(box.limits, processes)
     pin = [_find("taskset"), "--cpu-list", ",".join(map(str, box.cpus))] if box.cpus else []
     box = anchored(box, cwd)
@@ -228,11 +226,10 @@ def _check_ownable(path: Path) -> None:
 
 
 def prepare_writable(box: Box, uid: int | None = None) -> None:
-    """Let the box's user (`uid`, default the first box user id) write its writable paths, when the
-    gate runs as root and drops to it; their directories also to its group, which every box shares:
-    a folder several boxes write at once (the object cache) stays writable to each (boxes run with
-    umask 002). Only plain directories of a job qualify: a host directory or a mount point raises
-    `BoxError`."""
+    """Let the box's user (`uid`, default the first box user id) write its writable paths where the gate
+    runs as root, and their directories its group, which every box shares: a folder several boxes write
+    at once (the object cache) stays writable to each (umask 002). A host directory or a mount point
+    raises `BoxError`."""
     if not enabled() or inside() or os.geteuid() != 0:
         return
     uid, gid = (box_uid() if uid is None else uid), box_uid()
@@ -339,16 +336,14 @@ def run(box: Box, argv: list[str], *, cwd: Path, timeout_s: float, env: dict[str
 
 
 def returncode(code: int) -> int:
-    """A boxed command's exit status as subprocess reports an unboxed one: bwrap's init exits with
-    128 + N when the command was killed by signal N, which becomes -N."""
+    """A boxed command's exit status as subprocess reports it unboxed: bwrap's init's 128 + N (signal N) is -N."""
     if enabled() and not inside() and 128 < code < 128 + 65:
         return 128 - code
     return code
 
 
 def how_it_ended(code: int) -> str:
-    """A process's end in words, from its (unboxed, `returncode`) exit status: "killed by SIGABRT",
-    "exited with code 3"."""
+    """A process's end in words from its (`returncode`) exit status: "killed by SIGABRT", "exited with code 3"."""
     if code >= 0:
         return f"exited with code {code}"
     try:
@@ -358,10 +353,9 @@ def how_it_ended(code: int) -> str:
 
 
 def for_compile(argv: list[str], cwd: Path) -> Box:
-    """The box of one compiler or linker call: it writes where `-o` points, reads its `-I` and `-L`
-    dirs, the input files it names (a link reads objects from the object cache, which may sit under a
-    private directory such as /tmp), `cwd` and the compiler's own directory (a configured
-    GATE_NVCC_PATH may sit under a private directory)."""
+    """The box of one compiler or linker call: it writes where `-o` points and reads its `-I` and `-L`
+    dirs, `cwd`, the input files it names and the compiler's own directory (an object cache or a
+    configured GATE_NVCC_PATH may sit under a private directory such as /tmp)."""
     writable, readable = [], [Path(cwd)]
     if Path(argv[0]).is_absolute():
         readable.append(Path(argv[0]).resolve().parent)

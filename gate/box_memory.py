@@ -13,6 +13,7 @@ cannot start a process inside a cgroup, and moving it later leaves what it forke
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import signal
@@ -73,14 +74,11 @@ class MemoryCap:
         except OSError:
             return
         for pid in pids:
-            try:
+            with contextlib.suppress(ProcessLookupError, PermissionError, ValueError):
                 os.kill(int(pid), signal.SIGKILL)
-            except (ProcessLookupError, PermissionError, ValueError):
-                pass
 
     def release(self) -> None:
-        """Remove the cgroup (its processes are gone once the box's bwrap has exited), keeping
-        whether it killed one."""
+        """Remove the cgroup (its processes die with the box's bwrap), keeping whether it killed one."""
         if self.folder is None or not self.folder.exists():
             return
         self.killed = self.oom_killed()
@@ -118,6 +116,19 @@ def _write(folder: Path, name: str, value: int | str) -> bool:
         return False
 
 
+def _made(parent: Path, limit_file: str, memory_bytes: int) -> Path | None:
+    """A new box cgroup under `parent` with its memory limit written; None (and no folder) where either fails."""
+    folder = parent / f"gate-box-{uuid.uuid4().hex[:12]}"
+    try:
+        folder.mkdir()
+    except OSError:
+        return None
+    if not _write(folder, limit_file, memory_bytes):
+        folder.rmdir()
+        return None
+    return folder
+
+
 def _v2(memory_bytes: int, processes: int) -> MemoryCap | None:
     own = _own(None)
     if own is None or not (CGROUP_FS / "cgroup.controllers").is_file():
@@ -128,15 +139,8 @@ def _v2(memory_bytes: int, processes: int) -> MemoryCap | None:
         enabled = (base / "cgroup.subtree_control").read_text().split()
     except OSError:
         return None
-    if "memory" not in enabled:
-        return None
-    folder = base / f"gate-box-{uuid.uuid4().hex[:12]}"
-    try:
-        folder.mkdir()
-    except OSError:
-        return None
-    if not _write(folder, "memory.max", memory_bytes):
-        folder.rmdir()
+    folder = _made(base, "memory.max", memory_bytes) if "memory" in enabled else None
+    if folder is None:
         return None
     _write(folder, "memory.swap.max", 0)
     pids = "pids" in enabled and _write(folder, "pids.max", processes)
@@ -149,13 +153,8 @@ def _v1(memory_bytes: int) -> MemoryCap | None:
     hierarchy = CGROUP_FS / "memory"
     if own is None or not (hierarchy / "memory.limit_in_bytes").is_file():
         return None
-    folder = hierarchy / own / f"gate-box-{uuid.uuid4().hex[:12]}"
-    try:
-        folder.mkdir()
-    except OSError:
-        return None
-    if not _write(folder, "memory.limit_in_bytes", memory_bytes):
-        folder.rmdir()
+    folder = _made(hierarchy / own, "memory.limit_in_bytes", memory_bytes)
+    if folder is None:
         return None
     swap = _write(folder, "memory.memsw.limit_in_bytes", memory_bytes)
     return MemoryCap(f"cgroup v1: memory.limit_in_bytes {memory_bytes} bytes for all its processes and "

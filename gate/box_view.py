@@ -91,10 +91,6 @@ def gate_checkout() -> Path | None:
     return root if (root / "pyproject.toml").exists() or (root / ".git").exists() else None
 
 
-def gate_package() -> Path:
-    return Path(gate.__file__).resolve().parent
-
-
 def python_paths(env: dict[str, str]) -> list[Path]:
     """The Python installation and the import path, never the gate's checkout or anything in it, nor
     `sys.path[0]` (the directory the gate was started from, or its script's: no installed package)."""
@@ -138,14 +134,13 @@ def view(*, readable: tuple[Path, ...], writable: tuple[Path, ...], hidden: tupl
     never = {Path("/"), *map(Path, SCRATCH_DIRS), *map(Path, COVERED_DIRS), *hidden}
     mounts = [*_system(), Mount("--dev", "", "/dev", "kernel"), Mount("--proc", "", "/proc", "kernel"),
               *_etc(identity)]
-    for path in SCRATCH_DIRS:
-        mounts.append(Mount("--tmpfs", "", path, "scratch", size=tmp_bytes, mode="1777"))
-    mounts += [Mount("--tmpfs", "", "/dev/shm", "scratch", size=tmp_bytes, mode="1777"),
-               Mount("--dir", "", "/tmp/home", "scratch", mode="0777")]
+    mounts += [Mount("--tmpfs", "", path, "scratch", size=tmp_bytes, mode="1777")
+               for path in (*SCRATCH_DIRS, "/dev/shm")]
+    mounts.append(Mount("--dir", "", "/tmp/home", "scratch", mode="0777"))
     mounts += [Mount("--tmpfs", "", path, "cover", size=1 << 20, mode="0755") for path in COVERED_DIRS]
     mounts += _binds(toolchain_paths(env), "--ro-bind", "toolchain", never)
     mounts += _binds(python_paths(env), "--ro-bind", "python", never)
-    mounts += _binds([gate_package()], "--ro-bind", "gate-package", never)
+    mounts += _binds([Path(gate.__file__).resolve().parent], "--ro-bind", "gate-package", never)
     inputs = [Path(cwd), *readable]
     mounts += _binds(inputs, "--ro-bind", "job-inputs", never)
     mounts += [_cover(path, identity) for path in hidden if path.exists() and _bound(path, mounts)]

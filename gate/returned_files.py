@@ -1,19 +1,16 @@
 """The return path from the box: the one way the parent opens a file that boxed code could have written.
 
-Everything in a job's artifacts folder was written by submitted code (the GPU child runs it, and it can
-write there). The parent runs as root, so a file it opens blindly can be anything root can read: code
+Everything in a job's artifacts folder was written by submitted code, and the parent runs as root: code
 in the child once made `x.ncu-rep -> /etc/shadow`, `build.log -> <the server's database>` and a link to
 `/proc/self/environ` (the server's tokens), and the parent copied the targets into its artifact store.
 
-`open_returned(root, relative, budget)` is the boundary. It walks `relative` one component at a time
-from a directory descriptor of `root` (`openat` with `O_NOFOLLOW`, so no component, directory or file,
-may be a symbolic link, and `..` is refused by name), opens the file with `O_NONBLOCK` (a FIFO never
-blocks the parent), then checks the open descriptor, never the path: only a regular file with one link
-(`st_nlink == 1`: a hard link is a second name of a file that lives elsewhere), within the per-file cap
-and what is left of the job's. What it refuses raises `Refused` with the reason; the caller names it in
-the job's evidence and reads nothing of it. `read_returned` and `copy_returned` are the two ways to take
-a file's bytes, both through it; `listed` walks a folder the same way (no link is followed while
-listing either).
+`open_returned` is the boundary (docs/security.md, "The return path"): it walks `relative` from a
+directory descriptor of `root` (`openat` with `O_NOFOLLOW`, `..` refused by name), opens the file with
+`O_NONBLOCK` (a FIFO never blocks the parent), then checks the open descriptor, never the path: a
+regular file with one link (a hard link is a second name of a file that lives elsewhere), within the
+per-file cap and what is left of the job's. A refusal raises `Refused` with the reason; the caller
+names it in the job's evidence and reads nothing of it. `read_returned`, `copy_returned` and `listed`
+go through it, or walk the same way.
 """
 
 from __future__ import annotations
@@ -90,9 +87,8 @@ def _kind(mode: int) -> str:
 
 
 def open_returned(root: Path, relative: str, budget: Budget) -> BinaryIO:
-    """`root/relative` opened for reading, if it is a regular file the box could hand back (see the
-    module doc); `Refused` otherwise. The caller must read at most the size `os.fstat` reports, which
-    this has already counted against `budget`."""
+    """`root/relative` opened for reading if the box may hand it back, else `Refused`. The caller reads at
+    most the size `os.fstat` reports, which this has counted against `budget`."""
     parts = _parts(relative)
     fds: list[int] = []
     try:
@@ -148,10 +144,8 @@ def copy_returned(root: Path, relative: str, target: Path, budget: Budget) -> Pa
 
 
 def listed(root: Path) -> list[str]:
-    """The relative names of every entry under `root` that is not a directory, walked through
-    directory descriptors without following a link (a linked directory is listed as its name, and
-    `open_returned` then refuses it). A folder nested deeper than `MAX_DEPTH` is listed as its name
-    too (it is refused, never walked: the parent's stack is no one else's to choose)."""
+    """The relative names of every entry under `root` but its directories, no link followed: a linked
+    directory, or one nested deeper than `MAX_DEPTH`, is listed as its name (`open_returned` refuses it)."""
     found: list[str] = []
     for name, _info, too_deep in _entries(root):
         if too_deep or not stat.S_ISDIR(_info.st_mode):
@@ -174,9 +168,8 @@ def usage_bytes(root: Path) -> int:
 
 
 def _entries(root: Path) -> Iterator[tuple[str, os.stat_result, bool]]:
-    """(relative name, lstat, not walked) of every entry under `root`, depth first, without recursion
-    and with at most `MAX_DEPTH` directories open at once. "Not walked": a directory nested too deep,
-    or one that could not be opened."""
+    """(relative name, lstat, not walked: too deep or not openable) of every entry under `root`, depth first,
+    without recursion (the parent's stack is no one else's to choose), at most `MAX_DEPTH` directories open."""
     try:
         top = os.open(root, _DIR_FLAGS)
     except OSError:

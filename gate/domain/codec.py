@@ -15,6 +15,10 @@ from functools import cache
 from typing import Any, TypeVar
 
 T = TypeVar("T")
+_hints = cache(typing.get_type_hints)
+# What JSON value each scalar type takes, and its words in an error; a bool is never read as a number.
+_SCALARS = {float: ((int, float), "a number"), int: (int, "an integer"), bool: (bool, "true/false"),
+            str: (str, "a string")}
 
 
 def to_json(obj: Any) -> Any:
@@ -28,11 +32,6 @@ def to_json(obj: Any) -> Any:
     if isinstance(obj, (list, tuple)):
         return [to_json(v) for v in obj]
     return obj
-
-
-@cache
-def _hints(cls: type) -> dict[str, Any]:
-    return typing.get_type_hints(cls)
 
 
 def from_json(cls: type[T], data: Any, *, path: str = "") -> T:
@@ -78,23 +77,12 @@ def _convert(tp: Any, data: Any, path: str) -> Any:
         return tp(**kwargs)
     if isinstance(tp, type) and issubclass(tp, Enum):
         return tp(data)
-    if tp is float:
-        if isinstance(data, bool) or not isinstance(data, (int, float)):
-            raise ValueError(f"{path}: expected a number, got {data!r}")
-        return float(data)
-    if tp is int:
-        if isinstance(data, bool) or not isinstance(data, int):
-            raise ValueError(f"{path}: expected an integer, got {data!r}")
-        return data
-    if tp is bool:
-        if not isinstance(data, bool):
-            raise ValueError(f"{path}: expected true/false, got {data!r}")
-        return data
-    if tp is str:
-        if not isinstance(data, str):
-            raise ValueError(f"{path}: expected a string, got {data!r}")
-        return data
-    raise TypeError(f"{path}: unsupported type {tp!r}")
+    if tp not in _SCALARS:
+        raise TypeError(f"{path}: unsupported type {tp!r}")
+    accepted, words = _SCALARS[tp]
+    if not isinstance(data, accepted) or (isinstance(data, bool) and tp is not bool):
+        raise ValueError(f"{path}: expected {words}, got {data!r}")
+    return float(data) if tp is float else data
 
 
 def named_object(ref: str) -> Any:

@@ -80,8 +80,8 @@ class JobRequest:
     artifacts_dir: str
     baseline: Checkout | None = None
     options: RunOptions = field(default_factory=RunOptions)
-    # Profile the baseline too: the parent says so when a rule reads its profile (the verdict's
-    # catalogue knows which), since a second ncu session costs about 6 s on an H200.
+    # Profile the baseline too (a second ncu session, about 6 s on an H200): `executors.plan.request_for`
+    # asks for it whenever there is a baseline, for the relative ncu rules and the source-line diff.
     profile_baseline: bool = False
     # The timing method ("graph" or "events") this kernel's history used per `method_key`, in this
     # environment: the child keeps it, so one history never mixes methods (issue 25). Empty: the
@@ -101,9 +101,7 @@ class JobRequest:
 # initialiser that aborts) is charged to that step by the parent (`executors.child`).
 LOADING_MODULE = "loading the built module"
 # The `running` details of the bench around its CUDA graph captures: a child that dies while capturing
-# (a kernel whose own error check exits the process on a host synchronisation it may not do under
-# capture) died of the gate's choice of method, not of the kernel; the parent runs the job again,
-# timed with events (`executors.job`). After the captures: timing.
+# died of the gate's choice of method, and runs again timed with events (`executors.job.died_capturing`).
 CAPTURING_GRAPHS = "capturing CUDA graphs"
 TIMING = "timing"
 

@@ -25,9 +25,7 @@ def weighted(kernels: list[KernelMetrics], metric: str) -> float | None:
 
 
 def shape_figure(kernels: list[KernelMetrics], metric: Metric) -> float | None:
-    """The one figure of `metric` for a shape's launches, as the rules judge it and the history
-    stores it: the worst launch where the metric says so (`MetricInfo.worst_launch`), else the
-    duration-weighted mean."""
+    """The one figure of `metric` for a shape's launches, as the rules judge it and the history stores it."""
     if not metric.info.worst_launch:
         return weighted(kernels, metric)
     values = [v for v in (getattr(k, metric) for k in kernels) if v is not None]

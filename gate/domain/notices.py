@@ -1,11 +1,5 @@
 """Values that cross between the notifications and the storage without either importing the other.
 
-    JobFacts          what a message about a job needs, read once from its rows by the storage
-    Notice            an event the storage committed (jobs queued, a verdict, jobs cancelled)
-    Delivery          an outbound message a listener made: stored (the outbox) before it is sent
-    StoredDelivery    a delivery read back from the outbox: its id and how often it was tried
-    DeliveryResult    what sending a stored delivery did, for the storage to record on its row
-
 The storage stores a `Notice` in the event's own transaction and returns it; only once that
 committed does the executor or the service hand it to its `gate.notify.Notifier`, and the deliveries
 it gets back go to `gate.storage.outbox` in the transaction that takes (deletes) the notice. An event
@@ -32,7 +26,7 @@ class DeliveryState(StrEnum):
 
 @dataclass(frozen=True)
 class JobFacts:
-    """One job of one revision, as the messages about it name it."""
+    """One job of one revision, as the messages about it name it (read once from its rows by the storage)."""
 
     job_id: int
     kernel: str
@@ -48,7 +42,7 @@ class JobFacts:
 
 @dataclass(frozen=True)
 class Delivery:
-    """An outbound message: where it goes, what it carries, which job it is about."""
+    """An outbound message a listener made, stored (the outbox) before it is sent."""
 
     target: str                    # github_status | check_run | webhook
     url: str
@@ -58,6 +52,8 @@ class Delivery:
 
 @dataclass(frozen=True)
 class StoredDelivery:
+    """A delivery read back from the outbox: its id and how often it was tried."""
+
     id: int
     target: str
     url: str
@@ -69,7 +65,7 @@ class StoredDelivery:
 
 @dataclass(frozen=True)
 class DeliveryResult:
-    """The row's new state; None leaves a field as it is."""
+    """What sending a stored delivery did, for the storage to record on its row; None leaves a field as it is."""
 
     state: DeliveryState
     attempts: int

@@ -1,15 +1,10 @@
 """Reusing an earlier job's measurement: where reused figures came from, and how every surface says so.
 
-A job whose inputs (sources and headers, the kernel's manifest entry less its gates, the toolchain,
-the GPU environment, the measuring options) *and* its baseline's inputs equal those of a job already
-measured on this worker's environment takes that job's whole result: correctness, the interleaved
-timing of the very same pair, and the profile. A reused candidate figure is never set against a
-freshly measured baseline: that would not be an interleaved comparison (docs/reuse.md). The verdict
-is decided again from the reused result with the current gates, so a changed threshold still applies.
-
-One side's profile is the exception: a profile is one side measured alone (no interleaving), so a
-baseline whose inputs equal an earlier job's candidate's takes that candidate's stored profile rather
-than a second ncu session (`ReusedProfile`).
+A job whose inputs and its baseline's equal those of a job already measured on this environment takes
+that job's whole result, and the verdict is decided again with the current gates; a reused candidate
+figure is never set against a freshly measured baseline, which would not be interleaved. The one
+exception is a profile (one side measured alone): a baseline whose inputs equal an earlier job's
+candidate's takes that candidate's stored profile (`ReusedProfile`). docs/reuse.md says why.
 """
 
 from __future__ import annotations

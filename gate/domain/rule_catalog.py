@@ -1,10 +1,8 @@
 """The rule catalogue: one row per rule, the one place a rule is declared.
 
-A row names the rule and says what it reads, its bound, unit and words, its manifest key (the rule's
-name unless `key_name` says otherwise) with the key's type, default and limits, its stored figure and
-chart, and its kind, which picks the builder that judges it (`gate.verdict.decide.BUILDERS`). The rule
-names (`Rule`), the manifest's keys (`gate.domain.manifest.Gates`) and their validation, the messages'
-operators, the kernel page's charts and docs/manifest.md's gate table (`manifest_table()`) follow.
+A row (`RuleSpec`) says what the rule reads and how it is bound, worded, keyed, stored and charted, and
+its kind picks the builder that judges it (`gate.verdict.decide.BUILDERS`). The rest follows from the
+rows (docs/architecture.md, step 5 of adding a rule), docs/manifest.md's gate table too (`manifest_table()`).
 
 It lives in the domain, not beside the verdict's builders, because `Gates` is made from it and travels
 to the GPU child in the `KernelSpec` (the bench reads the latency threshold, correctness the error

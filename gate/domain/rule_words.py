@@ -7,8 +7,8 @@ from gate.domain.rule_catalog import CATALOG, Kind
 from gate.domain.verdict import RuleRow
 from gate.domain.wording import format_value
 
-# Rules whose threshold bounds a change against the baseline, not the figure itself.
-INCREASE_RULES = frozenset(s.rule for s in CATALOG if s.kind is Kind.STATIC_INCREASE)
+# Rules whose threshold bounds a change against the baseline, not the figure itself (not the shown-only static_delta).
+INCREASE_RULES = frozenset(s.rule for s in CATALOG if s.kind is Kind.STATIC_INCREASE and s.keyed)
 
 
 def threshold_words(row: RuleRow) -> str:

@@ -1,22 +1,14 @@
 """Per-source-line and per-SASS-instruction counters of one profiled launch (stdlib only).
 
-Nsight Compute's SourceCounters section counts per SASS instruction; a build with `-lineinfo` maps
-each instruction to a source file and line. What is kept of a launch is small: the per-line totals
-of every line that has any count (what a diff against the baseline needs) and the instructions
-with the largest counts, each with its line, so a diff can still point at code when lines moved.
-
-`LinesDiff` is what `gate.verdict.lines` makes of a candidate launch against the baseline's: the
-lines (or, without line information, instructions) that gained most.
-
-Counters (all per launch, summed over the instructions of a line):
-- `stall_samples`: warp-state samples that landed on the instruction (`smsp__pcsamp_sample_count`).
-  Their number depends on the kernel's length and ncu's sampling interval, so they are compared as a
-  share of the launch's samples, never as raw counts between two launches.
-- `smem_excess_wavefronts`: shared-memory wavefronts beyond the ideal, i.e. bank conflicts
-  (`derived__memory_l1_wavefronts_shared_excessive`).
-- `global_sectors`: L2 sectors the instruction's global accesses touch
-  (`memory_l2_theoretical_sectors_global`).
-- `inst_executed`: warp-level instructions executed (`inst_executed`).
+Nsight Compute's SourceCounters section counts per SASS instruction; `-lineinfo` maps each to a
+source line. A launch keeps the per-line totals of every line with a count (what a diff against the
+baseline needs) and its top instructions, each with its line, so a diff can still point at code when
+lines moved. `LinesDiff` is what `gate.verdict.lines` makes of a candidate launch against the
+baseline's. The counters, per launch and summed over a line's instructions (docs/source-lines.md):
+`stall_samples` (`smsp__pcsamp_sample_count`; their number follows the kernel's length and ncu's
+sampling interval, so they compare only as a share of the launch's), `smem_excess_wavefronts` (bank
+conflicts, `derived__memory_l1_wavefronts_shared_excessive`), `global_sectors`
+(`memory_l2_theoretical_sectors_global`) and `inst_executed`.
 """
 
 from __future__ import annotations

@@ -52,8 +52,7 @@ def reason_beside(outcome: str, reason: str | None) -> str:
 
 
 def progress_line(state: str, progress: str | None) -> str:
-    """A job's state and progress on one line, the state said once ("done: incomplete", never
-    "done: done: incomplete")."""
+    """A job's state and progress on one line, the state said once: never "done: done: incomplete"."""
     rest = reason_beside(state, progress)
     return f"{state}: {rest}" if rest else state
 

@@ -1,9 +1,8 @@
 """Running one claimed job to a stored verdict, wherever it runs (a server thread, a Celery worker).
 
-`run_claimed` reads the job's order through a unit of work (`gate.storage.claims.Claims`), hands it
-to the pipeline (`gate.executors.job`) with the history of the order's repository, beats the job's
-heartbeat meanwhile, and stores the outcome or the error (`gate.storage.outcomes.Outcomes`); only
-once that committed is the verdict announced (`gate.services.announce`).
+`run_claimed` reads the job's order (`gate.storage.claims.Claims`), runs it (`gate.executors.job`) with
+its repository's history while beating its heartbeat, and stores the outcome or the error
+(`gate.storage.outcomes.Outcomes`); only once that committed is the verdict announced.
 """
 
 from __future__ import annotations
@@ -50,11 +49,10 @@ class JobEnvironment:
 
 def run_claimed(env: JobEnvironment, job_id: int, attempt: int, cancel: threading.Event | None = None,
                 spares: Spares | None = None, gpu: Gpu | None = None) -> None:
-    """Run a job this worker has claimed and store its outcome. Never raises for a job's failure:
-    a GateError or any unexpected exception becomes verdict `error` with the message. `cancel` stops
-    the job (nothing is stored): set by the executor when the job is cancelled, or by a heartbeat that
-    finds the job no longer this attempt's. `spares`: this worker thread's (`gate.executors.spare`);
-    `gpu`: its slot's, the only GPU the job's child sees (None: every GPU)."""
+    """Run a job this worker has claimed and store its outcome. Never raises for a job's failure: a GateError
+    or a bug becomes verdict `error` with the message. `cancel` stops the job, storing nothing (set on
+    cancellation, or by a heartbeat that finds the job no longer this attempt's). `spares`: this worker
+    thread's; `gpu`: its slot's, the only GPU the job's child sees (None: every GPU)."""
     cancel = cancel or threading.Event()
     with env.store.unit() as uow:
         order = uow.group(Claims).order(job_id)

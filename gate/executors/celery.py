@@ -2,13 +2,11 @@
 
 The database stays the source of truth. The server sends `run_job(job_id)` for each queued job to the
 queue of its GPU kind (`gate.<kind>`; `gate.any` for jobs any GPU may run). The task claims the row by
-id with the same atomic claim as the local executor, so a message delivered twice (a worker died
-before acking, the server re-sent at start-up) runs the job at most once at a time and stores one verdict.
-
-A worker killed mid-job stops beating; the server's `OrphanSweeper` re-queues and re-sends its job
-(`liveness.py`: 70 s with the defaults), without a restart. The dead worker's unacknowledged message
-comes back after Redis's visibility timeout; by then the job is done or running elsewhere with a fresh
-heartbeat, and the claim drops it.
+id with the same atomic claim as the local executor, so a message delivered twice runs the job at most
+once at a time and stores one verdict. A worker killed mid-job stops beating; the server's
+`OrphanSweeper` re-queues and re-sends its job (70 s with the defaults); the dead worker's
+unacknowledged message, back after Redis's visibility timeout, finds the job done or running
+elsewhere, and the claim drops it.
 """
 
 from __future__ import annotations
@@ -111,8 +109,8 @@ class CeleryExecutor:
         self.sweeper.stop()
 
     def cancel(self, job_ids: list[int]) -> None:
-        """Nothing to send: a queued job's message is dropped by the claim (the row is no longer
-        queued), and a worker running one kills its child at its next heartbeat (`run_claimed`)."""
+        """Nothing to send: the claim drops a cancelled job's message; a worker running one kills its child
+        at its next heartbeat (`run_claimed`)."""
 
     def wake(self) -> None:
         try:

@@ -1,17 +1,14 @@
-"""The GPU child of a job: `run_child` writes its request, starts it in its box (or tells a spare to
-go), follows it, and turns how it ended into the job's `JobResult` or the gate's error.
+"""The GPU child of a job: `run_child` writes its request, starts the child in its box or tells a spare
+(`gate.executors.spare`) to go, follows it, and turns how it ended into the job's `JobResult` or the
+gate's error. `launch` is the one place a child's box and environment are made: a slot's child sees
+its GPU alone and runs on the cores near it (`slot_note` says so). `ChildProcess.supervise` streams its
+events to the caller and kills its process group on cancel (`JobCancelled`), on the timeout, or past
+the box's disk cap.
 
-`launch` is the one place a child's box and environment are made: a slot's child sees its GPU alone
-(its UUID in CUDA_VISIBLE_DEVICES, its node in the box) and runs on the cores near it, and its result
-notes them and how busy the other GPUs were (`slot_note`). A job's child and a spare
-(`gate.executors.spare`) are the same `ChildProcess`: `supervise` streams its events to the caller
-and kills its process group on cancel (`JobCancelled`), on the timeout, or past the box's disk cap.
-
-Nothing the child writes is believed: its result JSON is read through `gate.returned_files` (regular
-files under its folder, no link followed). A child that dies inside a stage (signal, CUDA fault,
-timeout, the box's memory or disk cap) did so because of the kernel: the stage that was running (the
-last `started` event without an end) becomes FAILED with the signal, exit code, stderr tail, timeout
-or cap, and the job ends in `reject`. One that dies outside a stage is the gate's problem: `RunnerError`.
+Nothing the child writes is believed: its result JSON is read through `gate.returned_files`. A child
+that dies inside a stage (signal, CUDA fault, timeout, the box's memory or disk cap) did so because of
+the kernel: the stage that was running (the last `started` event without an end) becomes FAILED with
+the evidence, and the job ends in `reject`. One that dies outside a stage is the gate's: `RunnerError`.
 """
 
 from __future__ import annotations
@@ -79,10 +76,10 @@ class Launch:
 
 def launch(folder: Path, options: RunOptions, checkouts: tuple[Path, ...], hidden: tuple[Path, ...],
            gpu: devices.Gpu | None = None) -> Launch:
-    """A child's box (it writes its folder and the object cache, reads its checkouts, the precompiled
-    torch headers, which every later job's binding compiles with, and the host's compile places, and
-    sees nothing of `hidden`) and its environment (it imports the same `gate` package as this
-    process, wherever it is installed). `gpu`: a slot's, the only GPU it sees; None: every GPU."""
+    """A child's box (it writes its folder and the object cache; reads its checkouts, the precompiled torch
+    headers, which every later job's binding compiles with, and the host's compile places; sees nothing of
+    `hidden`; `gpu` alone, or every GPU for None) and its environment (it imports the same `gate` package
+    as this process, wherever it is installed)."""
     writable = (Path(folder), *((Path(options.build_cache_dir),) if options.build_cache_dir else ()))
     pch = options.pch_path
     if pch is not None and any(pch.resolve().is_relative_to(w.resolve()) for w in writable):
@@ -116,11 +113,10 @@ def run_child(request: JobRequest, timeout_s: float, on_event: Callable[[Progres
               *, command: list[str] | None = None, hidden: tuple[Path, ...] = (),
               cancel: threading.Event | None = None, budget: Budget | None = None,
               child: ChildProcess | None = None, gpu: devices.Gpu | None = None) -> JobResult:
-    """One job's stages in a child process: its `JobResult` (see the module doc), whose first note says
-    what bounded the box (and the next, for a slot's `gpu`, which GPU and cores it had). `child`: a
-    spare whose box was made with this request's folders (and `gpu`), told to go; else one is
-    started, hiding `hidden` (the data dir), with `command` if given (tests stand in a crashing
-    child). `budget` counts what the child hands back (the caller takes the rest with it)."""
+    """One job's stages in a child process: its `JobResult`, whose first notes say what bounded the box and,
+    for a slot's `gpu`, which GPU and cores it had. `child`: a spare made with this request's folders, told
+    to go; else one is started, hiding `hidden`, running `command` if given (tests stand in a crashing
+    child). `budget` counts what the child hands back."""
     budget = budget if budget is not None else Budget()
     folder = Path(request.artifacts_dir)
     folder.mkdir(parents=True, exist_ok=True)
@@ -242,9 +238,8 @@ class ChildProcess:
             ending.take(line)
 
     def _ended(self, ending: Ending, stopped: str | None, timeout_s: float) -> Ending:
-        # The cgroup kills the biggest process, often a grandchild (a compiler): a child that then fails
-        # or hangs failed because the box ran out of memory, and says so; one that still ends cleanly
-        # keeps its result (a compile killed this way is already that stage's failure) with a note.
+        # The cgroup kills the biggest process, often a grandchild (a compiler): a child that then fails or
+        # hangs ran out of box memory, and says so; one that ends cleanly keeps its result, with a note.
         ending.returncode = returncode = box.returncode(self.proc.returncode)
         memory = self.proc.memory
         oom = memory.oom_killed()
@@ -292,10 +287,8 @@ def _drain(lines: queue.Queue, reader: threading.Thread, timeout_s: float = 5.0)
     """Empty the event queue until its reader ends (it may wait on a full queue after we stopped)."""
     deadline = time.monotonic() + timeout_s
     while reader.is_alive() and time.monotonic() < deadline:
-        try:
+        with contextlib.suppress(queue.Empty):
             lines.get(timeout=0.05)
-        except queue.Empty:
-            pass
 
 
 def _read_result(folder: Path, budget: Budget) -> JobResult:

@@ -1,23 +1,22 @@
 """The parent side of one job: order -> sources -> plan -> measure -> take back -> judge.
 
-`gate_job(order, context)` is the one entry: the executors and `gate run` call it through
-`load_gate_job` (tests swap it with GATE_TEST_PIPELINE=module:function). It checks out both sides,
-reads their manifests, asks the history about the request's reuse keys (docs/reuse.md) and lets
-`gate.executors.plan` decide; then it measures (the GPU child, or none), takes back the files worth
-keeping from the box's folder, which submitted code controls (through `gate.returned_files`, into
-`artifacts/<key>`; refused files are named on the job), and judges (`gate.verdict.decide`). The
-checkouts and the box's folder go when the job ends; the artifacts stay for the caller to keep.
+`gate_job(order, context)` is the one entry (tests swap it with GATE_TEST_PIPELINE=module:function).
+It checks out both sides, reads their manifests, lets `gate.executors.plan` decide on the history's
+answers (docs/reuse.md), measures (the GPU child, or none), takes back the files worth keeping from
+the box's folder, which submitted code controls (through `gate.returned_files`, into `artifacts/<key>`;
+refused files are named on the job), and judges (`gate.verdict.decide`). The checkouts and the box's
+folder go when the job ends; the artifacts stay for the caller to keep.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
 import os
 import threading
 import uuid
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -115,7 +114,7 @@ def check_out(order: JobOrder, mirror: Mirror, workspace: Path, emit: Emit) -> S
     return Sources(candidate, None if new_kernel else baseline, spec, new_kernel, declared)
 
 
-@contextmanager
+@contextlib.contextmanager
 def measure(plan: JobPlan, context: JobContext, hidden: tuple[Path, ...]) -> Iterator[tuple[JobResult, Path, Budget]]:
     """The child's result, its folder and what it handed back so far, while the folder lasts. A
     waiting spare runs it when there is one, and the next job's is started once this child is done."""
@@ -143,8 +142,7 @@ def measure(plan: JobPlan, context: JobContext, hidden: tuple[Path, ...]) -> Ite
 
 def _measured(request: JobRequest, spare: Spare | None, context: JobContext, hidden: tuple[Path, ...],
               budget: Budget) -> JobResult:
-    """The child's result; a child that died while capturing CUDA graphs died of the gate's choice of
-    method, not of the kernel: the job runs once more, with events."""
+    """The child's result; one that died capturing CUDA graphs (`died_capturing`) is run once more, with events."""
     spec, emit, note = request.kernel, context.on_event, spare.note() if spare is not None else None
     result = run_child(request, timeout_s=spec.timeout_s, on_event=emit, hidden=hidden, cancel=context.cancel,
                        budget=budget, child=spare.child if spare is not None else None, gpu=context.gpu)
@@ -152,7 +150,8 @@ def _measured(request: JobRequest, spare: Spare | None, context: JobContext, hid
         return result if note is None else dataclasses.replace(result, notes=[*result.notes, note])
     emit(ProgressEvent(stage=Stage.BENCH, side=Side.JOINT, state="running", detail=EVENTS_RERUN))
     remove(Path(request.artifacts_dir))
-    request = dataclasses.replace(request, kept_methods=events_everywhere(spec))
+    events = {method_key(shape.label, dtype): "events" for shape in spec.shapes for dtype in spec.dtypes}
+    request = dataclasses.replace(request, kept_methods=events)
     result = run_child(request, timeout_s=spec.timeout_s, on_event=emit, hidden=hidden, cancel=context.cancel,
                        budget=budget, gpu=context.gpu)
     return dataclasses.replace(result, notes=[*result.notes, f"{EVENTS_RERUN}: its first child {died}"])
@@ -169,34 +168,26 @@ def named_gpu(result: JobResult, gpu: Gpu | None) -> JobResult:
 
 
 def died_capturing(result: JobResult) -> str | None:
-    """How the child died while the bench captured CUDA graphs (`CAPTURING_GRAPHS`), or None. A call
-    that synchronises the host (`cudaDeviceSynchronize` in a CuTe repository's every call) may not run
-    under capture, and a kernel whose own error check then exits ends the child: the gate chose the
-    graph, so the job runs again timed with events, which such a call allows."""
+    """How the child died while the bench captured CUDA graphs (`CAPTURING_GRAPHS`), or None. A call that
+    synchronises the host (`cudaDeviceSynchronize` in a CuTe repository's every call) may not run under
+    capture, and a kernel whose own error check then exits ends the child: the gate chose the graph, so
+    the job runs again timed with events."""
     bench = result.bench
     if bench is None or bench.status is not StageStatus.FAILED or f", {CAPTURING_GRAPHS})" not in bench.reason:
         return None
     return bench.reason
 
 
-def events_everywhere(spec: KernelSpec) -> dict[str, str]:
-    """`JobRequest.kept_methods` that times every shape of `spec` with events."""
-    return {method_key(shape.label, dtype): "events" for shape in spec.shapes for dtype in spec.dtypes}
-
-
 def take_back(result: JobResult, folder: Path, budget: Budget, artifacts: Path,
               emit: Emit) -> tuple[JobResult, list[tuple[str, str]]]:
-    """The files worth keeping, copied out of the child's folder each through `copy_returned`, and the
-    result with a note for each file refused."""
+    """The files worth keeping, copied out through `copy_returned`, and the result noting each refused."""
     kept = []
     for name in listed(folder):
         kind = "ncu_report" if name.endswith(".ncu-rep") else ARTIFACT_KINDS.get(Path(name).name)
         if kind is None:           # not kept, and never read
             continue
-        try:
+        with contextlib.suppress(Refused):      # the budget keeps its reason for the evidence
             kept.append((kind, str(copy_returned(folder, name, artifacts / name, budget))))
-        except Refused:
-            continue
     emit(ProgressEvent(stage=Stage.BOX, side=Side.JOINT, state="passed",
                        detail=result.notes[0] if result.notes else "the child wrote no note on its box"))
     refused = budget.evidence()

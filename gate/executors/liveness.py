@@ -1,13 +1,10 @@
 """Who runs a job, and whether that worker still lives: unique worker ids and the orphan sweeper.
 
-A worker id is `<executor>@<host>/<role>/<pid>:<slot>`: two `gate worker`s on one host (or a server
-and a worker) never share one, so neither mistakes the other's live job for its own leftover. A job is
-an orphan when its worker's heartbeat is older than `claims.STALE_AFTER_S`, or at once when its worker
-was a process of this host that no longer exists (a restart finds its own leftovers without waiting).
-
-`OrphanSweeper` runs that check every `sweep_s` in the server (and in every local executor) and hands
-the re-queued ids to the executor, which sends them again: a worker killed mid-job has its job run
-elsewhere within `stale_after_s + sweep_s` plus the time a free worker takes to pick it up, and the
+A worker id (`worker_id`) names executor, host, role, pid and slot: two `gate worker`s on one host
+never share one, so neither mistakes the other's live job for its own leftover. A job is an orphan
+when its worker's heartbeat is older than `claims.STALE_AFTER_S`, or at once when its worker was a
+process of this host that no longer exists (a restart finds its own leftovers without waiting).
+`OrphanSweeper` re-queues them every `sweep_s` and hands their ids to the executor to send again; the
 attempt check in `store_outcome` keeps a late result of the dead attempt from being stored.
 """
 

@@ -1,11 +1,9 @@
 """The embedded executor: one slot per GPU (one in all with no GPU), each a thread taking jobs from the
 database one after another and running them on its GPU alone (`gate.executors.child.launch`).
 
-Used inside `gate serve` and by `gate worker` with GATE_EXECUTOR=local (a database-polling worker).
-Its GPUs are `devices.slot_gpus`: those `gate worker --gpu` names, else those CUDA_VISIBLE_DEVICES
-leaves visible, else every GPU nvidia-smi lists. At start, and then every `sweep_s`, its
-`OrphanSweeper` re-queues the jobs dead workers left running (`liveness.py`). `cancel(job_ids)`
-stops the jobs this process runs at once (their children's process groups are killed).
+Used inside `gate serve` and by `gate worker` with GATE_EXECUTOR=local. Its GPUs are
+`devices.slot_gpus`. Its `OrphanSweeper` re-queues what dead workers left running, at start and every
+`sweep_s`; `cancel(job_ids)` kills the children of the jobs this process runs at once.
 """
 
 from __future__ import annotations
@@ -113,8 +111,7 @@ class LocalExecutor:
         return True
 
     def drain(self) -> int:
-        """Run queued jobs in this thread, on the first slot, until none is left (`gate worker
-        --once`); how many ran."""
+        """Run queued jobs here on the first slot until none is left (`gate worker --once`); how many ran."""
         slot = self._slots()[0]
         count = 0
         while not self._stop.is_set() and self.run_once(slot):

@@ -1,10 +1,9 @@
 """A job's plan, decided before anything is measured: pure functions of values, no I/O.
 
-`request_for` turns the order and its sources into the child's request; `plan_job` takes the
-history's answers for that request's keys (docs/reuse.md) and decides: an earlier job's whole result
-stands (no child starts), or the pair is measured, with an earlier candidate's profile standing for
-the baseline's when one had the baseline's inputs. `reused_result` and `with_baseline_profile` make
-the result those decisions imply, as new values.
+`request_for` makes the child's request; `plan_job` decides on the history's answers (docs/reuse.md):
+an earlier job's whole result stands (no child starts), or the pair is measured, with an earlier
+candidate's profile standing for the baseline's when one had its inputs. `reused_result` and
+`with_baseline_profile` make the results those decisions imply.
 """
 
 from __future__ import annotations

@@ -40,20 +40,13 @@ _MEASURING_OPTIONS = ("gpu_stages", "profile", "bench_budget_s", "target_rel_se_
                       "correctness_seeds", "ncu_clock_control", "clock_policy")
 
 
-class _Hash:
-    def __init__(self) -> None:
-        self._h = hashlib.sha256()
-
-    def part(self, label: str, data: bytes) -> None:
-        # Length-prefixed parts: no two different inputs make the same byte stream.
-        self._h.update(f"{label}:{len(data)}:".encode())
-        self._h.update(data)
-
-    def hexdigest(self) -> str:
-        return self._h.hexdigest()
+def _part(h: hashlib._Hash, label: str, data: bytes) -> None:
+    """Feed `h` one length-prefixed part: no two different inputs make the same byte stream."""
+    h.update(f"{label}:{len(data)}:".encode())
+    h.update(data)
 
 
-def side_inputs(spec: KernelSpec, root: Path, h: _Hash) -> None:
+def side_inputs(spec: KernelSpec, root: Path, h: hashlib._Hash) -> None:
     """Feed `h` what one side's build and measurement read from the checkout at `root`."""
     root = Path(root).resolve()
     dirs = [root, *(root / d for d in map(compile_flags.include_dir, spec.nvcc_flags)
@@ -62,15 +55,15 @@ def side_inputs(spec: KernelSpec, root: Path, h: _Hash) -> None:
     for name in spec.sources:
         source = (root / name).resolve()
         if not source.is_file():        # the build fails visibly; the key just says "absent"
-            h.part("missing", name.encode())
+            _part(h, "missing", name.encode())
             continue
         files[source] = None
         files.update(dict.fromkeys(local_includes(source, dirs, root)))
     if spec.workload not in BUILT_IN_WORKLOADS:
         files.update(dict.fromkeys(p.resolve() for p in sorted(root.rglob("*.py")) if ".git" not in p.parts))
     for path in sorted(files):
-        h.part("name", path.relative_to(root).as_posix().encode())
-        h.part("bytes", path.read_bytes())
+        _part(h, "name", path.relative_to(root).as_posix().encode())
+        _part(h, "bytes", path.read_bytes())
 
 
 def measuring_request(request: JobRequest) -> bytes:
@@ -92,11 +85,11 @@ def _torch_version() -> str:
 @cache
 def measuring_code() -> str:
     """sha256 of the gate's own measuring modules: a new gate version measures anew."""
-    h = _Hash()
+    h = hashlib.sha256()
     package = Path(gate.__file__).parent
     for folder in _MEASURING_CODE:
         for path in sorted((package / folder).rglob("*.py")):
-            h.part(path.relative_to(package).as_posix(), path.read_bytes())
+            _part(h, path.relative_to(package).as_posix(), path.read_bytes())
     return h.hexdigest()
 
 
@@ -113,32 +106,28 @@ def environment_inputs(options: RunOptions, gpu: Gpu | None = None) -> str:
 
 
 def side_key(spec: KernelSpec, root: Path, environment: str) -> str:
-    """What one side's own measurements (build, static figures, profile) depend on: its sources and
-    headers, the kernel's manifest entry less its gates (shapes, dtypes, archs, flags, profile
-    settings) and the environment (toolchain, ncu, GPUs, measuring options). A candidate's key equal
-    to a later job's baseline's means that baseline's profile was measured already (docs/reuse.md);
-    '' when `environment` is '' (no GPU seen)."""
+    """What one side's own measurements (build, static figures, profile) depend on: its sources and headers,
+    the kernel's manifest entry less its gates, and the environment. A candidate's key equal to a later job's
+    baseline's means that baseline's profile was measured already; '' without a GPU."""
     if not environment:
         return ""
-    h = _Hash()
-    h.part("environment", environment.encode())
-    h.part("kernel", json.dumps(to_json(dataclasses.replace(spec, gates=None)), sort_keys=True).encode())
+    h = hashlib.sha256()
+    _part(h, "environment", environment.encode())
+    _part(h, "kernel", json.dumps(to_json(dataclasses.replace(spec, gates=None)), sort_keys=True).encode())
     side_inputs(spec, Path(root), h)
     return h.hexdigest()
 
 
 def job_keys(request: JobRequest, environment: str) -> ReuseKeys:
-    """The job's key, which it shares with an earlier one exactly when that one's result may stand
-    for it (both sides' `side_key`, each of the kernel as that side is built, and the rest of the
-    request), and the two side keys; all ''
-    (never reused) when `environment` is '' (no GPU seen)."""
+    """The job's key (both sides' `side_key`, each of the kernel as that side is built, and the rest of the
+    request: equal exactly when an earlier result may stand for it) and the two side keys; all '' without a GPU."""
     if not environment:
         return ReuseKeys()
     candidate = side_key(request.spec(Side.CANDIDATE), Path(request.candidate.path), environment)
     baseline = "" if request.baseline is None else side_key(request.spec(Side.BASELINE), Path(request.baseline.path),
                                                             environment)
-    h = _Hash()
-    h.part("request", measuring_request(request))
-    h.part("candidate", candidate.encode())
-    h.part("baseline", baseline.encode() if request.baseline is not None else b"none")
+    h = hashlib.sha256()
+    _part(h, "request", measuring_request(request))
+    _part(h, "candidate", candidate.encode())
+    _part(h, "baseline", baseline.encode() if request.baseline is not None else b"none")
     return ReuseKeys(job=h.hexdigest(), candidate=candidate, baseline=baseline)

@@ -1,17 +1,15 @@
 """A GPU child started before its job, so that the next job begins at its stages.
 
 Every child first imports torch and makes a CUDA context: 5.4 s on an H100 (docs/measurements.md). An
-executor running jobs one after another starts the next job's child as soon as one ends
-(`Spares.refill`): the same `ChildProcess` (`python -m gate.runner --spare`), which does that work,
-starts both sides' profile sessions (`pipeline.ahead.start_early`) and waits. The next job takes it
-(`Spares.take`), moves its checkouts into the folders its box was made with (`Spare.adopt`), writes
-the request and says go (`run_child(child=)`).
+executor running jobs one after another starts the next job's child as soon as one ends (`refill`):
+the same `ChildProcess` (`gate.runner --spare`), which does that work, starts both sides' profile
+sessions (`pipeline.ahead.start_early`) and waits. The next job takes it, moves its checkouts into the
+folders its box was made with (`adopt`: `box/` writable, `candidate/` and `baseline/` read-only;
+`hidden` covers the rest of the data folder), writes the request and says go.
 
-Its box is made on folders chosen first under `root`, one set per spare: `box/` (writable),
-`candidate/` and `baseline/` (read-only); `hidden` covers the rest of the data folder. A spare serves
-one job; nothing of a submission's is in its box before the go. One that died while waiting, or made
-for other options (their object cache, their ncu), is not used. Its idle CUDA contexts sit on the GPU
-between jobs: beside a serial executor's own next child, never beside timed work.
+A spare serves one job; nothing of a submission's is in its box before the go. One that died while
+waiting, or made for other options (their object cache, their ncu), is not used. Its idle CUDA
+contexts sit on the GPU between jobs: beside a serial executor's own next child, never beside timed work.
 """
 
 from __future__ import annotations
@@ -48,8 +46,7 @@ class Spare:
         return f"the child was started {time.monotonic() - self.child.started:.1f} s before its job's go (a spare)"
 
     def adopt(self, request: JobRequest) -> JobRequest:
-        """`request` moved into this spare's folders: each checkout's entries into `candidate/` or
-        `baseline/` (a rename where both lie on one file system, else a copy), its box folder this one's."""
+        """`request` moved into this spare's folders (a rename on one file system, else a copy)."""
         def moved(checkout: Checkout | None, side: str) -> Checkout | None:
             if checkout is None:
                 return None
@@ -113,8 +110,7 @@ class Spares:
 
 
 def for_worker(data_dir: Path, worker: str, enabled: bool, gpu: devices.Gpu | None = None) -> Spares | None:
-    """The spares of one worker (an executor's slot thread, a Celery worker process), which runs its
-    jobs one after another on `gpu`: None where it does not ask for them or has no GPU."""
+    """The spares of one worker that runs its jobs one after another on `gpu`; None without GPUs or the setting."""
     if not (enabled and devices.gpu_nodes()):
         return None
     data_dir = Path(data_dir).resolve()

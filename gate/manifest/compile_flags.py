@@ -1,9 +1,8 @@
 """The compiler flags a manifest may add (`nvcc_flags`, `cxx_flags`): an allowlist.
 
 Repositories build their extensions with flags of their own (causal-conv1d's setup.py: `--use_fast_math`,
-`-U__CUDA_NO_HALF_OPERATORS__`, `--expt-relaxed-constexpr`, ...), and a kernel timed without them is not
-the kernel its users run. The flags come after the gate's and torch's own, as in a `CUDAExtension`, so a
-`-U` undoes torch's `-D`. They enter every object's cache key with the rest of the command line.
+`-U__CUDA_NO_HALF_OPERATORS__`, ...), and a kernel timed without them is not the kernel its users run;
+docs/manifest.md says where they go (after torch's own, as in a `CUDAExtension`) and what is allowed.
 
 Only flags that change how code is compiled are allowed: macros, optimisation and math modes, the C++
 standard, register limits, ptxas options and include directories inside the repository. Flags that pick

@@ -1,11 +1,9 @@
 """Load and validate `gate.toml` (every key: docs/manifest.md) into `gate.domain.Manifest`.
 
-Every refusal is a `ManifestError` whose message names the file and the dotted key, e.g.
-`gate.toml: kernel[0].gates.max_bank_conflict_pct: must be >= 0, got -1`.
-Paths are checked against the repository root: no absolute paths, no `..` or symlink that leaves it,
-and every source must exist. Each part of a source path is limited to letters, digits and `_ . + -`,
-never starting with `-`: nvcc hands file names to a shell (`k$(id).cu` ran `id` on the host) and
-reads a leading `-` as an option, so a name outside that set is refused here, at the edge.
+Every refusal is a `ManifestError` naming the file and the dotted key
+(`gate.toml: kernel[0].gates.max_bank_conflict_pct: must be >= 0, got -1`). Paths stay inside the
+repository (`_inside_repo`), each part of letters, digits and `_ . + -`, never starting with `-`: nvcc
+hands file names to a shell (`k$(id).cu` ran `id` on the host) and reads a leading `-` as an option.
 
 Sizes are bounded, so one push cannot hold the executor for minutes: the file (`MAX_MANIFEST_BYTES`,
 checked before parsing), kernels per manifest (each is a job), shapes per kernel, and the cases a kernel
@@ -230,8 +228,7 @@ def _flags(check: _Checker, value: Any, key: str, compiler: str, root: Path) -> 
 
 
 def _inside_repo(check: _Checker, source: str, key: str, root: Path, *, directory: bool = False) -> None:
-    """Refuse absolute paths, `..` that escape, symlinks that resolve outside, and missing files (or
-    directories)."""
+    """Refuse absolute paths, `..` that escape, symlinks that resolve outside, and missing files (or dirs)."""
     posix = PurePosixPath(source)
     if any(ord(c) < 32 for c in source):
         raise check.fail(key, f"{source!r} contains control characters")

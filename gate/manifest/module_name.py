@@ -3,14 +3,13 @@
 
 CPython imports a `.so` by calling `PyInit_<name>`, so the sources decide the name whenever they
 define one: a hand-written `PyInit__C` (PyTorch's custom-op layout) or `PYBIND11_MODULE(<name>, m)`
-with a literal name. Only sources that write `PYBIND11_MODULE(TORCH_EXTENSION_NAME, m)` leave it to
-the gate, which then derives it from the kernel's manifest name. The manifest may state it (`module`);
-the loader checks it against the sources when the manifest is read, the build names the `.so` by it.
+with a literal name. Only `PYBIND11_MODULE(TORCH_EXTENSION_NAME, m)` leaves it to the gate, which then
+derives it from the kernel's manifest name; a manifest `module` is checked against the sources.
 
-Op registrations (`registering_file`) are looked for in the sources and in every header of the
-checkout they include: `TORCH_LIBRARY`, `_FRAGMENT`, `_IMPL` and any macro of the family, such as
-kernel-builder's `TORCH_LIBRARY_EXPAND(TORCH_EXTENSION_NAME, ops)`, or a registration written in a
-header. The sure way, the built module's own symbols, is `gate.compiling.build.module_registers_ops`.
+Op registrations (`registering_file`) are looked for in the sources and every header of the checkout
+they include: `TORCH_LIBRARY`, `_FRAGMENT`, `_IMPL` and any macro of the family (kernel-builder's
+`TORCH_LIBRARY_EXPAND`). The sure way, the built module's own symbols, is
+`gate.compiling.build.module_registers_ops`.
 """
 
 from __future__ import annotations
@@ -34,9 +33,8 @@ _PYBIND_FUNCTION = re.compile(rb"\bPYBIND11_MODULE\s*\(")
 
 
 def _read_files(kernel: KernelSpec, src_dir: Path) -> list[Path]:
-    """`kernel.sources` inside the checkout and every header of the checkout they include (through
-    the manifest's `-I` folders too). A source that is missing or outside the checkout is left out:
-    the build stage names it."""
+    """`kernel.sources` inside the checkout and every header of it they include (also through the manifest's
+    `-I` folders); a source missing or outside the checkout is left out: the build stage names it."""
     root = Path(src_dir).resolve()
     dirs = [root, *(root / d for d in map(include_dir, kernel.nvcc_flags + kernel.cxx_flags)
                     if d is not None and not Path(d).is_absolute())]
@@ -49,9 +47,8 @@ def _read_files(kernel: KernelSpec, src_dir: Path) -> list[Path]:
 
 
 def registering_file(kernel: KernelSpec, src_dir: Path) -> str:
-    """The first of the kernel's sources and their headers that registers torch ops, relative to the
-    checkout ('' when none does). A registration in a comment, or in a macro defined and never used,
-    counts too: it costs a process, never a wrong figure."""
+    """The first of the kernel's sources and headers that registers torch ops, relative to the checkout ('':
+    none). One in a comment, or in a macro never used, counts too: it costs a process, never a wrong figure."""
     root = Path(src_dir).resolve()
     for path in _read_files(kernel, root):
         if TORCH_OP_REGISTRATION.search(path.read_bytes()):
@@ -70,8 +67,7 @@ def defines_pybind_module(kernel: KernelSpec, src_dir: Path) -> bool:
 
 
 def defined_module_names(sources: list[str], src_dir: Path) -> set[str]:
-    """The module names `sources` define for themselves (`PyInit_<name>`, `PYBIND11_MODULE(<name>,`);
-    empty when they leave the name to `TORCH_EXTENSION_NAME`."""
+    """The module names `sources` define themselves (`PyInit_<name>`, `PYBIND11_MODULE(<name>,`); none: the gate's."""
     names: set[str] = set()
     for rel in sources:
         path = src_dir / rel
@@ -82,21 +78,16 @@ def defined_module_names(sources: list[str], src_dir: Path) -> set[str]:
 
 
 def derived_name(kernel_name: str) -> str:
-    """The module name the gate gives a kernel whose sources leave it open: its manifest name with
-    every non-word character as `_`, and `k_` before a leading digit (the one start a Python
-    identifier forbids; `_C` stays `_C`)."""
+    """The module name the gate gives a kernel whose sources leave it open: its manifest name, non-word
+    characters as `_`, `k_` before a leading digit (the one start an identifier forbids; `_C` stays `_C`)."""
     name = re.sub(r"\W", "_", kernel_name)
     return f"k_{name}" if name[:1].isdigit() else name
 
 
 def extension_name(kernel: KernelSpec, src_dir: Path, *, key: str = "") -> str:
-    """The Python module name of a kernel's extension, which is also `TORCH_EXTENSION_NAME`.
-
-    The manifest's `module` when given, else the one name the sources define, else `derived_name`.
-    A manifest `module` the sources contradict, or sources that define two names, raise
-    `ManifestError` at `key` (default: the kernel's `module`): the built `.so` could not be imported
-    under any single name.
-    """
+    """The Python module name of a kernel's extension (also `TORCH_EXTENSION_NAME`): the manifest's `module`,
+    else the one name the sources define, else `derived_name`. A `module` the sources contradict, or two
+    names defined, raise `ManifestError` at `key`: the `.so` could not be imported under any single name."""
     defined = defined_module_names(kernel.sources, Path(src_dir))
     where = key or f"kernel {kernel.name!r}.module"
     if kernel.module:

@@ -1,9 +1,8 @@
 """The verdict: a pure function of one job's results and the manifest's gates.
 
-Every rule yields rows of the rule table (`RuleRow`); the verdict follows from the rows by
-precedence: any ERROR -> error; any FAIL -> reject; any NOT_RUN -> incomplete; any INCONCLUSIVE ->
-inconclusive; else accept. A rule that cannot be evaluated is NOT_RUN, so a missing figure can never
-turn into `accept`.
+Every rule yields rows of the rule table (`RuleRow`); the verdict follows from the rows in the
+order of `SEVERITY_ORDER` (`gate.domain.verdict`). A rule that cannot be evaluated is NOT_RUN, so a
+missing figure can never turn into `accept`.
 
 Latency follows asv's rule: a change counts only if it is larger than the threshold *and*
 significant — here the 95 % bootstrap interval of the candidate/baseline median ratio lies wholly
@@ -51,8 +50,7 @@ def _passed(stage: BenchResult | ProfileResult | None) -> BenchResult | ProfileR
 @dataclass(frozen=True)
 class _Job:
     """One job as the builders read it, a builder per kind of rule. A builder also writes the row of the
-    stage its rules read where that stage decides alone: the static stage's before the static limits,
-    the build's before correctness, the bench's and the profile's where their rules cannot be judged."""
+    stage its rules read where that stage decides alone (static, build; bench and profile when unjudged)."""
 
     result: JobResult
     gates: Gates
@@ -129,8 +127,7 @@ def _stage_row(stage: Stage, res: object | None, *, required: bool, scope: Stati
 
 
 def _static_checked(static: StaticResult, scope: StaticScope | None) -> RuleRow:
-    """The static stage's row says what it checked (functions compiled per arch, SASS read, which of
-    them the rules judge), not how long it took."""
+    """The static stage's row: what it checked (functions, archs, SASS, which are judged), not how long it took."""
     archs = list(dict.fromkeys(f.arch for f in static.functions))
     names = len({f.function for f in static.functions})
     sass = "SASS read" if static.sass_available else "no SASS (cuobjdump/nvdisasm not found)"
@@ -172,15 +169,12 @@ def verdict_of(rows: list[RuleRow]) -> tuple[Verdict, str]:
             decisive = max(same_rule, key=_severity) if outcome is O.FAIL else hits[0]
             decisive.decisive = True
             more = f" (+{len(hits) - 1} more)" if len(hits) > 1 else ""
-            return verdict, _one_line(f"{verdict.value}: {_where(decisive)}: {decisive.reason}", more)
+            where = " ".join(filter(None, (decisive.rule, decisive.where)))
+            return verdict, _one_line(f"{verdict.value}: {where}: {decisive.reason}", more)
     latency = [r for r in rows if r.rule == Rule.MAX_LATENCY_REGRESSION_PCT and _delta_pct(r) is not None]
     if latency:
         max(latency, key=_delta_pct).decisive = True
     return Verdict.ACCEPT, _one_line(f"accept: all {len(rows)} rules pass{_latency_note(latency)}", "")
-
-
-def _where(row: RuleRow) -> str:
-    return " ".join(filter(None, (row.rule, row.where)))
 
 
 def _delta_pct(row: RuleRow) -> float | None:

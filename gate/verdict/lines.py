@@ -1,22 +1,16 @@
 """Where it got slower: the candidate's source counters against the baseline's, per source line.
 
-Pure: domain types in, `LinesDiff` (gate.domain.source_lines) out. Launches are paired by
-(kernel, shape, dtype), in launch order. Within a pair:
-- With line information on both sides, lines are matched by file and source text (the n-th
-  occurrence of the same text), not by number, so an edit above a hot loop that moves it down
-  does not make every line look new. A line whose text is unknown is matched by number.
-- Without it on either side (a build without `-lineinfo`), the stored instructions are matched
-  by their opcode sequence (difflib), which survives inserted or removed instructions.
+Pure: domain types in, `LinesDiff` (gate.domain.source_lines) out. Launches are paired by (kernel,
+shape, dtype), in launch order; lines are matched by file and source text (the n-th occurrence of
+the same text; by number when the text is unknown), or, without `-lineinfo` on either side, the
+instructions by opcode sequence (difflib): docs/source-lines.md, "The diff", says why.
 
-What counts as a gain, per counter: stall samples as a share of the launch's samples (the raw
-number follows the kernel's length and ncu's sampling interval, so only shares compare), the other
-counters (bank-conflict wavefronts, global sectors, executed instructions) as raw counts, which are
-exact for the same shape. A stall-share change within sampling noise (binomial standard errors of
-both shares) counts as none. A line's score is its largest gain as a share of that counter's total,
-and only lines that gained at least `MIN_SHARE` of some counter are named.
-
-No baseline profile (no baseline revision, or its build or profile failed): the candidate's
-hottest lines (largest share of stall samples) are named instead, and `compared` says so.
+Stall samples compare as a share of the launch's samples (the raw number follows the kernel's length
+and ncu's sampling interval), and a change within sampling noise (binomial standard errors of both
+shares) counts as none; the other counters compare as raw counts, exact for the same shape. A line's
+score is its largest gain as a share of that counter's total; only lines that gained at least
+`MIN_SHARE` of some counter are named. Without a baseline profile the candidate's hottest lines
+(largest share of stall samples) are named instead, and `compared` says so.
 """
 
 from __future__ import annotations
@@ -41,19 +35,20 @@ TOP_LINES = 5
 STALL_NOISE_SE = 3.0      # a stall-share change within 3 standard errors of sampling is not named
 
 
-def _gains(cand: LineCounters, base: LineCounters | None, cand_total: LineCounters,
-           base_total: LineCounters | None) -> dict[str, float]:
-    gains = {c: getattr(cand, c) - (getattr(base, c) if base else 0.0) for c in COUNTERS}
-    gains["stall_samples"] = _stall_gain(cand.stall_samples, cand_total.stall_samples,
-                                         base.stall_samples if base else 0.0,
+def _change(now: LineCounters, before: LineCounters | None, cand: KernelSourceProfile,
+            base: KernelSourceProfile | None) -> tuple[dict[str, float], float]:
+    """A line's (or instruction's) gains per counter, and its score."""
+    base_total = base.totals if base else None
+    gains = {c: getattr(now, c) - (getattr(before, c) if before else 0.0) for c in COUNTERS}
+    gains["stall_samples"] = _stall_gain(now.stall_samples, cand.totals.stall_samples,
+                                         before.stall_samples if before else 0.0,
                                          base_total.stall_samples if base_total else None)
-    return gains
+    return gains, _score(gains, cand.totals, base_total)
 
 
 def _stall_gain(now: float, now_total: float, before: float, before_total: float | None) -> float:
-    """Percentage points of the launch's stall samples the line gained; 0 when the change is within
-    sampling noise (3 standard errors of the two shares), so a short kernel's few samples name
-    nothing. Without a baseline: the line's own share."""
+    """Percentage points of the launch's stall samples the line gained; 0 within sampling noise, so a short
+    kernel's few samples name nothing. Without a baseline: the line's own share."""
     share = now / now_total if now_total else 0.0
     if before_total is None:
         return 100.0 * share
@@ -76,7 +71,7 @@ def _score(gains: dict[str, float], cand_total: LineCounters, base_total: LineCo
         if c == "stall_samples":
             shares.append(gain / 100.0)
             continue
-        total = max(getattr(cand_total, c), getattr(base_total, c) if base_total else 0.0)
+        total = max(getattr(cand_total, c), getattr(base_total, c))
         if total:
             shares.append(gain / total)
     return max(shares, default=0.0)
@@ -99,12 +94,11 @@ def _by_line(cand: KernelSourceProfile, base: KernelSourceProfile | None) -> lis
     changes = []
     for key, ln in _line_key_lists(cand.lines).items():
         before = base_lines.get(key)
-        gains = _gains(ln.counters, before.counters if before else None, cand.totals,
-                       base.totals if base else None)
+        gains, score = _change(ln.counters, before.counters if before else None, cand, base)
         behind = sorted((i for i in cand.instructions if (i.file, i.line) == (ln.file, ln.line)),
                         key=lambda i: -max(getattr(i.counters, c) for c in COUNTERS))
-        changes.append(LineChange(ln.file, ln.line, ln.text, before.line if before else None, gains,
-                                  _score(gains, cand.totals, base.totals if base else None), behind[:3]))
+        changes.append(LineChange(ln.file, ln.line, ln.text, before.line if before else None, gains, score,
+                                  behind[:3]))
     return changes
 
 
@@ -120,10 +114,8 @@ def _by_instruction(cand: KernelSourceProfile, base: KernelSourceProfile | None)
     changes = []
     for index, ins in enumerate(ours):
         before = matched.get(index)
-        gains = _gains(ins.counters, before.counters if before else None, cand.totals,
-                       base.totals if base else None)
-        changes.append(LineChange(ins.file, ins.line, "", None, gains,
-                                  _score(gains, cand.totals, base.totals if base else None), [ins]))
+        gains, score = _change(ins.counters, before.counters if before else None, cand, base)
+        changes.append(LineChange(ins.file, ins.line, "", None, gains, score, [ins]))
     return changes
 
 

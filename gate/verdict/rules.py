@@ -100,8 +100,8 @@ def latency_rows(bench: BenchResult, max_regression_pct: float, alpha: float,
     if watch is not None and watch.problems and watch.boost_spread_pct:
         note = f"; clocks moved by up to {watch.boost_spread_pct:g} % (GPU Boost), on both interleaved sides"
         rows = [replace(r, reason=r.reason + note) if _compared(r) else r for r in rows]
-    elif watch is not None and watch.problems:
-        rows = inconclusive(rows, UNSTEADY + "; ".join(watch.problems), _compared)
+    else:
+        rows = unsteady(rows, bench, _compared)
     return rows or [RuleRow(Rule.MAX_LATENCY_REGRESSION_PCT, O.NOT_RUN, "bench timed no shape")]
 
 
@@ -112,6 +112,12 @@ def _compared(row: RuleRow) -> bool:
 def inconclusive(rows: list[RuleRow], why: str, judged: Callable[[RuleRow], bool]) -> list[RuleRow]:
     """`rows` with those `judged` picks made inconclusive, `why` told before their own reason."""
     return [replace(r, outcome=O.INCONCLUSIVE, reason=f"{why} ({r.reason})") if judged(r) else r for r in rows]
+
+
+def unsteady(rows: list[RuleRow], bench: BenchResult, judged: Callable[[RuleRow], bool]) -> list[RuleRow]:
+    """`inconclusive` for the rows `judged` picks when the GPU was not steady while timing (`GpuWatch.problems`)."""
+    problems = bench.gpu_watch.problems if bench.gpu_watch is not None else []
+    return inconclusive(rows, UNSTEADY + "; ".join(problems), judged) if problems else rows
 
 
 def about(st: ShapeTiming) -> dict[str, str]:
@@ -154,13 +160,12 @@ ALL_STREAMS_RATIO, ALL_STREAMS_SLACK_US = 1.25, 2.0
 
 
 def integrity_rows(bench: BenchResult) -> list[RuleRow]:
-    """Per shape: the candidate's time per call on every stream against what its caller's stream
-    explains over the same calls (work hidden on a private stream), and its event time against the
-    physical floor (a time no hardware allows). A shape without a floor (a custom workload declaring
-    neither FLOPs nor bytes, an unknown GPU) gets no floor row. A hidden share smaller than the host's
-    enqueue time of a launch-bound call escapes the first rule; hiding all of it still meets the floor.
-    On an unsteady GPU a failure of the first is inconclusive (sharing or moving clocks lengthen its
-    eager window, not the events); the floor stands: no sharing makes a kernel faster than hardware allows."""
+    """Per shape: the time per call on every stream against what the caller's stream explains (work hidden
+    on a private stream), and the event time against the physical floor, where the shape has one (none for a
+    custom workload declaring neither FLOPs nor bytes, or an unknown GPU). A hidden share under the enqueue time of a
+    launch-bound call escapes the first; hiding all of it still meets the floor. On an unsteady GPU a
+    failure of the first is inconclusive (sharing or moving clocks lengthen its eager window, not the
+    events); the floor stands: no sharing makes a kernel faster than hardware allows."""
     rows = []
     for st in bench.shapes:
         events = st.candidate.median_us
@@ -188,10 +193,7 @@ def integrity_rows(bench: BenchResult) -> list[RuleRow]:
                                 f"faster than the hardware allows: {figures}" if below else figures,
                                 **about(st), value=events, threshold=round(st.floor_us, 4),
                                 unit="us"))
-    if bench.gpu_watch is not None and bench.gpu_watch.problems:
-        rows = inconclusive(rows, UNSTEADY + "; ".join(bench.gpu_watch.problems),
-                            lambda r: r.rule == Rule.ALL_STREAMS_TIME and r.outcome is O.FAIL)
-    return rows
+    return unsteady(rows, bench, lambda r: r.rule == Rule.ALL_STREAMS_TIME and r.outcome is O.FAIL)
 
 
 def ncu_absolute_rows(cand: ProfileResult, gates: Gates,

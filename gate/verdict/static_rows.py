@@ -9,11 +9,8 @@ A row that changed (up or down) or failed is kept as it is. Pure.
 
 from __future__ import annotations
 
-from gate.domain.rule_catalog import Kind, Rule, of_kind
+from gate.domain.rule_words import INCREASE_RULES
 from gate.domain.verdict import RuleOutcome, RuleRow
-
-# The catalogue's increase rules, less static_delta: its rows can read 0 registers while another figure changed.
-INCREASE_RULES = tuple(spec.rule for spec in of_kind(Kind.STATIC_INCREASE) if spec.rule is not Rule.STATIC_DELTA)
 
 
 def collapse_unchanged(rows: list[RuleRow]) -> list[RuleRow]:
@@ -35,6 +32,7 @@ def collapse_unchanged(rows: list[RuleRow]) -> list[RuleRow]:
 
 
 def _unchanged(row: RuleRow) -> bool:
+    # Not static_delta (no increase rule): its row can read 0 registers while another figure changed.
     return row.rule in INCREASE_RULES and row.outcome is RuleOutcome.PASS and row.delta == 0
 
 

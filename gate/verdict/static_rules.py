@@ -46,14 +46,10 @@ def static_limit_rows(static: StaticResult | None, gates: Gates,
 def sass_rows(static: StaticResult | None, gates: Gates,
               specs: tuple[RuleSpec, ...] = of_kind(Kind.SASS)) -> list[RuleRow]:
     """`require_sass`: the opcodes it lists must each appear in every arch's code."""
-    rows: list[RuleRow] = []
-    for spec in specs:
-        required = threshold_of(spec, gates)
-        if required and (why := _unmeasured(static)):
-            rows.append(RuleRow(spec.rule, O.NOT_RUN, why))
-        elif required:
-            rows += _opcode_rows(spec, static, required)
-    return rows
+    required = [(spec, ops) for spec in specs if (ops := threshold_of(spec, gates))]
+    if required and (why := _unmeasured(static)):
+        return [RuleRow(spec.rule, O.NOT_RUN, why) for spec, _ in required]
+    return [row for spec, ops in required for row in _opcode_rows(spec, static, ops)]
 
 
 def _unmeasured(static: StaticResult | None) -> str | None:
@@ -82,14 +78,11 @@ def _opcode_rows(spec: RuleSpec, static: StaticResult, required: list[str]) -> l
 def static_delta_rows(cand: StaticResult | None, base: StaticResult | None, gates: Gates,
                       new_kernel: bool = False, specs: tuple[RuleSpec, ...] = of_kind(Kind.STATIC_INCREASE),
                       unpaired: list[Unpaired] | None = None) -> list[RuleRow]:
-    """Against the baseline's static figures, per function and arch present in both: one
-    `static_delta` row (always a pass: it shows what changed, e.g. `STS +32`) where anything did, and
-    the `max_*_increase` rules where the manifest sets them.
-
-    Each judged function of one revision only (`static_scope.unpaired`) gets a `static_delta` row with
-    its own figures, so a kernel whose template arguments changed (`k<16, 16>` -> `k<16, 4>`) reads
-    as one gone and one new instead of nothing. The increase rules compare pairs only: such a function
-    has no increase to judge (the static limits still judge the candidate's)."""
+    """Per function and arch of both builds: a `static_delta` row (a pass that shows what changed, `STS +32`)
+    where anything did, and the `max_*_increase` rules the manifest sets. A judged function of one revision
+    only (`static_scope.unpaired`) gets a `static_delta` row with its own figures, so a kernel whose template
+    arguments changed (`k<16, 16>` -> `k<16, 4>`) reads as one gone and one new; the increase rules judge
+    pairs only."""
     figures = [spec for spec in specs if spec.metric is not None]
     wanted = [spec for spec in figures if threshold_of(spec, gates) is not None]
     if new_kernel:

@@ -1,25 +1,19 @@
 """Which compiled functions the static rules judge: the kernels the workload launches.
 
 A monorepo's extension compiles every template instance its sources declare (causal-conv1d: 1,080
-functions), and most are never launched by the workload; their spills (11,872 B in one case) are no
-fact about the kernel under test. So the static rules judge:
+functions), most never launched by the workload; their spills (11,872 B in one case) are no fact
+about the kernel under test. So the static rules judge the functions the manifest's `kernels` globs
+match (`fnmatchcase` over `symbols.match_key`, the whole name: `*conv1d_fwd<*>`); else those the
+candidate's profile saw launched, each by its mangled name (ptxas's own) as it is, with anonymous
+namespaces made canonical (nvcc hashes the file into them), or by `match_key`; a launch without one
+(a profile stored before it was read), or whose name matches nothing, by `match_key` of the
+demangled name; if no launch matched at all, by the names without template arguments; else every
+function, and says so: judging too much is a loud mistake, judging too little a silent one. The rest
+are counted as not judged in the static stage's row.
 
-1. the functions the manifest's `kernels` globs match (`fnmatchcase` over `symbols.match_key`, the
-   whole name: `*conv1d_fwd<*>`), when it sets them;
-2. else the functions the candidate's profile saw launched. A launch names its function by its
-   mangled name, ptxas's own: as it is, else with anonymous namespaces made canonical (nvcc hashes
-   the file into them: `symbols.canonical_anonymous`), else by `match_key`. A launch without one (a
-   profile stored before it was read), or whose mangled name matches nothing, is matched by
-   `match_key` of Nsight Compute's demangled name (namespaces and template arguments kept, anonymous
-   namespaces dropped, `(int)64` read as `64`). If no launch matched at all, by the names without
-   template arguments;
-3. else, with no profile or no launch that matches a compiled function, every function, and says so:
-   judging too much is a loud mistake, judging too little a silent one.
-
-The rest are listed as not judged, with a count, in the static stage's row. `aligned` names the
-baseline's functions as the candidate's, so the static delta pairs a kernel across builds;
-`unpaired` names the judged functions of one revision only, each side chosen by its own launches
-(`baseline_scope`), so the delta lists a kernel whose instance changed instead of saying nothing. Pure.
+`aligned` names the baseline's functions as the candidate's, so the static delta pairs a kernel
+across builds; `unpaired` names the judged functions of one revision only, each side chosen by its
+own launches (`baseline_scope`). Pure.
 """
 
 from __future__ import annotations

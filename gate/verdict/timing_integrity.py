@@ -1,37 +1,32 @@
 """Rule rows that the timed figures are backed by checked work (issue 25). Pure functions.
 
-- `timed_outputs`, per shape: of the candidate's *timed* calls, those checked in full
-  (`gate.timing.timed_checks`) were all right; a wrong one fails naming the call index and the
-  mismatch. No row for a bench recorded before these checks existed (`timed_checked` is None).
-- `timing_methods_agree`, per shape: the figure that was timed against a device-wide wall clock
-  around a synchronised eager batch (`all_streams_us`, `cudaDeviceSynchronize` on both ends, so work
-  on the legacy default stream, the per-thread default stream or any other stream counts). Where
-  that batch was bound by the GPU, not by the host's enqueueing, the timed figure must be at least
-  `TIMED_MIN_SHARE` of it: both run warm and back to back (graph) or colder (events), so an honest
-  figure reads near or above it, and a graph that replayed nothing read 1000x under it. A
-  host-bound batch bounds nothing and says so. The row states the method and why (kept from the
-  history, a graph refused for lost launches), with the graph, eager and device-wide figures.
-- `timer_untouched`, once: the bench's pinned timer references (`gate.timing.pinned`) were still
-  the objects in place after the submitted code ran; a replaced one fails, naming it. The figures
-  were timed through the pinned references, so they stand; the attempt is what is rejected.
-- `profile_matches_timing`, per shape: the kernel durations Nsight Compute measured (the sum over
-  the launches of the one profiled call) within `PROFILE_TIMING_FACTOR` of the timed figure, plus
-  `PROFILE_TIMING_SLACK_US`. Why that wide: ncu locks the SM clock to base by default
-  (`--clock-control base`, GATE_NCU_CLOCK_CONTROL) while the bench runs at boost (H100 SXM: 1.59 vs
-  up to 1.98 GHz, x1.25), ncu flushes caches before each pass where a graph replay runs warm, and
-  a graph's per-call figure includes the launch gaps ncu does not count (~1-2 µs at small shapes).
-  An honest kernel stays well inside x2; a kernel that detects the profiler (its environment, or
-  its replay passes) and runs other code there lands outside, and then the profile's rows are not
-  judged (`distrust_profile`): the mismatch is the finding.
+- `timed_outputs`, per shape: the candidate's timed calls checked in full (`gate.timing.timed_checks`)
+  were all right; a wrong one fails, naming the call and the mismatch.
+- `timing_methods_agree`, per shape: the timed figure against a device-wide wall clock around a
+  synchronised eager batch (`all_streams_us`: `cudaDeviceSynchronize` on both ends, so work on any
+  stream counts). Where that batch was GPU-bound, an honest figure reads at least `TIMED_MIN_SHARE` of
+  it (both run warm and back to back, or colder); a graph that replayed nothing read 1000x under it.
+  A host-bound batch bounds nothing, and the row says so.
+- `timer_untouched`, once: the bench's pinned timer references (`gate.timing.pinned`) were still in
+  place after the submitted code ran. The figures, timed through the pinned ones, stand; the attempt
+  is what is rejected.
+- `profile_matches_timing`, per shape: ncu's kernel durations of the one profiled call within
+  `PROFILE_TIMING_FACTOR` x + `PROFILE_TIMING_SLACK_US` of the timed figure. That wide because ncu
+  locks the SM clock to base (`--clock-control base`; H100 SXM: 1.59 vs up to 1.98 GHz boost), flushes
+  caches per pass where a graph replay runs warm, and omits a graph's launch gaps (~1-2 µs at small
+  shapes). A kernel that detects the profiler lands outside; its profile's rows are then not judged
+  (`distrust_profile`): the mismatch is the finding.
 """
 
 from __future__ import annotations
+
+from functools import partial
 
 from gate.domain.launches import by_shape
 from gate.domain.results import BenchResult, JobResult, ShapeTiming, StageStatus
 from gate.domain.rule_catalog import Kind, Rule, of_kind
 from gate.domain.verdict import RuleOutcome, RuleRow
-from gate.verdict.rules import UNSTEADY, about, inconclusive
+from gate.verdict.rules import about, inconclusive, unsteady
 
 _NCU_RULES = {spec.rule for kind in (Kind.NCU_ABSOLUTE, Kind.NCU_RELATIVE) for spec in of_kind(kind)}
 
@@ -74,15 +69,15 @@ def timing_methods_row(st: ShapeTiming) -> RuleRow | None:
     words = _method_words(st)
     device_bound = st.all_streams_us > DEVICE_BOUND_RATIO * (st.enqueue_us or 0.0)
     limit = round(TIMED_MIN_SHARE * st.all_streams_us, 4)
-    common = dict(**about(st), value=timed, baseline=round(st.all_streams_us, 3), unit="us")
+    row = partial(RuleRow, Rule.TIMING_METHODS_AGREE, **about(st), value=timed, baseline=round(st.all_streams_us, 3),
+                  unit="us")
     if not device_bound:
-        return RuleRow(Rule.TIMING_METHODS_AGREE, O.PASS, f"{words}; the device-wide batch was paced by the "
-                       f"host ({st.enqueue_us or 0:.3g} us to enqueue a call) and bounds nothing", **common)
+        return row(O.PASS, f"{words}; the device-wide batch was paced by the host ({st.enqueue_us or 0:.3g} us to "
+                           "enqueue a call) and bounds nothing")
     if timed < limit:
-        return RuleRow(Rule.TIMING_METHODS_AGREE, O.FAIL, f"no honest figure: {words}; the timed figure is under "
-                       f"{TIMED_MIN_SHARE:g} x the device-wide time (work the timed method did not see)",
-                       threshold=limit, **common)
-    return RuleRow(Rule.TIMING_METHODS_AGREE, O.PASS, words, threshold=limit, **common)
+        return row(O.FAIL, f"no honest figure: {words}; the timed figure is under {TIMED_MIN_SHARE:g} x the "
+                           "device-wide time (work the timed method did not see)", threshold=limit)
+    return row(O.PASS, words, threshold=limit)
 
 
 def timer_row(bench: BenchResult) -> RuleRow:
@@ -104,14 +99,13 @@ def profile_rows(result: JobResult) -> list[RuleRow]:
         timed = st.candidate.median_us
         ks = [k for k in launches.get(st.shape, []) if not k.dtype or k.dtype == st.dtype]
         durations = [k.duration_ns for k in ks if k.duration_ns is not None]
+        row = partial(RuleRow, Rule.PROFILE_MATCHES_TIMING, **about(st), unit="us")
         if not ks:
-            rows.append(RuleRow(Rule.PROFILE_MATCHES_TIMING, O.FAIL, f"the profiled call of this shape launched "
-                                f"no kernel, the timed one took {timed:.3g} us", **about(st), value=0.0,
-                                baseline=timed, unit="us"))
+            rows.append(row(O.FAIL, f"the profiled call of this shape launched no kernel, the timed one took "
+                                    f"{timed:.3g} us", value=0.0, baseline=timed))
             continue
         if len(durations) < len(ks):
-            rows.append(RuleRow(Rule.PROFILE_MATCHES_TIMING, O.NOT_RUN, "no kernel duration in the profile",
-                                **about(st), baseline=timed, unit="us"))
+            rows.append(row(O.NOT_RUN, "no kernel duration in the profile", baseline=timed))
             continue
         profiled = sum(durations) / 1e3
         low = timed / PROFILE_TIMING_FACTOR - PROFILE_TIMING_SLACK_US
@@ -120,17 +114,14 @@ def profile_rows(result: JobResult) -> list[RuleRow]:
                    f"{timed:.3g} us (allowed {max(low, 0):.3g}..{high:.3g} us: base vs boost clocks, cold vs warm "
                    f"caches, launch gaps)")
         ok = low <= profiled <= high
-        rows.append(RuleRow(Rule.PROFILE_MATCHES_TIMING, O.PASS if ok else O.FAIL, figures if ok else
-                            f"the profiled program is not the timed one: {figures}", **about(st),
-                            value=round(profiled, 3), baseline=round(timed, 3), threshold=round(high, 3),
-                            unit="us"))
+        rows.append(row(O.PASS if ok else O.FAIL, figures if ok else f"the profiled program is not the timed one: "
+                        f"{figures}", value=round(profiled, 3), baseline=round(timed, 3), threshold=round(high, 3)))
     return rows
 
 
 def timing_integrity_rows(result: JobResult) -> list[RuleRow]:
-    """Every row above for one job whose bench ran (none when it did not). A bench recorded before
-    these checks existed (no shape with `timed_checked`: stored history, hand-built sample data) gets
-    none of them: it recorded none of their figures."""
+    """Every row above for one job whose bench passed; none for a bench recorded before these checks
+    (no shape with `timed_checked`: stored history, hand-built sample data), which has none of their figures."""
     bench = result.bench
     if bench is None or bench.status is not StageStatus.PASSED:
         return []
@@ -139,10 +130,8 @@ def timing_integrity_rows(result: JobResult) -> list[RuleRow]:
     rows: list[RuleRow] = []
     for st in bench.shapes:
         rows += [r for r in (timed_output_row(st), timing_methods_row(st)) if r is not None]
-    problems = bench.gpu_watch.problems if bench.gpu_watch is not None else []
-    if problems:   # another process or moving clocks lengthen the device-wide window, not the timed one
-        rows = inconclusive(rows, UNSTEADY + "; ".join(problems),
-                            lambda r: r.rule == Rule.TIMING_METHODS_AGREE and r.outcome is O.FAIL)
+    # another process or moving clocks lengthen the device-wide window, not the timed one
+    rows = unsteady(rows, bench, lambda r: r.rule == Rule.TIMING_METHODS_AGREE and r.outcome is O.FAIL)
     return rows + [timer_row(bench)] + profile_rows(result)
 
 
