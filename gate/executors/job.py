@@ -83,7 +83,7 @@ def gate_job(order: JobOrder, context: JobContext) -> GateOutcome:
     workspace, box_dir = data_dir / "workspaces" / key, data_dir / "box" / key   # box: nothing in it is believed
     try:
         sources = check_out(order, context.mirror, workspace, context.on_event)
-        request = request_for(order, sources, context.options, box_dir)
+        request = request_for(sources, order.kept_methods, context.options, box_dir)
         keys = job_keys(request, environment_inputs(context.options, context.gpu))
         asked = context.history is not None and keys.job
         plan = plan_job(request, keys, context.history.answers(order.kernel, keys) if asked else HistoryAnswers())

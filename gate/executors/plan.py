@@ -12,7 +12,7 @@ import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 
-from gate.domain.job import Checkout, JobOrder, JobRequest, RunOptions, methods_agree
+from gate.domain.job import Checkout, JobRequest, RunOptions, methods_agree
 from gate.domain.manifest import KernelSpec, built_as
 from gate.domain.results import JobResult, StageStatus
 from gate.domain.reuse import HistoryAnswers, ReusedMeasurement, ReusedProfile, ReuseKeys
@@ -39,15 +39,16 @@ class JobPlan:
     baseline_profile: ReusedProfile | None = None       # an earlier candidate's profile stands for the baseline's
 
 
-def request_for(order: JobOrder, sources: Sources, options: RunOptions, box_dir: Path) -> JobRequest:
-    """The child's request. Each side is built as its own commit declares it (`manifest.BUILD_FIELDS`),
-    and both are measured as the candidate declares (docs/manifest.md). A baseline is always profiled:
+def request_for(sources: Sources, kept_methods: dict[str, str], options: RunOptions, box_dir: Path) -> JobRequest:
+    """The child's request; `kept_methods` is the order's timing method per shape (docs/reuse.md). Each
+    side is built as its own commit declares it (`manifest.BUILD_FIELDS`), and both are measured as the
+    candidate declares (docs/manifest.md). A baseline is always profiled:
     its profile feeds the relative ncu rules and, whatever the rules, the source-line diff
     (verdict/lines.py) names lines against it."""
     own = sources.baseline_spec if sources.baseline is not None else None
     return JobRequest(kernel=sources.spec, candidate=sources.candidate, baseline=sources.baseline,
                       artifacts_dir=str(box_dir), options=options, profile_baseline=sources.baseline is not None,
-                      kept_methods=dict(order.kept_methods),
+                      kept_methods=dict(kept_methods),
                       baseline_kernel=built_as(sources.spec, own) if own is not None else None)
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 from service_fakes import SHA_A, SHA_B, job_result
 
 from gate.domain import BuildResult, KernelSpec, ProfileResult, StageStatus
-from gate.domain.job import Checkout, JobOrder, RunOptions, method_key
+from gate.domain.job import Checkout, RunOptions, method_key
 from gate.domain.reuse import HistoryAnswers, Provenance, ReusedMeasurement, ReusedProfile, ReuseKeys
 from gate.executors.plan import Sources, plan_job, request_for, reused_result, with_baseline_profile
 
@@ -23,8 +23,7 @@ def _sources(baseline: bool = True) -> Sources:
 
 
 def _request(baseline: bool = True, kept: dict[str, str] | None = None):  # noqa: ANN202
-    order = JobOrder(repo="/src/flash", sha=SHA_B, base_sha=SHA_A, kernel="attn", kept_methods=kept or {})
-    return request_for(order, _sources(baseline), RunOptions(), Path("/w/box"))
+    return request_for(_sources(baseline), kept or {}, RunOptions(), Path("/w/box"))
 
 
 def _measured() -> ReusedMeasurement:
@@ -89,8 +88,7 @@ def test_each_side_is_built_from_its_own_manifest_and_both_are_measured_as_the_c
                           shapes=[Shape({"m": 64})], dtypes=["bfloat16"], module="cand", own_process=True)
     own = KernelSpec(name="attn", sources=["attn.cu"], nvcc_flags=[], cxx_flags=["-O2"], function="fwd",
                      shapes=[Shape({"m": 8})], dtypes=["float32"], module="", own_process=False)
-    order = JobOrder(repo="/src/flash", sha=SHA_B, base_sha=SHA_A, kernel="attn")
-    request = request_for(order, replace(_sources(), spec=measured, baseline_spec=own), RunOptions(), Path("/w"))
+    request = request_for(replace(_sources(), spec=measured, baseline_spec=own), {}, RunOptions(), Path("/w"))
     base = request.spec(Side.BASELINE)
     assert (base.sources, base.nvcc_flags, base.cxx_flags, base.function, base.module, base.own_process) == (
         ["attn.cu"], [], ["-O2"], "fwd", "", False)
