@@ -3,9 +3,10 @@ starts the GPU child: the lookup needs the database, which the child never impor
 stopped half-way to ask would cost a second torch import (~2 s) for every unchanged kernel. Hashing
 files and asking three tools their version costs the parent well under a second.
 
-`side_key`: what one side's build, static figures and profile depend on; its headers are followed by
-the object cache's own rule (`gate.compiling.build_cache.local_includes`). `job_keys`: both side keys
-and the rest of the request, where a new `JobRequest` field counts unless `_NOT_MEASURING` names it.
+`side_key`: what one side's build, static figures and profile depend on; its sources and headers are
+the ones the manifest's own scan reads (`gate.manifest.module_name.read_files`, through the `-I` folders
+of both flag lists). `job_keys`: both side keys and the rest of the request, where a new `JobRequest`
+field counts unless `_NOT_MEASURING` names it.
 Without a visible GPU every key is "" and nothing is reused.
 """
 
@@ -24,8 +25,7 @@ from gate.domain.job import JobRequest, RunOptions
 from gate.domain.manifest import KernelSpec
 from gate.domain.names import Side
 from gate.domain.reuse import ReuseKeys
-from gate.manifest import compile_flags
-from gate.compiling.build_cache import local_includes
+from gate.manifest.module_name import read_files
 from gate.nvidia.devices import Gpu, visible_gpus
 from gate.nvidia.tools import tool_version
 
@@ -49,16 +49,10 @@ def _part(h: hashlib._Hash, label: str, data: bytes) -> None:
 def side_inputs(spec: KernelSpec, root: Path, h: hashlib._Hash) -> None:
     """Feed `h` what one side's build and measurement read from the checkout at `root`."""
     root = Path(root).resolve()
-    dirs = [root, *(root / d for d in map(compile_flags.include_dir, spec.nvcc_flags)
-                    if d is not None and not Path(d).is_absolute())]
-    files: dict[Path, None] = {}
     for name in spec.sources:
-        source = (root / name).resolve()
-        if not source.is_file():        # the build fails visibly; the key just says "absent"
+        if not (root / name).resolve().is_file():        # the build fails visibly; the key just says "absent"
             _part(h, "missing", name.encode())
-            continue
-        files[source] = None
-        files.update(dict.fromkeys(local_includes(source, dirs, root)))
+    files = dict.fromkeys(read_files(spec, root))      # the build's own reading: both flags' -I folders
     if spec.workload not in BUILT_IN_WORKLOADS:
         files.update(dict.fromkeys(p.resolve() for p in sorted(root.rglob("*.py")) if ".git" not in p.parts))
     for path in sorted(files):

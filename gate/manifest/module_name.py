@@ -32,7 +32,7 @@ TORCH_OP_REGISTRATION = re.compile(rb"\bTORCH_LIBRARY\w*\s*\(")
 _PYBIND_FUNCTION = re.compile(rb"\bPYBIND11_MODULE\s*\(")
 
 
-def _read_files(kernel: KernelSpec, src_dir: Path) -> list[Path]:
+def read_files(kernel: KernelSpec, src_dir: Path) -> list[Path]:
     """`kernel.sources` inside the checkout and every header of it they include (also through the manifest's
     `-I` folders); a source missing or outside the checkout is left out: the build stage names it."""
     root = Path(src_dir).resolve()
@@ -50,7 +50,7 @@ def registering_file(kernel: KernelSpec, src_dir: Path) -> str:
     """The first of the kernel's sources and headers that registers torch ops, relative to the checkout ('':
     none). One in a comment, or in a macro never used, counts too: it costs a process, never a wrong figure."""
     root = Path(src_dir).resolve()
-    for path in _read_files(kernel, root):
+    for path in read_files(kernel, root):
         if TORCH_OP_REGISTRATION.search(path.read_bytes()):
             return path.relative_to(root).as_posix()
     return ""
@@ -63,7 +63,7 @@ def registers_torch_ops(kernel: KernelSpec, src_dir: Path) -> bool:
 
 def defines_pybind_module(kernel: KernelSpec, src_dir: Path) -> bool:
     """Whether the sources or their headers define a pybind11 module (functions `function` can name)."""
-    return any(_PYBIND_FUNCTION.search(path.read_bytes()) for path in _read_files(kernel, src_dir))
+    return any(_PYBIND_FUNCTION.search(path.read_bytes()) for path in read_files(kernel, src_dir))
 
 
 def defined_module_names(sources: list[str], src_dir: Path) -> set[str]:

@@ -34,6 +34,16 @@ def test_a_header_found_through_an_include_flag_is_part_of_the_key(tmp_path):
     assert _key(a) != _key(b)
 
 
+def test_a_header_a_binding_finds_through_a_cxx_include_flag_is_part_of_the_key(tmp_path):
+    # The binding compiles with cxx_flags: a header it finds only through their -I folder is read by
+    # the build, so a change to it must measure again (the key once followed nvcc_flags' folders alone).
+    spec = dataclasses.replace(SPEC, sources=["k.cu", "bind.cpp"], nvcc_flags=[], cxx_flags=["-Iinclude"])
+    files = {"bind.cpp": '#include "ops.h"\nint bind;\n', "include/ops.h": "#define OPS 1\n"}
+    a = _tree(tmp_path / "a", **files)
+    b = _tree(tmp_path / "b", **{**files, "include/ops.h": "#define OPS 2\n"})
+    assert _key(a, spec) != _key(b, spec)
+
+
 def test_a_file_the_kernel_does_not_include_is_not(tmp_path):
     a, b = _tree(tmp_path / "a"), _tree(tmp_path / "b", **{"other.cuh": "#define O 2\n", "README.md": "x"})
     assert _key(a) == _key(b)
