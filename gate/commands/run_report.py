@@ -9,7 +9,7 @@ from gate.verdict.lines import job_diffs
 from gate.domain.line_wording import as_text
 from gate.domain.verdict import RuleRow
 from gate.domain.rule_words import as_allowed
-from gate.domain.wording import checked_calls_words, plural, reason_beside
+from gate.domain.wording import checked_calls_words, cut, plural, reason_beside
 from gate.domain.rule_catalog import Kind, of_kind
 
 # The SASS column names a function's largest base opcodes, this many, then any opcode a rule reads
@@ -53,24 +53,17 @@ def sass_cell(opcodes: dict[str, int], ruled: list[str], largest: int = LARGEST_
     return f"{text} \u2026 and {plural(rest, 'more opcode')}" if rest else text
 
 
-def _static_rows(functions: list[FunctionResources], ruled: list[str]) -> list[list[str]]:
-    return [[_short(kernel_name(f.function)), f.arch, str(f.registers), str(f.smem_bytes), str(f.stack_bytes),
-             str(f.spill_store_bytes), str(f.spill_load_bytes), sass_cell(f.sass_opcodes, ruled)] for f in functions]
-
-
-def _short(name: str) -> str:
-    return name if len(name) <= FUNCTION_COLUMN else name[:FUNCTION_COLUMN - 1] + "\u2026"
-
-
 def _static_table(functions: list[FunctionResources], ruled: list[str]) -> list[str]:
     """The static figures per function; a name longer than its column is cut there and written whole on
     the line above its row (a CUTLASS instance's name runs to 1,456 characters: whole in the column, it
     pushed every figure of the table off the screen)."""
+    names = [kernel_name(f.function) for f in functions]
     table = _table(["function", "arch", "regs", "smem_B", "stack_B", "spill_st_B", "spill_ld_B", "SASS"],
-                   _static_rows(functions, ruled))
+                   [[cut(name, FUNCTION_COLUMN), f.arch, str(f.registers), str(f.smem_bytes), str(f.stack_bytes),
+                     str(f.spill_store_bytes), str(f.spill_load_bytes), sass_cell(f.sass_opcodes, ruled)]
+                    for name, f in zip(names, functions)])
     lines = table[:1]
-    for f, row in zip(functions, table[1:]):
-        name = kernel_name(f.function)
+    for name, row in zip(names, table[1:]):
         lines += [f"  {name}:", row] if len(name) > FUNCTION_COLUMN else [row]
     return lines
 

@@ -66,6 +66,11 @@ def checked_calls_words(checked: int) -> str:
             f"or more is caught with 99 % probability")
 
 
+def cut(text: str, limit: int) -> str:
+    """`text`, or its first `limit` - 1 characters and an ellipsis when it is longer."""
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "\u2026"
+
+
 def plural(n: int, word: str, many: str | None = None) -> str:
     """`1 revision`, `2 revisions`."""
     return f"{n} {word if n == 1 else (many or word + 's')}"

@@ -14,6 +14,8 @@ import html
 from collections.abc import Mapping
 from datetime import datetime
 
+from gate.domain.wording import cut
+
 SHARED = "shared"
 SHA_CHARS = 8
 MESSAGE_CHARS = 72
@@ -31,4 +33,4 @@ def revision_table(details: Mapping[int, tuple[str, datetime | None, str]]
 
 def _short(message: str, limit: int = MESSAGE_CHARS) -> str:
     """Cut to `limit` characters, then escaped (cutting after escaping could split an entity)."""
-    return html.escape(message if len(message) <= limit else message[: limit - 1] + "…", quote=False)
+    return html.escape(cut(message, limit), quote=False)

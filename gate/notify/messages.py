@@ -9,6 +9,7 @@ from __future__ import annotations
 from gate.domain.line_wording import as_markdown
 from gate.domain.rule_catalog import BY_RULE, Bound
 from gate.domain.verdict import RuleOutcome, RuleRow, Verdict, VerdictReport
+from gate.domain.wording import cut
 
 DESCRIPTION_MAX_CHARS = 140       # GitHub's limit for a commit status description
 SUMMARY_MAX_CHARS = 65_535        # GitHub's limit for a Check Run output.summary
@@ -157,5 +158,4 @@ def _cell(text: str) -> str:
 
 
 def _clip(text: str, limit: int) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+    return cut(" ".join(text.split()), limit)
