@@ -55,7 +55,7 @@ def sass_cell(opcodes: dict[str, int], ruled: list[str], largest: int = LARGEST_
 
 def _static_table(functions: list[FunctionResources], ruled: list[str]) -> list[str]:
     """The static figures per function; a name longer than its column is cut there and written whole on
-    the line above its row (a CUTLASS instance's name runs to 1,456 characters: whole in the column, it
+    the line above its row (a CUTLASS instance's demangled name runs to 2,266 characters: whole in the column, it
     pushed every figure of the table off the screen)."""
     names = [kernel_name(f.function) for f in functions]
     table = _table(["function", "arch", "regs", "smem_B", "stack_B", "spill_st_B", "spill_ld_B", "SASS"],
